@@ -1,0 +1,20 @@
+// Bundles src/ into dist/ with esbuild: one entry plus lazily loaded chunks (server, prompts,
+// ...), so start-up resolves a handful of files instead of hundreds. Dependencies stay in
+// node_modules (packages: external) so native modules and wasm load as usual.
+import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
+
+rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
+await build({
+  entryPoints: { main: 'src/main.ts' },
+  outdir: 'dist',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: 'linked',
+  chunkNames: 'chunks/[name]-[hash]',
+  logLevel: 'warning',
+});

@@ -1,0 +1,54 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** api-spec.md 2.7 */
+export const CarveQuery = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  query: Type.String(),
+  path: Type.String(),
+  type: Type.String(),
+  target: Type.String(),
+  targets: Type.Array(Type.Object({ type: Type.String(), value: Type.String() })),
+  creator: Type.String(),
+  environment_id: Type.Integer(),
+  active: Type.Boolean(),
+  completed: Type.Boolean(),
+  deleted: Type.Boolean(),
+  expired: Type.Boolean(),
+  hidden: Type.Boolean(),
+  protected: Type.Boolean(),
+  carve_status: Type.String(),
+  errors: Type.Integer(),
+  executions: Type.Integer(),
+  expected: Type.Integer(),
+  expiration: Type.String(),
+  extra_data: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type CarveQuery = Static<typeof CarveQuery>;
+
+/** api-spec.md 2.8 */
+export const CarveFile = Type.Object({
+  uuid: Type.String(),
+  carve_id: Type.String(),
+  session_id: Type.String(),
+  path: Type.String(),
+  status: Type.String(),
+  archived: Type.Boolean(),
+  block_size: Type.Integer(),
+  carve_size: Type.Integer(),
+  total_blocks: Type.Integer(),
+  completed_blocks: Type.Integer(),
+  created_at: Type.String(),
+  completed_at: Type.String(),
+});
+export type CarveFile = Static<typeof CarveFile>;
+
+export const CarveDetail = Type.Object({ files: Type.Array(CarveFile), query: CarveQuery });
+export type CarveDetail = Static<typeof CarveDetail>;
+
+export const CarveActions = ['delete', 'expire', 'complete', 'archive'] as const;
+export type CarveAction = (typeof CarveActions)[number];
+export const CarveStatuses = ['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED'] as const;
+export const CarveFileStatuses = ['QUERIED', 'SCHEDULED', 'IN PROGRESS', 'COMPLETED'] as const;

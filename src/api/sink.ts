@@ -1,0 +1,43 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** api-spec.md 2.4 */
+export const LogSink = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  type: Type.String(),
+  source: Type.String(),
+  info: Type.String(),
+  enabled: Type.Boolean(),
+  environment_id: Type.Integer(),
+  order: Type.Integer(),
+  config: Type.Array(Type.Integer()),
+  bytes_sent: Type.Integer(),
+  exports_count: Type.Integer(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type LogSink = Static<typeof LogSink>;
+
+export const SinkTypes = ['file', 'stdout', 'syslog', 'http', 'kafka', 'kinesis', 's3', 'splunk', 'elastic', 'graylog', 'logstash'] as const;
+export const SinkSources = ['status', 'result', 'query'] as const;
+
+/** 4.18 body */
+export const SinkCloneBody = Type.Object({
+  source_environment_id: Type.Integer(),
+  target_environment_id: Type.Integer(),
+  overwrite: Type.Optional(Type.Boolean()),
+});
+export type SinkCloneBody = Static<typeof SinkCloneBody>;
+
+/** POST /api/v1/log-sinks body: `config` as a JSON object or the byte array. */
+export const SinkCreateBody = Type.Object({
+  name: Type.String(),
+  type: Type.String(),
+  source: Type.String(),
+  info: Type.Optional(Type.String()),
+  enabled: Type.Optional(Type.Boolean()),
+  environment_id: Type.Integer(),
+  order: Type.Optional(Type.Integer()),
+  config: Type.Optional(Type.Union([Type.Array(Type.Integer()), Type.Record(Type.String(), Type.Unknown())])),
+});
+export type SinkCreateBody = Static<typeof SinkCreateBody>;

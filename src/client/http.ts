@@ -1,0 +1,132 @@
+// The one HTTP client: undici with keep-alive, proxy support, timeouts, retries with
+// Retry-After, typed ApiError, --debug logging with secrets redacted.
+import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import { readFileSync } from 'node:fs';
+import { ApiError, NetworkError } from '../errors.js';
+import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
+import { redactBody, redactHeaders } from './redact.js';
+
+export interface HttpOptions {
+  baseUrl: string;
+  token?: string;
+  csrfToken?: string;
+  timeoutMs: number;
+  retry?: RetryPolicy;
+  debug?: (line: string) => void;
+  caFile?: string;
+  insecure?: boolean;
+  userAgent?: string;
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  /** Expect a text body (e.g. enroll scripts served as JSON `{data}` are still JSON; this is for raw). */
+  raw?: boolean;
+}
+
+let sharedDispatcher: Dispatcher | undefined;
+
+function dispatcherFor(opts: HttpOptions): Dispatcher {
+  const connect = {
+    ...(opts.caFile ? { ca: readFileSync(opts.caFile) } : {}),
+    ...(opts.insecure ? { rejectUnauthorized: false } : {}),
+  };
+  const hasProxy = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((k) => process.env[k]);
+  if (!opts.caFile && !opts.insecure && !hasProxy) return (sharedDispatcher ??= new Agent({ keepAliveTimeout: 10_000 }));
+  return hasProxy ? new EnvHttpProxyAgent({ connect }) : new Agent({ connect, keepAliveTimeout: 10_000 });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class HttpClient {
+  private readonly dispatcher: Dispatcher;
+
+  constructor(readonly opts: HttpOptions) {
+    this.dispatcher = dispatcherFor(opts);
+  }
+
+  get baseUrl(): string {
+    return this.opts.baseUrl;
+  }
+
+  url(path: string, query?: Query): string {
+    const u = new URL(path, this.opts.baseUrl.endsWith('/') ? this.opts.baseUrl : `${this.opts.baseUrl}/`);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+
+  async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {
+    const url = this.url(path.replace(/^\//, ''), ro.query);
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.opts.userAgent ?? 'fleetctl' };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    if (this.opts.csrfToken && method !== 'GET') headers['x-csrf-token'] = this.opts.csrfToken;
+    let body: string | undefined;
+    if (ro.body !== undefined) {
+      body = JSON.stringify(ro.body);
+      headers['content-type'] = 'application/json';
+    }
+    const policy = this.opts.retry ?? DEFAULT_RETRY;
+    const debug = this.opts.debug;
+    for (let attempt = 1; ; attempt++) {
+      const started = Date.now();
+      debug?.(`> ${method} ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+      debug?.(`> headers ${JSON.stringify(redactHeaders(headers))}`);
+      if (body !== undefined) debug?.(`> body ${redactBody(body, false)}`);
+      let status: number;
+      let text: string;
+      let retryAfter: number | undefined;
+      try {
+        const res = await request(url, {
+          method: method as Dispatcher.HttpMethod,
+          headers,
+          body,
+          dispatcher: this.dispatcher,
+          signal: AbortSignal.timeout(this.opts.timeoutMs),
+        });
+        status = res.statusCode;
+        text = await res.body.text();
+        const ra = res.headers['retry-after'];
+        retryAfter = parseRetryAfter(Array.isArray(ra) ? ra[0] : ra, Date.now());
+      } catch (e) {
+        const err = e as Error & { code?: string; cause?: { code?: string } };
+        const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
+        const reason = timedOut ? `no answer within ${Math.round(this.opts.timeoutMs / 1000)} s` : (err.cause?.code ?? err.code ?? err.message);
+        debug?.(`< ${reason} (${Date.now() - started} ms)`);
+        if (attempt < policy.maxAttempts && shouldRetry(method, { networkError: true })) {
+          await sleep(retryDelayMs(attempt, undefined, policy));
+          continue;
+        }
+        const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
+        throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${reason}${tries}`, url);
+      }
+      debug?.(`< ${status} (${Date.now() - started} ms) ${redactBody(text, status >= 400)}`);
+      if (status >= 200 && status < 300) {
+        if (ro.raw) return text as T;
+        return (text ? JSON.parse(text) : undefined) as T;
+      }
+      if (attempt < policy.maxAttempts && shouldRetry(method, { status })) {
+        await sleep(retryDelayMs(attempt, retryAfter, policy));
+        continue;
+      }
+      throw toApiError(status, text, retryAfter);
+    }
+  }
+}
+
+function toApiError(status: number, text: string, retryAfter?: number): ApiError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+    const b = parsed as Record<string, unknown>;
+    return new ApiError(status, String(b.code ?? 'unknown'), String(b.error ?? `HTTP ${status}`), b, retryAfter);
+  }
+  const message = typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`;
+  return new ApiError(status, status >= 500 ? 'internal' : 'unknown', message, {}, retryAfter);
+}

@@ -1,0 +1,5 @@
+import type { HttpClient } from '../http.js';
+
+export const carvesApi = (http: HttpClient) => ({
+  http,
+});

@@ -1,0 +1,23 @@
+import type { HttpClient } from '../http.js';
+import type { MessageResponse, Node, NodeSort, NodeStatus, Page, Platform, SortOrder } from '../../api/index.js';
+
+const seg = encodeURIComponent;
+
+export interface NodeListQuery {
+  page?: number;
+  page_size?: number;
+  q?: string;
+  status?: NodeStatus;
+  platform?: Platform;
+  sort?: NodeSort;
+  order?: SortOrder;
+}
+
+export const nodesApi = (http: HttpClient) => ({
+  /** 4.11 */
+  list: (env: string, query: NodeListQuery = {}) => http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query } }),
+  /** 4.12 */
+  get: (env: string, node: string) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`),
+  /** 4.13 */
+  delete: (env: string, uuid: string) => http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid } }),
+});

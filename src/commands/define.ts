@@ -1,0 +1,56 @@
+// How every verb is declared: commander for parsing, examples in --help, and run(ctx, args, opts).
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { Context, type GlobalOptions } from '../context.js';
+
+export interface VerbSpec {
+  name: string;
+  summary: string;
+  description?: string;
+  aliases?: string[];
+  examples?: string[];
+}
+
+export function examplesText(examples: string[]): string {
+  return `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`;
+}
+
+/** A command group (e.g. `nodes`), with its examples shown in --help. */
+export function group(program: Command, spec: VerbSpec): Command {
+  const cmd = program.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
+  if (spec.aliases) cmd.aliases(spec.aliases);
+  if (spec.examples?.length) cmd.addHelpText('after', examplesText(spec.examples));
+  return cmd;
+}
+
+export type RunFn<O> = (ctx: Context, args: string[], opts: O) => Promise<void>;
+
+/**
+ * A verb under `parent`. `configure` adds its arguments and options; `run` gets a Context
+ * built from the global options, the positional arguments, and the verb's own options.
+ */
+export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpec, configure: (cmd: Command) => void, run: RunFn<O>): Command {
+  const cmd = parent.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
+  if (spec.aliases) cmd.aliases(spec.aliases);
+  configure(cmd);
+  if (spec.examples?.length) cmd.addHelpText('after', examplesText(spec.examples));
+  cmd.action(async (...all: unknown[]) => {
+    const command = all[all.length - 1] as Command;
+    const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a)]));
+    const ctx = new Context(command.optsWithGlobals() as GlobalOptions);
+    await run(ctx, positional, command.opts() as O);
+  });
+  return cmd;
+}
+
+/** An option whose value must be one of `choices` (shown in help, used by completions). */
+export function choiceOption(flags: string, description: string, choices: readonly string[], def?: string): Option {
+  const o = new Option(flags, description).choices(choices as string[]);
+  return def === undefined ? o : o.default(def);
+}
+
+export function intArg(min = 1): (v: string) => number {
+  return (v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) < min) throw new InvalidArgumentError(`expected an integer >= ${min}`);
+    return Number(v);
+  };
+}

@@ -1,0 +1,27 @@
+// Every command group, in the order `fleetctl --help` lists them.
+import type { Command } from 'commander';
+import { registerLogin } from './login/index.js';
+import { registerAuth } from './auth/index.js';
+import { registerMfa } from './mfa/index.js';
+import { registerUsers } from './users/index.js';
+import { registerEnv } from './env/index.js';
+import { registerEnroll } from './enroll/index.js';
+import { registerTags } from './tags/index.js';
+import { registerNodes } from './nodes/index.js';
+import { registerSettings } from './settings/index.js';
+import { registerCarves } from './carves/index.js';
+import { registerSinks } from './sinks/index.js';
+import { registerAudit } from './audit/index.js';
+import { registerStats } from './stats/index.js';
+import { registerApi } from './api/index.js';
+import { registerConfig } from './config/index.js';
+import { registerCompletion } from './completion/index.js';
+import { registerServer } from './server/index.js';
+
+export function registerCommands(program: Command): void {
+  for (const register of [
+    registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerEnroll, registerTags, registerNodes,
+    registerSettings, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
+    registerCompletion, registerServer,
+  ]) register(program);
+}

@@ -1,0 +1,131 @@
+import type { Command } from 'commander';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { verb, intArg } from '../define.js';
+import { CliError, ExitCode, UsageError } from '../../errors.js';
+import { readStdinSecret } from '../../prompt.js';
+import type { Context } from '../../context.js';
+
+interface ServerOpts {
+  listen: string;
+  db?: string;
+  dev?: boolean;
+  devPassword?: string;
+  adminPasswordStdin?: boolean;
+  adminUsername: string;
+  loginRateLimit?: number;
+  apiRateLimit?: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  log?: boolean;
+}
+
+/** Default database: the user's data directory (XDG_DATA_HOME on Linux). */
+export function defaultDbPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Application Support', 'fleetctl', 'fleet.db');
+  if (process.platform === 'win32') return join(env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local'), 'fleetctl', 'fleet.db');
+  return join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'fleetctl', 'fleet.db');
+}
+
+export function parseListen(s: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s);
+  if (!m) throw new UsageError(`invalid --listen "${s}": expected HOST:PORT, e.g. 127.0.0.1:8080`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new UsageError(`invalid port ${port}`);
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+function banner(ctx: Context, url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>): string {
+  const envs = demo.environments.map((e) => `${e.name} (${e.nodes} nodes)`).join(', ');
+  const users = demo.users.map((u) => `    ${u.username.padEnd(12)} ${u.description}`).join('\n');
+  const extra = demo.extra ? `\n${demo.extra}` : '';
+  void ctx;
+  return [
+    'fleetctl reference server: dev mode, temporary database (deleted on exit)',
+    '',
+    `  URL:           ${url}`,
+    `  Environments:  ${envs}`,
+    `  Super-admin:   admin   password: ${demo.password}`,
+    '  Other users (same password):',
+    users,
+    extra,
+    'Log in:',
+    `  printf '%s' '${demo.password}' | fleetctl login --url ${url} --env prod --username admin --password-stdin`,
+    '  fleetctl nodes list --status active',
+    '',
+    'Press Ctrl-C to stop.',
+    '',
+  ].join('\n');
+}
+
+export function registerServer(program: Command): void {
+  verb<ServerOpts>(
+    program,
+    {
+      name: 'server',
+      summary: 'Run the reference Fleet Management API server',
+      description:
+        'Run the reference server on an embedded SQLite database. --dev starts it on a temporary database\n' +
+        'with a demo fleet and prints how to log in. Outside --dev, the first start of a new database\n' +
+        'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
+        'from FLEETCTL_JWT_SECRET or is generated once and kept in the database.',
+      examples: [
+        'fleetctl server --dev',
+        'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
+        "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin",
+      ],
+    },
+    (cmd) =>
+      cmd
+        .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8080')
+        .option('--db <path>', `SQLite database file (default ${defaultDbPath()})`)
+        .option('--dev', 'temporary database with a demo fleet')
+        .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
+        .option('--admin-password-stdin', 'read the first super-admin password from stdin (new database)')
+        .option('--admin-username <name>', 'username of the first super-admin', 'admin')
+        .option('--login-rate-limit <n>', 'login and MFA attempts a minute per client IP', intArg(1))
+        .option('--api-rate-limit <n>', 'API calls a minute per user', intArg(1))
+        .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
+        .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
+        .option('--log', 'structured request logs (JSON) on stderr'),
+    async (ctx, _args, o) => {
+      const { host, port } = parseListen(o.listen);
+      if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
+      if (o.devPassword && !o.dev) throw new UsageError('--dev-password needs --dev');
+      const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
+      const { startServer, ServerSetupError } = await import('../../server/start.js');
+      const { MissingDependencyError } = await import('../../server/store/db.js');
+      let server;
+      try {
+        server = await startServer({
+          host,
+          port,
+          dbPath: o.db ?? defaultDbPath(ctx.env),
+          dev: o.dev,
+          devPassword: o.devPassword,
+          adminPassword,
+          adminUsername: o.adminUsername,
+          jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
+          loginRateLimit: o.loginRateLimit,
+          apiRateLimit: o.apiRateLimit,
+          logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
+          tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
+        });
+      } catch (e) {
+        if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
+        throw e;
+      }
+      if (server.demo) ctx.io.out(banner(ctx, server.url, server.demo));
+      else ctx.io.out(`fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          ctx.io.err('Shutting down: finishing in-flight requests...\n');
+          void server.close().then(resolve);
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+    },
+  );
+}

@@ -1,0 +1,5 @@
+import type { Command } from 'commander';
+
+export function registerUsers(program: Command): void {
+  void program;
+}

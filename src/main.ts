@@ -1,0 +1,42 @@
+// Entry point: parse argv, run the command, map every failure to one line and an exit code.
+import { CommanderError } from 'commander';
+import { buildProgram } from './program.js';
+import { ExitCode, mapError } from './errors.js';
+
+function writeError(message: string, hint?: string): void {
+  process.stderr.write(`error: ${message}\n${hint ? `hint: ${hint}\n` : ''}`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  // Ctrl-C outside a prompt: quiet exit 130. Commands that handle SIGINT themselves (the server
+  // drains requests) register their own listener, and then this one steps aside.
+  process.on('SIGINT', () => {
+    if (process.listenerCount('SIGINT') > 1) return;
+    process.exit(ExitCode.interrupted);
+  });
+  // `fleetctl ... | head` closes stdout early: not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(e.code)) return ExitCode.ok;
+      return ExitCode.usage; // commander already printed the message and the usage hint
+    }
+    const m = mapError(e);
+    if (m.exitCode === ExitCode.interrupted) return m.exitCode;
+    writeError(m.message, m.hint);
+    if (process.env.FLEETCTL_DEBUG_STACK && e instanceof Error) process.stderr.write(`${e.stack}\n`);
+    return m.exitCode;
+  }
+}
+
+const code = await main(process.argv);
+// Let stdout drain before exiting (large JSON into a pipe).
+process.stdout.write('', () => process.exit(code));

@@ -1,0 +1,31 @@
+// The command tree: global options and every group. Also used by scripts/gen.mjs to generate
+// completions and man pages from the same definitions.
+import { Command, Option } from 'commander';
+import { registerCommands } from './commands/index.js';
+import pkg from '../package.json' with { type: 'json' };
+
+export const VERSION: string = pkg.version;
+
+export function buildProgram(): Command {
+  const program = new Command('fleetctl')
+    .description('Administer a fleet of osquery endpoint agents through the Fleet Management API.')
+    .version(VERSION, '-V, --version')
+    .option('--url <url>', 'server URL (env FLEETCTL_URL; default: the profile\'s)')
+    .option('--env <env>', 'environment name or UUID (env FLEETCTL_ENV)')
+    .option('--profile <name>', 'profile to use (env FLEETCTL_PROFILE)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'jsonl', 'yaml', 'csv']))
+    .option('--json', 'shorthand for -o json')
+    .option('--fields <list>', 'comma-separated fields to show (dotted paths allowed)')
+    .option('--jq <expr>', 'filter JSON output with a jq expression (built in)')
+    .option('--no-headers', 'omit table and csv headers')
+    .option('--no-color', 'disable colors (also NO_COLOR)')
+    .option('--timeout <duration>', 'HTTP timeout per request (30s, 2m)', '30s')
+    .option('--ca-file <file>', 'extra CA certificates (PEM) to trust')
+    .option('--insecure', 'skip TLS certificate verification (unsafe)')
+    .option('--debug', 'log HTTP requests and responses on stderr (secrets redacted)')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureHelp({ sortSubcommands: false, showGlobalOptions: true })
+    .exitOverride();
+  registerCommands(program);
+  return program;
+}

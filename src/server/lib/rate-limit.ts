@@ -1,0 +1,27 @@
+// Fixed-window counters per key (client IP or username), in memory: one replica's view.
+export class RateLimiter {
+  private windows = new Map<string, { start: number; count: number }>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** Counts a hit; returns seconds to wait when over the limit, else 0. */
+  hit(key: string): number {
+    const t = this.now();
+    let w = this.windows.get(key);
+    if (!w || t - w.start >= this.windowMs) {
+      w = { start: t, count: 0 };
+      this.windows.set(key, w);
+      if (this.windows.size > 10_000) this.prune(t);
+    }
+    w.count++;
+    return w.count > this.limit ? Math.ceil((w.start + this.windowMs - t) / 1000) : 0;
+  }
+
+  private prune(t: number) {
+    for (const [k, w] of this.windows) if (t - w.start >= this.windowMs) this.windows.delete(k);
+  }
+}

@@ -1,0 +1,22 @@
+// One module per resource group; each registers its routes with their permission rule.
+import type { App } from '../app.js';
+import type { Deps } from '../context.js';
+import { authRoutes } from './auth.js';
+import { usersRoutes } from './users.js';
+import { environmentRoutes } from './environments.js';
+import { enrollRoutes } from './enroll.js';
+import { tagsRoutes } from './tags.js';
+import { nodeRoutes } from './nodes.js';
+import { settingsRoutes } from './settings.js';
+import { carvesRoutes } from './carves.js';
+import { sinksRoutes } from './sinks.js';
+import { auditRoutes } from './audit.js';
+import { statsRoutes } from './stats.js';
+import { errorRoutes } from './error.js';
+
+export async function registerRoutes(app: App, deps: Deps): Promise<void> {
+  for (const register of [
+    authRoutes, usersRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
+    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes,
+  ]) register(app, deps);
+}

@@ -1,0 +1,26 @@
+import { Type } from '@sinclair/typebox';
+import { callerOf, envOf, type App } from '../app.js';
+import type { Deps } from '../context.js';
+import { MessageResponse, NodeDeleteBody, NodesQuery } from '../../api/index.js';
+import { RULES } from '../permissions.js';
+import { deleteNode, listNodes, readNode } from '../services/nodes.js';
+
+const EnvParam = Type.Object({ env: Type.String() });
+
+export function nodeRoutes(app: App, deps: Deps): void {
+  app.get(
+    '/api/v1/nodes/:env',
+    { config: { rule: RULES.nodesList }, schema: { params: EnvParam, querystring: NodesQuery } },
+    async (req) => listNodes(deps, envOf(req), req.query),
+  );
+  app.get(
+    '/api/v1/nodes/:env/node/:node',
+    { config: { rule: RULES.nodeRead }, schema: { params: Type.Object({ env: Type.String(), node: Type.String() }) } },
+    async (req) => readNode(deps, callerOf(req), envOf(req), req.params.node),
+  );
+  app.post(
+    '/api/v1/nodes/:env/delete',
+    { config: { rule: RULES.nodeDelete }, schema: { params: EnvParam, body: NodeDeleteBody, response: { 200: MessageResponse } } },
+    async (req) => ({ message: await deleteNode(deps, callerOf(req), envOf(req), req.body.uuid, req.ip) }),
+  );
+}

@@ -1,0 +1,7 @@
+import type { App } from '../app.js';
+import type { Deps } from '../context.js';
+
+export function settingsRoutes(app: App, deps: Deps): void {
+  void app;
+  void deps;
+}

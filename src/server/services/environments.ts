@@ -1,0 +1,84 @@
+// Environments: lookup by name or UUID, the API shape, and the map (4.7).
+import type { Deps, Caller } from '../context.js';
+import type { EnvironmentRow } from '../store/schema.js';
+import type { Environment, EnvironmentMap, MapTarget } from '../../api/index.js';
+import { MapTargets } from '../../api/index.js';
+import { invalidTarget, notFound } from '../errors.js';
+import { hasLevel } from '../permissions.js';
+
+/** `{env}` in a path: exact name or UUID (UUIDs compared case-insensitively). */
+export async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefined> {
+  return deps.db
+    .selectFrom('environments')
+    .selectAll()
+    .where((eb) => eb.or([eb('name', '=', ref), eb('uuid', '=', ref.toLowerCase())]))
+    .executeTakeFirst();
+}
+
+export async function requireEnv(deps: Deps, ref: string): Promise<EnvironmentRow> {
+  const env = await findEnv(deps, ref);
+  if (!env) throw notFound(`environment "${ref}" not found`);
+  return env;
+}
+
+export function toEnvironment(r: EnvironmentRow, opts: { withSecrets: boolean }): Environment {
+  const b = (v: number) => v !== 0;
+  return {
+    id: r.id,
+    uuid: r.uuid,
+    name: r.name,
+    type: r.type,
+    hostname: r.hostname,
+    icon: r.icon,
+    user_id: r.user_id,
+    secret: opts.withSecrets ? r.secret : '',
+    certificate: opts.withSecrets ? r.certificate : '',
+    flags: opts.withSecrets ? r.flags : '',
+    options: r.options,
+    schedule: r.schedule,
+    packs: r.packs,
+    decorators: r.decorators,
+    atc: r.atc,
+    configuration: r.configuration,
+    accept_enrolls: b(r.accept_enrolls),
+    config_tls: b(r.config_tls),
+    logging_tls: b(r.logging_tls),
+    query_tls: b(r.query_tls),
+    carves_tls: b(r.carves_tls),
+    debug_http: b(r.debug_http),
+    config_interval: r.config_interval,
+    log_interval: r.log_interval,
+    query_interval: r.query_interval,
+    enroll_path: r.enroll_path,
+    enroll_secret_path: r.enroll_secret_path,
+    remove_secret_path: r.remove_secret_path,
+    config_path: r.config_path,
+    log_path: r.log_path,
+    query_read_path: r.query_read_path,
+    query_write_path: r.query_write_path,
+    carver_init_path: r.carver_init_path,
+    carver_block_path: r.carver_block_path,
+    enroll_expire: r.enroll_expire,
+    remove_expire: r.remove_expire,
+    deb_package: r.deb_package,
+    msi_package: r.msi_package,
+    pkg_package: r.pkg_package,
+    rpm_package: r.rpm_package,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+export async function accessibleEnvs(deps: Deps, caller: Caller): Promise<EnvironmentRow[]> {
+  const all = await deps.db.selectFrom('environments').selectAll().orderBy('name').execute();
+  return all.filter((e) => hasLevel(caller.isSuperAdmin, caller.access.get(e.id), 'user'));
+}
+
+export async function environmentMap(deps: Deps, caller: Caller, target: string): Promise<EnvironmentMap> {
+  if (!(MapTargets as readonly string[]).includes(target)) throw invalidTarget(target, MapTargets);
+  const out: EnvironmentMap = {};
+  for (const e of await accessibleEnvs(deps, caller)) {
+    out[String(e[target as MapTarget])] = { id: e.id, name: e.name, uuid: e.uuid };
+  }
+  return out;
+}

@@ -1,0 +1,210 @@
+// Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import type { Deps, Caller } from '../context.js';
+import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
+import {
+  NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes,
+  type Node, type NodesQuery, type NodeSort, type Page, type Tag, type SystemInfo,
+} from '../../api/index.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { likeContains, pageOf, parsePage } from '../lib/pagination.js';
+import { deriveHealth, uptime } from './node-health.js';
+import { inactiveHours } from './settings-values.js';
+import { writeAudit } from './audit.js';
+import { hasLevel } from '../permissions.js';
+import { toTag } from './tag-shape.js';
+
+const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
+  hostname: 'hostname',
+  localname: 'localname',
+  uuid: 'uuid',
+  ip: 'ip_address',
+  platform: 'platform',
+  version: 'platform_version',
+  osquery: 'osquery_version_key',
+  lastseen: 'last_seen',
+  firstseen: 'created_at',
+};
+
+const SEARCH_COLUMNS = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
+
+function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined || value === '') return undefined;
+  const v = value.toLowerCase();
+  if (!(allowed as readonly string[]).includes(v)) throw badRequest(`invalid ${name} "${value}"; valid values: ${allowed.join(', ')}`);
+  return v as T;
+}
+
+export interface NodeListParams {
+  status?: (typeof NodeStatuses)[number];
+  platform?: (typeof Platforms)[number];
+  q?: string;
+  sort: NodeSort;
+  order: 'asc' | 'desc';
+}
+
+export function parseNodeQuery(q: NodesQuery): NodeListParams {
+  const sort = oneOf('sort', q.sort, NodeSorts) ?? 'lastseen';
+  const order =
+    oneOf('order', q.order ?? q.dir, SortOrders) ?? (sort === 'lastseen' || sort === 'firstseen' ? 'desc' : 'asc');
+  return {
+    status: oneOf('status', q.status, NodeStatuses),
+    platform: oneOf('platform', q.platform, Platforms),
+    q: q.q === undefined || q.q === '' ? undefined : q.q,
+    sort,
+    order,
+  };
+}
+
+/** Shared context for shaping node rows into API nodes. */
+async function shapeContext(deps: Deps, env: EnvironmentRow) {
+  const [hours, newest] = await Promise.all([
+    inactiveHours(deps, env.id),
+    deps.db.selectFrom('nodes').select((eb) => eb.fn.max('osquery_version_key').as('v')).executeTakeFirst(),
+  ]);
+  const newestKey = newest?.v ?? '';
+  const newestRow = newestKey
+    ? await deps.db.selectFrom('nodes').select('osquery_version').where('osquery_version_key', '=', newestKey).executeTakeFirst()
+    : undefined;
+  return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newestRow?.osquery_version ?? '', env };
+}
+
+function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean): Node {
+  const { health, risk_level } = deriveHealth(
+    { lastSeen: r.last_seen, configValid: !!r.config_valid, osqueryVersion: r.osquery_version, configIntervalSeconds: ctx.env.config_interval },
+    ctx,
+  );
+  const node: Node = {
+    id: r.id,
+    uuid: r.uuid,
+    hostname: r.hostname,
+    localname: r.localname,
+    ip_address: r.ip_address,
+    country_code: r.country_code,
+    platform: r.platform,
+    platform_version: r.platform_version,
+    osquery_user: r.osquery_user,
+    osquery_version: r.osquery_version,
+    cpu: r.cpu,
+    memory: r.memory,
+    hardware_serial: r.hardware_serial,
+    config_hash: r.config_hash,
+    daemon_hash: r.daemon_hash,
+    extra_data: r.extra_data,
+    bytes_received: Number(r.bytes_received),
+    environment: ctx.env.name,
+    environment_id: r.environment_id,
+    user_id: r.user_id,
+    username: r.username,
+    last_seen: r.last_seen ?? '0001-01-01T00:00:00Z',
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    health,
+    posture: { risk_level },
+    tags,
+    uptime: uptime(Number(r.uptime_seconds), r.last_seen),
+    system_info: JSON.parse(r.system_info || '{}') as SystemInfo,
+  };
+  if (withKey) node.node_key = r.node_key;
+  return node;
+}
+
+async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Tag[]>> {
+  const out = new Map<number, Tag[]>();
+  if (nodeIds.length === 0) return out;
+  const rows = await deps.db
+    .selectFrom('node_tags')
+    .innerJoin('tags', 'tags.id', 'node_tags.tag_id')
+    .selectAll('tags')
+    .select('node_tags.node_id')
+    .where('node_tags.node_id', 'in', nodeIds)
+    .orderBy('tags.name')
+    .execute();
+  for (const r of rows) {
+    const list = out.get(r.node_id) ?? [];
+    list.push(toTag(r as TagRow));
+    out.set(r.node_id, list);
+  }
+  return out;
+}
+
+type NodeQuery = SelectQueryBuilder<DB, 'nodes', object>;
+
+function applyFilters(q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
+  if (p.status === 'active') q = q.where('last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', cutoffIso)]));
+  if (p.platform) q = q.where('platform_bucket', '=', p.platform);
+  if (p.q) {
+    const pattern = likeContains(p.q.toLowerCase());
+    q = q.where((eb: ExpressionBuilder<DB, 'nodes'>) =>
+      eb.or(SEARCH_COLUMNS.map((c) => sql<boolean>`lower(${sql.ref(c)}) like ${pattern} escape '\\'`)),
+    );
+  }
+  return q;
+}
+
+export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery): Promise<Page<Node>> {
+  const params = parseNodeQuery(query);
+  const pageReq = parsePage(query);
+  const ctx = await shapeContext(deps, env);
+  const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
+  const base = applyFilters(deps.db.selectFrom('nodes').where('environment_id', '=', env.id), params, cutoff);
+  const totalRow = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  const total = Number(totalRow?.n ?? 0);
+  const rows = await base
+    .selectAll()
+    .orderBy(SORT_COLUMNS[params.sort], params.order)
+    .orderBy('id', params.order)
+    .limit(pageReq.pageSize)
+    .offset(pageReq.offset)
+    .execute();
+  const tags = await tagsByNode(deps, rows.map((r) => r.id));
+  return pageOf(rows.map((r) => toNode(r, tags.get(r.id) ?? [], ctx, false)), pageReq, total);
+}
+
+async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
+  return deps.db
+    .selectFrom('nodes')
+    .selectAll()
+    .where('environment_id', '=', env.id)
+    .where((eb) => eb.or([eb('uuid', '=', ref.toLowerCase()), eb('uuid', '=', ref.toUpperCase()), eb('hostname', '=', ref), eb('localname', '=', ref)]))
+    .orderBy('id')
+    .execute();
+}
+
+export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, ref: string): Promise<Node> {
+  const rows = await findNodeRows(deps, env, ref);
+  if (rows.length === 0) throw notFound(`node "${ref}" not found in environment ${env.name}`);
+  if (rows.length > 1) {
+    const uuids = rows.map((r) => r.uuid);
+    throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
+  }
+  const row = rows[0]!;
+  const ctx = await shapeContext(deps, env);
+  const tags = await tagsByNode(deps, [row.id]);
+  const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
+  return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);
+}
+
+export async function deleteNode(deps: Deps, caller: Caller, env: EnvironmentRow, uuid: string, sourceIp: string): Promise<string> {
+  if (!uuid) throw badRequest('uuid is required');
+  const node = await deps.db
+    .selectFrom('nodes')
+    .select(['id', 'uuid', 'hostname'])
+    .where('environment_id', '=', env.id)
+    .where((eb) => eb.or([eb('uuid', '=', uuid.toLowerCase()), eb('uuid', '=', uuid.toUpperCase())]))
+    .executeTakeFirst();
+  if (!node) throw notFound(`node ${uuid} not found in environment ${env.name}`);
+  await deps.db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('node_tags').where('node_id', '=', node.id).execute();
+    await trx.deleteFrom('nodes').where('id', '=', node.id).execute();
+  });
+  await writeAudit(deps, {
+    line: `node ${node.uuid} (${node.hostname}) deleted from ${env.name}`,
+    logType: LogTypes.node,
+    username: caller.user.username,
+    sourceIp,
+    env,
+  });
+  return `node ${node.uuid} deleted`;
+}

@@ -1,0 +1,21 @@
+// Reading one setting's effective value: the env's own row wins over the global row (env 0).
+import type { Deps } from '../context.js';
+
+export const INACTIVE_HOURS_DEFAULT = 72;
+
+export async function integerSetting(deps: Deps, service: string, name: string, envId: number, fallback: number): Promise<number> {
+  const rows = await deps.db
+    .selectFrom('settings')
+    .select(['environment_id', 'integer_value'])
+    .where('service', '=', service)
+    .where('name', '=', name)
+    .where('environment_id', 'in', [0, envId])
+    .where('deleted_at', 'is', null)
+    .execute();
+  const own = rows.find((r) => r.environment_id === envId && envId !== 0);
+  const row = own ?? rows.find((r) => r.environment_id === 0);
+  return row ? Number(row.integer_value) : fallback;
+}
+
+export const inactiveHours = (deps: Deps, envId = 0) =>
+  integerSetting(deps, 'admin', 'inactive_hours', envId, INACTIVE_HOURS_DEFAULT);

@@ -1,0 +1,45 @@
+// Opening the database: the one query layer (Kysely) over SQLite (default) and, later,
+// PostgreSQL. Migrations run on open.
+import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import type { DB } from './schema.js';
+import { migrationProvider, type Dialect } from './migrations.js';
+
+export interface Store {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export class MissingDependencyError extends Error {}
+
+async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
+  try {
+    return (await import('better-sqlite3')).default as unknown as typeof import('better-sqlite3');
+  } catch (e) {
+    throw new MissingDependencyError(
+      'the embedded database needs the optional package better-sqlite3, which is not installed or did not build ' +
+        `(${(e as Error).message.split('\n')[0]}); reinstall with build tools (python3, make, g++) available: npm install better-sqlite3`,
+    );
+  }
+}
+
+export async function openSqlite(path: string): Promise<Store> {
+  const Database = await loadSqlite();
+  const sqlite = new Database(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  await migrate(db, 'sqlite');
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
+  }
+}

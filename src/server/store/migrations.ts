@@ -1,0 +1,239 @@
+// Schema migrations, applied in order at start-up. Written with Kysely's schema builder so the
+// same steps run on SQLite and PostgreSQL; only the id column differs between the two.
+import { type Kysely, type Migration, type MigrationProvider, sql, type CreateTableBuilder } from 'kysely';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
+  return dialect === 'postgres'
+    ? t.addColumn('id', 'serial', (c) => c.primaryKey())
+    : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+}
+
+const text = 'text' as const;
+const int = 'integer' as const;
+const big = 'bigint' as const;
+
+function initial(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      const T = (name: string) => withId(db.schema.createTable(name) as CreateTableBuilder<string, never>, dialect);
+      const envText = [
+        'uuid', 'name', 'type', 'hostname', 'icon', 'secret', 'certificate', 'flags', 'options', 'schedule', 'packs',
+        'decorators', 'atc', 'configuration', 'enroll_path', 'enroll_secret_path', 'remove_secret_path', 'config_path',
+        'log_path', 'query_read_path', 'query_write_path', 'carver_init_path', 'carver_block_path', 'enroll_expire',
+        'remove_expire', 'deb_package', 'msi_package', 'pkg_package', 'rpm_package', 'created_at', 'updated_at',
+      ];
+      const envInt = [
+        'user_id', 'accept_enrolls', 'config_tls', 'logging_tls', 'query_tls', 'carves_tls', 'debug_http',
+        'config_interval', 'log_interval', 'query_interval',
+      ];
+      let env = T('environments');
+      for (const c of envText) env = env.addColumn(c, text, (b) => b.notNull().defaultTo(''));
+      for (const c of envInt) env = env.addColumn(c, int, (b) => b.notNull().defaultTo(0));
+      await env.execute();
+      await db.schema.createIndex('environments_uuid').unique().on('environments').column('uuid').execute();
+      await db.schema.createIndex('environments_name').unique().on('environments').column('name').execute();
+
+      await T('users')
+        .addColumn('username', text, (c) => c.notNull().unique())
+        .addColumn('fullname', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('email', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('password_hash', text, (c) => c.notNull())
+        .addColumn('admin', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('service', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('api', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('totp_secret', text)
+        .addColumn('totp_pending_secret', text)
+        .addColumn('totp_last_step', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('updated_at', text, (c) => c.notNull())
+        .addColumn('last_login_at', text)
+        .execute();
+
+      await db.schema.createTable('user_env_access')
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('environment_id', int, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+        .addColumn('user_level', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('query_level', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('carve_level', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('admin_level', int, (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('user_env_access_pk', ['user_id', 'environment_id'])
+        .execute();
+
+      await db.schema.createTable('sessions')
+        .addColumn('jti', text, (c) => c.primaryKey())
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('csrf_token', text, (c) => c.notNull())
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('expires_at', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sessions_user').on('sessions').column('user_id').execute();
+      await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+
+      await T('recovery_codes')
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('code_hash', text, (c) => c.notNull())
+        .addColumn('used_at', text)
+        .execute();
+      await db.schema.createIndex('recovery_codes_user').on('recovery_codes').column('user_id').execute();
+
+      await db.schema.createTable('webauthn_credentials')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('name', text, (c) => c.notNull())
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('last_used_at', text)
+        .execute();
+
+      await db.schema.createTable('mfa_challenges')
+        .addColumn('id', text, (c) => c.primaryKey())
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('environment_id', int, (c) => c.notNull())
+        .addColumn('exp_hours', int, (c) => c.notNull())
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('expires_at', text, (c) => c.notNull())
+        .addColumn('failures', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('used', int, (c) => c.notNull().defaultTo(0))
+        .execute();
+
+      const nodeText = [
+        'uuid', 'node_key', 'hostname', 'localname', 'ip_address', 'country_code', 'platform', 'platform_bucket',
+        'platform_version', 'osquery_user', 'osquery_version', 'osquery_version_key', 'cpu', 'memory',
+        'hardware_serial', 'config_hash', 'daemon_hash', 'extra_data', 'username', 'system_info', 'created_at',
+        'updated_at',
+      ];
+      let nodes = T('nodes');
+      for (const c of nodeText) nodes = nodes.addColumn(c, text, (b) => b.notNull().defaultTo(''));
+      nodes = nodes
+        .addColumn('bytes_received', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('environment_id', int, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+        .addColumn('user_id', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('last_seen', text)
+        .addColumn('uptime_seconds', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('config_valid', int, (c) => c.notNull().defaultTo(1));
+      await nodes.execute();
+      await db.schema.createIndex('nodes_uuid').unique().on('nodes').column('uuid').execute();
+      // One index per list filter/sort, each led by environment_id (every list is per env).
+      const nodeIdx: [string, string[]][] = [
+        ['nodes_env_lastseen', ['environment_id', 'last_seen', 'id']],
+        ['nodes_env_created', ['environment_id', 'created_at', 'id']],
+        ['nodes_env_hostname', ['environment_id', 'hostname', 'id']],
+        ['nodes_env_localname', ['environment_id', 'localname', 'id']],
+        ['nodes_env_ip', ['environment_id', 'ip_address', 'id']],
+        ['nodes_env_platform', ['environment_id', 'platform', 'id']],
+        ['nodes_env_version', ['environment_id', 'platform_version', 'id']],
+        ['nodes_env_osquery', ['environment_id', 'osquery_version_key', 'id']],
+        ['nodes_env_bucket_lastseen', ['environment_id', 'platform_bucket', 'last_seen']],
+        ['nodes_osquery_key', ['osquery_version_key']],
+      ];
+      for (const [name, cols] of nodeIdx) await db.schema.createIndex(name).on('nodes').columns(cols).execute();
+
+      await T('tags')
+        .addColumn('name', text, (c) => c.notNull())
+        .addColumn('description', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('color', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('icon', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('environment_id', int, (c) => c.notNull().references('environments.id').onDelete('cascade'))
+        .addColumn('tag_type', int, (c) => c.notNull().defaultTo(6))
+        .addColumn('custom_tag', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('auto_tag', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('cohort', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('created_by', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('updated_at', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('tags_env_name').unique().on('tags').columns(['environment_id', 'name']).execute();
+
+      await db.schema.createTable('node_tags')
+        .addColumn('node_id', int, (c) => c.notNull().references('nodes.id').onDelete('cascade'))
+        .addColumn('tag_id', int, (c) => c.notNull().references('tags.id').onDelete('cascade'))
+        .addPrimaryKeyConstraint('node_tags_pk', ['node_id', 'tag_id'])
+        .execute();
+      await db.schema.createIndex('node_tags_tag').on('node_tags').column('tag_id').execute();
+
+      await T('settings')
+        .addColumn('name', text, (c) => c.notNull())
+        .addColumn('service', text, (c) => c.notNull())
+        .addColumn('type', text, (c) => c.notNull())
+        .addColumn('info', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('environment_id', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('boolean_value', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('integer_value', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('string_value', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('updated_at', text, (c) => c.notNull())
+        .addColumn('deleted_at', text)
+        .execute();
+      await db.schema.createIndex('settings_key').unique().on('settings').columns(['service', 'name', 'environment_id']).execute();
+
+      await T('log_sinks')
+        .addColumn('name', text, (c) => c.notNull())
+        .addColumn('type', text, (c) => c.notNull())
+        .addColumn('source', text, (c) => c.notNull())
+        .addColumn('info', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('enabled', int, (c) => c.notNull().defaultTo(1))
+        .addColumn('environment_id', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('sort_order', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('config', text, (c) => c.notNull().defaultTo('{}'))
+        .addColumn('bytes_sent', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('exports_count', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('updated_at', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('log_sinks_env').on('log_sinks').columns(['environment_id', 'sort_order']).execute();
+
+      let q = T('queries');
+      for (const c of ['name', 'query', 'path', 'type', 'target', 'targets', 'creator', 'expiration', 'extra_data', 'created_at', 'updated_at'])
+        q = q.addColumn(c, text, (b) => b.notNull().defaultTo(''));
+      for (const c of ['active', 'completed', 'deleted', 'expired', 'hidden', 'protected', 'errors', 'executions', 'expected'])
+        q = q.addColumn(c, int, (b) => b.notNull().defaultTo(0));
+      q = q.addColumn('environment_id', int, (c) => c.notNull().references('environments.id').onDelete('cascade'));
+      await q.execute();
+      await db.schema.createIndex('queries_env_name').unique().on('queries').columns(['environment_id', 'name']).execute();
+      await db.schema.createIndex('queries_env_type').on('queries').columns(['environment_id', 'type', 'active']).execute();
+
+      await db.schema.createTable('carve_files')
+        .addColumn('uuid', text, (c) => c.primaryKey())
+        .addColumn('query_id', int, (c) => c.notNull().references('queries.id').onDelete('cascade'))
+        .addColumn('carve_id', text, (c) => c.notNull())
+        .addColumn('session_id', text, (c) => c.notNull())
+        .addColumn('path', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('archived', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('block_size', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('carve_size', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('total_blocks', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('completed_blocks', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('completed_at', text, (c) => c.notNull().defaultTo(''))
+        .execute();
+      await db.schema.createIndex('carve_files_query').on('carve_files').column('query_id').execute();
+
+      await T('audit_logs')
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('env_uuid', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('environment_id', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('line', text, (c) => c.notNull())
+        .addColumn('log_type', int, (c) => c.notNull())
+        .addColumn('severity', int, (c) => c.notNull())
+        .addColumn('service', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('source_ip', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('username', text, (c) => c.notNull().defaultTo(''))
+        .execute();
+      await db.schema.createIndex('audit_logs_user').on('audit_logs').columns(['username', 'id']).execute();
+      await db.schema.createIndex('audit_logs_service').on('audit_logs').columns(['service', 'id']).execute();
+      await db.schema.createIndex('audit_logs_env').on('audit_logs').columns(['environment_id', 'id']).execute();
+
+      await db.schema.createTable('server_meta')
+        .addColumn('key', text, (c) => c.primaryKey())
+        .addColumn('value', text, (c) => c.notNull())
+        .execute();
+      void sql;
+    },
+  };
+}
+
+export function migrationProvider(dialect: Dialect): MigrationProvider {
+  return { getMigrations: async () => ({ '001_initial': initial(dialect) }) };
+}

@@ -1,0 +1,297 @@
+// Row types of the database, as Kysely sees them. Booleans are 0/1 integers and timestamps
+// RFC 3339 strings, so the same rows work on SQLite and PostgreSQL.
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+type Bool = number;
+
+export interface EnvironmentsTable {
+  id: Generated<number>;
+  uuid: string;
+  name: string;
+  type: string;
+  hostname: string;
+  icon: string;
+  user_id: number;
+  secret: string;
+  certificate: string;
+  flags: string;
+  options: string;
+  schedule: string;
+  packs: string;
+  decorators: string;
+  atc: string;
+  configuration: string;
+  accept_enrolls: Bool;
+  config_tls: Bool;
+  logging_tls: Bool;
+  query_tls: Bool;
+  carves_tls: Bool;
+  debug_http: Bool;
+  config_interval: number;
+  log_interval: number;
+  query_interval: number;
+  enroll_path: string;
+  enroll_secret_path: string;
+  remove_secret_path: string;
+  config_path: string;
+  log_path: string;
+  query_read_path: string;
+  query_write_path: string;
+  carver_init_path: string;
+  carver_block_path: string;
+  enroll_expire: string;
+  remove_expire: string;
+  deb_package: string;
+  msi_package: string;
+  pkg_package: string;
+  rpm_package: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UsersTable {
+  id: Generated<number>;
+  username: string;
+  fullname: string;
+  email: string;
+  password_hash: string;
+  admin: Bool;
+  service: Bool;
+  api: Bool;
+  /** TOTP secret (base32) once confirmed; null when TOTP is off. */
+  totp_secret: string | null;
+  /** Secret handed out by "begin" and not yet confirmed. */
+  totp_pending_secret: string | null;
+  /** Highest TOTP time step accepted so far: a code is never accepted twice. */
+  totp_last_step: number;
+  created_at: string;
+  updated_at: string;
+  last_login_at: string | null;
+}
+
+export interface UserEnvAccessTable {
+  user_id: number;
+  environment_id: number;
+  user_level: Bool;
+  query_level: Bool;
+  carve_level: Bool;
+  admin_level: Bool;
+}
+
+/** One row per issued token: revoking a session is deleting its row. */
+export interface SessionsTable {
+  jti: string;
+  user_id: number;
+  csrf_token: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface RecoveryCodesTable {
+  id: Generated<number>;
+  user_id: number;
+  code_hash: string;
+  used_at: string | null;
+}
+
+export interface WebauthnCredentialsTable {
+  id: string;
+  user_id: number;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface MfaChallengesTable {
+  id: string;
+  user_id: number;
+  environment_id: number;
+  exp_hours: number;
+  created_at: string;
+  expires_at: string;
+  failures: number;
+  used: Bool;
+}
+
+export interface NodesTable {
+  id: Generated<number>;
+  uuid: string;
+  node_key: string;
+  hostname: string;
+  localname: string;
+  ip_address: string;
+  country_code: string;
+  platform: string;
+  /** linux | darwin | windows | other, derived from platform at write time (indexed filter). */
+  platform_bucket: string;
+  platform_version: string;
+  osquery_user: string;
+  osquery_version: string;
+  /** osquery_version with zero-padded parts, so versions sort numerically. */
+  osquery_version_key: string;
+  cpu: string;
+  memory: string;
+  hardware_serial: string;
+  config_hash: string;
+  daemon_hash: string;
+  extra_data: string;
+  bytes_received: number;
+  environment_id: number;
+  user_id: number;
+  username: string;
+  /** null when the node never checked in. */
+  last_seen: string | null;
+  uptime_seconds: number;
+  config_valid: Bool;
+  /** JSON of api-spec 2.6 system_info. */
+  system_info: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TagsTable {
+  id: Generated<number>;
+  name: string;
+  description: string;
+  color: string;
+  icon: string;
+  environment_id: number;
+  tag_type: number;
+  custom_tag: string;
+  auto_tag: Bool;
+  cohort: Bool;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NodeTagsTable {
+  node_id: number;
+  tag_id: number;
+}
+
+export interface SettingsTable {
+  id: Generated<number>;
+  name: string;
+  service: string;
+  type: string;
+  info: string;
+  environment_id: number;
+  boolean_value: Bool;
+  integer_value: number;
+  string_value: string;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface LogSinksTable {
+  id: Generated<number>;
+  name: string;
+  type: string;
+  source: string;
+  info: string;
+  enabled: Bool;
+  environment_id: number;
+  sort_order: number;
+  /** The sink's JSON configuration text (sent as UTF-8 bytes in the API). */
+  config: string;
+  bytes_sent: number;
+  exports_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Distributed queries; carves are the rows with type 'carve'. */
+export interface QueriesTable {
+  id: Generated<number>;
+  name: string;
+  query: string;
+  path: string;
+  type: string;
+  target: string;
+  /** JSON array of {type, value}. */
+  targets: string;
+  creator: string;
+  environment_id: number;
+  active: Bool;
+  completed: Bool;
+  deleted: Bool;
+  expired: Bool;
+  hidden: Bool;
+  protected: Bool;
+  errors: number;
+  executions: number;
+  expected: number;
+  expiration: string;
+  extra_data: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CarveFilesTable {
+  uuid: string;
+  query_id: number;
+  carve_id: string;
+  session_id: string;
+  path: string;
+  status: string;
+  archived: Bool;
+  block_size: number;
+  carve_size: number;
+  total_blocks: number;
+  completed_blocks: number;
+  created_at: string;
+  completed_at: string;
+}
+
+export interface AuditLogsTable {
+  id: Generated<number>;
+  created_at: string;
+  env_uuid: string;
+  environment_id: number;
+  line: string;
+  log_type: number;
+  severity: number;
+  service: string;
+  source_ip: string;
+  username: string;
+}
+
+/** Server-wide values kept across restarts (the JWT secret). */
+export interface ServerMetaTable {
+  key: string;
+  value: string;
+}
+
+export interface DB {
+  environments: EnvironmentsTable;
+  users: UsersTable;
+  user_env_access: UserEnvAccessTable;
+  sessions: SessionsTable;
+  recovery_codes: RecoveryCodesTable;
+  webauthn_credentials: WebauthnCredentialsTable;
+  mfa_challenges: MfaChallengesTable;
+  nodes: NodesTable;
+  tags: TagsTable;
+  node_tags: NodeTagsTable;
+  settings: SettingsTable;
+  log_sinks: LogSinksTable;
+  queries: QueriesTable;
+  carve_files: CarveFilesTable;
+  audit_logs: AuditLogsTable;
+  server_meta: ServerMetaTable;
+}
+
+export type EnvironmentRow = Selectable<EnvironmentsTable>;
+export type UserRow = Selectable<UsersTable>;
+export type NodeRow = Selectable<NodesTable>;
+export type NewNode = Insertable<NodesTable>;
+export type TagRow = Selectable<TagsTable>;
+export type SettingRow = Selectable<SettingsTable>;
+export type LogSinkRow = Selectable<LogSinksTable>;
+export type QueryRow = Selectable<QueriesTable>;
+export type CarveFileRow = Selectable<CarveFilesTable>;
+export type AuditLogRow = Selectable<AuditLogsTable>;
+export type NewAuditLog = Insertable<AuditLogsTable>;
+export type UserUpdate = Updateable<UsersTable>;

@@ -1,0 +1,106 @@
+// Running the built `fleetctl` binary (execa) against a real `fleetctl server` process, each
+// test with its own config directory. Needs `npm run build` first (npm test does it).
+import { execa, type ResultPromise } from 'execa';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const BIN = resolve(import.meta.dirname, '../../bin/fleetctl.js');
+export const DEV_PASSWORD = 'test-password-1';
+
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  input?: string;
+  env?: Record<string, string | undefined>;
+  timeout?: number;
+}
+
+/** A clean environment for the CLI: no inherited FLEETCTL_* or color settings. */
+function baseEnv(configDir: string): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('FLEETCTL_') || k === 'FORCE_COLOR' || k === 'NO_COLOR') delete env[k];
+  // Without a Secret Service the keychain is skipped; tests that want it set their own D-Bus session.
+  env.DBUS_SESSION_BUS_ADDRESS = env.FLEETCTL_TEST_DBUS ?? 'disabled:';
+  env.FLEETCTL_CONFIG_DIR = configDir;
+  return env;
+}
+
+export class Cli {
+  readonly configDir: string;
+
+  constructor() {
+    this.configDir = mkdtempSync(join(tmpdir(), 'fleetctl-cfg-'));
+  }
+
+  async run(args: string[], o: RunOptions = {}): Promise<CliResult> {
+    const r = await execa('node', [BIN, ...args], {
+      input: o.input,
+      stdin: o.input === undefined ? 'ignore' : undefined,
+      env: { ...baseEnv(this.configDir), ...o.env },
+      extendEnv: false,
+      reject: false,
+      timeout: o.timeout ?? 60_000,
+      stripFinalNewline: false,
+    });
+    return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+  }
+
+  /** Logs in with the dev password (or `password`) and asserts success. */
+  async login(url: string, username = 'admin', env = 'prod', password = DEV_PASSWORD): Promise<CliResult> {
+    const r = await this.run(['login', '--url', url, '--env', env, '--username', username, '--password-stdin'], { input: password });
+    if (r.exitCode !== 0) throw new Error(`login failed (${r.exitCode}): ${r.stderr}`);
+    return r;
+  }
+
+  cleanup(): void {
+    rmSync(this.configDir, { recursive: true, force: true });
+  }
+}
+
+export interface ServerProcess {
+  url: string;
+  proc: ResultPromise;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `fleetctl server --dev` (or with `args`) on a free port and waits for its URL. */
+export async function startServerProcess(args: string[] = ['--dev', '--dev-password', DEV_PASSWORD], o: { env?: Record<string, string>; input?: string } = {}): Promise<ServerProcess> {
+  const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', ...args], {
+    env: { ...o.env },
+    input: o.input,
+    reject: false,
+    all: true,
+    buffer: false,
+  });
+  let out = '';
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
+    proc.all!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /(https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolveUrl(m[1]!);
+      }
+    });
+    void proc.then((r) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${r.exitCode}): ${out}`));
+    });
+  });
+  return {
+    url,
+    proc,
+    output: () => out,
+    async stop() {
+      proc.kill('SIGTERM');
+      await proc;
+    },
+  };
+}
