@@ -4,10 +4,12 @@
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
 
-rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
+// FLEETCTL_OUTDIR lets parallel work build elsewhere (inside the repo, so node_modules resolve).
+const outdir = process.env.FLEETCTL_OUTDIR || 'dist';
+rmSync(outdir, { recursive: true, force: true });
 await build({
   entryPoints: { main: 'src/main.ts' },
-  outdir: 'dist',
+  outdir,
   bundle: true,
   splitting: true,
   format: 'esm',
