@@ -26,7 +26,7 @@ function baseEnv(configDir: string): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('FLEETCTL_') || k === 'FORCE_COLOR' || k === 'NO_COLOR') delete env[k];
   // Without a Secret Service the keychain is skipped; tests that want it set their own D-Bus session.
-  env.DBUS_SESSION_BUS_ADDRESS = env.FLEETCTL_TEST_DBUS ?? 'disabled:';
+  env.DBUS_SESSION_BUS_ADDRESS = process.env.FLEETCTL_TEST_DBUS ?? 'disabled:';
   env.FLEETCTL_CONFIG_DIR = configDir;
   return env;
 }
