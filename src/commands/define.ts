@@ -10,6 +10,20 @@ export interface VerbSpec {
   examples?: string[];
 }
 
+// Kept beside the help text so the man page generator (src/gen) can list them too.
+const EXAMPLES = new WeakMap<Command, readonly string[]>();
+
+/** The examples given to group() or verb() for `cmd` (none for other commands). */
+export function examplesOf(cmd: Command): readonly string[] {
+  return EXAMPLES.get(cmd) ?? [];
+}
+
+function addExamples(cmd: Command, examples: string[] | undefined): void {
+  if (!examples?.length) return;
+  cmd.addHelpText('after', examplesText(examples));
+  EXAMPLES.set(cmd, examples);
+}
+
 export function examplesText(examples: string[]): string {
   return `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`;
 }
@@ -18,7 +32,7 @@ export function examplesText(examples: string[]): string {
 export function group(program: Command, spec: VerbSpec): Command {
   const cmd = program.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
   if (spec.aliases) cmd.aliases(spec.aliases);
-  if (spec.examples?.length) cmd.addHelpText('after', examplesText(spec.examples));
+  addExamples(cmd, spec.examples);
   return cmd;
 }
 
@@ -32,7 +46,7 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
   const cmd = parent.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
   if (spec.aliases) cmd.aliases(spec.aliases);
   configure(cmd);
-  if (spec.examples?.length) cmd.addHelpText('after', examplesText(spec.examples));
+  addExamples(cmd, spec.examples);
   cmd.action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
     const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a)]));
