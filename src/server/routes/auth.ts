@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../app.js';
 import type { Deps } from '../context.js';
-import { LoginBody, TokenResponse } from '../../api/index.js';
+import { LoginBody, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
 import { login } from '../services/auth.js';
+import { loginMfa } from '../services/mfa.js';
 
 export function authRoutes(app: App, deps: Deps): void {
   app.post(
@@ -13,5 +14,11 @@ export function authRoutes(app: App, deps: Deps): void {
       schema: { params: Type.Object({ env: Type.String() }), body: LoginBody, response: { 200: TokenResponse } },
     },
     async (req) => login(deps, req.params.env, req.body, req.ip),
+  );
+  // Shares the per-IP login limit, so the password and code steps together get 10 a minute.
+  app.post(
+    '/api/v1/login/mfa',
+    { config: { rule: RULES.mfaLogin, limit: 'login' }, schema: { body: MfaLoginBody, response: { 200: TokenResponse } } },
+    async (req) => loginMfa(deps, req.body, req.ip),
   );
 }
