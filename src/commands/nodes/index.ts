@@ -116,6 +116,12 @@ export function registerNodes(program: Command): void {
       const api = await ctx.api();
       const results: { uuid: string; deleted: boolean; error?: string }[] = [];
       let firstError: unknown;
+      if (uuids.length === 1) {
+        await api.nodes.delete(env, uuids[0]!);
+        if (ctx.wantsData()) await printList(ctx.io, ctx.output(), [{ uuid: uuids[0]!, deleted: true }], [{ key: 'uuid' }, { key: 'deleted' }]);
+        else ctx.io.err(`Deleted node ${uuids[0]}\n`);
+        return;
+      }
       for (const uuid of uuids) {
         try {
           await api.nodes.delete(env, uuid);
@@ -131,7 +137,7 @@ export function registerNodes(program: Command): void {
       if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'deleted' }, { key: 'error' }]);
       if (firstError) {
         const m = mapError(firstError);
-        throw new CliError(`${results.filter((r) => !r.deleted).length} of ${uuids.length} deletions failed`, m.exitCode);
+        throw new CliError(`${results.filter((r) => !r.deleted).length} of ${uuids.length} deletions failed`, m.exitCode, m.hint);
       }
     },
   );
