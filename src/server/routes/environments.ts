@@ -1,13 +1,28 @@
 import { Type } from '@sinclair/typebox';
-import { callerOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
+import { Environment, IntervalsBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { environmentMap } from '../services/environments.js';
+import { environmentMap, readEnvironment, updateIntervals } from '../services/environments.js';
+
+const EnvParam = Type.Object({ env: Type.String() });
 
 export function environmentRoutes(app: App, deps: Deps): void {
+  // find-my-way prefers the static `map` segment over `:env`, so `map/{target}` keeps working
+  // beside `{env}`; an environment literally named "map" stays readable by its UUID.
   app.get(
     '/api/v1/environments/map/:target',
     { config: { rule: RULES.envMap }, schema: { params: Type.Object({ target: Type.String() }) } },
     async (req) => environmentMap(deps, callerOf(req), req.params.target),
+  );
+  app.get(
+    '/api/v1/environments/:env',
+    { config: { rule: RULES.envRead }, schema: { params: EnvParam, response: { 200: Environment } } },
+    async (req) => readEnvironment(callerOf(req), envOf(req)),
+  );
+  app.patch(
+    '/api/v1/environments/intervals/:env',
+    { config: { rule: RULES.intervals }, schema: { params: EnvParam, body: IntervalsBody, response: { 200: Environment } } },
+    async (req) => updateIntervals(deps, callerOf(req), envOf(req), req.body, req.ip),
   );
 }

@@ -1,10 +1,12 @@
-// Environments: lookup by name or UUID, the API shape, and the map (4.7).
+// Environments: lookup by name or UUID, the API shape, the map (4.7), read and intervals (4.6).
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow } from '../store/schema.js';
-import type { Environment, EnvironmentMap, MapTarget } from '../../api/index.js';
-import { MapTargets } from '../../api/index.js';
-import { invalidTarget, notFound } from '../errors.js';
+import type { Environment, EnvironmentMap, IntervalsBody, MapTarget } from '../../api/index.js';
+import { LogTypes, MapTargets } from '../../api/index.js';
+import { badRequest, invalidTarget, notFound } from '../errors.js';
 import { hasLevel } from '../permissions.js';
+import { writeAudit } from './audit.js';
+import { genericFlags } from './enroll-scripts.js';
 
 /** `{env}` in a path: exact name or UUID (UUIDs compared case-insensitively). */
 export async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefined> {
@@ -33,7 +35,8 @@ export function toEnvironment(r: EnvironmentRow, opts: { withSecrets: boolean })
     user_id: r.user_id,
     secret: opts.withSecrets ? r.secret : '',
     certificate: opts.withSecrets ? r.certificate : '',
-    flags: opts.withSecrets ? r.flags : '',
+    // Stored flags when an operator set them, else the ones generated from the current values.
+    flags: opts.withSecrets ? genericFlags(r) : '',
     options: r.options,
     schedule: r.schedule,
     packs: r.packs,
@@ -81,4 +84,51 @@ export async function environmentMap(deps: Deps, caller: Caller, target: string)
     out[String(e[target as MapTarget])] = { id: e.id, name: e.name, uuid: e.uuid };
   }
   return out;
+}
+
+/** Env admins (and super-admins) see the enrollment secrets of an environment. */
+export function isEnvAdmin(caller: Caller, env: EnvironmentRow): boolean {
+  return hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
+}
+
+/** GET /api/v1/environments/{env} (contract.md 5): secrets only for env admins. */
+export function readEnvironment(caller: Caller, env: EnvironmentRow): Environment {
+  return toEnvironment(env, { withSecrets: isEnvAdmin(caller, env) });
+}
+
+/**
+ * The largest interval accepted: intervals become osquery flags and SQL integers, and nobody
+ * wants a check-in less often than yearly.
+ */
+export const INTERVAL_MAX = 31_536_000;
+const INTERVAL_FIELDS = ['config_interval', 'log_interval', 'query_interval'] as const;
+
+/** 4.6: each given interval an integer >= 1; omitted ones keep their value. */
+export async function updateIntervals(deps: Deps, caller: Caller, env: EnvironmentRow, body: IntervalsBody, sourceIp: string): Promise<Environment> {
+  const changes: Partial<Record<(typeof INTERVAL_FIELDS)[number], number>> = {};
+  for (const f of INTERVAL_FIELDS) {
+    const v = body[f];
+    if (v === undefined) continue;
+    if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX) throw badRequest(`${f} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
+    changes[f] = v;
+  }
+  const given = Object.keys(changes);
+  if (given.length === 0) return toEnvironment(env, { withSecrets: true });
+  await deps.db
+    .updateTable('environments')
+    .set({ ...changes, updated_at: deps.now().toISOString() })
+    .where('id', '=', env.id)
+    .execute();
+  await writeAudit(deps, {
+    line: `intervals of ${env.name} set: ${given.map((f) => `${f}=${changes[f as keyof typeof changes]}`).join(', ')}`,
+    logType: LogTypes.environment,
+    username: caller.user.username,
+    sourceIp,
+    env,
+  });
+  return toEnvironment(await reloadEnv(deps, env.id), { withSecrets: true });
+}
+
+export async function reloadEnv(deps: Deps, id: number): Promise<EnvironmentRow> {
+  return deps.db.selectFrom('environments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
