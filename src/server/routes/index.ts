@@ -3,6 +3,7 @@ import type { App } from '../app.js';
 import type { Deps } from '../context.js';
 import { authRoutes } from './auth.js';
 import { usersRoutes } from './users.js';
+import { mfaRoutes } from './mfa.js';
 import { environmentRoutes } from './environments.js';
 import { enrollRoutes } from './enroll.js';
 import { tagsRoutes } from './tags.js';
@@ -16,7 +17,7 @@ import { errorRoutes } from './error.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
-    authRoutes, usersRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
+    authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
     carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes,
   ]) register(app, deps);
 }

@@ -1,0 +1,61 @@
+// Passwords of API users: the rules for a new one, confirming the caller's own before a
+// sensitive change, and changing one's own password (4.3).
+import type { Deps, Caller } from '../context.js';
+import type { UserRow } from '../store/schema.js';
+import { LogTypes, PASSWORD_MIN_LENGTH, Severities, type PasswordChangeBody } from '../../api/index.js';
+import { badRequest, forbidden } from '../errors.js';
+import { hashPassword, verifyPassword } from '../lib/crypto.js';
+import { writeAudit } from './audit.js';
+import { endSessions } from './auth.js';
+
+/** 400 unless `value` is a string of at least PASSWORD_MIN_LENGTH characters. */
+export function checkNewPassword(value: string | undefined, field: string): string {
+  if (value === undefined || value === '') throw badRequest(`${field} is required`);
+  if ([...value].length < PASSWORD_MIN_LENGTH) throw badRequest(`${field} must be at least ${PASSWORD_MIN_LENGTH} characters`);
+  return value;
+}
+
+/**
+ * 403 unless `given` is the user's password. Used before changes an attacker holding a stolen
+ * token must not be able to make (new password, removing a second factor); failures are audited.
+ */
+export async function confirmPassword(deps: Deps, user: UserRow, given: string, what: string, sourceIp: string): Promise<void> {
+  if (await verifyPassword(given, user.password_hash)) return;
+  await writeAudit(deps, {
+    line: `${what} refused for ${user.username}: wrong password`,
+    logType: LogTypes.user,
+    severity: Severities.warning,
+    username: user.username,
+    sourceIp,
+  });
+  throw forbidden('wrong password');
+}
+
+/**
+ * Sets a user's password and ends their sessions (all but `keepJti`) and their pending MFA
+ * challenges, so nothing obtained with the old password outlives it.
+ */
+export async function setPassword(deps: Deps, userId: number, password: string, keepJti?: string): Promise<void> {
+  const hash = await hashPassword(password);
+  await deps.db.transaction().execute(async (trx) => {
+    const tx = { ...deps, db: trx };
+    await trx.updateTable('users').set({ password_hash: hash, updated_at: deps.now().toISOString() }).where('id', '=', userId).execute();
+    await trx.deleteFrom('mfa_challenges').where('user_id', '=', userId).execute();
+    await endSessions(tx, userId, keepJti);
+  });
+}
+
+/** 4.3: both fields required, the new one >= 8 characters, the current one right. */
+export async function changeOwnPassword(deps: Deps, caller: Caller, body: PasswordChangeBody, sourceIp: string): Promise<string> {
+  if (body.current_password === undefined || body.current_password === '') throw badRequest('current_password is required');
+  const next = checkNewPassword(body.new_password, 'new_password');
+  await confirmPassword(deps, caller.user, body.current_password, 'password change', sourceIp);
+  await setPassword(deps, caller.user.id, next, caller.jti);
+  await writeAudit(deps, {
+    line: `${caller.user.username} changed their password; their other sessions were ended`,
+    logType: LogTypes.user,
+    username: caller.user.username,
+    sourceIp,
+  });
+  return 'password changed; your other sessions were ended';
+}
