@@ -216,15 +216,30 @@ export interface DemoSummary {
   extra: string;
 }
 
-export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: string; hostname: string }): Promise<DemoSummary> {
+export const DEMO_NODES_DEFAULT = DEMO_ENVIRONMENTS.reduce((s, e) => s + e.nodes, 0);
+
+/** Nodes per demo environment for a fleet of `total` nodes (same proportions as the default). */
+export function demoNodeCounts(total: number): Record<string, number> {
+  const counts: Record<string, number> = {};
+  let left = total;
+  DEMO_ENVIRONMENTS.forEach((e, i) => {
+    const n = i === DEMO_ENVIRONMENTS.length - 1 ? left : Math.round((total * e.nodes) / DEMO_NODES_DEFAULT);
+    counts[e.name] = n;
+    left -= n;
+  });
+  return counts;
+}
+
+export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: string; hostname: string; nodes?: number }): Promise<DemoSummary> {
   const now = opts.now;
   const ts = now.toISOString();
   const envIds: Record<string, number> = {};
+  const counts = demoNodeCounts(opts.nodes ?? DEMO_NODES_DEFAULT);
   let seed = 1;
   for (const e of DEMO_ENVIRONMENTS) {
     const id = await createEnvironment(db, e.name, { uuid: e.uuid, hostname: opts.hostname, now });
     envIds[e.name] = id;
-    await insertNodes(db, generateNodes(seed++, e.name, id, e.nodes, now.getTime()));
+    await insertNodes(db, generateNodes(seed++, e.name, id, counts[e.name]!, now.getTime()));
   }
 
   const hash = await hashPassword(opts.password);
@@ -250,7 +265,7 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
   await seedActivity(db, envIds, { now });
   const extra = await seedAuthExtras(db, { now, password: opts.password });
   return {
-    environments: DEMO_ENVIRONMENTS.map((e) => ({ name: e.name, uuid: e.uuid, nodes: e.nodes })),
+    environments: DEMO_ENVIRONMENTS.map((e) => ({ name: e.name, uuid: e.uuid, nodes: counts[e.name]! })),
     users: DEMO_USERS,
     extra,
   };

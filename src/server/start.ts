@@ -17,6 +17,8 @@ export interface ServerOptions {
   dev?: boolean;
   /** Password of super-admin `admin` in dev mode (random when absent). */
   devPassword?: string;
+  /** Size of the demo fleet in dev mode (default 2,200 nodes). */
+  devNodes?: number;
   /** Password for the first super-admin of a new database (outside dev). */
   adminPassword?: string;
   adminUsername?: string;
@@ -65,7 +67,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (opts.dev) {
       const password = opts.devPassword ?? randomBytes(9).toString('base64url');
       await createSuperAdmin(store.db, 'admin', password, now());
-      const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}` });
+      const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
       demo = { ...summary, password };
     } else if ((await userCount(store.db)) === 0) {
       if (!opts.adminPassword) {

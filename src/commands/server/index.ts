@@ -11,6 +11,7 @@ interface ServerOpts {
   db?: string;
   dev?: boolean;
   devPassword?: string;
+  devNodes?: number;
   adminPasswordStdin?: boolean;
   adminUsername: string;
   loginRateLimit?: number;
@@ -81,6 +82,7 @@ export function registerServer(program: Command): void {
         .option('--db <path>', `SQLite database file (default ${defaultDbPath()})`)
         .option('--dev', 'temporary database with a demo fleet')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
+        .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
         .option('--admin-password-stdin', 'read the first super-admin password from stdin (new database)')
         .option('--admin-username <name>', 'username of the first super-admin', 'admin')
         .option('--login-rate-limit <n>', 'login and MFA attempts a minute per client IP', intArg(1))
@@ -91,7 +93,7 @@ export function registerServer(program: Command): void {
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
-      if (o.devPassword && !o.dev) throw new UsageError('--dev-password needs --dev');
+      if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
       const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
       const { startServer, ServerSetupError } = await import('../../server/start.js');
       const { MissingDependencyError } = await import('../../server/store/db.js');
@@ -103,6 +105,7 @@ export function registerServer(program: Command): void {
           dbPath: o.db ?? defaultDbPath(ctx.env),
           dev: o.dev,
           devPassword: o.devPassword,
+          devNodes: o.devNodes,
           adminPassword,
           adminUsername: o.adminUsername,
           jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
