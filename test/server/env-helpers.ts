@@ -52,3 +52,17 @@ export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 export async function auditRows(ts: TestServer, logType: number, limit = 5) {
   return ts.server.deps.db.selectFrom('audit_logs').selectAll().where('log_type', '=', logType).orderBy('id', 'desc').limit(limit).execute();
 }
+
+// A self-signed test certificate (CN=fleet.example.test, EC P-256); its key was thrown away.
+export const TEST_CERT = `-----BEGIN CERTIFICATE-----
+MIIBkDCCATegAwIBAgIUCoPitZrYQI5rHr2iBNwqtUknhHkwCgYIKoZIzj0EAwIw
+HTEbMBkGA1UEAwwSZmxlZXQuZXhhbXBsZS50ZXN0MCAXDTI2MTEyMTIzMTgxMFoY
+DzIxMjYxMDI4MjMxODEwWjAdMRswGQYDVQQDDBJmbGVldC5leGFtcGxlLnRlc3Qw
+WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASryLXqhKaN9n4Qu3i9OBWH9wpI6/t9
+Ao2CgSXhblH/P5Ql73SLmmpW3Y7+B7P/VrQVZpcTf6/G+xjt42WVlnAFo1MwUTAd
+BgNVHQ4EFgQUxXfth0i36ZwxZpPqioUAsL9TL5EwHwYDVR0jBBgwFoAUxXfth0i3
+6ZwxZpPqioUAsL9TL5EwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBE
+AiAltemP0cnWekYWuNlIydD2nOxFi9OJD1C0sCBEBAMw8AIgB9Govp9dhglK0wgc
+oyM8gEgjsV6fTLL2AuLQEL/Wdjo=
+-----END CERTIFICATE-----
+`;
