@@ -1,7 +1,8 @@
 // Passwords of API users: the rules for a new one, confirming the caller's own before a
 // sensitive change, and changing one's own password (4.3).
 import type { Deps, Caller } from '../context.js';
-import type { UserRow } from '../store/schema.js';
+import type { Kysely } from 'kysely';
+import type { DB, UserRow } from '../store/schema.js';
 import { LogTypes, PASSWORD_MIN_LENGTH, Severities, type PasswordChangeBody } from '../../api/index.js';
 import { badRequest, forbidden } from '../errors.js';
 import { hashPassword, verifyPassword } from '../lib/crypto.js';
@@ -32,17 +33,14 @@ export async function confirmPassword(deps: Deps, user: UserRow, given: string, 
 }
 
 /**
- * Sets a user's password and ends their sessions (all but `keepJti`) and their pending MFA
- * challenges, so nothing obtained with the old password outlives it.
+ * Stores a new password hash and ends the user's sessions (all but `keepJti`) and pending MFA
+ * challenges, so nothing obtained with the old password outlives it. Runs on `db` as given, so
+ * callers can make it part of a larger transaction.
  */
-export async function setPassword(deps: Deps, userId: number, password: string, keepJti?: string): Promise<void> {
-  const hash = await hashPassword(password);
-  await deps.db.transaction().execute(async (trx) => {
-    const tx = { ...deps, db: trx };
-    await trx.updateTable('users').set({ password_hash: hash, updated_at: deps.now().toISOString() }).where('id', '=', userId).execute();
-    await trx.deleteFrom('mfa_challenges').where('user_id', '=', userId).execute();
-    await endSessions(tx, userId, keepJti);
-  });
+export async function storePassword(deps: Deps, db: Kysely<DB>, userId: number, hash: string, keepJti?: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: hash, updated_at: deps.now().toISOString() }).where('id', '=', userId).execute();
+  await db.deleteFrom('mfa_challenges').where('user_id', '=', userId).execute();
+  await endSessions({ ...deps, db }, userId, keepJti);
 }
 
 /** 4.3: both fields required, the new one >= 8 characters, the current one right. */
@@ -50,7 +48,8 @@ export async function changeOwnPassword(deps: Deps, caller: Caller, body: Passwo
   if (body.current_password === undefined || body.current_password === '') throw badRequest('current_password is required');
   const next = checkNewPassword(body.new_password, 'new_password');
   await confirmPassword(deps, caller.user, body.current_password, 'password change', sourceIp);
-  await setPassword(deps, caller.user.id, next, caller.jti);
+  const hash = await hashPassword(next);
+  await deps.db.transaction().execute((trx) => storePassword(deps, trx, caller.user.id, hash, caller.jti));
   await writeAudit(deps, {
     line: `${caller.user.username} changed their password; their other sessions were ended`,
     logType: LogTypes.user,
