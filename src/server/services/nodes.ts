@@ -64,7 +64,7 @@ async function shapeContext(deps: Deps, env: EnvironmentRow) {
   ]);
   const newestKey = newest?.v ?? '';
   const newestRow = newestKey
-    ? await deps.db.selectFrom('nodes').select('osquery_version').where('osquery_version_key', '=', newestKey).executeTakeFirst()
+    ? await deps.db.selectFrom('nodes').select('osquery_version').where('osquery_version_key', '=', newestKey).limit(1).executeTakeFirst()
     : undefined;
   return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newestRow?.osquery_version ?? '', env };
 }
