@@ -162,6 +162,8 @@ describe('POST /api/v1/users/{username}/add', () => {
       ['dave', { username: 'dave', password: 'dave-pass-1', admin: 'yes' }],
       ['dave', { username: 'dave', password: 'dave-pass-1', environments: 'prod' }],
       ['dave', { username: 'dave', password: 12345678 }],
+      // Values are checked before existence: a bad body for an existing user is still 400.
+      ['analyst', { username: 'analyst', password: 'short' }],
     ];
     for (const [path, body] of cases) {
       const r = await act(encodeURIComponent(path), 'add', body as Record<string, unknown>);

@@ -79,17 +79,12 @@ const LEVEL_FIELDS = ['user_access', 'query_access', 'carve_access', 'admin_acce
  * its default: `user_access` true, the others false ("user only"). All four false means no
  * access (edit: the access is revoked). Unknown env: 404, before anything is changed.
  */
-async function accessChange(deps: Deps, body: UserBody): Promise<AccessChange | undefined> {
+/** 400 for `*_access` without `environments`; undefined when no access is to change. */
+function accessRequest(body: UserBody): { refs: string[]; levels: EnvLevels } | undefined {
   const anyLevel = LEVEL_FIELDS.some((f) => body[f] !== undefined);
   if (!body.environments || body.environments.length === 0) {
     if (anyLevel) throw badRequest('access levels (*_access) need the environments they apply to');
     return undefined;
-  }
-  const envs = new Map<number, EnvironmentRow>();
-  for (const ref of body.environments) {
-    const env = await findEnv(deps, ref);
-    if (!env) throw notFound(`environment "${ref}" not found`);
-    envs.set(env.id, env);
   }
   const levels: EnvLevels = {
     user: body.user_access ?? true,
@@ -97,7 +92,18 @@ async function accessChange(deps: Deps, body: UserBody): Promise<AccessChange | 
     carve: body.carve_access ?? false,
     admin: body.admin_access ?? false,
   };
-  return { envs: [...envs.values()], levels };
+  return { refs: body.environments, levels };
+}
+
+async function resolveAccess(deps: Deps, req: ReturnType<typeof accessRequest>): Promise<AccessChange | undefined> {
+  if (!req) return undefined;
+  const envs = new Map<number, EnvironmentRow>();
+  for (const ref of req.refs) {
+    const env = await findEnv(deps, ref);
+    if (!env) throw notFound(`environment "${ref}" not found`);
+    envs.set(env.id, env);
+  }
+  return { envs: [...envs.values()], levels: req.levels };
 }
 
 async function applyAccess(db: Kysely<DB>, userId: number, change: AccessChange): Promise<void> {
@@ -166,12 +172,16 @@ async function addUser(deps: Deps, username: string, body: UserBody): Promise<st
   }
   checkFlags(body);
   const password = checkNewPassword(body.password, 'password');
-  const access = await accessChange(deps, body);
+  const accessReq = accessRequest(body);
+  if (await deps.db.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst()) {
+    throw conflict(`user ${username} already exists`);
+  }
+  const access = await resolveAccess(deps, accessReq);
   const hash = await hashPassword(password);
   const ts = deps.now().toISOString();
   await deps.db.transaction().execute(async (trx) => {
     const existing = await trx.selectFrom('users').select('id').where('username', '=', username).executeTakeFirst();
-    if (existing) throw conflict(`user ${username} already exists`);
+    if (existing) throw conflict(`user ${username} already exists`); // added meanwhile
     const { id } = await trx
       .insertInto('users')
       .values({
@@ -201,9 +211,8 @@ async function addUser(deps: Deps, username: string, body: UserBody): Promise<st
 
 async function editUser(deps: Deps, caller: Caller, username: string, body: UserBody): Promise<string> {
   checkFlags(body);
-  const target = await deps.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
-  if (!target) throw notFound(`user ${username} not found`);
-
+  const password = body.password === undefined ? undefined : checkNewPassword(body.password, 'password');
+  const accessReq = accessRequest(body);
   const set: UserUpdate = {};
   const changed: string[] = [];
   const change = (fields: UserUpdate, what: string) => {
@@ -217,11 +226,12 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
   if (body.service) change({ service: 1 }, 'service account');
   if (body.not_service) change({ service: 0 }, 'not a service account');
   if (body.api !== undefined) change({ api: body.api ? 1 : 0 }, `api ${body.api}`);
-  const password = body.password === undefined ? undefined : checkNewPassword(body.password, 'password');
-  const access = await accessChange(deps, body);
-  if (changed.length === 0 && password === undefined && !access) {
+  if (changed.length === 0 && password === undefined && !accessReq) {
     throw badRequest('nothing to change: give at least one of fullname, email, password, admin, not_admin, service, not_service, api, environments');
   }
+  const target = await deps.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+  if (!target) throw notFound(`user ${username} not found`);
+  const access = await resolveAccess(deps, accessReq);
   const hash = password === undefined ? undefined : await hashPassword(password);
 
   await deps.db.transaction().execute(async (trx) => {
