@@ -46,6 +46,12 @@ describe('expiry actions', () => {
     near((await env()).enroll_expire, Date.now() + 24 * HOUR);
   });
 
+  it('accepts an empty body sent with Content-Type: application/json', async () => {
+    const r = await ts.call('POST', '/api/v1/environments/prod/enroll/expire', { token: tok.prodAdmin, rawBody: '' });
+    expectMessage(r);
+    near((await env()).enroll_expire, Date.now());
+  });
+
   it('notexpire sets "never"', async () => {
     expectMessage(await act('notexpire'));
     expect((await env()).enroll_expire).toBe(NEVER);
@@ -155,6 +161,8 @@ describe('bad values change nothing', () => {
     const r = await ts.call('POST', '/api/v1/environments/prod/enroll/update', { token: tok.prodAdmin, rawBody: '{"certificate": ' });
     expect(r.status).toBe(400);
     expect(r.body.code).toBe('invalid_json');
+    const proto = await ts.call('POST', '/api/v1/environments/prod/enroll/update', { token: tok.prodAdmin, rawBody: '{"__proto__": {"x": 1}, "url_deb_pkg": "a.deb"}' });
+    expect(proto.status).toBe(400);
     expect(await env()).toEqual(before);
   });
 });

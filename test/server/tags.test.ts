@@ -184,6 +184,7 @@ describe('tag and untag', () => {
     expect(r.status).toBe(404);
     expect(r.body.code).toBe('not_found');
     expect(r.body.error).toContain('00000000-0000-4000-a000-000000000000');
+    expect(r.body.uuids).toEqual(['00000000-0000-4000-a000-000000000000']);
     expect((await tagOf('os-linux'))!.node_count).toBe(0);
     expect(await nodeTags(d!)).not.toContain('os-linux');
     expect(await nodeTags(e!)).not.toContain('os-linux');
