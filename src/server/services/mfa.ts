@@ -47,7 +47,8 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
   if (ch.used) throw challengeInvalid('was already used');
   if (Date.parse(ch.expires_at) <= now.getTime()) throw challengeInvalid('has expired');
 
-  const user = await deps.db.selectFrom('users').selectAll().where('id', '=', ch.user_id).executeTakeFirstOrThrow();
+  const user = await deps.db.selectFrom('users').selectAll().where('id', '=', ch.user_id).executeTakeFirst();
+  if (!user) throw challengeInvalid('is unknown'); // the user was removed meanwhile
   const env = await deps.db.selectFrom('environments').selectAll().where('id', '=', ch.environment_id).executeTakeFirst();
   const audit = (line: string, severity: 1 | 2 | 3) =>
     writeAudit(deps, { line, logType: LogTypes.login, severity, username: user.username, sourceIp, env: env ?? null });
