@@ -1,0 +1,285 @@
+# bash completion for fleetctl
+# Generated from the command tree by `npm run gen` (scripts/gen.mjs): do not edit.
+#
+# Install: fleetctl completion bash > ~/.local/share/bash-completion/completions/fleetctl
+#      or: source <(fleetctl completion bash)     (in ~/.bashrc)
+
+# The command reached by subcommand $2 (a name or an alias) of command "$1", in REPLY.
+__fleetctl_sub() {
+  case "$1|$2" in
+    '|login') REPLY='login' ;;
+    '|logout') REPLY='logout' ;;
+    '|auth') REPLY='auth' ;;
+    '|mfa') REPLY='mfa' ;;
+    '|users') REPLY='users' ;;
+    '|env') REPLY='env' ;;
+    '|enroll') REPLY='enroll' ;;
+    '|tags') REPLY='tags' ;;
+    '|nodes') REPLY='nodes' ;;
+    '|settings') REPLY='settings' ;;
+    '|carves') REPLY='carves' ;;
+    '|sinks') REPLY='sinks' ;;
+    '|audit') REPLY='audit' ;;
+    '|stats') REPLY='stats' ;;
+    '|api') REPLY='api' ;;
+    '|config') REPLY='config' ;;
+    '|completion') REPLY='completion' ;;
+    '|server') REPLY='server' ;;
+    '|help') REPLY='help' ;;
+    'auth|status') REPLY='auth status' ;;
+    'auth|token') REPLY='auth token' ;;
+    'auth|help') REPLY='auth help' ;;
+    'mfa|status') REPLY='mfa status' ;;
+    'mfa|totp') REPLY='mfa totp' ;;
+    'mfa|webauthn') REPLY='mfa webauthn' ;;
+    'mfa|help') REPLY='mfa help' ;;
+    'mfa totp|setup'|'mfa totp|enable') REPLY='mfa totp setup' ;;
+    'mfa totp|confirm') REPLY='mfa totp confirm' ;;
+    'mfa totp|disable'|'mfa totp|off') REPLY='mfa totp disable' ;;
+    'mfa totp|help') REPLY='mfa totp help' ;;
+    'mfa webauthn|list'|'mfa webauthn|ls') REPLY='mfa webauthn list' ;;
+    'mfa webauthn|remove'|'mfa webauthn|rm'|'mfa webauthn|delete') REPLY='mfa webauthn remove' ;;
+    'mfa webauthn|help') REPLY='mfa webauthn help' ;;
+    'users|list'|'users|ls') REPLY='users list' ;;
+    'users|show'|'users|get') REPLY='users show' ;;
+    'users|me'|'users|whoami') REPLY='users me' ;;
+    'users|add'|'users|create') REPLY='users add' ;;
+    'users|edit'|'users|update') REPLY='users edit' ;;
+    'users|remove'|'users|rm'|'users|delete') REPLY='users remove' ;;
+    'users|passwd') REPLY='users passwd' ;;
+    'users|help') REPLY='users help' ;;
+    'env|list'|'env|ls') REPLY='env list' ;;
+    'env|show'|'env|get') REPLY='env show' ;;
+    'env|intervals') REPLY='env intervals' ;;
+    'env|map') REPLY='env map' ;;
+    'env|help') REPLY='env help' ;;
+    'enroll|extend') REPLY='enroll extend' ;;
+    'enroll|expire') REPLY='enroll expire' ;;
+    'enroll|rotate') REPLY='enroll rotate' ;;
+    'enroll|notexpire') REPLY='enroll notexpire' ;;
+    'enroll|update') REPLY='enroll update' ;;
+    'enroll|show'|'enroll|get') REPLY='enroll show' ;;
+    'enroll|help') REPLY='enroll help' ;;
+    'tags|list'|'tags|ls') REPLY='tags list' ;;
+    'tags|add'|'tags|create') REPLY='tags add' ;;
+    'tags|edit') REPLY='tags edit' ;;
+    'tags|remove'|'tags|rm'|'tags|delete') REPLY='tags remove' ;;
+    'tags|apply') REPLY='tags apply' ;;
+    'tags|unapply'|'tags|untag') REPLY='tags unapply' ;;
+    'tags|help') REPLY='tags help' ;;
+    'nodes|list'|'nodes|ls') REPLY='nodes list' ;;
+    'nodes|show'|'nodes|get') REPLY='nodes show' ;;
+    'nodes|delete'|'nodes|rm') REPLY='nodes delete' ;;
+    'nodes|help') REPLY='nodes help' ;;
+    'settings|list'|'settings|ls') REPLY='settings list' ;;
+    'settings|set') REPLY='settings set' ;;
+    'settings|help') REPLY='settings help' ;;
+    'carves|list'|'carves|ls') REPLY='carves list' ;;
+    'carves|show'|'carves|get') REPLY='carves show' ;;
+    'carves|delete') REPLY='carves delete' ;;
+    'carves|expire') REPLY='carves expire' ;;
+    'carves|complete') REPLY='carves complete' ;;
+    'carves|archive') REPLY='carves archive' ;;
+    'carves|help') REPLY='carves help' ;;
+    'sinks|list'|'sinks|ls') REPLY='sinks list' ;;
+    'sinks|clone'|'sinks|copy') REPLY='sinks clone' ;;
+    'sinks|add'|'sinks|create') REPLY='sinks add' ;;
+    'sinks|remove'|'sinks|rm'|'sinks|delete') REPLY='sinks remove' ;;
+    'sinks|help') REPLY='sinks help' ;;
+    'audit|list'|'audit|ls') REPLY='audit list' ;;
+    'audit|help') REPLY='audit help' ;;
+    'config|list'|'config|ls') REPLY='config list' ;;
+    'config|use') REPLY='config use' ;;
+    'config|show') REPLY='config show' ;;
+    'config|remove'|'config|rm') REPLY='config remove' ;;
+    'config|set') REPLY='config set' ;;
+    'config|help') REPLY='config help' ;;
+    *) return 1 ;;
+  esac
+}
+
+# The subcommand names of command "$1", in REPLY.
+__fleetctl_subs() {
+  REPLY=
+  case "$1" in
+    '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server help' ;;
+    'auth') REPLY='status token help' ;;
+    'mfa') REPLY='status totp webauthn help' ;;
+    'mfa totp') REPLY='setup confirm disable help' ;;
+    'mfa webauthn') REPLY='list remove help' ;;
+    'users') REPLY='list show me add edit remove passwd help' ;;
+    'env') REPLY='list show intervals map help' ;;
+    'enroll') REPLY='extend expire rotate notexpire update show help' ;;
+    'tags') REPLY='list add edit remove apply unapply help' ;;
+    'nodes') REPLY='list show delete help' ;;
+    'settings') REPLY='list set help' ;;
+    'carves') REPLY='list show delete expire complete archive help' ;;
+    'sinks') REPLY='list clone add remove help' ;;
+    'audit') REPLY='list help' ;;
+    'config') REPLY='list use show remove set help' ;;
+  esac
+}
+
+# The options accepted by command "$1" (its own, then the global ones), in REPLY.
+__fleetctl_opts() {
+  REPLY=
+  case "$1" in
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'auth help'|'mfa totp help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'mfa totp disable'|'users passwd') REPLY='--password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'mfa webauthn remove') REPLY='-y --yes --password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'users add') REPLY='--email --fullname --environment --level --admin --no-admin --service --no-service --api --no-api --password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'users edit') REPLY='--email --fullname --environment --level --admin --no-admin --service --no-service --api --no-api --password-stdin --set-password -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'users remove'|'enroll expire'|'enroll rotate'|'tags remove'|'nodes delete'|'carves delete'|'carves expire'|'sinks remove') REPLY='-y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'env list'|'env show') REPLY='--show-secret -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'env intervals') REPLY='--config --log --query -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'enroll update') REPLY='--certificate --deb-url --rpm-url --msi-url --pkg-url -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'tags add'|'tags edit') REPLY='-d --description --color --icon --type --custom -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'tags apply'|'tags unapply') REPLY='-q --search --status --platform -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'nodes list') REPLY='--status --platform -q --search --sort --order --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'carves list') REPLY='--status -q --search --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'sinks clone') REPLY='--from --to --overwrite -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'sinks add') REPLY='--name --type --source --info --disabled --order --config -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'audit list') REPLY='-q --search --service --user --page --page-size --limit --all -f --follow --interval -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'api') REPLY='-f --raw-field -F --field --input --paginate -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'server') REPLY='--listen --db --dev --dev-password --dev-nodes --admin-password-stdin --admin-username --login-rate-limit --api-rate-limit --tls-cert --tls-key --log -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+  esac
+}
+
+# Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
+__fleetctl_optval() {
+  case "$1|$2" in
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--admin-username'|'server|--login-rate-limit'|'server|--api-rate-limit') REPLY='' ;;
+    'login|--mfa-method') REPLY='totp recovery' ;;
+    'enroll update|--certificate'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key') REPLY=':file' ;;
+    'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
+    'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
+    'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
+    'nodes list|--sort') REPLY='hostname localname uuid ip platform version osquery lastseen firstseen' ;;
+    'nodes list|--order') REPLY='asc desc' ;;
+    'carves list|--status') REPLY='active pending completed expired deleted' ;;
+    'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
+    'sinks add|--source') REPLY='status result query' ;;
+    *'|--url'|*'|--env'|*'|--profile'|*'|--fields'|*'|--jq'|*'|--timeout') REPLY='' ;;
+    *'|-o'|*'|--output') REPLY='table json jsonl yaml csv' ;;
+    *'|--ca-file') REPLY=':file' ;;
+    *) return 1 ;;
+  esac
+}
+
+# Completions for positional argument $2 (from 0) of command "$1", in REPLY.
+__fleetctl_argval() {
+  case "$1" in
+    'auth help') case $2 in 0) REPLY='status token' ;; *) return 1 ;; esac ;;
+    'mfa totp help') case $2 in 0) REPLY='setup confirm disable' ;; *) return 1 ;; esac ;;
+    'mfa webauthn help') case $2 in 0) REPLY='list remove' ;; *) return 1 ;; esac ;;
+    'mfa help') case $2 in 0) REPLY='status totp webauthn' ;; *) return 1 ;; esac ;;
+    'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
+    'env help') case $2 in 0) REPLY='list show intervals map' ;; *) return 1 ;; esac ;;
+    'enroll show') case $2 in 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
+    'enroll help') case $2 in 0) REPLY='extend expire rotate notexpire update show' ;; *) return 1 ;; esac ;;
+    'tags help') case $2 in 0) REPLY='list add edit remove apply unapply' ;; *) return 1 ;; esac ;;
+    'nodes help') case $2 in 0) REPLY='list show delete' ;; *) return 1 ;; esac ;;
+    'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
+    'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;
+    'carves help') case $2 in 0) REPLY='list show delete expire complete archive' ;; *) return 1 ;; esac ;;
+    'sinks help') case $2 in 0) REPLY='list clone add remove' ;; *) return 1 ;; esac ;;
+    'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
+    'api') case $2 in 1) REPLY=':file' ;; *) return 1 ;; esac ;;
+    'config use'|'config show'|'config remove'|'config set') case $2 in 0) REPLY=':file' ;; *) return 1 ;; esac ;;
+    'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
+    'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server' ;; *) return 1 ;; esac ;;
+    *) return 1 ;;
+  esac
+}
+
+# COMPREPLY from compgen, one match a line, so file names with spaces stay whole.
+__fleetctl_reply() {
+  local line
+  COMPREPLY=()
+  while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen "$@")
+}
+
+# Completes the value "$2" of an option or argument from REPLY (set by _optval/_argval), with prefix "$1".
+__fleetctl_value() {
+  if [[ $REPLY == :file ]]; then
+    compopt -o filenames 2>/dev/null
+    __fleetctl_reply -f -P "$1" -- "$2"
+  else
+    __fleetctl_reply -W "$REPLY" -P "$1" -- "$2"
+  fi
+}
+
+_fleetctl() {
+  local words=() cword=0 i w path= npos=0 dashdash=0 valopt= cur REPLY
+  # bash splits "--status=active" at "=" (COMP_WORDBREAKS): put such words back together.
+  for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+    w=${COMP_WORDS[i]}
+    if ((i > 0)) && [[ $w == = && ${words[${#words[@]}-1]} == --* && ${words[${#words[@]}-1]} != *=* ]]; then
+      words[${#words[@]}-1]+=$w
+      if ((i + 1 < ${#COMP_WORDS[@]})) && ((i + 1 <= COMP_CWORD)); then
+        i=$((i + 1))
+        words[${#words[@]}-1]+=${COMP_WORDS[i]}
+      fi
+    else
+      words+=("$w")
+    fi
+    ((i == COMP_CWORD)) && cword=$((${#words[@]} - 1))
+  done
+  if ((COMP_CWORD >= ${#COMP_WORDS[@]})); then
+    words+=('')
+    cword=$((${#words[@]} - 1))
+  fi
+  cur=${words[cword]}
+
+  # Follow the words before the cursor as commander does: subcommands, options and their values, arguments.
+  for ((i = 1; i < cword; i++)); do
+    w=${words[i]}
+    if ((dashdash)); then
+      npos=$((npos + 1))
+    elif [[ $w == -- ]]; then
+      dashdash=1
+    elif [[ $w == -* ]]; then
+      if [[ $w != *=* ]] && __fleetctl_optval "$path" "$w"; then
+        ((i + 1 == cword)) && valopt=$w
+        i=$((i + 1))
+      fi
+    elif ((npos == 0)) && __fleetctl_sub "$path" "$w"; then
+      path=$REPLY
+    else
+      npos=$((npos + 1))
+    fi
+  done
+
+  if [[ -n $valopt ]]; then
+    __fleetctl_optval "$path" "$valopt"
+    __fleetctl_value '' "$cur"
+    return 0
+  fi
+  if ((!dashdash)) && [[ $cur == --*=* ]]; then
+    __fleetctl_optval "$path" "${cur%%=*}" || return 0
+    # With "=" in COMP_WORDBREAKS bash replaces only the part after it.
+    if [[ $COMP_WORDBREAKS == *=* ]]; then __fleetctl_value '' "${cur#*=}"; else __fleetctl_value "${cur%%=*}=" "${cur#*=}"; fi
+    return 0
+  fi
+  if ((!dashdash)) && [[ $cur == -* ]]; then
+    __fleetctl_opts "$path"
+    __fleetctl_reply -W "$REPLY" -- "$cur"
+    return 0
+  fi
+  if ((npos == 0)); then
+    __fleetctl_subs "$path"
+    if [[ -n $REPLY ]]; then
+      __fleetctl_reply -W "$REPLY" -- "$cur"
+      return 0
+    fi
+  fi
+  __fleetctl_argval "$path" "$npos" && __fleetctl_value '' "$cur"
+  return 0
+}
+
+complete -F _fleetctl fleetctl
