@@ -1,5 +1,17 @@
 import type { HttpClient } from '../http.js';
+import type { MessageResponse, TotpBeginResponse, TotpConfirmResponse, WebauthnCredential } from '../../api/index.js';
+
+const seg = encodeURIComponent;
 
 export const mfaApi = (http: HttpClient) => ({
-  http,
+  /** Begin TOTP enrolment (contract.md 2): a new secret, not active until confirmed. */
+  totpBegin: () => http.request<TotpBeginResponse>('POST', 'api/v1/users/me/mfa/totp'),
+  /** Confirm with a code from the authenticator: enables TOTP, returns the recovery codes (once). */
+  totpConfirm: (code: string) => http.request<TotpConfirmResponse>('POST', 'api/v1/users/me/mfa/totp/confirm', { body: { code } }),
+  /** Disable TOTP and the recovery codes. */
+  totpDisable: (password: string) => http.request<MessageResponse>('DELETE', 'api/v1/users/me/mfa/totp', { body: { password } }),
+  /** The caller's WebAuthn credentials. */
+  webauthnList: () => http.request<WebauthnCredential[]>('GET', 'api/v1/mfa/webauthn'),
+  /** 4.4 */
+  webauthnRemove: (id: string, password: string) => http.request<MessageResponse>('DELETE', `api/v1/mfa/webauthn/${seg(id)}`, { body: { password } }),
 });

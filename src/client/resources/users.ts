@@ -1,5 +1,16 @@
 import type { HttpClient } from '../http.js';
+import type { DataResponse, MessageResponse, PasswordChangeBody, User, UserAction, UserBody } from '../../api/index.js';
+
+const seg = encodeURIComponent;
 
 export const usersApi = (http: HttpClient) => ({
-  http,
+  /** GET /api/v1/users (contract.md 5; super-admin) */
+  list: () => http.request<User[]>('GET', 'api/v1/users'),
+  /** GET /api/v1/users/me */
+  me: () => http.request<User>('GET', 'api/v1/users/me'),
+  /** 4.5 — the body's username is always the path's (the server insists on it). */
+  action: (username: string, action: UserAction, body: Omit<UserBody, 'username'> = {}) =>
+    http.request<DataResponse>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...body, username } }),
+  /** 4.3 */
+  changeOwnPassword: (body: Required<PasswordChangeBody>) => http.request<MessageResponse>('POST', 'api/v1/users/me/password', { body }),
 });

@@ -1,0 +1,45 @@
+import type { User, UserEnvAccess } from '../../api/index.js';
+import type { Column } from '../../output/index.js';
+
+/** "admin" (which implies the rest), else the levels held joined by "+", e.g. "user+carve". */
+export function levelsText(e: UserEnvAccess): string {
+  if (e.admin) return 'admin';
+  return (['user', 'query', 'carve'] as const).filter((l) => e[l]).join('+') || 'none';
+}
+
+/** "prod:admin, staging:user" — one cell for the per-environment levels. */
+export function accessText(u: User): string {
+  return u.environments.map((e) => `${e.name}:${levelsText(e)}`).join(', ');
+}
+
+export function mfaText(u: User): string {
+  const parts: string[] = [];
+  if (u.mfa.totp) parts.push('totp');
+  if (u.mfa.webauthn > 0) parts.push(`${u.mfa.webauthn} webauthn`);
+  return parts.join(', ') || 'none';
+}
+
+export const USER_COLUMNS: Column<User>[] = [
+  { key: 'username', header: 'USERNAME' },
+  { key: 'fullname', header: 'FULL NAME' },
+  { key: 'email', header: 'EMAIL' },
+  { key: 'admin', header: 'SUPER-ADMIN', kind: 'bool' },
+  { key: 'service', header: 'SERVICE', kind: 'bool' },
+  { key: 'access', header: 'ACCESS', get: accessText },
+  { key: 'mfa_methods', header: 'MFA', get: mfaText },
+  { key: 'last_login_at', header: 'LAST LOGIN', kind: 'time' },
+];
+
+/** The `users show` / `users me` terminal view; machine formats get the whole API object. */
+export const USER_DETAIL_COLUMNS: Column<User>[] = [
+  { key: 'username' },
+  { key: 'fullname' },
+  { key: 'email' },
+  { key: 'admin', kind: 'bool' },
+  { key: 'service', kind: 'bool' },
+  { key: 'api', kind: 'bool' },
+  { key: 'access', get: accessText },
+  { key: 'mfa_methods', get: mfaText },
+  { key: 'created_at', kind: 'time' },
+  { key: 'last_login_at', kind: 'time' },
+];

@@ -1,0 +1,58 @@
+// Passwords for the users and mfa commands: from a prompt at a terminal, or from stdin with
+// --password-stdin. Never from argv (architecture.md: secrets never in argv).
+import type { Context } from '../../context.js';
+import type { IO } from '../../io.js';
+import { CliError, ExitCode, UsageError } from '../../errors.js';
+import { readStdinSecret } from '../../prompt.js';
+
+const MAX_ATTEMPTS = 3;
+
+/** The caller's current password (mfa disable, webauthn remove): one prompt, or stdin. */
+export async function readPassword(ctx: Context, fromStdin: boolean | undefined, message = 'Password:'): Promise<string> {
+  if (fromStdin) return readStdinSecret(ctx.io, 'the password');
+  if (!ctx.io.canPrompt()) throw new UsageError('a password is required: pass --password-stdin and pipe it in (prompts need a terminal)');
+  const p = await ctx.prompter();
+  const pw = await p.password(message);
+  if (!pw) throw new UsageError('the password is empty');
+  return pw;
+}
+
+/**
+ * A new password typed twice at a terminal (asked again when the two differ), or read from stdin.
+ * `flag` names the option that supplies it when there is no terminal.
+ */
+export async function readNewPassword(ctx: Context, fromStdin: boolean | undefined, who: string, flag = '--password-stdin'): Promise<string> {
+  if (fromStdin) return readStdinSecret(ctx.io, 'the password');
+  if (!ctx.io.canPrompt()) throw new UsageError(`a password is required: pass ${flag} and pipe it in (prompts need a terminal)`);
+  return promptNewPassword(ctx, who);
+}
+
+export async function promptNewPassword(ctx: Context, who?: string): Promise<string> {
+  const p = await ctx.prompter();
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const first = await p.password(who ? `New password for ${who}:` : 'New password:');
+    if (!first) {
+      ctx.io.err('The password is empty; try again.\n');
+      continue;
+    }
+    const second = await p.password('Repeat the new password:');
+    if (first === second) return first;
+    ctx.io.err('The passwords do not match; try again.\n');
+  }
+  throw new CliError(`no matching password after ${MAX_ATTEMPTS} attempts; nothing was changed`, ExitCode.usage);
+}
+
+/**
+ * Reads exactly `names.length` lines from stdin (e.g. current and new password for `users
+ * passwd --password-stdin`). A final newline is optional; blank or missing lines are errors.
+ */
+export async function readStdinLines(io: IO, names: readonly string[]): Promise<string[]> {
+  if (io.stdin.isTTY) throw new UsageError(`${names.join(' and ')} are read from stdin, one a line: pipe them in`);
+  const chunks: Buffer[] = [];
+  for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
+  const lines = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '').split(/\r?\n/);
+  if (lines.length !== names.length || lines.some((l) => l === '')) {
+    throw new UsageError(`expected ${names.length} non-empty lines on stdin (${names.join(', then ')}), got ${lines.filter((l) => l !== '').length}`);
+  }
+  return lines;
+}

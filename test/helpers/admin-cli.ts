@@ -1,0 +1,107 @@
+// Helpers for the users/mfa/env/enroll/settings e2e tests: raw API calls to read back what the
+// server stored (independent of the CLI under test), and the built CLI run inside a
+// pseudo-terminal to drive its prompts the way a person would.
+import { spawn, type IPty } from '@lydell/node-pty';
+import { BIN, DEV_PASSWORD, type Cli } from './cli.js';
+
+export interface Reply {
+  status: number;
+  body: any;
+}
+
+export async function apiCall(url: string, method: string, path: string, o: { token?: string; body?: unknown } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (o.token) headers.authorization = `Bearer ${o.token}`;
+  if (o.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* keep the text */
+  }
+  return { status: res.status, body };
+}
+
+/** Password step of a login; the reply as is (200 token, 401 mfa_required, ...). */
+export function apiLogin(url: string, username: string, password = DEV_PASSWORD, env = 'prod'): Promise<Reply> {
+  return apiCall(url, 'POST', `/api/v1/login/${env}`, { body: { username, password } });
+}
+
+export async function apiToken(url: string, username = 'admin', password = DEV_PASSWORD, env = 'prod'): Promise<string> {
+  const r = await apiLogin(url, username, password, env);
+  if (r.status !== 200) throw new Error(`login ${username} failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.token as string;
+}
+
+export interface PtyRun {
+  /**
+   * Waits until the output after the previous match (ANSI stripped) matches, like expect(1):
+   * prompts redraw themselves as they are typed into, so older text must not match again.
+   * Returns all output so far.
+   */
+  expect(re: RegExp, timeoutMs?: number): Promise<string>;
+  /** Types a line and Enter. */
+  line(text: string): void;
+  /** Waits for the process to end. */
+  done(timeoutMs?: number): Promise<{ exitCode: number; output: string }>;
+  output(): string;
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[()][0-9A-B]|\u001b[=>]/g;
+
+/** Runs `fleetctl args` in a pseudo-terminal (stdin, stdout and stderr are TTYs) with `cli`'s config. */
+export function runInPty(cli: Cli, args: string[], env: Record<string, string> = {}): PtyRun {
+  const base: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FLEETCTL_') && k !== 'FORCE_COLOR' && k !== 'NO_COLOR') base[k] = v;
+  const p: IPty = spawn('node', [BIN, ...args], {
+    cols: 200,
+    rows: 60,
+    env: { ...base, DBUS_SESSION_BUS_ADDRESS: 'disabled:', FLEETCTL_CONFIG_DIR: cli.configDir, NO_COLOR: '1', ...env },
+  });
+  let out = '';
+  let cursor = 0;
+  let exit: number | undefined;
+  const waiters: (() => void)[] = [];
+  const notify = () => waiters.splice(0).forEach((w) => w());
+  p.onData((d) => {
+    out += d;
+    notify();
+  });
+  p.onExit((e) => {
+    exit = e.exitCode;
+    notify();
+  });
+  const clean = () => out.replace(ANSI, '').replace(/\r/g, '');
+  const waitFor = (ok: () => boolean, what: string, timeoutMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; terminal so far:\n${clean()}`)), timeoutMs);
+      const check = () => {
+        if (ok()) {
+          clearTimeout(timer);
+          resolve();
+        } else waiters.push(check);
+      };
+      check();
+    });
+  return {
+    async expect(re, timeoutMs = 20_000) {
+      const find = () => re.exec(clean().slice(cursor));
+      await waitFor(() => find() !== null || exit !== undefined, String(re), timeoutMs);
+      const m = find();
+      if (!m) throw new Error(`process ended (exit ${exit}) without ${re}; terminal:\n${clean()}`);
+      cursor += m.index + m[0].length;
+      return clean();
+    },
+    line(text) {
+      p.write(`${text}\r`);
+    },
+    async done(timeoutMs = 30_000) {
+      await waitFor(() => exit !== undefined, 'exit', timeoutMs);
+      return { exitCode: exit!, output: clean() };
+    },
+    output: clean,
+  };
+}
