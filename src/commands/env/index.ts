@@ -1,22 +1,168 @@
 import type { Command } from 'commander';
-import { group, verb } from '../define.js';
-import { MapTargets, type EnvironmentMapEntry, type MapTarget } from '../../api/index.js';
+import { group, intArg, verb } from '../define.js';
+import { MapTargets, type Environment, type EnvironmentMapEntry, type IntervalsBody, type MapTarget } from '../../api/index.js';
 import { UsageError } from '../../errors.js';
-import { printList, printObject } from '../../output/index.js';
+import { printList, printObject, type Column } from '../../output/index.js';
+import type { Context } from '../../context.js';
+
+/**
+ * The enroll secret is blanked in `env list`/`env show` output unless asked for (--show-secret):
+ * it lets anyone enrol nodes, and these commands are often piped into logs. `fleetctl enroll
+ * show ENV secret` is the explicit way to read it.
+ */
+function redactSecret(e: Environment, show: boolean | undefined): Environment {
+  return show ? e : { ...e, secret: '' };
+}
+
+const ENV_COLUMNS: Column<Environment>[] = [
+  { key: 'name', header: 'NAME' },
+  { key: 'uuid', header: 'UUID' },
+  { key: 'hostname', header: 'HOSTNAME' },
+  { key: 'config_interval', header: 'CONFIG', kind: 'number' },
+  { key: 'log_interval', header: 'LOG', kind: 'number' },
+  { key: 'query_interval', header: 'QUERY', kind: 'number' },
+  { key: 'enroll_expire', header: 'ENROLL EXPIRES', kind: 'time' },
+];
+
+const ENV_DETAIL_COLUMNS: Column<Environment>[] = [
+  { key: 'name' },
+  { key: 'uuid' },
+  { key: 'id' },
+  { key: 'type' },
+  { key: 'hostname' },
+  { key: 'config_interval', kind: 'number' },
+  { key: 'log_interval', kind: 'number' },
+  { key: 'query_interval', kind: 'number' },
+  { key: 'accept_enrolls', kind: 'bool' },
+  { key: 'enroll_expire', kind: 'time' },
+  { key: 'remove_expire', kind: 'time' },
+  { key: 'enroll_secret_path' },
+  { key: 'deb_package' },
+  { key: 'rpm_package' },
+  { key: 'msi_package' },
+  { key: 'pkg_package' },
+  { key: 'created_at', kind: 'time' },
+  { key: 'updated_at', kind: 'time' },
+];
+
+export interface IntervalsView {
+  name: string;
+  uuid: string;
+  config_interval: number;
+  log_interval: number;
+  query_interval: number;
+}
+
+export const intervalsOf = (e: Environment): IntervalsView => ({
+  name: e.name,
+  uuid: e.uuid,
+  config_interval: e.config_interval,
+  log_interval: e.log_interval,
+  query_interval: e.query_interval,
+});
+
+/** Runs `fn` over `items` with at most `limit` in flight, keeping the order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** The environment named by the positional argument, else --env / FLEETCTL_ENV / the profile's. */
+function envArg(ctx: Context, arg: string | undefined): string {
+  return arg ?? ctx.requireEnv();
+}
 
 export function registerEnv(program: Command): void {
   const env = group(program, {
     name: 'env',
-    summary: 'Environments: list, map, intervals',
-    examples: ['fleetctl env map', 'fleetctl env map uuid -o json'],
+    summary: 'Environments: list, show, map, intervals',
+    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600'],
   });
+
+  verb<{ showSecret?: boolean }>(
+    env,
+    {
+      name: 'list',
+      aliases: ['ls'],
+      summary: 'List the environments you can access, with hostname, intervals and enroll expiry',
+      description:
+        'List the environments you can access (from the environment map), each read in full: name, uuid, ' +
+        'hostname, agent intervals (seconds) and when enrollment expires. -o json prints the environment ' +
+        'objects as the API returns them, with `secret` blanked unless --show-secret.',
+      examples: ['fleetctl env list', 'fleetctl env list -o json', "fleetctl env list --jq '.[] | select(.config_interval > 300) | .name'"],
+    },
+    (cmd) => cmd.option('--show-secret', 'include the enroll secret (env admins only) in machine output'),
+    async (ctx, _args, o) => {
+      const api = await ctx.api();
+      const names = Object.keys(await api.environments.map('name')).sort((a, b) => a.localeCompare(b));
+      const envs = await mapLimit(names, 4, (n) => api.environments.get(n));
+      await printList(ctx.io, ctx.output(), envs.map((e) => redactSecret(e, o.showSecret)), ENV_COLUMNS);
+    },
+  );
+
+  verb<{ showSecret?: boolean }>(
+    env,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show one environment',
+      description:
+        'Show an environment (by name or UUID; default: --env or the profile\'s). The table view shows the ' +
+        'main fields; -o json the whole object, with `secret` blanked unless --show-secret (certificate ' +
+        'and flags, like the secret, are only sent to env admins).',
+      examples: ['fleetctl env show prod', 'fleetctl env show -o json', 'fleetctl env show staging --jq .enroll_expire'],
+    },
+    (cmd) => cmd.argument('[env]', 'environment name or UUID').option('--show-secret', 'include the enroll secret (env admins only)'),
+    async (ctx, [name], o) => {
+      const api = await ctx.api();
+      const e = await api.environments.get(envArg(ctx, name));
+      await printObject(ctx.io, ctx.output(), redactSecret(e, o.showSecret), ENV_DETAIL_COLUMNS);
+    },
+  );
+
+  verb<{ config?: number; log?: number; query?: number }>(
+    env,
+    {
+      name: 'intervals',
+      summary: 'Set the agent intervals (seconds) of an environment',
+      description:
+        'Set how often agents of the environment fetch their configuration (--config), send logs (--log) ' +
+        'and poll for queries (--query), in seconds (integers >= 1). Intervals not given keep their value. ' +
+        'Needs env admin. Prints the intervals as they now are.',
+      examples: ['fleetctl env intervals prod --config 600', 'fleetctl env intervals staging --log 120 --query 30', 'fleetctl --env dev env intervals --query 15 -o json'],
+    },
+    (cmd) =>
+      cmd
+        .argument('[env]', 'environment name or UUID (default: --env or the profile\'s)')
+        .option('--config <seconds>', 'config refresh interval', intArg(1))
+        .option('--log <seconds>', 'log flush interval', intArg(1))
+        .option('--query <seconds>', 'distributed query poll interval', intArg(1)),
+    async (ctx, [name], o) => {
+      const body: IntervalsBody = {};
+      if (o.config !== undefined) body.config_interval = o.config;
+      if (o.log !== undefined) body.log_interval = o.log;
+      if (o.query !== undefined) body.query_interval = o.query;
+      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: pass at least one of --config, --log, --query (seconds)');
+      const api = await ctx.api();
+      const updated = await api.environments.setIntervals(envArg(ctx, name), body);
+      await printObject(ctx.io, ctx.output(), intervalsOf(updated));
+    },
+  );
 
   verb(
     env,
     {
       name: 'map',
       summary: 'Show the environments you can access, keyed by id, name or uuid',
-      description: 'Show the environment map (id, name, uuid of each environment you can access). With -o json the\nobject is printed as the server returns it: keys are the chosen attribute.',
+      description: 'Show the environment map (id, name, uuid of each environment you can access). With -o json the object is printed as the server returns it: keys are the chosen attribute.',
       examples: ['fleetctl env map', 'fleetctl env map uuid --json', "fleetctl env map name --jq '.prod.uuid'"],
     },
     (cmd) => cmd.argument('[target]', `key of the map: ${MapTargets.join(', ')}`, 'name'),
