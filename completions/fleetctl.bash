@@ -188,8 +188,6 @@ __fleetctl_argval() {
     'carves help') case $2 in 0) REPLY='list show delete expire complete archive' ;; *) return 1 ;; esac ;;
     'sinks help') case $2 in 0) REPLY='list clone add remove' ;; *) return 1 ;; esac ;;
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
-    'api') case $2 in 1) REPLY=':file' ;; *) return 1 ;; esac ;;
-    'config use'|'config show'|'config remove'|'config set') case $2 in 0) REPLY=':file' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
     'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server' ;; *) return 1 ;; esac ;;

@@ -58,8 +58,10 @@ export interface ProgramSpec {
   globals: OptionSpec[];
 }
 
-// Value names that mean "a path on this machine": shells then offer file names.
-const FILE_VALUE = /^(file|path|dir|directory|pem|cert|key)$|file$|path$/i;
+// Value names that mean "a path on this machine": shells then offer file names. An option's
+// <path> is one too (server --db <path>); an argument's is not (api <path> is an API path).
+const FILE_VALUE = /^(file|dir|directory)$|[-_](file|dir|path)$/i;
+const isFileValue = (name: string, option: boolean): boolean => FILE_VALUE.test(name) || (option && /^path$/i.test(name));
 
 const help = new Help();
 
@@ -78,7 +80,7 @@ function optionSpec(o: Option): OptionSpec {
     valueOptional: o.optional,
     choices: o.argChoices?.length ? [...o.argChoices] : undefined,
     defaultText,
-    file: valueName !== undefined && !o.argChoices && FILE_VALUE.test(valueName),
+    file: valueName !== undefined && !o.argChoices && isFileValue(valueName, true),
   };
 }
 
@@ -89,7 +91,7 @@ function argSpec(a: Argument): ArgSpec {
     required: a.required,
     variadic: a.variadic,
     choices: a.argChoices?.length ? [...a.argChoices] : undefined,
-    file: !a.argChoices && FILE_VALUE.test(a.name()),
+    file: !a.argChoices && isFileValue(a.name(), false),
   };
 }
 

@@ -76,8 +76,10 @@ describe('bash completion', () => {
   });
 
   test('file values complete file names', async () => {
-    const [files] = await bashComplete(['fleetctl --ca-file '], { cwd: tmp });
+    const [files, db, profile] = await bashComplete(['fleetctl --ca-file ', 'fleetctl server --db ce', 'fleetctl config use '], { cwd: tmp });
     expect(files).toEqual(['ca.pem', 'certs']);
+    expect(db).toEqual(['certs']);
+    expect(profile).toEqual([]); // a profile name, not a file
   });
 
   test('bash-completion loads it on demand from the documented install path', async () => {

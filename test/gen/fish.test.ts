@@ -63,8 +63,9 @@ describe('fish completion', () => {
   });
 
   test('file values complete file names', async () => {
-    const [files] = await fishComplete(['fleetctl --ca-file '], { cwd: tmp });
+    const [files, profile] = await fishComplete(['fleetctl --ca-file ', 'fleetctl config use '], { cwd: tmp });
     expect(files).toEqual(['ca.pem', 'certs/']);
+    expect(profile).toEqual([]); // a profile name, not a file
   });
 
   test('the script is valid fish', async () => {

@@ -62,8 +62,9 @@ describe('zsh completion', () => {
   });
 
   test('file values complete file names', async () => {
-    const [files] = await zshComplete(['fleetctl --ca-file '], { cwd: tmp });
+    const [files, profile] = await zshComplete(['fleetctl --ca-file ', 'fleetctl config use '], { cwd: tmp });
     expect(files).toEqual(['ca.pem', 'certs']);
+    expect(profile.filter((m) => !m.startsWith('-'))).toEqual([]); // a profile name, not a file
   });
 
   test('works from the documented install directory (~/.zfunc in $fpath)', async () => {
