@@ -81,9 +81,10 @@ export async function fishComplete(lines: string[], o: { cwd?: string; file?: st
 }
 
 /** Types each line plus TAB into an interactive zsh (zpty) with the directory in $fpath. */
-export async function zshComplete(lines: string[], o: { dir?: string; cwd?: string } = {}): Promise<string[][]> {
+export async function zshComplete(lines: string[], o: { dir?: string; cwd?: string; source?: string } = {}): Promise<string[][]> {
   const r = await execa('zsh', ['-f', resolve(import.meta.dirname, 'zsh-complete.zsh'), o.dir ?? ZSH_DIR, ...lines], {
     cwd: o.cwd,
+    env: { COMP_SOURCE: o.source ?? '' },
     reject: false,
     timeout: 60_000,
   });

@@ -1,6 +1,7 @@
 # Completes command lines in a real interactive zsh and prints the matches of each, one a
 # line, each line's list ended by a line holding only \x1e (record separator).
 #   zsh -f test/gen/zsh-complete.zsh FPATH_DIR 'fleetctl nodes list --status ' 'fleetctl no' ...
+# With COMP_SOURCE=FILE in the environment, FILE is also sourced after compinit.
 # zsh completes only inside its line editor, so an interactive `zsh -f -i` runs on a
 # pseudo-terminal (zpty), each line is typed into it followed by TAB, and compadd is wrapped to
 # record what the completion functions offer (after matching against the word at the cursor).
@@ -17,6 +18,8 @@ local setup=$(mktemp) && trap "rm -f ${(q)setup}" EXIT
 cat >$setup <<'SETUP'
 fpath=($COMP_DIR $fpath)
 autoload -Uz compinit && compinit -u -D
+# The other way to install it: sourced after compinit (source <(fleetctl completion zsh)).
+[[ -n $COMP_SOURCE ]] && source $COMP_SOURCE
 typeset -ga comp_matches=()
 compadd() {
   local -a got

@@ -74,4 +74,18 @@ describe('zsh completion', () => {
     const [r] = await zshComplete(['fleetctl nodes list --order '], { dir: zfunc });
     expect(r).toEqual(['asc', 'desc']);
   });
+
+  test('works when sourced after compinit instead (source <(fleetctl completion zsh))', async () => {
+    const empty = join(tmp, 'empty');
+    mkdirSync(empty, { recursive: true });
+    const [r] = await zshComplete(['fleetctl nodes list --order '], { dir: empty, source: join(ZSH_DIR, '_fleetctl') });
+    expect(r).toEqual(['asc', 'desc']);
+  });
+
+  test('without the script nothing is completed (the harness can tell)', async () => {
+    const empty = join(tmp, 'empty');
+    mkdirSync(empty, { recursive: true });
+    const [r] = await zshComplete(['fleetctl nodes list --order '], { dir: empty });
+    expect(r.filter((m) => m === 'asc' || m === 'desc')).toEqual([]);
+  });
 });
