@@ -127,6 +127,20 @@ describe('mfa totp setup (scripted: setup, then confirm --code)', () => {
     cli.cleanup();
   });
 
+  it('setup when TOTP is on exits 6 with a hint; confirm with nothing started exits 1 with a hint', async () => {
+    const { name, cli } = await freshUser();
+    const early = await cli.run(['mfa', 'totp', 'confirm', '--code', '123456']);
+    expect(early.exitCode).toBe(1);
+    expect(early.stderr).toMatch(/\(bad_request, HTTP 400\)\nhint: start with `fleetctl mfa totp setup`/);
+    await enrol(cli);
+    const again = await cli.run(['mfa', 'totp', 'setup']);
+    expect(again.exitCode).toBe(6);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toMatch(/\(conflict, HTTP 409\)\nhint: TOTP is already on: `fleetctl mfa totp disable` first/);
+    expect(await storedMfa(name)).toMatchObject({ totp: true });
+    cli.cleanup();
+  });
+
   it('a wrong code exits 5 and leaves TOTP off; a malformed one exits 2 without a request', async () => {
     const { name, cli } = await freshUser();
     const setup = await cli.run(['mfa', 'totp', 'setup', '--json']);

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
-import { ApiError, UsageError } from '../../errors.js';
+import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printList, printObject, printText } from '../../output/index.js';
 import { readStdinSecret } from '../../prompt.js';
 import { confirmDestructive } from '../confirm.js';
@@ -108,7 +108,10 @@ export function registerMfa(program: Command): void {
     async (ctx, _args, o) => {
       const api = await ctx.api();
       const interactive = !o.codeStdin && ctx.io.canPrompt();
-      const begun = await api.mfa.totpBegin();
+      const begun = await api.mfa.totpBegin().catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 409) throw new CliError(`${e.message} (${e.code}, HTTP 409)`, ExitCode.conflict, 'TOTP is already on: `fleetctl mfa totp disable` first to enrol another authenticator');
+        throw e;
+      });
       if (!interactive && !o.codeStdin) {
         await printObject(ctx.io, ctx.output(), begun);
         ctx.io.err('TOTP is not on yet: add the secret to your authenticator, then run `fleetctl mfa totp confirm --code CODE`.\n');
@@ -141,7 +144,11 @@ export function registerMfa(program: Command): void {
       else if (o.codeStdin) code = checkCode(await readStdinSecret(ctx.io, 'the code'));
       else if (ctx.io.canPrompt()) return showRecoveryCodes(ctx, await confirmInteractively(ctx, api));
       else throw new UsageError('a code is required: pass --code CODE or --code-stdin');
-      await showRecoveryCodes(ctx, (await api.mfa.totpConfirm(code)).recovery_codes);
+      const confirmed = await api.mfa.totpConfirm(code).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 400) throw new CliError(`${e.message} (${e.code}, HTTP 400)`, ExitCode.error, 'start with `fleetctl mfa totp setup`');
+        throw e;
+      });
+      await showRecoveryCodes(ctx, confirmed.recovery_codes);
     },
   );
 
