@@ -56,6 +56,7 @@ describe('users list / show / me', () => {
     expect(header!.split('\t')).toEqual(['USERNAME', 'FULL NAME', 'EMAIL', 'SUPER-ADMIN', 'SERVICE', 'ACCESS', 'MFA', 'LAST LOGIN']);
     const analyst = rows.map((l) => l.split('\t')).find((c) => c[0] === 'analyst')!;
     expect(analyst[5]).toBe('prod:user, staging:user');
+    expect(rows.map((l) => l.split('\t')).find((c) => c[0] === 'admin')![5]).toBe('all (super-admin)');
     const mfaUser = rows.map((l) => l.split('\t')).find((c) => c[0] === 'mfa-user')!;
     expect(mfaUser[6]).toBe('totp');
   });

@@ -7,9 +7,13 @@ export function levelsText(e: UserEnvAccess): string {
   return (['user', 'query', 'carve'] as const).filter((l) => e[l]).join('+') || 'none';
 }
 
-/** "prod:admin, staging:user" — one cell for the per-environment levels. */
+/**
+ * "prod:admin, staging:user" — one cell for the per-environment levels. A super-admin reaches
+ * every environment whatever is listed, so the cell says that first.
+ */
 export function accessText(u: User): string {
-  return u.environments.map((e) => `${e.name}:${levelsText(e)}`).join(', ');
+  const grants = u.environments.map((e) => `${e.name}:${levelsText(e)}`);
+  return (u.admin ? ['all (super-admin)', ...grants] : grants).join(', ');
 }
 
 export function mfaText(u: User): string {
