@@ -93,7 +93,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
     return err;
   };
 
-  app.addHook('preHandler', async (req) => {
+  // onRequest: authentication and permissions are decided before the body is parsed or
+  // validated, so an unauthenticated or forbidden caller learns nothing about the body rules.
+  app.addHook('onRequest', async (req) => {
     const rule = req.routeOptions.config.rule;
     if (req.routeOptions.config.limit === 'login') {
       const wait = loginLimiter.hit(req.ip);
