@@ -52,3 +52,15 @@ export const CarveActions = ['delete', 'expire', 'complete', 'archive'] as const
 export type CarveAction = (typeof CarveActions)[number];
 export const CarveStatuses = ['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED'] as const;
 export const CarveFileStatuses = ['QUERIED', 'SCHEDULED', 'IN PROGRESS', 'COMPLETED'] as const;
+
+/** GET /api/v1/carves/{env} query (contract.md 5): `status` is a carve_status, lower-case. */
+export const CarvesListQuery = Type.Object({
+  page: Type.Optional(Type.String()),
+  page_size: Type.Optional(Type.String()),
+  status: Type.Optional(Type.String()),
+  q: Type.Optional(Type.String()),
+});
+export type CarvesListQuery = Static<typeof CarvesListQuery>;
+/** Values of the carves list `status` filter: the carve_status values, lower-case. */
+export const CarveListStatuses = ['active', 'pending', 'completed', 'expired', 'deleted'] as const;
+export type CarveListStatus = (typeof CarveListStatuses)[number];

@@ -41,3 +41,7 @@ export const SinkCreateBody = Type.Object({
   config: Type.Optional(Type.Union([Type.Array(Type.Integer()), Type.Record(Type.String(), Type.Unknown())])),
 });
 export type SinkCreateBody = Static<typeof SinkCreateBody>;
+
+/** GET /api/v1/log-sinks query: without environment_id, every sink (global and per env). */
+export const SinksListQuery = Type.Object({ environment_id: Type.Optional(Type.String()) });
+export type SinksListQuery = Static<typeof SinksListQuery>;

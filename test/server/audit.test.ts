@@ -1,0 +1,152 @@
+// Audit logs (4.19) over real HTTP: shape, order, filters, pagination, and who sees what.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { AUDIT_ENTRY, PAGE, expectError, expectFields } from './activity-spec-fields.js';
+
+let ts: TestServer;
+let admin: string;
+let analyst: string;
+
+beforeAll(async () => {
+  ts = await startTestServer();
+  [admin, analyst] = await Promise.all([ts.login('admin', 'prod'), ts.login('analyst', 'prod')]);
+});
+afterAll(async () => ts?.close());
+
+const db = () => ts.server.deps.db;
+const audit = (query = '', token = admin) => ts.call('GET', `/api/v1/audit-logs${query ? `?${query}` : ''}`, { token });
+const enc = encodeURIComponent;
+
+/** Every page of a query, checking the counters of each. */
+async function allPages(query: string, pageSize: number, token = admin): Promise<{ items: any[]; total: number }> {
+  const first = await audit(`${query}&page_size=${pageSize}`, token);
+  expect(first.status).toBe(200);
+  const total = first.body.total_items;
+  const pages = first.body.total_pages;
+  expect(pages).toBe(total === 0 ? 0 : Math.ceil(total / pageSize));
+  const items = [...first.body.items];
+  for (let page = 2; page <= pages; page++) {
+    const r = await audit(`${query}&page_size=${pageSize}&page=${page}`, token);
+    expect(r.body).toMatchObject({ page, page_size: pageSize, total_items: total, total_pages: pages });
+    expect(r.body.items.length).toBe(page < pages ? pageSize : total - pageSize * (pages - 1));
+    items.push(...r.body.items);
+  }
+  const past = await audit(`${query}&page_size=${pageSize}&page=${pages + 1}`, token);
+  expect(past.status).toBe(200);
+  expect(past.body).toMatchObject({ items: [], total_items: total, total_pages: pages });
+  return { items, total };
+}
+
+describe('GET /api/v1/audit-logs', () => {
+  it('returns a page of entries with every field of 2.9, newest first', async () => {
+    const r = await audit();
+    expect(r.status).toBe(200);
+    expectFields(r.body, PAGE, 'page');
+    expect(r.body).toMatchObject({ page: 1, page_size: 50 });
+    expect(r.body.total_items).toBeGreaterThan(30);
+    expect(r.body.items.length).toBe(Math.min(50, r.body.total_items));
+    for (const e of r.body.items) expectFields(e, AUDIT_ENTRY, `entry ${e.id}`);
+    const ids = r.body.items.map((e: any) => e.id);
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    const times = r.body.items.map((e: any) => e.created_at);
+    expect(times).toEqual([...times].sort().reverse());
+    // The demo history spans several days and several users.
+    expect(new Set(r.body.items.map((e: any) => e.username)).size).toBeGreaterThan(4);
+  });
+
+  it('pages through everything: each entry exactly once, counters right, past the end empty', async () => {
+    const { items, total } = await allPages('', 7);
+    const dbCount = Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    expect(total).toBe(dbCount);
+    const ids = items.map((e) => e.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBe(dbCount);
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+  });
+
+  it('filters username and service exactly', async () => {
+    const carver = await allPages('username=carver', 5);
+    expect(carver.total).toBeGreaterThan(0);
+    expect(carver.items.every((e) => e.username === 'carver')).toBe(true);
+    expect((await audit('username=carve')).body.total_items).toBe(0);
+    expect((await audit(`username=${enc('carver%')}`)).body.total_items).toBe(0);
+    const svc = await audit('service=admin');
+    expect(svc.body.total_items).toBeGreaterThan(0);
+    expect(svc.body.items.every((e: any) => e.service === 'admin')).toBe(true);
+    const both = await audit('service=admin&username=prod-admin');
+    expect(both.body.items.every((e: any) => e.service === 'admin' && e.username === 'prod-admin')).toBe(true);
+  });
+
+  it('filters env by name or UUID; unknown env 404', async () => {
+    const env = await db().selectFrom('environments').select(['id', 'uuid']).where('name', '=', 'staging').executeTakeFirstOrThrow();
+    const byName = await allPages('env=staging', 10);
+    expect(byName.total).toBeGreaterThan(0);
+    expect(byName.items.every((e) => e.environment_id === env.id && e.env_uuid === env.uuid)).toBe(true);
+    const byUuid = await allPages(`env=${env.uuid}`, 10);
+    expect(byUuid.items.map((e) => e.id)).toEqual(byName.items.map((e) => e.id));
+    expectError(await audit('env=nope'), 404, 'not_found');
+  });
+
+  it('q is a case-insensitive substring of line, with % and _ literal', async () => {
+    const r = await allPages(`q=${enc('FAILED LOGIN')}`, 50);
+    expect(r.total).toBeGreaterThan(0);
+    expect(r.items.every((e) => e.line.toLowerCase().includes('failed login'))).toBe(true);
+    const expected = await db().selectFrom('audit_logs').select('id').where('line', 'like', '%failed login%').execute();
+    expect(r.total).toBe(expected.length);
+    expect((await audit(`q=${enc('%')}`)).body.total_items).toBe(0);
+    const under = await allPages(`q=${enc('_')}`, 50);
+    expect(under.total).toBeGreaterThan(0);
+    expect(under.items.every((e) => e.line.includes('_'))).toBe(true);
+    const all = Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    expect(under.total).toBeLessThan(all);
+  });
+
+  it('a failed login and a denied request appear in the log', async () => {
+    const failed = await ts.call('POST', '/api/v1/login/prod', { body: { username: 'nobody-zz', password: 'wrong-password' } });
+    expect(failed.status).toBe(401);
+    const denied = await ts.call('GET', '/api/v1/log-sinks', { token: analyst });
+    expect(denied.status).toBe(403);
+
+    const f = await audit(`q=nobody-zz`);
+    expect(f.body.items).toHaveLength(1);
+    expect(f.body.items[0]).toMatchObject({ log_type: 1, severity: 2, username: 'nobody-zz', env_uuid: expect.stringMatching(/./) });
+    const d = await audit(`username=analyst&q=${enc('denied GET /api/v1/log-sinks')}`);
+    expect(d.body.items).toHaveLength(1);
+    expect(d.body.items[0]).toMatchObject({ log_type: 9, severity: 2, username: 'analyst' });
+    expect(d.body.items[0].source_ip).not.toBe('');
+  });
+
+  it('non-super-admins see only their own entries (exact username)', async () => {
+    // Rows of look-alike users must not leak to "analyst".
+    await db()
+      .insertInto('audit_logs')
+      .values(['analyst2', 'Analyst', 'analys_'].map((username) => ({
+        created_at: new Date().toISOString(), env_uuid: '', environment_id: 0, line: `look-alike row of ${username}`, log_type: 9, severity: 1,
+        service: 'api', source_ip: '127.0.0.1', username,
+      })))
+      .execute();
+    const own = await allPages('', 4, analyst);
+    const expected = await db().selectFrom('audit_logs').select('id').where('username', '=', 'analyst').orderBy('id', 'desc').execute();
+    expect(own.total).toBe(expected.length);
+    expect(own.items.map((e) => e.id)).toEqual(expected.map((e) => e.id));
+    expect((await audit('username=admin', analyst)).body.total_items).toBe(0);
+    expect((await audit(`q=${enc('look-alike')}`, analyst)).body.total_items).toBe(0);
+    expect((await audit(`q=${enc('look-alike')}`)).body.total_items).toBe(3);
+    const devUser = await ts.login('dev-user', 'dev');
+    const dev = await audit('', devUser);
+    expect(dev.status).toBe(200);
+    expect(dev.body.total_items).toBeGreaterThan(0);
+    expect(dev.body.items.every((e: any) => e.username === 'dev-user')).toBe(true);
+  });
+
+  it('bad pagination 400; page_size above 500 is clamped; no token 401', async () => {
+    expectError(await audit('page=0'), 400, 'bad_request');
+    expectError(await audit('page=-2'), 400, 'bad_request');
+    expectError(await audit('page_size=abc'), 400, 'bad_request');
+    const big = await audit('page_size=100000');
+    expect(big.status).toBe(200);
+    expect(big.body.page_size).toBe(500);
+    expectError(await ts.call('GET', '/api/v1/audit-logs'), 401, 'unauthorized');
+    expectError(await ts.call('GET', '/api/v1/audit-logs', { token: 'not-a-jwt' }), 401, 'unauthorized');
+  });
+});
