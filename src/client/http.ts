@@ -25,6 +25,8 @@ export interface RequestOptions {
   body?: unknown;
   /** Expect a text body (e.g. enroll scripts served as JSON `{data}` are still JSON; this is for raw). */
   raw?: boolean;
+  /** The success body is a secret as a whole (e.g. enroll `{data}` holding the enroll secret): --debug shows only its size. */
+  secretResponse?: boolean;
 }
 
 let sharedDispatcher: Dispatcher | undefined;
@@ -102,7 +104,8 @@ export class HttpClient {
         const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
         throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${reason}${tries}`, url);
       }
-      debug?.(`< ${status} (${Date.now() - started} ms) ${redactBody(text, status >= 400)}`);
+      const shown = ro.secretResponse && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
+      debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;
         return (text ? JSON.parse(text) : undefined) as T;

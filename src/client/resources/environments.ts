@@ -15,6 +15,7 @@ export const environmentsApi = (http: HttpClient) => ({
   /** 4.8 */
   enrollAction: (env: string, action: EnrollAction, body: EnrollBody = {}) =>
     http.request<MessageResponse>('POST', `api/v1/environments/${seg(env)}/enroll/${seg(action)}`, { body }),
-  /** 4.9 */
-  enrollRead: (env: string, target: EnrollTarget) => http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`),
+  /** 4.9 — the texts embed the enroll secret, so --debug does not print them. */
+  enrollRead: (env: string, target: EnrollTarget) =>
+    http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`, { secretResponse: true }),
 });
