@@ -86,7 +86,9 @@ async function seedQueriesAndCarves(db: Kysely<DB>, envId: number, now: number, 
 
   for (const c of CARVES) {
     const created = now - c.ageHours * HOUR;
-    const targets = c.files.length > 0 ? c.files.map(() => pick(r, nodes)) : [pick(r, nodes), pick(r, nodes)];
+    // Distinct nodes: one file per targeted node.
+    const start = Math.floor(r() * nodes.length);
+    const targets = Array.from({ length: Math.max(2, c.files.length) }, (_, i) => nodes[(start + i * 7) % nodes.length]!);
     const { id } = await db
       .insertInto('queries')
       .values({
@@ -224,7 +226,7 @@ function auditHistory(r: Rand): DemoAudit[] {
     { hoursAgo: 6, user: 'analyst', env: 'staging', type: L.login, line: 'login ok: analyst to staging', ip: '10.0.7.3' },
     { hoursAgo: 5.9, user: 'analyst', env: 'staging', type: L.visit, severity: W, line: 'denied POST /api/v1/tags/staging/add: this needs admin access to environment staging', ip: '10.0.7.3' },
     { hoursAgo: 2, user: 'ci-bot', env: 'staging', type: L.login, line: 'login ok: ci-bot to staging', ip: '10.1.0.50' },
-    { hoursAgo: 1.5, user: 'admin', type: L.setting, severity: Severities.error, line: 'setting api/refresh_envs update rejected: value must be an integer >= 1', ip: '10.0.0.5' },
+    { hoursAgo: 1.5, user: 'admin', type: L.setting, line: 'setting tls/accelerated_seconds changed from 5 to 10', ip: '10.0.0.5' },
   ];
 }
 

@@ -50,8 +50,11 @@ describe('GET /api/v1/audit-logs', () => {
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
     const times = r.body.items.map((e: any) => e.created_at);
     expect(times).toEqual([...times].sort().reverse());
-    // The demo history spans several days and several users.
+    // The demo history spans several days, users and kinds of entry.
     expect(new Set(r.body.items.map((e: any) => e.username)).size).toBeGreaterThan(4);
+    expect(new Set(r.body.items.map((e: any) => e.log_type))).toEqual(new Set([1, 3, 4, 5, 6, 7, 8, 9, 10]));
+    const oldest = Math.min(...r.body.items.map((e: any) => Date.parse(e.created_at)));
+    expect(Date.now() - oldest).toBeGreaterThan(3 * 86400_000);
   });
 
   it('pages through everything: each entry exactly once, counters right, past the end empty', async () => {

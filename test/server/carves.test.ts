@@ -43,6 +43,16 @@ describe('GET /api/v1/carves/{env} (list)', () => {
     expect(r.body).toMatchObject({ page: 1, page_size: 50, total_pages: 1 });
   });
 
+  it('the demo gives every env a carve in each carve_status and files in each file status', async () => {
+    for (const env of ['prod', 'staging', 'dev']) {
+      const r = await ts.call('GET', `/api/v1/carves/${env}`, { token: admin });
+      expect(new Set(r.body.items.map((i: any) => i.carve_status))).toEqual(new Set(['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED']));
+      const statuses = new Set<string>();
+      for (const c of r.body.items) for (const f of (await read(env, c.name, admin)).body.files) statuses.add(f.status);
+      expect(statuses).toEqual(new Set(['QUERIED', 'SCHEDULED', 'IN PROGRESS', 'COMPLETED']));
+    }
+  });
+
   it('filters by status (lower-case carve_status) and by q on name or path', async () => {
     for (const status of ['active', 'pending', 'completed', 'expired', 'deleted']) {
       const r = await ts.call('GET', `/api/v1/carves/prod?status=${status}`, { token: carver });
