@@ -1,5 +1,231 @@
 import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { choiceOption, group, verb } from '../define.js';
+import { NodeStatuses, Platforms, TagTypes, type NodeStatus, type Platform, type TagBody, type TagWithCount } from '../../api/index.js';
+import { CliError, UsageError, mapError } from '../../errors.js';
+import { printList, printObject, type Column } from '../../output/index.js';
+import { confirmDestructive } from '../confirm.js';
+import type { Context } from '../../context.js';
+import { nodesToChange } from './select-nodes.js';
+
+type TagTypeName = keyof typeof TagTypes;
+const TAG_TYPE_NAMES = Object.keys(TagTypes) as TagTypeName[];
+
+export function tagTypeName(t: number): string {
+  return TAG_TYPE_NAMES.find((k) => TagTypes[k] === t) ?? String(t);
+}
+
+const TAG_COLUMNS: Column<TagWithCount>[] = [
+  { key: 'name', header: 'NAME' },
+  { key: 'description', header: 'DESCRIPTION' },
+  { key: 'color', header: 'COLOR' },
+  // tag_type stays the API's integer in json; tables show its name (custom: its text).
+  { key: 'type', header: 'TYPE', get: (t) => (t.tag_type === TagTypes.custom && t.custom_tag ? `custom: ${t.custom_tag}` : tagTypeName(t.tag_type)) },
+  { key: 'node_count', header: 'NODES', kind: 'number' },
+];
+
+/** Server batches: each POST is all-or-nothing; a batch this size stays a small request body. */
+export const TAG_BATCH = 200;
+
+function colorArg(v: string): string {
+  if (!/^#[0-9a-fA-F]{6}$/.test(v)) throw new InvalidArgumentError('expected a color as #rrggbb');
+  return v.toLowerCase();
+}
+
+interface TagFlags {
+  description?: string;
+  color?: string;
+  icon?: string;
+  type?: TagTypeName;
+  custom?: string;
+}
+
+function tagFlags(cmd: Command): Command {
+  return cmd
+    .option('-d, --description <text>', 'description')
+    .option('--color <#rrggbb>', 'color (random when a new tag has none)', colorArg)
+    .option('--icon <class>', 'icon class (default for new tags: fas fa-tag)')
+    .addOption(choiceOption('--type <type>', 'tag type (default for new tags: tag)', TAG_TYPE_NAMES))
+    .option('--custom <text>', 'text of a custom tag type (implies --type custom)');
+}
+
+function tagBody(name: string, o: TagFlags): TagBody & { name: string } {
+  if (o.custom !== undefined && o.type !== undefined && o.type !== 'custom') throw new UsageError(`--custom goes with --type custom, not --type ${o.type}`);
+  const type = o.custom !== undefined ? 'custom' : o.type;
+  const body: TagBody & { name: string } = { name };
+  if (o.description !== undefined) body.description = o.description;
+  if (o.color !== undefined) body.color = o.color;
+  if (o.icon !== undefined) body.icon = o.icon;
+  if (type !== undefined) body.tagtype = TagTypes[type];
+  if (o.custom !== undefined) body.custom = o.custom;
+  return body;
+}
+
+/** Human line on stderr, or the result object on stdout when data was asked for. */
+async function report(ctx: Context, human: string, data: Record<string, unknown>): Promise<void> {
+  if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), data);
+  else ctx.io.err(`${human}\n`);
+}
+
+interface ApplyOpts {
+  search?: string;
+  status?: NodeStatus;
+  platform?: Platform;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs: string[], o: ApplyOpts): Promise<void> {
+  const env = ctx.requireEnv();
+  const api = await ctx.api();
+  const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform });
+  let done = 0;
+  try {
+    for (let i = 0; i < uuids.length; i += TAG_BATCH) {
+      const batch = uuids.slice(i, i + TAG_BATCH);
+      await (action === 'tag' ? api.tags.tag(env, tag, batch) : api.tags.untag(env, tag, batch));
+      done += batch.length;
+    }
+  } catch (e) {
+    if (done === 0) throw e;
+    // Earlier batches are applied and stay so: say exactly how far it got.
+    const m = mapError(e);
+    throw new CliError(`${m.message}; ${action === 'tag' ? 'tagged' : 'untagged'} ${done} of ${uuids.length} nodes before the error`, m.exitCode, m.hint);
+  }
+  const verbText = action === 'tag' ? `Tagged ${plural(done, 'node')} with ${tag}` : `Removed tag ${tag} from ${plural(done, 'node')}`;
+  await report(ctx, `${verbText} in ${env}`, { tag, env, action, count: done, uuids });
+}
 
 export function registerTags(program: Command): void {
-  void program;
+  const tags = group(program, {
+    name: 'tags',
+    summary: 'List, create, change, remove and apply tags',
+    examples: [
+      'fleetctl tags list',
+      'fleetctl tags add pci --description "In PCI scope" --color "#d9534f"',
+      'fleetctl tags apply pci prod-web-0001 prod-db-0002',
+      'fleetctl tags apply quarantine --status inactive --platform windows',
+      'fleetctl tags remove quarantine --yes',
+    ],
+  });
+
+  verb(
+    tags,
+    {
+      name: 'list',
+      aliases: ['ls'],
+      summary: 'List the tags of an environment',
+      description: 'List every tag of the environment (--env or the profile\'s), by name, with how many nodes carry it.',
+      examples: ['fleetctl tags list', 'fleetctl tags list --env staging -o json', 'fleetctl tags list --fields name,node_count --no-headers'],
+    },
+    () => {},
+    async (ctx) => {
+      const api = await ctx.api();
+      const list = await api.tags.list(ctx.requireEnv());
+      await printList(ctx.io, ctx.output(), list, TAG_COLUMNS);
+    },
+  );
+
+  verb<TagFlags>(
+    tags,
+    {
+      name: 'add',
+      aliases: ['create'],
+      summary: 'Create a tag',
+      description: 'Create a tag in the environment. A tag with that name already there is a conflict (exit 6).',
+      examples: [
+        'fleetctl tags add pci --description "In PCI scope" --color "#d9534f"',
+        'fleetctl tags add eu-west --custom "region eu-west" --icon "fas fa-globe"',
+      ],
+    },
+    (cmd) => tagFlags(cmd.argument('<name>', 'tag name')),
+    async (ctx, [name], o) => {
+      const env = ctx.requireEnv();
+      const api = await ctx.api();
+      const r = await api.tags.add(env, tagBody(name!, o));
+      await report(ctx, `Created tag ${name} in ${env}`, { name, env, message: r.data });
+    },
+  );
+
+  verb<TagFlags>(
+    tags,
+    {
+      name: 'edit',
+      summary: 'Change a tag',
+      description: 'Change the given fields of a tag; fields not given keep their value.',
+      examples: ['fleetctl tags edit pci --color "#ff0000"', 'fleetctl tags edit laptops --description "Employee laptops" --type platform'],
+    },
+    (cmd) => tagFlags(cmd.argument('<name>', 'tag name')),
+    async (ctx, [name], o) => {
+      const body = tagBody(name!, o);
+      if (Object.keys(body).length === 1) throw new UsageError('nothing to change: pass --description, --color, --icon, --type or --custom');
+      const env = ctx.requireEnv();
+      const api = await ctx.api();
+      const r = await api.tags.edit(env, body);
+      await report(ctx, `Updated tag ${name} in ${env}`, { name, env, message: r.data });
+    },
+  );
+
+  verb<{ yes?: boolean }>(
+    tags,
+    {
+      name: 'remove',
+      aliases: ['rm', 'delete'],
+      summary: 'Delete a tag (and untag its nodes)',
+      description: 'Delete a tag from the environment; the nodes that carry it lose it. Asks at a terminal; needs --yes otherwise.',
+      examples: ['fleetctl tags remove quarantine', 'fleetctl tags remove old-tag --env staging --yes'],
+    },
+    (cmd) => cmd.argument('<name>', 'tag name').option('-y, --yes', 'do not ask for confirmation'),
+    async (ctx, [name], o) => {
+      const env = ctx.requireEnv();
+      const api = await ctx.api();
+      let question = `Delete tag ${name} from ${env}?`;
+      if (!o.yes) {
+        // The node count makes the question concrete; an unknown tag fails below, with the server's 404.
+        const found = (await api.tags.list(env)).find((t) => t.name === name);
+        if (found && found.node_count > 0) question = `Delete tag ${name} from ${env} and untag its ${plural(found.node_count, 'node')}?`;
+      }
+      await confirmDestructive(ctx, o.yes, question);
+      const r = await api.tags.remove(env, name!);
+      await report(ctx, `Deleted tag ${name} from ${env}`, { name, env, message: r.data });
+    },
+  );
+
+  const selection = (cmd: Command) =>
+    cmd
+      .option('-q, --search <text>', 'select the nodes matching this text (as `nodes list -q`)')
+      .addOption(choiceOption('--status <status>', 'select nodes by status', NodeStatuses))
+      .addOption(choiceOption('--platform <platform>', 'select nodes by platform family', Platforms));
+
+  verb<ApplyOpts>(
+    tags,
+    {
+      name: 'apply',
+      summary: 'Tag nodes',
+      description:
+        'Tag nodes named by UUID, hostname or local name, or every node matching --search/--status/--platform.\n' +
+        'Names are resolved first: an unknown or ambiguous name fails the command and nothing is tagged.\n' +
+        `Nodes are sent in batches of ${TAG_BATCH}; each batch is applied whole or not at all.`,
+      examples: [
+        'fleetctl tags apply pci prod-web-0001 prod-db-0002',
+        'fleetctl tags apply laptops --platform darwin',
+        'fleetctl tags apply quarantine -q 10.1.0. --status inactive -o json',
+      ],
+    },
+    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names')),
+    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'tag', tag!, refs, o),
+  );
+
+  verb<ApplyOpts>(
+    tags,
+    {
+      name: 'unapply',
+      aliases: ['untag'],
+      summary: 'Remove a tag from nodes',
+      description: 'The reverse of `tags apply`: same ways to name or select nodes, same all-or-nothing name resolution.',
+      examples: ['fleetctl tags unapply quarantine prod-web-0001', 'fleetctl tags unapply quarantine --status active'],
+    },
+    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names')),
+    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag!, refs, o),
+  );
 }
