@@ -1,5 +1,20 @@
 import type { HttpClient } from '../http.js';
+import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, MessageResponse, Page } from '../../api/index.js';
+
+const seg = encodeURIComponent;
+
+export interface CarveListQuery {
+  page?: number;
+  page_size?: number;
+  status?: CarveListStatus;
+  q?: string;
+}
 
 export const carvesApi = (http: HttpClient) => ({
-  http,
+  /** GET /api/v1/carves/{env} (contract.md 5): newest first. */
+  list: (env: string, query: CarveListQuery = {}) => http.request<Page<CarveQuery>>('GET', `api/v1/carves/${seg(env)}`, { query: { ...query } }),
+  /** 4.16 */
+  get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`),
+  /** 4.17: no body. */
+  action: (env: string, action: CarveAction, name: string) => http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`),
 });

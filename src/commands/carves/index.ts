@@ -1,5 +1,165 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { choiceOption, group, intArg, verb } from '../define.js';
+import { CarveListStatuses, PAGE_SIZE_MAX, type CarveAction, type CarveFile, type CarveListStatus, type CarveQuery } from '../../api/index.js';
+import { paginate } from '../../client/index.js';
+import { createListWriter, printList, printObject, type Column } from '../../output/index.js';
+import { confirmDestructive } from '../confirm.js';
+
+const CARVE_COLUMNS: Column<CarveQuery>[] = [
+  { key: 'name', header: 'NAME' },
+  { key: 'carve_status', header: 'STATUS', kind: 'status' },
+  { key: 'path', header: 'PATH' },
+  { key: 'creator', header: 'CREATOR' },
+  // Targets can be long lists of UUIDs: `carves show` has them; here, how far the carve got.
+  { key: 'progress', header: 'NODES', get: (c) => `${c.executions}/${c.expected}` },
+  { key: 'created_at', header: 'CREATED', kind: 'time' },
+  { key: 'expiration', header: 'EXPIRES', kind: 'time' },
+];
+
+const CARVE_DETAIL_COLUMNS: Column<CarveQuery>[] = [
+  { key: 'name' },
+  { key: 'carve_status', header: 'STATUS', kind: 'status' },
+  { key: 'query' },
+  { key: 'path' },
+  { key: 'target' },
+  { key: 'creator' },
+  { key: 'executions', kind: 'number' },
+  { key: 'expected', kind: 'number' },
+  { key: 'errors', kind: 'number' },
+  { key: 'created_at', header: 'CREATED', kind: 'time' },
+  { key: 'updated_at', header: 'UPDATED', kind: 'time' },
+  { key: 'expiration', header: 'EXPIRES', kind: 'time' },
+];
+
+const FILE_COLUMNS: Column<CarveFile>[] = [
+  { key: 'session_id', header: 'SESSION' },
+  { key: 'path', header: 'PATH' },
+  { key: 'status', header: 'STATUS', kind: 'status' },
+  { key: 'blocks', header: 'BLOCKS', get: (f) => `${f.completed_blocks}/${f.total_blocks}` },
+  { key: 'carve_size', header: 'SIZE', kind: 'number' },
+  { key: 'archived', header: 'ARCHIVED', kind: 'bool' },
+  { key: 'created_at', header: 'CREATED', kind: 'time' },
+  { key: 'completed_at', header: 'COMPLETED', kind: 'time' },
+];
+
+interface ListOpts {
+  status?: CarveListStatus;
+  search?: string;
+  page?: number;
+  pageSize?: number;
+  limit?: number;
+  all?: boolean;
+}
+
+const ACTIONS: { action: CarveAction; summary: string; description: string; destructive: boolean; done: string }[] = [
+  { action: 'delete', summary: 'Delete a carve', description: 'Mark a carve deleted; its files are no longer served. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Deleted' },
+  { action: 'expire', summary: 'Expire a carve now', description: 'End a carve now: nodes stop picking it up. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Expired' },
+  { action: 'complete', summary: 'Mark a carve completed', description: 'Mark a carve completed: nodes stop picking it up, its files are kept.', destructive: false, done: 'Completed' },
+  { action: 'archive', summary: 'Archive the completed files of a carve', description: 'Mark the completed files of a carve archived.', destructive: false, done: 'Archived' },
+];
 
 export function registerCarves(program: Command): void {
-  void program;
+  const carves = group(program, {
+    name: 'carves',
+    summary: 'List and inspect file carves, and act on them',
+    examples: [
+      'fleetctl carves list --status active',
+      'fleetctl carves show etc-passwd-carve',
+      'fleetctl carves complete etc-passwd-carve',
+      'fleetctl carves delete old-carve --yes',
+    ],
+  });
+
+  verb<ListOpts>(
+    carves,
+    {
+      name: 'list',
+      aliases: ['ls'],
+      summary: 'List the carves of an environment',
+      description:
+        'List carves of the environment, newest first. Without --all or --limit one page is shown\n' +
+        '(--page, --page-size); --all streams every page.',
+      examples: ['fleetctl carves list', 'fleetctl carves list --status completed -q passwd', 'fleetctl carves list --all -o json'],
+    },
+    (cmd) =>
+      cmd
+        .addOption(choiceOption('--status <status>', 'carve status', CarveListStatuses))
+        .option('-q, --search <text>', 'substring of the carve name or path')
+        .option('--page <n>', 'page number', intArg(1))
+        .option('--page-size <n>', `items per page (max ${PAGE_SIZE_MAX})`, intArg(1))
+        .addOption(new Option('--limit <n>', 'fetch at most N carves across pages').argParser(intArg(1)).conflicts('all'))
+        .addOption(new Option('--all', 'fetch every page').conflicts(['page'])),
+    async (ctx, _args, o) => {
+      const env = ctx.requireEnv();
+      const api = await ctx.api();
+      const filters = { status: o.status, q: o.search };
+      if (o.all || o.limit !== undefined) {
+        const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
+        const writer = createListWriter(ctx.io, ctx.output(), CARVE_COLUMNS);
+        for await (const items of paginate((page, page_size) => api.carves.list(env, { ...filters, page, page_size }), { pageSize, limit: o.limit })) {
+          await writer.write(items);
+        }
+        await writer.end();
+        if (writer.count === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No carves in ${env}${o.status || o.search ? ' match' : ''}.\n`);
+        return;
+      }
+      const page = await api.carves.list(env, { ...filters, page: o.page, page_size: o.pageSize });
+      await printList(ctx.io, ctx.output(), page.items, CARVE_COLUMNS);
+      if (ctx.io.stdoutIsTTY && !ctx.wantsData()) {
+        if (page.total_items === 0) ctx.io.err(`No carves in ${env}${o.status || o.search ? ' match' : ''}.\n`);
+        else if (page.total_pages > 1) {
+          const first = (page.page - 1) * page.page_size + 1;
+          const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
+          ctx.io.err(`Showing ${page.items.length ? `${first}-${first + page.items.length - 1}` : 'none'} of ${page.total_items} carves (page ${page.page} of ${page.total_pages})${more}\n`);
+        }
+      }
+    },
+  );
+
+  verb(
+    carves,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show a carve and its files',
+      description: 'Show a carve query and the files it produced. -o json prints the API object {query, files}.',
+      examples: ['fleetctl carves show etc-passwd-carve', 'fleetctl carves show etc-passwd-carve -o json --jq ".files[].status"'],
+    },
+    (cmd) => cmd.argument('<name>', 'carve name'),
+    async (ctx, [name]) => {
+      const api = await ctx.api();
+      const detail = await api.carves.get(ctx.requireEnv(), name!);
+      if (ctx.wantsData() || ctx.output().fields) {
+        await printObject(ctx.io, ctx.output(), detail);
+        return;
+      }
+      await printObject(ctx.io, ctx.output(), detail.query, CARVE_DETAIL_COLUMNS);
+      ctx.io.out(ctx.io.stdoutIsTTY ? `\nFILES (${detail.files.length})\n` : '\n');
+      if (detail.files.length > 0 || !ctx.io.stdoutIsTTY) await printList(ctx.io, ctx.output(), detail.files, FILE_COLUMNS);
+    },
+  );
+
+  for (const a of ACTIONS) {
+    verb<{ yes?: boolean }>(
+      carves,
+      {
+        name: a.action,
+        summary: a.summary,
+        description: a.description,
+        examples: [`fleetctl carves ${a.action} etc-passwd-carve${a.destructive ? ' --yes' : ''}`, `fleetctl carves ${a.action} etc-passwd-carve --env staging -o json`],
+      },
+      (cmd) => {
+        cmd.argument('<name>', 'carve name');
+        if (a.destructive) cmd.option('-y, --yes', 'do not ask for confirmation');
+      },
+      async (ctx, [name], o) => {
+        const env = ctx.requireEnv();
+        if (a.destructive) await confirmDestructive(ctx, o.yes, `${a.action === 'delete' ? 'Delete' : 'Expire'} carve ${name} in ${env}?`);
+        const api = await ctx.api();
+        const r = await api.carves.action(env, a.action, name!);
+        if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
+        else ctx.io.err(`${a.done} carve ${name} in ${env}\n`);
+      },
+    );
+  }
 }
