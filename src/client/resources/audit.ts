@@ -1,5 +1,17 @@
 import type { HttpClient } from '../http.js';
+import type { AuditLogEntry, Page } from '../../api/index.js';
+
+export interface AuditListQuery {
+  page?: number;
+  page_size?: number;
+  q?: string;
+  service?: string;
+  username?: string;
+  /** name or UUID */
+  env?: string;
+}
 
 export const auditApi = (http: HttpClient) => ({
-  http,
+  /** 4.19: newest first. */
+  list: (query: AuditListQuery = {}) => http.request<Page<AuditLogEntry>>('GET', 'api/v1/audit-logs', { query: { ...query } }),
 });
