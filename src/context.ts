@@ -2,9 +2,11 @@
 // prompts, each built lazily on first use so a command pays only for what it touches.
 import type { IO } from './io.js';
 import { processIO } from './io.js';
-import { ConfigStore, type Profile } from './config/profiles.js';
-import type { CredentialStore, StoredCredential } from './auth/credentials.js';
-import { selectCredentialStore } from './auth/select-store.js';
+import { ConfigStore, normalizeServerUrl, type Profile } from './config/profiles.js';
+import { KeychainUnavailableError, tokenExpiry, type CredentialStore, type StoredCredential } from './auth/credentials.js';
+import { CredentialStores } from './auth/select-store.js';
+import { EnvCredentialStore } from './auth/env-store.js';
+import { ReauthHttpClient, expiryWarning } from './auth/reauth.js';
 import { FleetApi } from './client/index.js';
 import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
@@ -45,7 +47,7 @@ export function parseDuration(s: string): number {
 export class Context {
   readonly io: IO;
   private _config?: ConfigStore;
-  private _store?: Promise<CredentialStore>;
+  private _stores?: CredentialStores;
   private warned = new Set<string>();
 
   constructor(
@@ -96,19 +98,35 @@ export class Context {
     this.io.err(`warning: ${message}\n`);
   }
 
-  credentialStore(): Promise<CredentialStore> {
-    return (this._store ??= selectCredentialStore({
-      configDir: this.config.dir,
-      insecureStorage: this.globals.insecureStorage,
-      recorded: this.profile()?.credentialStore,
-      warn: (m) => this.warnOnce('store', m),
-    }));
+  /** The keychain and file stores of this run (shared, so the keychain is probed once). */
+  get credentialStores(): CredentialStores {
+    return (this._stores ??= new CredentialStores(this.config.dir, this.env));
+  }
+
+  /** The store that holds the profile's token (where it was saved at login). Not FLEETCTL_TOKEN. */
+  async credentialStore(): Promise<CredentialStore> {
+    return this.credentialStores.forProfile(this.profile()?.credentialStore, this.globals.insecureStorage);
+  }
+
+  /** Where the token used by this run comes from: FLEETCTL_TOKEN, else the profile's store. */
+  async tokenSource(): Promise<CredentialStore> {
+    if (this.env.FLEETCTL_TOKEN) return new EnvCredentialStore(this.env.FLEETCTL_TOKEN);
+    return this.credentialStore();
   }
 
   /** FLEETCTL_TOKEN always wins over the stored token. */
   async credential(): Promise<StoredCredential | undefined> {
-    if (this.env.FLEETCTL_TOKEN) return { token: this.env.FLEETCTL_TOKEN, csrfToken: '' };
-    return (await this.credentialStore()).get(this.profileName);
+    const store = await this.tokenSource();
+    try {
+      return await store.get(this.profileName);
+    } catch (e) {
+      if (!(e instanceof KeychainUnavailableError)) throw e;
+      throw new CliError(
+        `the token of profile "${this.profileName}" is in the OS keychain, which cannot be used now: ${e.message}`,
+        ExitCode.auth,
+        'run `fleetctl login` again (the token then goes to a 0600 file if the keychain stays unusable), or set FLEETCTL_TOKEN',
+      );
+    }
   }
 
   timeoutMs(): number {
@@ -125,7 +143,18 @@ export class Context {
     const url = this.requireUrl();
     const cred = await this.credential();
     if (!cred) throw new CliError(`not logged in (profile "${this.profileName}")`, ExitCode.auth, 'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN');
-    return FleetApi.create({ ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined });
+    const saved = this.profile()?.url;
+    if (!this.env.FLEETCTL_TOKEN && saved && normalizeServerUrl(saved) !== normalizeServerUrl(url)) {
+      // A profile's token is a secret for its own server: never hand it to another one.
+      throw new CliError(
+        `the token of profile "${this.profileName}" is for ${saved}, not ${url}: it is not sent there`,
+        ExitCode.auth,
+        'log in to that server under its own profile (`fleetctl login --profile NAME --url URL`), or set FLEETCTL_TOKEN',
+      );
+    }
+    const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
+    if (soon) this.warnOnce('expiry', soon);
+    return new FleetApi(new ReauthHttpClient({ ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined }, this));
   }
 
   private httpOptions(url: string) {

@@ -5,7 +5,7 @@ import { InterruptedError, UsageError } from './errors.js';
 
 export interface Prompter {
   input(message: string, opts?: { default?: string; validate?: (v: string) => true | string }): Promise<string>;
-  password(message: string): Promise<string>;
+  password(message: string, opts?: { validate?: (v: string) => true | string }): Promise<string>;
   confirm(message: string, def?: boolean): Promise<boolean>;
   select<T extends string>(message: string, choices: { value: T; name: string }[]): Promise<T>;
 }
@@ -28,7 +28,7 @@ export async function prompter(io: IO): Promise<Prompter> {
   const context = { input: io.stdin, output: io.stderr, clearPromptOnDone: false } as const;
   return {
     input: (message, o) => guard(inq.input({ message, default: o?.default, validate: o?.validate }, context)),
-    password: (message) => guard(inq.password({ message, mask: '*' }, context)),
+    password: (message, o) => guard(inq.password({ message, mask: '*', validate: o?.validate }, context)),
     confirm: (message, def = false) => guard(inq.confirm({ message, default: def }, context)),
     select: (message, choices) => guard(inq.select({ message, choices }, context)),
   };
@@ -38,12 +38,31 @@ export function requirePrompt(io: IO, what: string, flag: string): void {
   if (!io.canPrompt()) throw new UsageError(`${what} is required: pass ${flag} (prompts need a terminal)`);
 }
 
+async function readAllStdin(io: IO): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Reads a secret from stdin (for --password-stdin and friends), without the trailing newline. */
 export async function readStdinSecret(io: IO, what: string): Promise<string> {
   if (io.stdin.isTTY) throw new UsageError(`${what} is read from stdin: pipe it in (e.g. printf %s "$PASS" | fleetctl ...)`);
-  const chunks: Buffer[] = [];
-  for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
-  const text = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  const text = (await readAllStdin(io)).replace(/\r?\n$/, '');
   if (!text) throw new UsageError(`${what} on stdin is empty`);
   return text;
+}
+
+/**
+ * Reads one secret a line from stdin, e.g. the password then a second-factor code for
+ * `login --password-stdin --mfa-code-stdin`. Missing or empty lines are usage errors that name
+ * the line, never its content.
+ */
+export async function readStdinSecretLines(io: IO, names: readonly string[]): Promise<string[]> {
+  if (io.stdin.isTTY) throw new UsageError(`${names.join(' and ')} are read from stdin, one a line: pipe them in`);
+  const lines = (await readAllStdin(io)).replace(/\r?\n$/, '').split(/\r?\n/);
+  for (const [i, name] of names.entries()) {
+    if (!lines[i]) throw new UsageError(`${name} is missing on stdin (expected ${names.length} lines: ${names.join(', then ')})`);
+  }
+  if (lines.length > names.length) throw new UsageError(`expected ${names.length} lines on stdin (${names.join(', then ')}), got ${lines.length}`);
+  return lines.slice(0, names.length);
 }

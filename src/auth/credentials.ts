@@ -5,14 +5,24 @@ export interface StoredCredential {
   csrfToken: string;
 }
 
+export type StoreKind = 'keychain' | 'file' | 'env';
+
 export interface CredentialStore {
-  readonly kind: 'keychain' | 'file' | 'env';
+  readonly kind: StoreKind;
   /** Human description of where tokens are kept, e.g. the file path. Never the token. */
   describe(): string;
   get(profile: string): Promise<StoredCredential | undefined>;
   set(profile: string, cred: StoredCredential): Promise<void>;
   /** True when something was removed. */
   delete(profile: string): Promise<boolean>;
+}
+
+/**
+ * The OS keychain cannot be used in this session (no D-Bus session, no Secret Service, the
+ * native module is missing, or it did not answer in time). Never carries a secret.
+ */
+export class KeychainUnavailableError extends Error {
+  override name = 'KeychainUnavailableError';
 }
 
 /** Expiry (ms since epoch) read from a JWT's `exp` claim, without verifying it. */
@@ -25,4 +35,19 @@ export function tokenExpiry(token: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A stored credential as text (keychain entries hold one string) and back. */
+export function encodeCredential(cred: StoredCredential): string {
+  return JSON.stringify({ token: cred.token, csrfToken: cred.csrfToken });
+}
+
+export function decodeCredential(text: string): StoredCredential | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<StoredCredential>;
+    if (typeof v.token === 'string' && v.token) return { token: v.token, csrfToken: typeof v.csrfToken === 'string' ? v.csrfToken : '' };
+  } catch {
+    /* not ours, or damaged: treated as absent */
+  }
+  return undefined;
 }

@@ -17,9 +17,18 @@ export interface Profile {
 interface ConfigShape {
   current?: string;
   profiles: Record<string, Profile>;
+  /** One-time notices already shown from this config directory (key -> when), like gh's. */
+  notices?: Record<string, string>;
 }
 
 export const DEFAULT_PROFILE = 'default';
+
+/** Profile names are keychain account names and file keys: keep them plain. */
+export const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export function isValidProfileName(name: string): boolean {
+  return PROFILE_NAME.test(name);
+}
 
 export class ConfigStore {
   private readonly conf: Conf<ConfigShape>;
@@ -78,4 +87,26 @@ export class ConfigStore {
   use(name: string): void {
     this.conf.set('current', name);
   }
+
+  /** Whether a one-time notice was already shown from this config directory. */
+  noticeShown(key: string): boolean {
+    return Boolean(this.conf.get('notices')?.[key]);
+  }
+
+  markNoticeShown(key: string, when: Date = new Date()): void {
+    this.conf.set('notices', { ...(this.conf.get('notices') ?? {}), [key]: when.toISOString() });
+  }
+}
+
+/** A server URL as saved in a profile: http(s), no trailing slash; undefined when not a URL. */
+export function normalizeServerUrl(raw: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw.trim());
+  } catch {
+    return undefined;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+  if (u.username || u.password) return undefined; // credentials never live in a URL
+  return u.toString().replace(/\/+$/, '');
 }

@@ -2,13 +2,63 @@ import type { Command } from 'commander';
 import { group, verb } from '../define.js';
 import { CliError, ExitCode } from '../../errors.js';
 import { tokenExpiry } from '../../auth/credentials.js';
-import { printObject } from '../../output/index.js';
+import { printObject, printText, type Column } from '../../output/index.js';
+import type { Context } from '../../context.js';
+
+export interface AuthStatus {
+  profile: string;
+  url: string;
+  env: string;
+  username: string;
+  logged_in: boolean;
+  token_expires_at: string;
+  token_expired: boolean;
+  /** keychain | file | env (FLEETCTL_TOKEN), or '' when there is no token. */
+  credential_store: string;
+  /** Where the token is kept, in words (the file path, the keychain service). Never the token. */
+  token_location: string;
+}
+
+const STATUS_COLUMNS: Column<AuthStatus>[] = [
+  { key: 'profile' },
+  { key: 'url', header: 'URL' },
+  { key: 'env', header: 'ENV' },
+  { key: 'username', header: 'USER' },
+  { key: 'logged_in', header: 'LOGGED IN', kind: 'bool' },
+  { key: 'token_expires_at', header: 'TOKEN EXPIRES', kind: 'time' },
+  { key: 'token_location', header: 'TOKEN STORED IN' },
+];
+
+async function status(ctx: Context): Promise<{ status: AuthStatus; token?: string }> {
+  const p = ctx.profile();
+  const source = await ctx.tokenSource();
+  const cred = await ctx.credential();
+  const exp = cred ? tokenExpiry(cred.token) : undefined;
+  const now = Date.now();
+  const location = source.kind === 'file' ? `file ${ctx.credentialStores.file.path}` : source.describe();
+  return {
+    token: cred?.token,
+    status: {
+      profile: ctx.profileName,
+      url: ctx.url() ?? '',
+      env: ctx.envName() ?? '',
+      username: p?.username ?? '',
+      logged_in: Boolean(cred) && (exp === undefined || exp > now),
+      token_expires_at: exp ? new Date(exp).toISOString() : '',
+      token_expired: exp !== undefined && exp <= now,
+      credential_store: cred ? source.kind : '',
+      token_location: cred ? location : '',
+    },
+  };
+}
+
+const loginHint = (ctx: Context) => `run \`fleetctl login${ctx.globals.profile ? ` --profile ${ctx.profileName}` : ''}\` to sign in`;
 
 export function registerAuth(program: Command): void {
   const auth = group(program, {
     name: 'auth',
-    summary: 'Show the login state of a profile',
-    examples: ['fleetctl auth status', 'fleetctl auth status --json'],
+    summary: 'Show the login state of a profile, or print its token',
+    examples: ['fleetctl auth status', 'fleetctl auth status --json', 'export FLEETCTL_TOKEN="$(fleetctl auth token)"'],
   });
 
   verb(
@@ -16,31 +66,36 @@ export function registerAuth(program: Command): void {
     {
       name: 'status',
       summary: 'Show profile, server, environment, user, token expiry and where the token is stored',
-      description: 'Show the login state of the current profile (never the token itself). Exits 4 when not logged in.',
+      description:
+        'Show the login state of the current profile (or --profile): server URL, environment, user, when the\n' +
+        'token expires and where it is kept (OS keychain, file, or FLEETCTL_TOKEN). Never the token itself.\n' +
+        'Exits 4 when not logged in or when the token has expired.',
       examples: ['fleetctl auth status', 'fleetctl auth status --profile staging -o json'],
     },
     () => {},
     async (ctx) => {
-      const p = ctx.profile();
-      const fromEnv = Boolean(ctx.env.FLEETCTL_TOKEN);
-      const cred = await ctx.credential();
-      const store = await ctx.credentialStore();
-      const exp = cred ? tokenExpiry(cred.token) : undefined;
-      const now = Date.now();
-      const status = {
-        profile: ctx.profileName,
-        url: ctx.url() ?? '',
-        env: ctx.envName() ?? '',
-        username: p?.username ?? '',
-        logged_in: Boolean(cred) && (exp === undefined || exp > now),
-        token_expires_at: exp ? new Date(exp).toISOString() : '',
-        token_expired: exp !== undefined && exp <= now,
-        token_source: fromEnv ? 'environment variable FLEETCTL_TOKEN' : cred ? store.describe() : '',
-      };
-      await printObject(ctx.io, ctx.output(), status);
-      if (!status.logged_in) {
-        throw new CliError(status.token_expired ? 'the token has expired' : 'not logged in', ExitCode.auth, 'run `fleetctl login` to sign in');
-      }
+      const { status: s } = await status(ctx);
+      await printObject(ctx.io, ctx.output(), s, STATUS_COLUMNS);
+      if (!s.logged_in) throw new CliError(s.token_expired ? `the token of profile "${s.profile}" has expired` : `not logged in (profile "${s.profile}")`, ExitCode.auth, loginHint(ctx));
+    },
+  );
+
+  verb(
+    auth,
+    {
+      name: 'token',
+      summary: 'Print the token of the profile (for scripts)',
+      description:
+        'Print the token of the current profile (or --profile) on stdout, for scripts and for FLEETCTL_TOKEN\n' +
+        'elsewhere. Treat it as a password. Exits 4 when not logged in or when the token has expired.',
+      examples: ['fleetctl auth token', 'curl -H "Authorization: Bearer $(fleetctl auth token)" "$URL/api/v1/stats"'],
+    },
+    () => {},
+    async (ctx) => {
+      const { status: s, token } = await status(ctx);
+      if (!token) throw new CliError(`not logged in (profile "${s.profile}")`, ExitCode.auth, loginHint(ctx));
+      if (s.token_expired) throw new CliError(`the token of profile "${s.profile}" has expired`, ExitCode.auth, loginHint(ctx));
+      printText(ctx.io, token);
     },
   );
 }
