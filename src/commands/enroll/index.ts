@@ -1,5 +1,170 @@
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
+import { group, verb } from '../define.js';
+import { EnrollTargets, type EnrollAction, type EnrollBody, type EnrollTarget } from '../../api/index.js';
+import { UsageError } from '../../errors.js';
+import { isNever, printObject, relativeTime } from '../../output/index.js';
+import { readInput } from '../read-input.js';
+import { confirmDestructive } from '../confirm.js';
+import type { Context } from '../../context.js';
+import type { FleetApi } from '../../client/index.js';
+
+interface LifecycleSpec {
+  action: Extract<EnrollAction, 'extend' | 'expire' | 'rotate' | 'notexpire'>;
+  summary: string;
+  description: string;
+  /** Set for actions that break existing enrol commands: they ask first (or need --yes). */
+  confirm?: (env: string) => string;
+}
+
+const LIFECYCLE: LifecycleSpec[] = [
+  {
+    action: 'extend',
+    summary: 'Let nodes enrol for the next 24 hours',
+    description: 'Set the enrollment of the environment to expire 24 hours from now (the secret stays the same).',
+  },
+  {
+    action: 'expire',
+    summary: 'Stop enrollment now',
+    description: 'Expire the enrollment of the environment now: new nodes can no longer enrol until it is extended. Asks for confirmation at a terminal; needs --yes otherwise.',
+    confirm: (env) => `Expire enrollment of ${env} now (new nodes cannot enrol)?`,
+  },
+  {
+    action: 'rotate',
+    summary: 'Issue a new enroll secret and secret path (the old ones stop working)',
+    description:
+      'Rotate the enroll secret and the secret path of the environment and open enrollment for 24 hours. ' +
+      'Install scripts and flags files fetched before stop working. Asks for confirmation at a terminal; ' +
+      'needs --yes otherwise.',
+    confirm: (env) => `Rotate the enroll secret of ${env} (existing enroll scripts and flags stop working)?`,
+  },
+  {
+    action: 'notexpire',
+    summary: 'Let nodes enrol with no expiry',
+    description: 'Make the enrollment of the environment never expire.',
+  },
+];
+
+/** After a change: the server's message and the new expiry on stderr, or an object for -o/--jq. */
+async function report(ctx: Context, api: FleetApi, env: string, message: string): Promise<void> {
+  const e = await api.environments.get(env);
+  const view = { name: e.name, uuid: e.uuid, enroll_expire: e.enroll_expire, message };
+  if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), view);
+  else {
+    const expiry = isNever(e.enroll_expire) ? 'never expires' : `expires ${e.enroll_expire} (${relativeTime(e.enroll_expire)})`;
+    ctx.io.err(`${message}\nEnrollment of ${e.name} ${expiry}.\n`);
+  }
+}
+
+/** Exactly one trailing newline, so `fleetctl enroll show prod enroll.sh | sh` gets a clean script. */
+export function scriptText(data: string): string {
+  return `${data.replace(/\n+$/, '')}\n`;
+}
 
 export function registerEnroll(program: Command): void {
-  void program;
+  const enroll = group(program, {
+    name: 'enroll',
+    summary: 'Enrollment of nodes: expiry, secret rotation, packages, install scripts',
+    description:
+      'Manage how nodes enrol into an environment (needs env admin). Every verb names the environment ' +
+      'explicitly: these values are what agents use to join it.',
+    examples: [
+      'fleetctl enroll show prod enroll.sh | sh',
+      'fleetctl enroll extend prod',
+      'fleetctl enroll rotate prod --yes',
+      'fleetctl enroll update prod --certificate ./fleet.pem --deb-url https://pkg.example.com/osquery.deb',
+    ],
+  });
+
+  for (const spec of LIFECYCLE) {
+    verb<{ yes?: boolean }>(
+      enroll,
+      {
+        name: spec.action,
+        summary: spec.summary,
+        description: spec.description,
+        examples: spec.confirm ? [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging --yes`] : [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging -o json`],
+      },
+      (cmd) => {
+        cmd.argument('<env>', 'environment name or UUID');
+        if (spec.confirm) cmd.option('-y, --yes', 'do not ask for confirmation');
+      },
+      async (ctx, [env], o) => {
+        if (spec.confirm) await confirmDestructive(ctx, o.yes, spec.confirm(env!));
+        const api = await ctx.api();
+        const res = await api.environments.enrollAction(env!, spec.action);
+        await report(ctx, api, env!, res.message);
+      },
+    );
+  }
+
+  verb<{ certificate?: string; debUrl?: string; rpmUrl?: string; msiUrl?: string; pkgUrl?: string }>(
+    enroll,
+    {
+      name: 'update',
+      summary: 'Set the certificate and package URLs that enroll scripts use',
+      description:
+        'Set the TLS certificate (PEM file; - reads stdin) served to agents and the package URLs ' +
+        '(https:// URLs or bare file names) of the install scripts. Only the values given change.',
+      examples: [
+        'fleetctl enroll update prod --certificate ./fleet.pem',
+        'fleetctl enroll update prod --deb-url https://pkg.example.com/osquery.deb --rpm-url https://pkg.example.com/osquery.rpm',
+        'fleetctl enroll update prod --msi-url osquery.msi --pkg-url osquery.pkg',
+      ],
+    },
+    (cmd) =>
+      cmd
+        .argument('<env>', 'environment name or UUID')
+        .option('--certificate <file>', 'PEM certificate file (- for stdin)')
+        .option('--deb-url <url>', 'Debian package URL')
+        .option('--rpm-url <url>', 'RPM package URL')
+        .option('--msi-url <url>', 'Windows MSI package URL')
+        .option('--pkg-url <url>', 'macOS package URL'),
+    async (ctx, [env], o) => {
+      const body: EnrollBody = {};
+      if (o.debUrl !== undefined) body.url_deb_pkg = o.debUrl;
+      if (o.rpmUrl !== undefined) body.url_rpm_pkg = o.rpmUrl;
+      if (o.msiUrl !== undefined) body.url_msi_pkg = o.msiUrl;
+      if (o.pkgUrl !== undefined) body.url_mac_pkg = o.pkgUrl;
+      if (o.certificate === undefined && Object.keys(body).length === 0) {
+        throw new UsageError('nothing to change: pass at least one of --certificate, --deb-url, --rpm-url, --msi-url, --pkg-url');
+      }
+      if (o.certificate !== undefined) body.certificate = await readInput(ctx.io, o.certificate, '--certificate');
+      const api = await ctx.api();
+      const res = await api.environments.enrollAction(env!, 'update', body);
+      if (ctx.wantsData()) {
+        const e = await api.environments.get(env!);
+        await printObject(ctx.io, ctx.output(), {
+          name: e.name, uuid: e.uuid, deb_package: e.deb_package, rpm_package: e.rpm_package, msi_package: e.msi_package, pkg_package: e.pkg_package, message: res.message,
+        });
+      } else ctx.io.err(`${res.message}\n`);
+    },
+  );
+
+  verb(
+    enroll,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Print an enrollment value: secret, certificate, flags or an install script',
+      description:
+        'Print one enrollment value of the environment as text on stdout (with exactly one final newline), ' +
+        'ready to pipe: the enroll secret, the certificate, the flags file for an OS, or a one-line ' +
+        'install/remove script. -o json prints the API object ({"data": ...}).\n\nTargets: ' +
+        `${EnrollTargets.join(', ')}`,
+      examples: [
+        'fleetctl enroll show prod enroll.sh | sh',
+        'fleetctl enroll show prod enroll.ps1 > enroll.ps1',
+        'fleetctl enroll show prod flagsLinux > /etc/osquery/osquery.flags',
+        'fleetctl enroll show prod secret',
+      ],
+    },
+    (cmd) => cmd.argument('<env>', 'environment name or UUID').addArgument(new Argument('<target>', 'what to print').choices(EnrollTargets as unknown as string[])),
+    async (ctx, [env, target]) => {
+      const api = await ctx.api();
+      const res = await api.environments.enrollRead(env!, target as EnrollTarget);
+      if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), res);
+      else if (res.data === '') ctx.io.err(`${target} of ${env} is empty\n`);
+      else ctx.io.out(scriptText(res.data));
+    },
+  );
 }
