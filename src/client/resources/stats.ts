@@ -1,5 +1,7 @@
 import type { HttpClient } from '../http.js';
+import type { DashboardStats } from '../../api/index.js';
 
 export const statsApi = (http: HttpClient) => ({
-  http,
+  /** 4.20: only the environments the caller may access are counted. */
+  get: () => http.request<DashboardStats>('GET', 'api/v1/stats'),
 });
