@@ -22,7 +22,7 @@ export interface RunOptions {
 }
 
 /** A clean environment for the CLI: no inherited FLEETCTL_* or color settings. */
-function baseEnv(configDir: string): Record<string, string | undefined> {
+export function baseEnv(configDir: string): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('FLEETCTL_') || k === 'FORCE_COLOR' || k === 'NO_COLOR') delete env[k];
   // Without a Secret Service the keychain is skipped; tests that want it set their own D-Bus session.
