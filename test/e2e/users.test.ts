@@ -312,7 +312,10 @@ describe('users passwd', () => {
     await c.login(url, 'dev-user', 'dev');
     const r = await c.run(['users', 'passwd', '--password-stdin'], { input: 'only-one-line\n' });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toMatch(/expected 2 non-empty lines on stdin/);
+    expect(r.stderr).toBe('error: the new password is missing on stdin (expected 2 lines: the current password, then the new password)\n');
+    const three = await c.run(['users', 'passwd', '--password-stdin'], { input: 'a-password\nb-password\nc-password\n' });
+    expect(three.exitCode).toBe(2);
+    expect(three.stderr).toMatch(/expected 2 lines on stdin/);
     c.cleanup();
   });
 

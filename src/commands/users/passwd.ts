@@ -9,7 +9,8 @@ import { ApiError, UsageError } from '../../errors.js';
 import type { FleetApi } from '../../client/index.js';
 import type { Context } from '../../context.js';
 import { isMfaRequired, passwordLogin, saveLogin } from '../../auth/login-flow.js';
-import { promptNewPassword, readStdinLines } from './secrets.js';
+import { readStdinSecretLines } from '../../prompt.js';
+import { promptNewPassword } from './secrets.js';
 
 async function keepLoggedIn(ctx: Context, api: FleetApi, password: string): Promise<void> {
   try {
@@ -53,7 +54,7 @@ export function registerPasswd(users: Command): void {
       let current: string;
       let next: string;
       if (o.passwordStdin) {
-        [current, next] = (await readStdinLines(ctx.io, ['the current password', 'the new password'])) as [string, string];
+        [current, next] = (await readStdinSecretLines(ctx.io, ['the current password', 'the new password'])) as [string, string];
       } else {
         if (!ctx.io.canPrompt()) throw new UsageError('passwords are required: pass --password-stdin and pipe two lines (current, new)');
         const p = await ctx.prompter();

@@ -1,7 +1,6 @@
 // Passwords for the users and mfa commands: from a prompt at a terminal, or from stdin with
 // --password-stdin. Never from argv (architecture.md: secrets never in argv).
 import type { Context } from '../../context.js';
-import type { IO } from '../../io.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { readStdinSecret } from '../../prompt.js';
 
@@ -40,19 +39,4 @@ export async function promptNewPassword(ctx: Context, who?: string): Promise<str
     ctx.io.err('The passwords do not match; try again.\n');
   }
   throw new CliError(`no matching password after ${MAX_ATTEMPTS} attempts; nothing was changed`, ExitCode.usage);
-}
-
-/**
- * Reads exactly `names.length` lines from stdin (e.g. current and new password for `users
- * passwd --password-stdin`). A final newline is optional; blank or missing lines are errors.
- */
-export async function readStdinLines(io: IO, names: readonly string[]): Promise<string[]> {
-  if (io.stdin.isTTY) throw new UsageError(`${names.join(' and ')} are read from stdin, one a line: pipe them in`);
-  const chunks: Buffer[] = [];
-  for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
-  const lines = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '').split(/\r?\n/);
-  if (lines.length !== names.length || lines.some((l) => l === '')) {
-    throw new UsageError(`expected ${names.length} non-empty lines on stdin (${names.join(', then ')}), got ${lines.filter((l) => l !== '').length}`);
-  }
-  return lines;
 }
