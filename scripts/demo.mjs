@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// `npm run demo`: start the reference server with a demo fleet, log in, list the active nodes
+// of prod, and say what to try next. On a terminal the server keeps running until Ctrl-C; when
+// piped (CI), the demo stops the server and exits.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = join(root, 'bin', 'fleetctl.js');
+const configDir = mkdtempSync(join(tmpdir(), 'fleetctl-demo-'));
+const password = randomBytes(9).toString('base64url');
+const env = { ...process.env, FLEETCTL_CONFIG_DIR: configDir };
+const interactive = Boolean(process.stdout.isTTY && process.stdin.isTTY);
+const say = (s) => process.stderr.write(`${s}\n`);
+
+say('==> Starting the reference server with a demo fleet (fleetctl server --dev)');
+const server = spawn(process.execPath, [bin, 'server', '--dev', '--dev-password', password, '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
+  env,
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+let banner = '';
+const url = await new Promise((resolve, reject) => {
+  server.stdout.on('data', (d) => {
+    banner += d;
+    const m = /URL:\s+(http:\/\/\S+)/.exec(banner);
+    if (m && banner.includes('Press Ctrl-C')) resolve(m[1]);
+  });
+  server.on('exit', (code) => reject(new Error(`the server exited (${code}) before it was ready`)));
+});
+process.stderr.write(banner.replace(/Press Ctrl-C to stop\.\n?/, ''));
+
+function fleetctl(args, input) {
+  say(`\n$ fleetctl ${args.join(' ')}`);
+  const r = spawnSync(process.execPath, [bin, ...args], { env, input, stdio: [input ? 'pipe' : 'inherit', 'inherit', 'inherit'] });
+  if (r.status !== 0) throw new Error(`fleetctl ${args[0]} failed with exit ${r.status}`);
+}
+
+let failed = false;
+try {
+  fleetctl(['login', '--url', url, '--env', 'prod', '--username', 'admin', '--password-stdin', '--insecure-storage'], password);
+  fleetctl(['nodes', 'list', '--status', 'active']);
+  fleetctl(['stats']);
+} catch (e) {
+  say(`demo failed: ${e.message}`);
+  failed = true;
+}
+
+const next = `
+==> What to try next (in another terminal, while this demo runs):
+  export FLEETCTL_CONFIG_DIR=${configDir}
+  npx fleetctl nodes list --status inactive --platform darwin
+  npx fleetctl nodes list --all -o json | jq length
+  npx fleetctl nodes show prod-web-0001
+  npx fleetctl tags list
+  npx fleetctl audit list --limit 10
+  npx fleetctl --help
+  Log in as other demo users (password ${password}): npx fleetctl login --username analyst --password-stdin
+`;
+
+function stop(code) {
+  server.kill('SIGTERM');
+  server.on('exit', () => {
+    rmSync(configDir, { recursive: true, force: true });
+    process.exit(code);
+  });
+}
+
+if (failed || !interactive) {
+  if (!failed) say('\n==> Demo done (not a terminal: stopping the server). Run `npm run demo` in a terminal to keep it running.');
+  stop(failed ? 1 : 0);
+} else {
+  say(next);
+  say('Press Ctrl-C to stop the server and end the demo.');
+  process.on('SIGINT', () => stop(0));
+}
