@@ -17,12 +17,20 @@ export class FileCredentialStore implements CredentialStore {
   }
 
   private read(): Record<string, StoredCredential> {
+    let text: string;
     try {
-      return JSON.parse(readFileSync(this.path, 'utf8')) as Record<string, StoredCredential>;
+      text = readFileSync(this.path, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-      throw new Error(`cannot read credentials file ${this.path}: ${(e as Error).message}`);
+      throw new Error(`cannot read credentials file ${this.path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
+    try {
+      const all = JSON.parse(text) as unknown;
+      if (all && typeof all === 'object' && !Array.isArray(all)) return all as Record<string, StoredCredential>;
+    } catch {
+      // JSON.parse quotes the text it choked on, which here would be a token: never shown.
+    }
+    throw new Error(`credentials file ${this.path} is damaged (not a JSON object): remove it and log in again`);
   }
 
   private write(all: Record<string, StoredCredential>): void {
@@ -35,7 +43,8 @@ export class FileCredentialStore implements CredentialStore {
   }
 
   async get(profile: string): Promise<StoredCredential | undefined> {
-    return this.read()[profile];
+    const all = this.read();
+    return Object.hasOwn(all, profile) ? all[profile] : undefined;
   }
 
   async set(profile: string, cred: StoredCredential): Promise<void> {
@@ -44,7 +53,7 @@ export class FileCredentialStore implements CredentialStore {
 
   async delete(profile: string): Promise<boolean> {
     const all = this.read();
-    if (!(profile in all)) return false;
+    if (!Object.hasOwn(all, profile)) return false;
     delete all[profile];
     this.write(all);
     return true;

@@ -65,7 +65,7 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
     expect(existsSync(KEYRING_SESSION)).toBe(true);
     cli = newCli();
     outDir = tempDir();
-    const env = { ...baseEnv(cli.configDir), FLEETCTL_BIN: BIN, SERVER_URL: ts.url, FLEET_PASSWORD: DEV_PASSWORD };
+    const env: Record<string, string | undefined> = { ...baseEnv(cli.configDir), FLEETCTL_BIN: BIN, SERVER_URL: ts.url, FLEET_PASSWORD: DEV_PASSWORD };
     // dbus-run-session gives the script its own bus address: the helper's 'disabled:' must not leak in.
     delete env.DBUS_SESSION_BUS_ADDRESS;
     const r = await execa('dbus-run-session', ['--', KEYRING_SESSION, 'sh', ROUNDTRIP, outDir], { env, extendEnv: false, reject: false, timeout: 120_000 });
