@@ -39,6 +39,9 @@ export class InterruptedError extends CliError {
 
 /** An HTTP error answer from the server, with its `{code, error}` body. */
 export class ApiError extends Error {
+  /** A better next step than the generic one for this status, when the caller knows it. */
+  hint?: string;
+
   constructor(
     readonly status: number,
     readonly code: string,
@@ -79,7 +82,7 @@ export function mapError(err: unknown): MappedError {
         return {
           exitCode: ExitCode.auth,
           message: msg,
-          hint: err.code === 'token_expired' ? 'your session has ended: run `fleetctl login` to sign in again' : LOGIN_HINT,
+          hint: err.hint ?? (err.code === 'token_expired' ? 'your session has ended: run `fleetctl login` to sign in again' : LOGIN_HINT),
         };
       case 403:
         return { exitCode: ExitCode.forbidden, message: msg, hint: err.code === 'csrf' ? LOGIN_HINT : undefined };

@@ -2,7 +2,7 @@
 // `token_expired` either a clear error (how to log in again) or, at a terminal, an offer to log
 // in again, after which the refused request is sent once more with the new token.
 import { HttpClient, type HttpOptions, type RequestOptions } from '../client/http.js';
-import { ApiError, CliError, ExitCode } from '../errors.js';
+import { ApiError } from '../errors.js';
 import type { Context } from '../context.js';
 
 export const EXPIRY_WARNING_MS = 10 * 60_000;
@@ -20,21 +20,21 @@ export function isTokenExpired(e: unknown): e is ApiError {
   return e instanceof ApiError && e.status === 401 && e.code === 'token_expired';
 }
 
-/** The error for a token the server no longer accepts, with how to get a new one. */
-export function sessionEnded(ctx: Pick<Context, 'profileName' | 'env' | 'globals'>, e: ApiError): CliError {
-  if (ctx.env.FLEETCTL_TOKEN) {
-    return new CliError(
-      `the token in FLEETCTL_TOKEN is no longer accepted: ${e.message} (token_expired)`,
-      ExitCode.auth,
-      'set FLEETCTL_TOKEN to a fresh token (`fleetctl login`, then `fleetctl auth token`)',
-    );
-  }
-  const flag = ctx.globals.profile ? ` --profile ${ctx.profileName}` : '';
-  return new CliError(
-    `your session for profile "${ctx.profileName}" has ended: ${e.message} (token_expired)`,
-    ExitCode.auth,
-    `run \`fleetctl login${flag}\` to sign in again`,
-  );
+/**
+ * The error for a token the server no longer accepts: says whose session ended and how to get a
+ * new one. Still an ApiError (same status, code and body), so commands that look at API errors
+ * (e.g. `api` printing the body) see it as before.
+ */
+export function sessionEnded(ctx: Pick<Context, 'profileName' | 'env' | 'globals'>, e: ApiError): ApiError {
+  const fromEnv = Boolean(ctx.env.FLEETCTL_TOKEN);
+  const message = fromEnv
+    ? `the token in FLEETCTL_TOKEN is no longer accepted: ${e.message}`
+    : `your session for profile "${ctx.profileName}" has ended: ${e.message}`;
+  const ended = new ApiError(e.status, e.code, message, e.body, e.retryAfter);
+  ended.hint = fromEnv
+    ? 'set FLEETCTL_TOKEN to a fresh token (`fleetctl login`, then `fleetctl auth token`)'
+    : `run \`fleetctl login${ctx.globals.profile ? ` --profile ${ctx.profileName}` : ''}\` to sign in again`;
+  return ended;
 }
 
 /**

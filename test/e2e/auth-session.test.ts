@@ -83,7 +83,7 @@ describe('401 token_expired without a terminal', () => {
     const r = await cli.run(['nodes', 'list', '--json']);
     expect(r.exitCode).toBe(4);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('error: your session for profile "default" has ended: token expired: log in again (token_expired)\nhint: run `fleetctl login` to sign in again\n');
+    expect(r.stderr).toBe('error: your session for profile "default" has ended: token expired: log in again (token_expired, HTTP 401)\nhint: run `fleetctl login` to sign in again\n');
     const named = await cli.run(['nodes', 'list', '--profile', 'default']);
     expect(named.stderr).toContain('hint: run `fleetctl login --profile default` to sign in again');
   });
@@ -94,7 +94,7 @@ describe('401 token_expired without a terminal', () => {
     await endSessions('querier');
     const r = await cli.run(['nodes', 'list']);
     expect(r.exitCode).toBe(4);
-    expect(r.stderr).toMatch(/^error: your session for profile "default" has ended: session ended \(.*\): log in again \(token_expired\)\nhint: run `fleetctl login` to sign in again\n$/);
+    expect(r.stderr).toMatch(/^error: your session for profile "default" has ended: session ended \(.*\): log in again \(token_expired, HTTP 401\)\nhint: run `fleetctl login` to sign in again\n$/);
   });
 
   it('an expired FLEETCTL_TOKEN: exit 4, pointing at the variable', async () => {
@@ -103,7 +103,7 @@ describe('401 token_expired without a terminal', () => {
     const r = await newCli().run(['nodes', 'list'], { env: { FLEETCTL_TOKEN: token, FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' } });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toBe(
-      'error: the token in FLEETCTL_TOKEN is no longer accepted: token expired: log in again (token_expired)\n' +
+      'error: the token in FLEETCTL_TOKEN is no longer accepted: token expired: log in again (token_expired, HTTP 401)\n' +
         'hint: set FLEETCTL_TOKEN to a fresh token (`fleetctl login`, then `fleetctl auth token`)\n',
     );
   });
@@ -183,5 +183,17 @@ describe('401 token_expired at a terminal', () => {
     expect(await t.exitCode()).toBe(130);
     expect(t.text()).not.toMatch(/Error:|\bat .+\.js:\d+/);
     expect(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')).toBe(before);
+  });
+});
+
+describe('token_expired seen by commands that inspect API errors', () => {
+  it('`api` still prints the error body on stdout, with the session message on stderr', async () => {
+    const cli = newCli();
+    await login(cli, 'analyst');
+    shiftServerClock(4 * 3600_000);
+    const r = await cli.run(['api', 'api/v1/users/me']);
+    expect(r.exitCode).toBe(4);
+    expect(JSON.parse(r.stdout)).toEqual({ code: 'token_expired', error: 'token expired: log in again' });
+    expect(r.stderr).toContain('error: your session for profile "default" has ended');
   });
 });
