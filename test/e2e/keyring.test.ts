@@ -1,6 +1,7 @@
 // Where tokens land. With a real Secret Service (gnome-keyring in a private D-Bus session, started
 // by this test through ../shared/tools/keyring-session.sh): one entry per profile under the
-// service "fleetctl", visible to secret-tool, removed by logout. Without a usable keychain (no
+// service "fleetctl", visible to secret-tool, removed by logout; and a TOTP login typed at a
+// terminal against `fleetctl server --dev` ending up there. Without a usable keychain (no
 // D-Bus session, or one that never answers): the 0600 file in the 0700 config directory, with a
 // warning shown once.
 //
@@ -14,7 +15,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
-import { BIN, baseEnv, Cli, DEV_PASSWORD } from '../helpers/cli.js';
+import { BIN, baseEnv, Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { parseMfaBanner } from '../helpers/mfa.js';
+import { totpCode } from '../../src/lib/totp.js';
+import { KEY, Terminal } from '../fixtures/terminal.js';
 
 const KEYRING_SESSION = resolve(import.meta.dirname, '../../../shared/tools/keyring-session.sh');
 const ROUNDTRIP = resolve(import.meta.dirname, '../fixtures/keyring-roundtrip.sh');
@@ -121,6 +125,64 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
     expect(rc('remove-second')).toBe(0);
     expect(search('search-after-remove')).not.toContain('attribute.service = fleetctl');
     expect(search('search-after-remove')).not.toContain('label = keyring:');
+  });
+});
+
+describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: the whole path a user takes', () => {
+  it('a TOTP login typed at a terminal against `fleetctl server --dev` lands in the Secret Service', async () => {
+    // A D-Bus session with an unlocked keyring that lives while its stdin is open.
+    const session = execa('dbus-run-session', ['--', KEYRING_SESSION, 'sh', '-c', 'echo "BUS=$DBUS_SESSION_BUS_ADDRESS"; cat >/dev/null'], {
+      stdin: 'pipe',
+      reject: false,
+      buffer: false,
+    });
+    // Listened to at once: execa drops output nobody reads.
+    const busReady = new Promise<string>((resolveBus, reject) => {
+      let text = '';
+      const timer = setTimeout(() => reject(new Error(`no D-Bus session: ${text}`)), 20_000);
+      session.stdout!.on('data', (d: Buffer) => {
+        text += d.toString();
+        const m = /BUS=(\S+)/.exec(text);
+        if (m) {
+          clearTimeout(timer);
+          resolveBus(m[1]!);
+        }
+      });
+    });
+    let server: ServerProcess | undefined;
+    let term: Terminal | undefined;
+    try {
+      server = await startServerProcess();
+      const bus = await busReady;
+      const mfa = parseMfaBanner(server.output());
+      const cli = newCli();
+      const env = { DBUS_SESSION_BUS_ADDRESS: bus };
+      term = new Terminal(['login', '--url', server.url, '--env', 'prod'], { configDir: cli.configDir, env });
+      await term.waitFor('Username:');
+      term.line(mfa.username);
+      await term.waitFor('Password:');
+      term.line(DEV_PASSWORD);
+      await term.waitFor('Recovery code');
+      term.type(KEY.enter);
+      await term.waitFor('TOTP code:');
+      term.line(totpCode(mfa.secret));
+      await term.waitFor('Token stored in OS keychain (Secret Service, service "fleetctl")');
+      expect(await term.exitCode()).toBe(0);
+      expect(term.text()).not.toContain('warning');
+
+      const found = await execa('secret-tool', ['search', '--all', 'service', 'fleetctl'], { env: { ...process.env, ...env }, reject: false });
+      expect(`${found.stdout}\n${found.stderr}`).toContain('attribute.username = default');
+      const entry = JSON.parse((await execa('secret-tool', ['lookup', 'service', 'fleetctl', 'username', 'default'], { env: { ...process.env, ...env } })).stdout);
+      const status = await cli.run(['auth', 'status', '--json'], { env });
+      expect(JSON.parse(status.stdout)).toMatchObject({ username: 'mfa-user', logged_in: true, credential_store: 'keychain' });
+      expect((await cli.run(['auth', 'token'], { env })).stdout).toBe(`${entry.token}\n`);
+      expect(existsSync(join(cli.configDir, 'credentials.json'))).toBe(false);
+    } finally {
+      term?.kill();
+      session.stdin!.end();
+      await session;
+      await server?.stop();
+    }
   });
 });
 
