@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { parseMfaBanner, type DemoMfa } from '../helpers/mfa.js';
+import { demoMfa, parseMfaBanner, type DemoMfa } from '../helpers/mfa.js';
+import { startTestServer } from '../helpers/api-server.js';
 import { totpCode } from '../../src/lib/totp.js';
 import { KEY, Terminal } from '../fixtures/terminal.js';
 
@@ -157,4 +158,38 @@ describe('Ctrl-C at a prompt', () => {
       if (existsSync(cfg)) expect(JSON.parse(readFileSync(cfg, 'utf8')).profiles).toEqual({});
     });
   }
+});
+
+describe('an expired challenge', () => {
+  it('sends the user back to the password, then the second factor again', async () => {
+    // In-process server: its clock can jump past the 5-minute challenge lifetime.
+    const ts = await startTestServer();
+    try {
+      const m = demoMfa(ts);
+      const cli = newCli();
+      const t = terminal(cli, ['login', '--url', ts.url, '--env', 'prod', '--username', m.username]);
+      await t.waitFor('Password:');
+      t.line(DEV_PASSWORD);
+      await t.waitFor('Recovery code');
+      const later = 6 * 60_000;
+      ts.server.deps.now = () => new Date(Date.now() + later);
+      t.type(KEY.enter);
+      await t.waitFor('TOTP code:');
+      t.line(totpCode(m.secret, Date.now() + later));
+      await t.waitFor('The login challenge has expired (it lasts 5 minutes): enter your password again.');
+      await t.waitFor('Password:');
+      t.line(DEV_PASSWORD);
+      await t.waitFor('Recovery code');
+      t.type(KEY.down);
+      await new Promise((r) => setTimeout(r, 100));
+      t.type(KEY.enter);
+      await t.waitFor('Recovery code:');
+      t.line(m.recoveryCodes[3]!);
+      await t.waitFor('Logged in to');
+      expect(await t.exitCode()).toBe(0);
+      expect(await status(cli)).toMatchObject({ username: 'mfa-user', logged_in: true });
+    } finally {
+      await ts.close();
+    }
+  });
 });
