@@ -121,7 +121,13 @@ export class KeychainCredentialStore implements CredentialStore {
     if (this.helper) return this.helper;
     const modulePath = keyringModulePath();
     if (!modulePath) throw this.fail(`the keychain module ${MODULE} is not installed`);
-    const child = spawn(process.execPath, ['-e', HELPER_SOURCE, modulePath, KEYCHAIN_SERVICE], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    // Its own process group: Ctrl-C in the terminal is for fleetctl (which may be finishing a
+    // save), not for the helper. It still ends with fleetctl, when its stdin closes.
+    const child = spawn(process.execPath, ['-e', HELPER_SOURCE, modulePath, KEYCHAIN_SERVICE], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      windowsHide: true,
+      detached: process.platform !== 'win32',
+    });
     // The helper never keeps fleetctl alive: pending calls hold the event loop through their timers.
     child.unref();
     for (const s of [child.stdin, child.stdout, child.stderr] as unknown as { unref?: () => void }[]) s.unref?.();

@@ -47,7 +47,7 @@ export class CredentialStores {
     if (!o.insecureStorage) {
       try {
         await this.keychain.set(profile, cred);
-        await this.file.delete(profile);
+        await this.file.delete(profile).catch(() => false); // a damaged old file must not undo this login
         return { store: this.keychain };
       } catch (e) {
         if (!(e instanceof KeychainUnavailableError)) throw e;
