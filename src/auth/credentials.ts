@@ -25,16 +25,27 @@ export class KeychainUnavailableError extends Error {
   override name = 'KeychainUnavailableError';
 }
 
-/** Expiry (ms since epoch) read from a JWT's `exp` claim, without verifying it. */
-export function tokenExpiry(token: string): number | undefined {
+function claims(token: string): Record<string, unknown> | undefined {
   const payload = token.split('.')[1];
   if (!payload) return undefined;
   try {
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown };
-    return typeof claims.exp === 'number' ? claims.exp * 1000 : undefined;
+    const v = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** Expiry (ms since epoch) read from a JWT's `exp` claim, without verifying it. */
+export function tokenExpiry(token: string): number | undefined {
+  const exp = claims(token)?.exp;
+  return typeof exp === 'number' ? exp * 1000 : undefined;
+}
+
+/** The user a JWT was issued to (`sub`), without verifying it. */
+export function tokenSubject(token: string): string | undefined {
+  const sub = claims(token)?.sub;
+  return typeof sub === 'string' && sub ? sub : undefined;
 }
 
 /** A stored credential as text (keychain entries hold one string) and back. */

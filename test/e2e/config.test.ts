@@ -189,8 +189,10 @@ describe('FLEETCTL_TOKEN, FLEETCTL_URL, FLEETCTL_ENV (CI)', () => {
     expect(asAdmin.exitCode).toBe(0);
     const asAnalyst = await cli.run(['api', 'api/v1/settings/admin/prod'], { env: { FLEETCTL_TOKEN: token } });
     expect(asAnalyst.exitCode).toBe(5);
-    // auth token prints the token in use.
+    // auth token prints the token in use; auth status names the token's user, not the profile's.
     expect((await cli.run(['auth', 'token'], { env: { FLEETCTL_TOKEN: token } })).stdout).toBe(`${token}\n`);
+    expect(await json(cli, ['auth', 'status'], { FLEETCTL_TOKEN: token })).toMatchObject({ profile: 'default', username: 'analyst', credential_store: 'env' });
+    expect(await json(cli, ['auth', 'status'])).toMatchObject({ username: 'admin', credential_store: 'file' });
   });
 
   it('logout keeps FLEETCTL_TOKEN working and says so', async () => {

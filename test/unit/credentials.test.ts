@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeCredential, encodeCredential, KeychainUnavailableError, tokenExpiry } from '../../src/auth/credentials.js';
+import { decodeCredential, encodeCredential, KeychainUnavailableError, tokenExpiry, tokenSubject } from '../../src/auth/credentials.js';
 import { FileCredentialStore } from '../../src/auth/file-store.js';
 import { KeychainCredentialStore, keychainPrecheck } from '../../src/auth/keychain-store.js';
 import { CredentialStores } from '../../src/auth/select-store.js';
@@ -35,6 +35,12 @@ describe('tokens and their encoding', () => {
     expect(tokenExpiry(jwt({ sub: 'x' }))).toBeUndefined();
     expect(tokenExpiry('not-a-jwt')).toBeUndefined();
     expect(tokenExpiry('a.!!!.c')).toBeUndefined();
+  });
+
+  it('tokenSubject reads sub', () => {
+    expect(tokenSubject(jwt({ sub: 'alice', exp: 1 }))).toBe('alice');
+    expect(tokenSubject(jwt({ sub: '' }))).toBeUndefined();
+    expect(tokenSubject('opaque')).toBeUndefined();
   });
 
   it('a keychain entry is JSON of token and csrf token; anything else reads as absent', () => {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { group, verb } from '../define.js';
 import { CliError, ExitCode } from '../../errors.js';
-import { tokenExpiry } from '../../auth/credentials.js';
+import { tokenExpiry, tokenSubject } from '../../auth/credentials.js';
 import { printObject, printText, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
 
@@ -42,7 +42,8 @@ async function status(ctx: Context): Promise<{ status: AuthStatus; token?: strin
       profile: ctx.profileName,
       url: ctx.url() ?? '',
       env: ctx.envName() ?? '',
-      username: p?.username ?? '',
+      // The token's own user wins: FLEETCTL_TOKEN may belong to someone other than the profile's user.
+      username: (cred && tokenSubject(cred.token)) ?? (source.kind === 'env' ? '' : (p?.username ?? '')),
       logged_in: Boolean(cred) && (exp === undefined || exp > now),
       token_expires_at: exp ? new Date(exp).toISOString() : '',
       token_expired: exp !== undefined && exp <= now,
