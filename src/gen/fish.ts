@@ -1,6 +1,6 @@
 // fish completions: `complete` lines guarded by one state function that follows the command line
 // (subcommands, options and their values, arguments) the way commander parses it.
-import { allCommands, optionNames, optionsAt, type CommandSpec, type OptionSpec, type ProgramSpec } from './model.js';
+import { allCommands, optionNames, type CommandSpec, type OptionSpec, type ProgramSpec } from './model.js';
 import { GENERATED_NOTE } from './note.js';
 
 /** fish single quotes: only \ and ' are special inside. */

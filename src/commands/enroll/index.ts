@@ -1,3 +1,4 @@
+import { reportChange } from '../report.js';
 import { Argument, type Command } from 'commander';
 import { group, verb } from '../define.js';
 import { EnrollTargets, type EnrollAction, type EnrollBody, type EnrollTarget } from '../../api/index.js';
@@ -47,12 +48,8 @@ const LIFECYCLE: LifecycleSpec[] = [
 /** After a change: the server's message and the new expiry on stderr, or an object for -o/--jq. */
 async function report(ctx: Context, api: FleetApi, env: string, message: string): Promise<void> {
   const e = await api.environments.get(env);
-  const view = { name: e.name, uuid: e.uuid, enroll_expire: e.enroll_expire, message };
-  if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), view);
-  else {
-    const expiry = isNever(e.enroll_expire) ? 'never expires' : `expires ${e.enroll_expire} (${relativeTime(e.enroll_expire)})`;
-    ctx.io.err(`${message}\nEnrollment of ${e.name} ${expiry}.\n`);
-  }
+  const expiry = isNever(e.enroll_expire) ? 'never expires' : `expires ${e.enroll_expire} (${relativeTime(e.enroll_expire)})`;
+  await reportChange(ctx, `${message}\nEnrollment of ${e.name} ${expiry}.`, () => ({ name: e.name, uuid: e.uuid, enroll_expire: e.enroll_expire, message }));
 }
 
 /** Exactly one trailing newline, so `fleetctl enroll show prod enroll.sh | sh` gets a clean script. */

@@ -1,3 +1,4 @@
+import { mapLimit } from '../../lib/map-limit.js';
 import type { Command } from 'commander';
 import { group, intArg, verb } from '../define.js';
 import { MapTargets, type Environment, type EnvironmentMapEntry, type IntervalsBody, type MapTarget } from '../../api/index.js';
@@ -61,19 +62,6 @@ export const intervalsOf = (e: Environment): IntervalsView => ({
   query_interval: e.query_interval,
 });
 
-/** Runs `fn` over `items` with at most `limit` in flight, keeping the order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 /** The environment named by the positional argument, else --env / FLEETCTL_ENV / the profile's. */
 function envArg(ctx: Context, arg: string | undefined): string {

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { verb, intArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { readStdinSecret } from '../../prompt.js';
-import type { Context } from '../../context.js';
 
 interface ServerOpts {
   listen: string;
@@ -36,11 +35,10 @@ export function parseListen(s: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
-function banner(ctx: Context, url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>): string {
+function banner(url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>): string {
   const envs = demo.environments.map((e) => `${e.name} (${e.nodes} nodes)`).join(', ');
   const users = demo.users.map((u) => `    ${u.username.padEnd(12)} ${u.description}`).join('\n');
   const extra = demo.extra ? `\n${demo.extra}` : '';
-  void ctx;
   return [
     'fleetctl reference server: dev mode, temporary database (deleted on exit)',
     '',
@@ -119,7 +117,7 @@ export function registerServer(program: Command): void {
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
         throw e;
       }
-      if (server.demo) ctx.io.out(banner(ctx, server.url, server.demo));
+      if (server.demo) ctx.io.out(banner(server.url, server.demo));
       else ctx.io.out(`fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n`);
       await new Promise<void>((resolve) => {
         const stop = () => {

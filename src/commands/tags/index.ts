@@ -1,9 +1,10 @@
+import { reportChange } from '../report.js';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { choiceOption, group, verb } from '../define.js';
 import { NodeStatuses, Platforms, TagTypes, type NodeStatus, type Platform, type TagBody, type TagWithCount } from '../../api/index.js';
 import { CliError, UsageError, mapError } from '../../errors.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printList, type Column } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import { nodesToChange } from './select-nodes.js';
@@ -61,11 +62,7 @@ function tagBody(name: string, o: TagFlags): TagBody & { name: string } {
   return body;
 }
 
-/** Human line on stderr, or the result object on stdout when data was asked for. */
-async function report(ctx: Context, human: string, data: Record<string, unknown>): Promise<void> {
-  if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), data);
-  else ctx.io.err(`${human}\n`);
-}
+const report = (ctx: Context, human: string, data: Record<string, unknown>) => reportChange(ctx, human, () => data);
 
 interface ApplyOpts {
   search?: string;

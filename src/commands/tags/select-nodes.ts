@@ -1,6 +1,7 @@
 // Which nodes `tags apply|unapply` act on: named ones (UUID, hostname or local name, resolved by
 // the client to UUIDs), or a filter over the whole nodes list. Nothing is applied unless every
 // name resolves to exactly one node.
+import { mapLimit } from '../../lib/map-limit.js';
 import { PAGE_SIZE_MAX, type NodeStatus, type Platform } from '../../api/index.js';
 import { paginate, type FleetApi } from '../../client/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
@@ -28,18 +29,6 @@ export function describeFilter(f: NodeFilter): string {
   return parts.join(' ');
 }
 
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 type Lookup = { ref: string; uuid: string } | { ref: string; error: ApiError | Error };
 

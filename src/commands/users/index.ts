@@ -1,3 +1,4 @@
+import { reportChange } from '../report.js';
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
 import { AccessLevels, type User, type UserBody } from '../../api/index.js';
@@ -94,12 +95,8 @@ export async function findUser(api: FleetApi, username: string): Promise<User> {
 }
 
 /** After a change: the server's message on stderr, or the user as it now is for -o/--jq. */
-async function reportChange(ctx: Context, api: FleetApi, username: string, message: string): Promise<void> {
-  if (ctx.wantsData()) {
-    await printObject(ctx.io, ctx.output(), await findUser(api, username), USER_DETAIL_COLUMNS);
-    return;
-  }
-  ctx.io.err(`${capitalize(message)}.\n`);
+function reportUser(ctx: Context, api: FleetApi, username: string, message: string): Promise<void> {
+  return reportChange(ctx, `${capitalize(message)}.`, () => findUser(api, username), USER_DETAIL_COLUMNS);
 }
 
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -192,7 +189,7 @@ export function registerUsers(program: Command): void {
       const api = await ctx.api();
       body.password = await readNewPassword(ctx, o.passwordStdin, username!);
       const res = await api.users.action(username!, 'add', body);
-      await reportChange(ctx, api, username!, res.data);
+      await reportUser(ctx, api, username!, res.data);
     },
   );
 
@@ -227,7 +224,7 @@ export function registerUsers(program: Command): void {
       const api = await ctx.api();
       if (o.setPassword || o.passwordStdin) body.password = await readNewPassword(ctx, o.passwordStdin, username!);
       const res = await api.users.action(username!, 'edit', body);
-      await reportChange(ctx, api, username!, res.data);
+      await reportUser(ctx, api, username!, res.data);
     },
   );
 

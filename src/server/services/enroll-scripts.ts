@@ -114,7 +114,6 @@ export const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** PowerShell single-quoted string: only `'` is special, doubled. */
 export const psQuote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-const isUrl = (p: string) => /^https:\/\//i.test(p);
 
 /** Header comment lines shared by the sh and ps1 scripts. */
 function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: ScriptOptions): string[] {
