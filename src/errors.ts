@@ -58,6 +58,7 @@ export class NetworkError extends Error {
   constructor(
     message: string,
     readonly url: string,
+    readonly hint = 'check --url (or FLEETCTL_URL) and that the server is running',
   ) {
     super(message);
   }
@@ -102,7 +103,7 @@ export function mapError(err: unknown): MappedError {
     }
   }
   if (err instanceof NetworkError) {
-    return { exitCode: ExitCode.unavailable, message: err.message, hint: 'check --url (or FLEETCTL_URL) and that the server is running' };
+    return { exitCode: ExitCode.unavailable, message: err.message, hint: err.hint };
   }
   const e = err as Error;
   return { exitCode: ExitCode.error, message: e?.message ?? String(err) };

@@ -43,6 +43,15 @@ function dispatcherFor(opts: HttpOptions): Dispatcher {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Certificate verification failures: retrying cannot help, the user must trust the CA. */
+const TLS_TRUST_ERRORS = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+]);
+
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
+
 export class HttpClient {
   private readonly dispatcher: Dispatcher;
 
@@ -95,8 +104,16 @@ export class HttpClient {
       } catch (e) {
         const err = e as Error & { code?: string; cause?: { code?: string } };
         const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
-        const reason = timedOut ? `no answer within ${Math.round(this.opts.timeoutMs / 1000)} s` : (err.cause?.code ?? err.code ?? err.message);
+        const code = err.cause?.code ?? err.code;
+        const reason = timedOut ? `no answer within ${duration(this.opts.timeoutMs)}` : (code ?? err.message);
         debug?.(`< ${reason} (${Date.now() - started} ms)`);
+        if (code && TLS_TRUST_ERRORS.has(code)) {
+          throw new NetworkError(
+            `the TLS certificate of ${this.opts.baseUrl} is not trusted (${code})`,
+            url,
+            "trust the server's CA with --ca-file FILE or NODE_EXTRA_CA_CERTS; --insecure skips the check (unsafe)",
+          );
+        }
         if (attempt < policy.maxAttempts && shouldRetry(method, { networkError: true })) {
           await sleep(retryDelayMs(attempt, undefined, policy));
           continue;

@@ -56,7 +56,7 @@ describe('network failures', () => {
   it('a server that does not answer times out (--timeout) and is retried', async () => {
     const r = await cli.run(['nodes', 'list', '--url', `${base}/hang`, '--timeout', '300ms'], { env });
     expect(r.exitCode).toBe(7);
-    expect(r.stderr).toMatch(/no answer within 0 s after 4 attempts|no answer within/);
+    expect(r.stderr).toMatch(/no answer within 300 ms after 4 attempts/);
     expect(hits['/hang/api/v1/nodes/prod']).toBe(4);
   });
 
