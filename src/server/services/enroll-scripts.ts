@@ -141,28 +141,19 @@ function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: 
   return lines;
 }
 
-/** Shell enroll script: installs osquery when missing, writes secret, certificate and flags, (re)starts osqueryd. */
-export function enrollSh(env: EnvironmentRow, opts: ScriptOptions): string {
+/**
+ * The start both sh scripts share: which environment, log/fail helpers, sudo when not root, and
+ * the per-OS paths of the secret, certificate and flags files.
+ */
+function shPrelude(env: EnvironmentRow, script: 'enroll' | 'remove', vars: string[]): string[] {
   const L = OS_PATHS.linux;
   const M = OS_PATHS.darwin;
   const F = OS_PATHS.freebsd;
-  const flags = flagsFile(env, { secret: SECRET_PLACEHOLDER, cert: CERT_PLACEHOLDER });
-  const cert = env.certificate.trim();
   return [
-    '#!/bin/sh',
-    ...header(env, 'enroll', 'sh', opts),
-    '# Run as root (or with sudo available). TRACE=1 shows every command.',
-    'set -eu',
-    '[ "${TRACE:-0}" = "1" ] && set -x',
-    '',
     `ENV_NAME=${shQuote(env.name)}`,
     `ENV_UUID=${shQuote(env.uuid)}`,
     `TLS_HOSTNAME=${shQuote(env.hostname)}`,
-    `ENROLL_SECRET=${shQuote(env.secret)}`,
-    `PKG_DEB=${shQuote(env.deb_package)}`,
-    `PKG_RPM=${shQuote(env.rpm_package)}`,
-    `PKG_MAC=${shQuote(env.pkg_package)}`,
-    `HAS_CERT=${cert ? 1 : 0}`,
+    ...vars,
     '',
     'log() { printf \'[+] %s\\n\' "$1"; }',
     'fail() { printf \'[!] %s\\n\' "$1" >&2; exit 1; }',
@@ -177,8 +168,29 @@ export function enrollSh(env: EnvironmentRow, opts: ScriptOptions): string {
     `  linux) SECRET_FILE=${shQuote(L.secret)}; CERT_FILE=${shQuote(L.cert)}; FLAGS_FILE=${shQuote(L.flags)} ;;`,
     `  darwin) SECRET_FILE=${shQuote(M.secret)}; CERT_FILE=${shQuote(M.cert)}; FLAGS_FILE=${shQuote(M.flags)} ;;`,
     `  freebsd) SECRET_FILE=${shQuote(F.secret)}; CERT_FILE=${shQuote(F.cert)}; FLAGS_FILE=${shQuote(F.flags)} ;;`,
-    '  *) fail "unsupported OS: $OS (use enroll.ps1 on Windows)" ;;',
+    `  *) fail "unsupported OS: $OS (use ${script}.ps1 on Windows)" ;;`,
     'esac',
+  ];
+}
+
+/** Shell enroll script: installs osquery when missing, writes secret, certificate and flags, (re)starts osqueryd. */
+export function enrollSh(env: EnvironmentRow, opts: ScriptOptions): string {
+  const flags = flagsFile(env, { secret: SECRET_PLACEHOLDER, cert: CERT_PLACEHOLDER });
+  const cert = env.certificate.trim();
+  return [
+    '#!/bin/sh',
+    ...header(env, 'enroll', 'sh', opts),
+    '# Run as root (or with sudo available). TRACE=1 shows every command.',
+    'set -eu',
+    '[ "${TRACE:-0}" = "1" ] && set -x',
+    '',
+    ...shPrelude(env, 'enroll', [
+      `ENROLL_SECRET=${shQuote(env.secret)}`,
+      `PKG_DEB=${shQuote(env.deb_package)}`,
+      `PKG_RPM=${shQuote(env.rpm_package)}`,
+      `PKG_MAC=${shQuote(env.pkg_package)}`,
+      `HAS_CERT=${cert ? 1 : 0}`,
+    ]),
     'log "enrolling this $OS node in $ENV_NAME ($ENV_UUID) at $TLS_HOSTNAME"',
     '',
     '# A package is an https:// URL (downloaded) or a bare file name (expected next to this script).',
@@ -254,33 +266,13 @@ export function enrollSh(env: EnvironmentRow, opts: ScriptOptions): string {
 
 /** Shell remove script: stops osqueryd and deletes what enroll.sh wrote; osquery stays installed. */
 export function removeSh(env: EnvironmentRow, opts: ScriptOptions): string {
-  const L = OS_PATHS.linux;
-  const M = OS_PATHS.darwin;
-  const F = OS_PATHS.freebsd;
   return [
     '#!/bin/sh',
     ...header(env, 'remove', 'sh', opts),
     '# Run as root (or with sudo available).',
     'set -eu',
     '',
-    `ENV_NAME=${shQuote(env.name)}`,
-    `ENV_UUID=${shQuote(env.uuid)}`,
-    `TLS_HOSTNAME=${shQuote(env.hostname)}`,
-    '',
-    'log() { printf \'[+] %s\\n\' "$1"; }',
-    'fail() { printf \'[!] %s\\n\' "$1" >&2; exit 1; }',
-    'SUDO=""',
-    'if [ "$(id -u)" != "0" ]; then',
-    '  command -v sudo >/dev/null 2>&1 || fail "run this script as root"',
-    '  SUDO="sudo"',
-    'fi',
-    'OS=$(uname -s | tr "[:upper:]" "[:lower:]")',
-    'case "$OS" in',
-    `  linux) SECRET_FILE=${shQuote(L.secret)}; CERT_FILE=${shQuote(L.cert)}; FLAGS_FILE=${shQuote(L.flags)} ;;`,
-    `  darwin) SECRET_FILE=${shQuote(M.secret)}; CERT_FILE=${shQuote(M.cert)}; FLAGS_FILE=${shQuote(M.flags)} ;;`,
-    `  freebsd) SECRET_FILE=${shQuote(F.secret)}; CERT_FILE=${shQuote(F.cert)}; FLAGS_FILE=${shQuote(F.flags)} ;;`,
-    '  *) fail "unsupported OS: $OS (use remove.ps1 on Windows)" ;;',
-    'esac',
+    ...shPrelude(env, 'remove', []),
     'log "removing this $OS node from $ENV_NAME ($ENV_UUID) at $TLS_HOSTNAME"',
     'case "$OS" in',
     '  linux)',
