@@ -7,7 +7,8 @@ import type { Deps, ServerConfig } from './context.js';
 import { openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, userCount } from './bootstrap.js';
-import { seedDemo, type DemoSummary } from './seed.js';
+import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
+import { randomUUID } from 'node:crypto';
 
 export interface ServerOptions {
   host: string;
@@ -22,6 +23,8 @@ export interface ServerOptions {
   /** Password for the first super-admin of a new database (outside dev). */
   adminPassword?: string;
   adminUsername?: string;
+  /** Environments to create at start when missing (outside dev: the API has no way to add one). */
+  createEnvs?: string[];
   jwtSecret?: string;
   loginRateLimit?: number;
   apiRateLimit?: number;
@@ -82,6 +85,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const app = await buildApp(deps, { logger: opts.logger, https });
     const address = await app.listen({ host: opts.host, port: opts.port });
     const url = address.replace('[::1]', 'localhost');
+    for (const name of opts.createEnvs ?? []) {
+      const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
+      if (!exists) await createEnvironment(store.db, name, { uuid: randomUUID(), hostname: new URL(url).host, now: now() });
+    }
     // The demo environments were created before the port was known: point them at it.
     if (opts.dev) await store.db.updateTable('environments').set({ hostname: new URL(url).host }).execute();
     return {

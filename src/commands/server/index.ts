@@ -1,8 +1,9 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { verb, intArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
+import { PASSWORD_MIN_LENGTH } from '../../api/index.js';
 import { readStdinSecret } from '../../prompt.js';
 
 interface ServerOpts {
@@ -13,6 +14,7 @@ interface ServerOpts {
   devNodes?: number;
   adminPasswordStdin?: boolean;
   adminUsername: string;
+  createEnv: string[];
   loginRateLimit?: number;
   apiRateLimit?: number;
   tlsCert?: string;
@@ -71,7 +73,7 @@ export function registerServer(program: Command): void {
       examples: [
         'fleetctl server --dev',
         'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
-        "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin",
+        "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod",
       ],
     },
     (cmd) =>
@@ -83,6 +85,10 @@ export function registerServer(program: Command): void {
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
         .option('--admin-password-stdin', 'read the first super-admin password from stdin (new database)')
         .option('--admin-username <name>', 'username of the first super-admin', 'admin')
+        .option('--create-env <name>', 'create this environment at start when missing (repeatable)', (v: string, acc: string[]) => {
+          if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(v)) throw new InvalidArgumentError('letters, digits, . _ - (at most 64)');
+          return [...acc, v];
+        }, [] as string[])
         .option('--login-rate-limit <n>', 'login and MFA attempts a minute per client IP', intArg(1))
         .option('--api-rate-limit <n>', 'API calls a minute per user', intArg(1))
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
@@ -93,6 +99,9 @@ export function registerServer(program: Command): void {
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
       if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
       const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
+      if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
+        throw new UsageError(`the admin password must have at least ${PASSWORD_MIN_LENGTH} characters`);
+      }
       const { startServer, ServerSetupError } = await import('../../server/start.js');
       const { MissingDependencyError } = await import('../../server/store/db.js');
       let server;
@@ -106,6 +115,7 @@ export function registerServer(program: Command): void {
           devNodes: o.devNodes,
           adminPassword,
           adminUsername: o.adminUsername,
+          createEnvs: o.createEnv,
           jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
           loginRateLimit: o.loginRateLimit,
           apiRateLimit: o.apiRateLimit,
@@ -118,7 +128,13 @@ export function registerServer(program: Command): void {
         throw e;
       }
       if (server.demo) ctx.io.out(banner(server.url, server.demo));
-      else ctx.io.out(`fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n`);
+      else {
+        const envs = await server.deps.db.selectFrom('environments').select('name').orderBy('name').execute();
+        ctx.io.out(
+          `fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n` +
+            `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
+        );
+      }
       await new Promise<void>((resolve) => {
         const stop = () => {
           ctx.io.err('Shutting down: finishing in-flight requests...\n');
