@@ -39,6 +39,18 @@ describe('POST /api/v1/login/{env}', () => {
     expect(denied.body.code).toBe('forbidden');
   });
 
+  it('a login to an unknown env is a failed login: audited (contract 4.19), without the password', async () => {
+    const r = await login('no-such-env-audit', { username: 'nobody-audit-probe', password: 'guess-1234' });
+    expect(r.status).toBe(404);
+    const admin = await ts.login('admin');
+    const logs = await ts.call('GET', '/api/v1/audit-logs?username=nobody-audit-probe', { token: admin });
+    expect(logs.status).toBe(200);
+    expect(logs.body.items).toHaveLength(1);
+    expect(logs.body.items[0]).toMatchObject({ log_type: 1, severity: 2, username: 'nobody-audit-probe', environment_id: 0 });
+    expect(logs.body.items[0].line).toContain('no-such-env-audit');
+    expect(logs.body.items[0].line).not.toContain('guess-1234');
+  });
+
   it('exp_hours: absent or 0 is 3 hours, 1..720 as asked, anything else 400', async () => {
     for (const [exp, hours] of [[undefined, 3], [0, 3], [1, 1], [720, 720]] as const) {
       const r = await login('prod', { username: 'analyst', password: DEV_PASSWORD, exp_hours: exp });

@@ -3,10 +3,10 @@
 import type { Deps, Caller } from '../context.js';
 import type { UserRow, EnvironmentRow } from '../store/schema.js';
 import { EXP_HOURS_DEFAULT, EXP_HOURS_MAX, LogTypes, Severities, type LoginBody, type TokenResponse } from '../../api/index.js';
-import { badRequest, forbidden, HttpError, unauthorized } from '../errors.js';
+import { badRequest, forbidden, HttpError, notFound, unauthorized } from '../errors.js';
 import { dummyPasswordHash, randomHex, randomId, signJwt, verifyJwt, verifyPassword } from '../lib/crypto.js';
 import { hasLevel, type EnvLevels } from '../permissions.js';
-import { requireEnv } from './environments.js';
+import { findEnv } from './environments.js';
 import { writeAudit } from './audit.js';
 
 export function expHours(v: number | undefined): number {
@@ -41,7 +41,18 @@ export async function issueToken(deps: Deps, user: UserRow, hours: number): Prom
 /** Password step of 4.1. Returns a token, or throws 401 mfa_required with a challenge. */
 export async function login(deps: Deps, envRef: string, body: LoginBody, sourceIp: string): Promise<TokenResponse> {
   const hours = expHours(body.exp_hours);
-  const env = await requireEnv(deps, envRef);
+  const env = await findEnv(deps, envRef);
+  if (!env) {
+    // A failed login all the same (contract 4.19): someone is trying names against this server.
+    await writeAudit(deps, {
+      line: `failed login for "${body.username}": environment "${envRef}" not found`,
+      logType: LogTypes.login,
+      severity: Severities.warning,
+      username: body.username,
+      sourceIp,
+    });
+    throw notFound(`environment "${envRef}" not found`);
+  }
   const user = await deps.db.selectFrom('users').selectAll().where('username', '=', body.username).executeTakeFirst();
   // Unknown users are checked against a dummy hash so both failures take the same time.
   const ok = await verifyPassword(body.password, user?.password_hash ?? (await dummyPasswordHash()));
