@@ -88,6 +88,19 @@ describe('carves list', () => {
 });
 
 describe('carves show', () => {
+  it('the carve names and searches in the --help examples exist in the demo fleet, so the examples work as written', async () => {
+    let help = '';
+    for (const v of [[], ['list'], ['show'], ['delete'], ['expire'], ['complete'], ['archive']]) help += (await cli.run(['carves', ...v, '--help'])).stdout;
+    const refs = [...help.matchAll(/\$ fleetctl carves (?:show|delete|expire|complete|archive) (\S+)(?:.*--env (\S+))?/g)].map((m) => [m[1]!, m[2] ?? 'prod'] as const);
+    expect(refs.length).toBeGreaterThan(5);
+    for (const [name, env] of refs) expect((await allCarves(env)).map((c) => c.name), `${name} in ${env}`).toContain(name);
+    for (const m of help.matchAll(/\$ fleetctl carves list (--status \S+ -q \S+)/g)) {
+      const r = await cli.run(['carves', 'list', ...m[1]!.split(' '), '-o', 'json']);
+      expect(r.exitCode).toBe(0);
+      expect(JSON.parse(r.stdout), m[1]).not.toEqual([]);
+    }
+  });
+
   it('gives {query, files} as JSON, and a key/value view plus a files table piped', async () => {
     const name = await carveIn('PENDING');
     const json = await cli.run(['carves', 'show', name, '-o', 'json']);

@@ -234,6 +234,16 @@ describe('nodes show and delete', () => {
     expect(missing.stderr).toMatch(/not found/);
   });
 
+  it('the node names in the --help examples exist in the demo fleet, so the examples work as written', async () => {
+    const help = (await cli.run(['nodes', '--help'])).stdout + (await cli.run(['nodes', 'show', '--help'])).stdout;
+    const names = [...new Set(help.match(/\bprod-[a-z]+-\d{4}\b/g))];
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) {
+      const r = await cli.run(['nodes', 'show', name, '--jq', '.hostname']);
+      expect({ name, exitCode: r.exitCode, stdout: r.stdout }).toEqual({ name, exitCode: 0, stdout: `${name}\n` });
+    }
+  });
+
   it('refuses to delete without --yes and without a terminal, and deletes nothing', async () => {
     const before = await storedUuids();
     const r = await cli.run(['nodes', 'delete', before[0]!]);

@@ -67,6 +67,22 @@ describe('tags list', () => {
       expect(r.stdout).toMatch(/Examples:\n {2}\$ fleetctl tags /);
     }
   });
+
+  it('the add examples and the apply/unapply examples that name nodes work as written against the demo fleet', async () => {
+    let help = '';
+    for (const v of [[], ['add'], ['apply'], ['unapply']]) help += (await cli.run(['tags', ...v, '--help'])).stdout;
+    const examples = [...new Set(help.split('\n').map((l) => /^ {2}\$ fleetctl (tags (?:add|apply|unapply) .*)$/.exec(l)?.[1]).filter((l) => l !== undefined))];
+    const runnable = examples.filter((e) => e.startsWith('tags add') || /\bprod-[a-z]+-\d{4}\b/.test(e));
+    expect(runnable.length).toBeGreaterThan(2);
+    // Shell words: "double" or 'single' quoted, or bare.
+    const argv = (line: string) => [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+    for (const e of runnable.sort((a, b) => Number(b.startsWith('tags add')) - Number(a.startsWith('tags add')))) {
+      const r = await cli.run(argv(e));
+      expect({ e, exitCode: r.exitCode, stderr: r.stderr }).toMatchObject({ e, exitCode: 0 });
+    }
+    // Leave the fleet as the later tests expect it.
+    for (const e of runnable.filter((x) => x.startsWith('tags add'))) expect((await cli.run(['tags', 'remove', argv(e)[2]!, '--yes'])).exitCode).toBe(0);
+  });
 });
 
 describe('tags add / edit', () => {

@@ -64,9 +64,9 @@ export function registerCarves(program: Command): void {
     summary: 'List and inspect file carves, and act on them',
     examples: [
       'fleetctl carves list --status active',
-      'fleetctl carves show etc-passwd-carve',
-      'fleetctl carves complete etc-passwd-carve',
-      'fleetctl carves delete old-carve --yes',
+      'fleetctl carves show carve_etc_hosts',
+      'fleetctl carves complete carve_etc_hosts',
+      'fleetctl carves delete carve_crontab --yes',
     ],
   });
 
@@ -79,7 +79,7 @@ export function registerCarves(program: Command): void {
       description:
         'List carves of the environment, newest first. Without --all or --limit one page is shown\n' +
         '(--page, --page-size); --all streams every page.',
-      examples: ['fleetctl carves list', 'fleetctl carves list --status completed -q passwd', 'fleetctl carves list --all -o json'],
+      examples: ['fleetctl carves list', 'fleetctl carves list --status completed -q hosts', 'fleetctl carves list --all -o json'],
     },
     (cmd) =>
       cmd
@@ -123,7 +123,7 @@ export function registerCarves(program: Command): void {
       aliases: ['get'],
       summary: 'Show a carve and its files',
       description: 'Show a carve query and the files it produced. -o json prints the API object {query, files}.',
-      examples: ['fleetctl carves show etc-passwd-carve', 'fleetctl carves show etc-passwd-carve -o json --jq ".files[].status"'],
+      examples: ['fleetctl carves show carve_etc_hosts', 'fleetctl carves show carve_etc_hosts -o json --jq ".files[].status"'],
     },
     (cmd) => cmd.argument('<name>', 'carve name'),
     async (ctx, [name]) => {
@@ -146,7 +146,7 @@ export function registerCarves(program: Command): void {
         name: a.action,
         summary: a.summary,
         description: a.description,
-        examples: [`fleetctl carves ${a.action} etc-passwd-carve${a.destructive ? ' --yes' : ''}`, `fleetctl carves ${a.action} etc-passwd-carve --env staging -o json`],
+        examples: [`fleetctl carves ${a.action} carve_etc_hosts`, `fleetctl carves ${a.action} carve_etc_hosts --env staging${a.destructive ? ' --yes' : ''} -o json`],
       },
       (cmd) => {
         cmd.argument('<name>', 'carve name');

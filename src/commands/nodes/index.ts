@@ -27,7 +27,7 @@ export function registerNodes(program: Command): void {
       'fleetctl nodes list --status active',
       'fleetctl nodes list --platform darwin -q alice --sort hostname',
       'fleetctl nodes list --all -o json | jq length',
-      'fleetctl nodes show prod-web-0001',
+      'fleetctl nodes show prod-web-0013',
       'fleetctl nodes delete 3f1c...-uuid --yes',
     ],
   });
@@ -90,7 +90,7 @@ export function registerNodes(program: Command): void {
       name: 'show',
       aliases: ['get'],
       summary: 'Show one node by UUID, hostname or local name',
-      examples: ['fleetctl nodes show prod-web-0001', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0002 --jq .health'],
+      examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
     },
     (cmd) => cmd.argument('<node>', 'node UUID, hostname or local name'),
     async (ctx, [ref]) => {

@@ -99,8 +99,8 @@ export function registerTags(program: Command): void {
     summary: 'List, create, change, remove and apply tags',
     examples: [
       'fleetctl tags list',
-      'fleetctl tags add pci --description "In PCI scope" --color "#d9534f"',
-      'fleetctl tags apply pci prod-web-0001 prod-db-0002',
+      'fleetctl tags add hipaa --description "In HIPAA scope" --color "#d9534f"',
+      'fleetctl tags apply pci prod-web-0013 prod-db-0029',
       'fleetctl tags apply quarantine --status inactive --platform windows',
       'fleetctl tags remove quarantine --yes',
     ],
@@ -131,7 +131,7 @@ export function registerTags(program: Command): void {
       summary: 'Create a tag',
       description: 'Create a tag in the environment. A tag with that name already there is a conflict (exit 6).',
       examples: [
-        'fleetctl tags add pci --description "In PCI scope" --color "#d9534f"',
+        'fleetctl tags add hipaa --description "In HIPAA scope" --color "#d9534f"',
         'fleetctl tags add eu-west --custom "region eu-west" --icon "fas fa-globe"',
       ],
     },
@@ -204,7 +204,7 @@ export function registerTags(program: Command): void {
         'Names are resolved first: an unknown or ambiguous name fails the command and nothing is tagged.\n' +
         `Nodes are sent in batches of ${TAG_BATCH}; each batch is applied whole or not at all.`,
       examples: [
-        'fleetctl tags apply pci prod-web-0001 prod-db-0002',
+        'fleetctl tags apply pci prod-web-0013 prod-db-0029',
         'fleetctl tags apply laptops --platform darwin',
         'fleetctl tags apply quarantine -q 10.1.0. --status inactive -o json',
       ],
@@ -220,7 +220,7 @@ export function registerTags(program: Command): void {
       aliases: ['untag'],
       summary: 'Remove a tag from nodes',
       description: 'The reverse of `tags apply`: same ways to name or select nodes, same all-or-nothing name resolution.',
-      examples: ['fleetctl tags unapply quarantine prod-web-0001', 'fleetctl tags unapply quarantine --status active'],
+      examples: ['fleetctl tags unapply quarantine prod-web-0013', 'fleetctl tags unapply quarantine --status active'],
     },
     (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names')),
     async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag!, refs, o),
