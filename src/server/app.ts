@@ -52,7 +52,8 @@ function errorBody(err: FastifyError | HttpError): { status: number; body: Recor
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 400, body: { code: 'bad_request', error: 'request body must be JSON (Content-Type: application/json)' } };
   }
-  if (err instanceof SyntaxError) return { status: 400, body: { code: 'invalid_json', error: `request body is not valid JSON: ${err.message}` } };
+  // Only the body parser's SyntaxError is the client's fault; one thrown by our own code is a 500.
+  if (err instanceof SyntaxError && err.statusCode === 400) return { status: 400, body: { code: 'invalid_json', error: `request body is not valid JSON: ${err.message}` } };
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) return { status: 400, body: { code: 'bad_request', error: err.message } };
   return { status: 500, body: { code: 'internal', error: 'internal server error' } };
@@ -65,7 +66,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
     bodyLimit: deps.config.bodyLimit,
     // Wrong JSON types are errors, not coerced (contract.md 1); unknown body fields are dropped.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
-    return503OnClosing: true,
+    // Shutdown and malformed HTTP get `{code, error}` bodies too (see the hooks below).
+    return503OnClosing: false,
+    clientErrorHandler: (err, socket) => {
+      if ((err as NodeJS.ErrnoException).code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+      const body = JSON.stringify({ code: 'bad_request', error: 'malformed HTTP request' });
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const loginLimiter = new RateLimiter(deps.config.loginRateLimit, 60_000, () => deps.now().getTime());
@@ -80,6 +87,20 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: 'not_found', error: `no such endpoint: ${req.method} ${req.url.split('?')[0]}` }),
   );
+
+  // Requests that reach a closing server (keep-alive connections) are told to come back.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
+  /** Rate limiting is a denial too: audited once per window and key, so a flood writes one row. */
+  const limit = async (req: FastifyRequest, limiter: RateLimiter, key: string, message?: string, username = '') => {
+    const { wait, firstRejection } = limiter.hit(key);
+    if (wait === 0) return;
+    const err = rateLimited(wait, message);
+    throw firstRejection ? await deny(req, err, username) : err;
+  };
 
   const deny = async (req: FastifyRequest, err: HttpError, username = '') => {
     await writeAudit(deps, {
@@ -96,11 +117,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
   // onRequest: authentication and permissions are decided before the body is parsed or
   // validated, so an unauthenticated or forbidden caller learns nothing about the body rules.
   app.addHook('onRequest', async (req) => {
+    if (closing) throw new HttpError(503, 'unavailable', 'the server is shutting down; retry shortly', {}, { 'retry-after': '5' });
     const rule = req.routeOptions.config.rule;
-    if (req.routeOptions.config.limit === 'login') {
-      const wait = loginLimiter.hit(req.ip);
-      if (wait > 0) throw rateLimited(wait, 'too many login attempts; try again later');
-    }
+    if (req.routeOptions.config.limit === 'login') await limit(req, loginLimiter, req.ip, 'too many login attempts; try again later');
     if (!rule || !rule.auth) return;
     let caller: Caller;
     try {
@@ -111,8 +130,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
     req.caller = caller;
     const csrf = req.headers['x-csrf-token'];
     if (csrf !== undefined && csrf !== caller.csrfToken) throw await deny(req, forbidden('CSRF token does not match this session', 'csrf'), caller.user.username);
-    const wait = apiLimiter.hit(caller.user.username);
-    if (wait > 0) throw rateLimited(wait);
+    await limit(req, apiLimiter, caller.user.username, undefined, caller.user.username);
     if (rule.superAdmin && !caller.isSuperAdmin) throw await deny(req, forbidden('this needs a super-admin'), caller.user.username);
     if (rule.env) {
       const params = (rule.env.fromQuery ? req.query : req.params) as Record<string, string | undefined>;

@@ -217,6 +217,20 @@ describe('/error (4.21) and unknown routes', () => {
     }
   });
 
+  it('malformed HTTP gets 400 {code, error} too', async () => {
+    const { connect } = await import('node:net');
+    const { port } = new URL(ts.url);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(port), '127.0.0.1', () => sock.write('GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'));
+      let data = '';
+      sock.on('data', (d) => (data += d));
+      sock.on('end', () => resolve(data));
+      sock.on('error', reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400/);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toEqual({ code: 'bad_request', error: 'malformed HTTP request' });
+  });
+
   it('unknown paths are 404 {code, error}', async () => {
     expectError(await ts.call('GET', '/api/v1/nope', { token: admin }), 404, 'not_found');
   });
@@ -232,6 +246,11 @@ describe('login rate limit', () => {
       const last = await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'test-password-1' } });
       expectError(last, 429, 'rate_limited');
       expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0);
+      // Refusals are audited once per window, so a flood of attempts writes one row.
+      expect((await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'x' } })).status).toBe(429);
+      const rows = await limited.server.deps.db.selectFrom('audit_logs').selectAll().where('line', 'like', '%too many login attempts%').execute();
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ log_type: 9, severity: 2, source_ip: '127.0.0.1' });
     } finally {
       await limited.close();
     }

@@ -8,8 +8,11 @@ export class RateLimiter {
     private readonly now: () => number,
   ) {}
 
-  /** Counts a hit; returns seconds to wait when over the limit, else 0. */
-  hit(key: string): number {
+  /**
+   * Counts a hit. `wait`: seconds until the window resets when over the limit, else 0.
+   * `firstRejection`: this is the first refused hit of the window (audit it once, not per hit).
+   */
+  hit(key: string): { wait: number; firstRejection: boolean } {
     const t = this.now();
     let w = this.windows.get(key);
     if (!w || t - w.start >= this.windowMs) {
@@ -18,7 +21,8 @@ export class RateLimiter {
       if (this.windows.size > 10_000) this.prune(t);
     }
     w.count++;
-    return w.count > this.limit ? Math.ceil((w.start + this.windowMs - t) / 1000) : 0;
+    if (w.count <= this.limit) return { wait: 0, firstRejection: false };
+    return { wait: Math.ceil((w.start + this.windowMs - t) / 1000), firstRejection: w.count === this.limit + 1 };
   }
 
   private prune(t: number) {
