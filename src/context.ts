@@ -75,9 +75,16 @@ export class Context {
     return this.globals.url || this.env.FLEETCTL_URL || this.profile()?.url;
   }
 
+  /** A --profile or FLEETCTL_PROFILE naming no saved profile is a typo: say so, not "not logged in". */
+  private unknownProfile(): CliError | undefined {
+    const named = this.globals.profile || this.env.FLEETCTL_PROFILE;
+    if (!named || this.profile()) return undefined;
+    return new CliError(`no profile named "${named}"`, ExitCode.notFound, 'see `fleetctl config list`');
+  }
+
   requireUrl(): string {
     const url = this.url();
-    if (!url) throw new CliError('no server URL: pass --url, set FLEETCTL_URL, or log in first', ExitCode.auth, 'run `fleetctl login --url URL`');
+    if (!url) throw this.unknownProfile() ?? new CliError('no server URL: pass --url, set FLEETCTL_URL, or log in first', ExitCode.auth, 'run `fleetctl login --url URL`');
     return url;
   }
 
@@ -88,7 +95,7 @@ export class Context {
 
   requireEnv(): string {
     const env = this.envName();
-    if (!env) throw new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env');
+    if (!env) throw this.unknownProfile() ?? new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env');
     return env;
   }
 
@@ -142,7 +149,7 @@ export class Context {
   async api(): Promise<FleetApi> {
     const url = this.requireUrl();
     const cred = await this.credential();
-    if (!cred) throw new CliError(`not logged in (profile "${this.profileName}")`, ExitCode.auth, 'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN');
+    if (!cred) throw this.unknownProfile() ?? new CliError(`not logged in (profile "${this.profileName}")`, ExitCode.auth, 'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN');
     const saved = this.profile()?.url;
     if (!this.env.FLEETCTL_TOKEN && saved && normalizeServerUrl(saved) !== normalizeServerUrl(url)) {
       // A profile's token is a secret for its own server: never hand it to another one.

@@ -84,6 +84,17 @@ describe('profiles', () => {
     expect((await cli.run(['config', 'use', 'default'])).exitCode).toBe(0);
   });
 
+  it('a command with --profile or FLEETCTL_PROFILE naming no profile (a typo) says so: exit 3, not "no environment" or "not logged in"', async () => {
+    const expected = { exitCode: 3, stdout: '', stderr: 'error: no profile named "stagign"\nhint: see `fleetctl config list`\n' };
+    const pick = (r: { exitCode: number; stdout: string; stderr: string }) => ({ exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr });
+    expect(pick(await cli.run(['nodes', 'list', '--profile', 'stagign']))).toEqual(expected);
+    expect(pick(await cli.run(['stats'], { env: { FLEETCTL_PROFILE: 'stagign' } }))).toEqual(expected);
+    expect(pick(await cli.run(['nodes', 'list', '--profile', 'stagign'], { env: { FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' } }))).toEqual(expected);
+    // FLEETCTL_TOKEN needs no profile: it still works whatever the profile name.
+    const ci = { FLEETCTL_TOKEN: await ts.login('analyst', 'prod'), FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' };
+    expect((await cli.run(['nodes', 'list', '--limit', '1', '--json', '--profile', 'stagign'], { env: ci })).exitCode).toBe(0);
+  });
+
   it('config show prints one profile (default: the current one)', async () => {
     expect(await json(cli, ['config', 'show'])).toMatchObject({ name: 'default', current: true, username: 'admin' });
     expect(await json(cli, ['config', 'show', 'staging'])).toMatchObject({ name: 'staging', current: false, env: 'staging' });
