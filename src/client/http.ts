@@ -4,7 +4,7 @@ import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
 import { readFileSync } from 'node:fs';
 import { ApiError, NetworkError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
-import { redactBody, redactHeaders } from './redact.js';
+import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -121,7 +121,7 @@ export class HttpClient {
         const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
         throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${reason}${tries}`, url);
       }
-      const shown = ro.secretResponse && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
+      const shown = (ro.secretResponse || isSecretResponse(method, url)) && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
       debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;

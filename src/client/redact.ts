@@ -34,3 +34,13 @@ export function redactBody(text: string, isError: boolean): string {
     return `[${text.length} bytes of text]`;
   }
 }
+
+/**
+ * Success bodies that are secrets as a whole, whoever sends the request (a typed command or
+ * `fleetctl api`): the enroll values (the secret, and flags and scripts that carry it or its path).
+ */
+const SECRET_RESPONSE_PATH = /\/api\/v1\/environments\/[^/]+\/enroll\/[^/]+$/;
+
+export function isSecretResponse(method: string, url: string): boolean {
+  return method.toUpperCase() === 'GET' && SECRET_RESPONSE_PATH.test(new URL(url).pathname);
+}

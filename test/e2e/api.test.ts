@@ -95,6 +95,18 @@ describe('fleetctl api with a body', () => {
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/--input: not valid JSON/);
   });
+
+  it('--debug does not log enroll values (the secret, flags, scripts); stdout still has what was asked', async () => {
+    const secret = (await apiCall(server.url, 'GET', '/api/v1/environments/prod/enroll/secret', { token })).body.data as string;
+    expect(secret).toMatch(/^[0-9a-f]{16,}$/);
+    for (const target of ['secret', 'enroll.sh']) {
+      const r = await cli.run(['--debug', 'api', `/api/v1/environments/prod/enroll/${target}`]);
+      expect(r.exitCode).toBe(0);
+      if (target === 'secret') expect(JSON.parse(r.stdout)).toEqual({ data: secret });
+      expect(r.stderr).toMatch(/^\[debug\] < 200 \(\d+ ms\) \[\d+ bytes, redacted\]$/m);
+      expect(r.stderr).not.toContain(secret);
+    }
+  });
 });
 
 describe('fleetctl api errors', () => {
