@@ -62,7 +62,7 @@ __fleetctl_sub() {
     'enroll|help') REPLY='enroll help' ;;
     'tags|list'|'tags|ls') REPLY='tags list' ;;
     'tags|add'|'tags|create') REPLY='tags add' ;;
-    'tags|edit') REPLY='tags edit' ;;
+    'tags|edit'|'tags|update') REPLY='tags edit' ;;
     'tags|remove'|'tags|rm'|'tags|delete') REPLY='tags remove' ;;
     'tags|apply') REPLY='tags apply' ;;
     'tags|unapply'|'tags|untag') REPLY='tags unapply' ;;
@@ -76,7 +76,7 @@ __fleetctl_sub() {
     'settings|help') REPLY='settings help' ;;
     'carves|list'|'carves|ls') REPLY='carves list' ;;
     'carves|show'|'carves|get') REPLY='carves show' ;;
-    'carves|delete') REPLY='carves delete' ;;
+    'carves|delete'|'carves|rm') REPLY='carves delete' ;;
     'carves|expire') REPLY='carves expire' ;;
     'carves|complete') REPLY='carves complete' ;;
     'carves|archive') REPLY='carves archive' ;;
@@ -90,7 +90,7 @@ __fleetctl_sub() {
     'audit|help') REPLY='audit help' ;;
     'config|list'|'config|ls') REPLY='config list' ;;
     'config|use') REPLY='config use' ;;
-    'config|show') REPLY='config show' ;;
+    'config|show'|'config|get') REPLY='config show' ;;
     'config|remove'|'config|rm') REPLY='config remove' ;;
     'config|set') REPLY='config set' ;;
     'config|help') REPLY='config help' ;;

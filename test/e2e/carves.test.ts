@@ -170,6 +170,14 @@ describe('carves actions', () => {
     expect((await stored(name)).query.carve_status).toBe('DELETED');
   });
 
+  it('delete is also `rm`, like the delete/remove verbs of the other groups', async () => {
+    const name = await carveIn('PENDING', 'staging');
+    const r = await cli.run(['carves', 'rm', name, '--env', 'staging', '--yes']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toBe(`Deleted carve ${name} in staging\n`);
+    expect((await stored(name, 'staging')).query.carve_status).toBe('DELETED');
+  });
+
   it('has examples in --help for every verb', async () => {
     for (const v of ['list', 'show', 'delete', 'expire', 'complete', 'archive']) {
       const r = await cli.run(['carves', v, '--help']);

@@ -98,6 +98,8 @@ describe('profiles', () => {
   it('config show prints one profile (default: the current one)', async () => {
     expect(await json(cli, ['config', 'show'])).toMatchObject({ name: 'default', current: true, username: 'admin' });
     expect(await json(cli, ['config', 'show', 'staging'])).toMatchObject({ name: 'staging', current: false, env: 'staging' });
+    // `get` is an alias, as for every other `show`.
+    expect(await json(cli, ['config', 'get', 'staging'])).toMatchObject({ name: 'staging', env: 'staging' });
     const missing = await cli.run(['config', 'show', 'nope']);
     expect(missing.exitCode).toBe(3);
   });

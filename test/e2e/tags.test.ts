@@ -118,6 +118,9 @@ describe('tags add / edit', () => {
     expect(none.stderr).toMatch(/nothing to change/);
     const missing = await cli.run(['tags', 'edit', 'no-such-tag', '--color', '#ffffff']);
     expect(missing.exitCode).toBe(3);
+    // `update` is an alias, as for `users edit`.
+    expect((await cli.run(['tags', 'update', 'to-edit', '--description', 'second'])).exitCode).toBe(0);
+    expect(await tag('to-edit')).toMatchObject({ description: 'second', color: '#ffffff' });
   });
 });
 

@@ -144,6 +144,7 @@ export function registerCarves(program: Command): void {
       carves,
       {
         name: a.action,
+        aliases: a.action === 'delete' ? ['rm'] : undefined,
         summary: a.summary,
         description: a.description,
         examples: [`fleetctl carves ${a.action} carve_etc_hosts`, `fleetctl carves ${a.action} carve_etc_hosts --env staging${a.destructive ? ' --yes' : ''} -o json`],

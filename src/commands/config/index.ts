@@ -116,6 +116,7 @@ export function registerConfig(program: Command): void {
     config,
     {
       name: 'show',
+      aliases: ['get'],
       summary: 'Show a profile (default: the current one)',
       examples: ['fleetctl config show', 'fleetctl config show staging --json'],
     },

@@ -148,6 +148,7 @@ export function registerTags(program: Command): void {
     tags,
     {
       name: 'edit',
+      aliases: ['update'],
       summary: 'Change a tag',
       description: 'Change the given fields of a tag; fields not given keep their value.',
       examples: ['fleetctl tags edit pci --color "#ff0000"', 'fleetctl tags edit laptops --description "Employee laptops" --type platform'],
