@@ -54,7 +54,7 @@ const next = `
   export FLEETCTL_CONFIG_DIR=${configDir}
   npx fleetctl nodes list --status inactive --platform darwin
   npx fleetctl nodes list --all -o json | jq length
-  npx fleetctl nodes show prod-web-0001
+  npx fleetctl nodes show prod-web-0013
   npx fleetctl tags list
   npx fleetctl audit list --limit 10
   npx fleetctl --help
