@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { Node, Page, TagWithCount } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -15,10 +15,7 @@ let dir: string;
 const tag = async (name: string) => ((await apiCall(server.url, 'GET', '/api/v1/tags/prod', { token })).body as TagWithCount[]).find((t) => t.name === name);
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  cli = new Cli();
-  await cli.login(server.url);
-  token = await apiToken(server.url);
+  ({ server, cli, token } = await startAdminSession());
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-api-'));
 });
 

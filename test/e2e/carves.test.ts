@@ -1,8 +1,8 @@
 // `fleetctl carves ...` end to end against a real `fleetctl server --dev` process (demo carves in
 // every status); state is read back with raw API calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { CarveDetail, CarveQuery, Page } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -29,10 +29,7 @@ async function carveIn(status: string, env = 'prod'): Promise<string> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  cli = new Cli();
-  await cli.login(server.url);
-  token = await apiToken(server.url);
+  ({ server, cli, token } = await startAdminSession());
 });
 
 afterAll(async () => {

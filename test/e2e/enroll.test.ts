@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { X509Certificate } from 'node:crypto';
-import { BIN, Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken, runInPty } from '../helpers/admin-cli.js';
+import { BIN, Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, runInPty, startAdminSession } from '../helpers/admin-cli.js';
 import { EnrollTargets, NEVER, type Environment } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -24,11 +24,7 @@ async function storedEnv(name: string): Promise<Environment> {
 const hoursFromNow = (iso: string) => (Date.parse(iso) - Date.now()) / 3600_000;
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  url = server.url;
-  cli = new Cli();
-  await cli.login(url);
-  adminToken = await apiToken(url);
+  ({ server, url, cli, token: adminToken } = await startAdminSession());
   tmp = mkdtempSync(join(tmpdir(), 'fleetctl-enroll-'));
 }, 90_000);
 

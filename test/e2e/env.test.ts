@@ -1,7 +1,7 @@
 // `fleetctl env list|show|intervals|map` end to end against a real `fleetctl server --dev`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { Environment } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -16,11 +16,7 @@ async function storedEnv(name: string): Promise<Environment> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  url = server.url;
-  cli = new Cli();
-  await cli.login(url);
-  adminToken = await apiToken(url);
+  ({ server, url, cli, token: adminToken } = await startAdminSession());
 }, 90_000);
 
 afterAll(async () => {

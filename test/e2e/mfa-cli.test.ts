@@ -2,8 +2,8 @@
 // enrols TOTP uses its own fresh user, so the tests do not depend on one another's state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { BIN, Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiLogin, apiToken, runInPty } from '../helpers/admin-cli.js';
+import { BIN, Cli, DEV_PASSWORD, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, apiLogin, runInPty, startAdminSession } from '../helpers/admin-cli.js';
 import { totpCode, TOTP_STEP_SECONDS } from '../../src/lib/totp.js';
 import type { User, WebauthnCredential } from '../../src/api/index.js';
 
@@ -44,11 +44,7 @@ async function enrol(cli: Cli): Promise<{ secret: string; codes: string[] }> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  url = server.url;
-  admin = new Cli();
-  await admin.login(url);
-  adminToken = await apiToken(url);
+  ({ server, url, cli: admin, token: adminToken } = await startAdminSession());
 }, 90_000);
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // `fleetctl settings list|set` end to end against a real `fleetctl server --dev` process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { Setting } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -22,11 +22,7 @@ async function storedOne(service: string, name: string, env = 'prod'): Promise<S
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  url = server.url;
-  cli = new Cli();
-  await cli.login(url);
-  adminToken = await apiToken(url);
+  ({ server, url, cli, token: adminToken } = await startAdminSession());
 }, 90_000);
 
 afterAll(async () => {

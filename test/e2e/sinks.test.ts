@@ -1,8 +1,8 @@
 // `fleetctl sinks ...` end to end against a real `fleetctl server --dev` process (demo sinks on
 // global, prod and staging; dev starts with none); state is read back with raw API calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { EnvironmentMap, LogSink } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -26,10 +26,7 @@ async function clear(env: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  cli = new Cli();
-  await cli.login(server.url);
-  token = await apiToken(server.url);
+  ({ server, cli, token } = await startAdminSession());
   const map = (await apiCall(server.url, 'GET', '/api/v1/environments/map/name', { token })).body as EnvironmentMap;
   envIds = Object.fromEntries(Object.values(map).map((e) => [e.name, e.id]));
 });

@@ -1,8 +1,8 @@
 // `fleetctl stats` end to end against a real `fleetctl server --dev` process: data when piped or
 // with -o, the dashboard in a terminal.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken, runInPty } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, runInPty, startAdminSession } from '../helpers/admin-cli.js';
 import type { DashboardStats } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -16,10 +16,7 @@ async function apiStats(t = token): Promise<DashboardStats> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  cli = new Cli();
-  await cli.login(server.url);
-  token = await apiToken(server.url);
+  ({ server, cli, token } = await startAdminSession());
 });
 
 afterAll(async () => {

@@ -1,8 +1,8 @@
 // `fleetctl tags ...` end to end: the built binary against a real `fleetctl server --dev` process;
 // what the server stored is read back independently (raw API calls or other fleetctl commands).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiToken, runInPty } from '../helpers/admin-cli.js';
+import { Cli, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, runInPty, startAdminSession } from '../helpers/admin-cli.js';
 import type { Node, TagWithCount } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -29,10 +29,7 @@ async function nodesJson(args: string[]): Promise<Node[]> {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  cli = new Cli();
-  await cli.login(server.url);
-  token = await apiToken(server.url);
+  ({ server, cli, token } = await startAdminSession());
 });
 
 afterAll(async () => {

@@ -1,8 +1,8 @@
 // `fleetctl users ...` end to end: the built binary against a real `fleetctl server --dev`
 // process; what the server stored is read back through the API with a separate admin token.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
-import { apiCall, apiLogin, apiToken, runInPty } from '../helpers/admin-cli.js';
+import { Cli, DEV_PASSWORD, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, apiLogin, apiToken, runInPty, startAdminSession } from '../helpers/admin-cli.js';
 import type { User } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -22,11 +22,7 @@ function access(u: User | undefined, env: string) {
 }
 
 beforeAll(async () => {
-  server = await startServerProcess();
-  url = server.url;
-  cli = new Cli();
-  await cli.login(url);
-  adminToken = await apiToken(url);
+  ({ server, url, cli, token: adminToken } = await startAdminSession());
 }, 90_000);
 
 afterAll(async () => {

@@ -2,7 +2,7 @@
 // server stored (independent of the CLI under test), and the built CLI run inside a
 // pseudo-terminal to drive its prompts the way a person would.
 import { spawn, type IPty } from '@lydell/node-pty';
-import { BIN, DEV_PASSWORD, type Cli } from './cli.js';
+import { BIN, Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from './cli.js';
 
 export interface Reply {
   status: number;
@@ -33,6 +33,23 @@ export async function apiToken(url: string, username = 'admin', password = DEV_P
   const r = await apiLogin(url, username, password, env);
   if (r.status !== 200) throw new Error(`login ${username} failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.token as string;
+}
+
+export interface AdminSession {
+  server: ServerProcess;
+  url: string;
+  /** A CLI (own config directory) logged in as admin on prod. */
+  cli: Cli;
+  /** An admin API token, to read back what the server stored. */
+  token: string;
+}
+
+/** The setup most e2e files share: `fleetctl server --dev`, a logged-in CLI, an admin token. */
+export async function startAdminSession(): Promise<AdminSession> {
+  const server = await startServerProcess();
+  const cli = new Cli();
+  await cli.login(server.url);
+  return { server, url: server.url, cli, token: await apiToken(server.url) };
 }
 
 export interface PtyRun {
