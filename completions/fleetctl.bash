@@ -31,12 +31,15 @@ __fleetctl_sub() {
     'auth|help') REPLY='auth help' ;;
     'mfa|status') REPLY='mfa status' ;;
     'mfa|totp') REPLY='mfa totp' ;;
+    'mfa|recovery-codes') REPLY='mfa recovery-codes' ;;
     'mfa|webauthn') REPLY='mfa webauthn' ;;
     'mfa|help') REPLY='mfa help' ;;
     'mfa totp|setup'|'mfa totp|enable') REPLY='mfa totp setup' ;;
     'mfa totp|confirm') REPLY='mfa totp confirm' ;;
     'mfa totp|disable'|'mfa totp|off') REPLY='mfa totp disable' ;;
     'mfa totp|help') REPLY='mfa totp help' ;;
+    'mfa recovery-codes|regenerate') REPLY='mfa recovery-codes regenerate' ;;
+    'mfa recovery-codes|help') REPLY='mfa recovery-codes help' ;;
     'mfa webauthn|list'|'mfa webauthn|ls') REPLY='mfa webauthn list' ;;
     'mfa webauthn|remove'|'mfa webauthn|rm'|'mfa webauthn|delete') REPLY='mfa webauthn remove' ;;
     'mfa webauthn|help') REPLY='mfa webauthn help' ;;
@@ -104,8 +107,9 @@ __fleetctl_subs() {
   case "$1" in
     '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server help' ;;
     'auth') REPLY='status token help' ;;
-    'mfa') REPLY='status totp webauthn help' ;;
+    'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
+    'mfa recovery-codes') REPLY='regenerate help' ;;
     'mfa webauthn') REPLY='list remove help' ;;
     'users') REPLY='list show me add edit remove passwd help' ;;
     'env') REPLY='list show intervals map help' ;;
@@ -124,13 +128,13 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
-    'auth help'|'mfa totp help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp disable'|'users passwd') REPLY='--password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
-    'mfa webauthn remove') REPLY='-y --yes --password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'mfa recovery-codes regenerate'|'mfa webauthn remove') REPLY='-y --yes --password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'users add') REPLY='--email --fullname --environment --level --admin --no-admin --service --no-service --api --no-api --password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'users edit') REPLY='--email --fullname --environment --level --admin --no-admin --service --no-service --api --no-api --password-stdin --set-password -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'users remove'|'enroll expire'|'enroll rotate'|'tags remove'|'nodes delete'|'carves delete'|'carves expire'|'sinks remove') REPLY='-y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -175,8 +179,9 @@ __fleetctl_argval() {
   case "$1" in
     'auth help') case $2 in 0) REPLY='status token' ;; *) return 1 ;; esac ;;
     'mfa totp help') case $2 in 0) REPLY='setup confirm disable' ;; *) return 1 ;; esac ;;
+    'mfa recovery-codes help') case $2 in 0) REPLY='regenerate' ;; *) return 1 ;; esac ;;
     'mfa webauthn help') case $2 in 0) REPLY='list remove' ;; *) return 1 ;; esac ;;
-    'mfa help') case $2 in 0) REPLY='status totp webauthn' ;; *) return 1 ;; esac ;;
+    'mfa help') case $2 in 0) REPLY='status totp recovery-codes webauthn' ;; *) return 1 ;; esac ;;
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
     'env help') case $2 in 0) REPLY='list show intervals map' ;; *) return 1 ;; esac ;;
     'enroll show') case $2 in 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;

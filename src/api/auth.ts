@@ -8,7 +8,12 @@ export const LoginBody = Type.Object({
 });
 export type LoginBody = Static<typeof LoginBody>;
 
-export const TokenResponse = Type.Object({ token: Type.String(), csrf_token: Type.String() });
+export const TokenResponse = Type.Object({
+  token: Type.String(),
+  csrf_token: Type.String(),
+  /** Only after a login with a recovery code: how many unused codes the account has left. */
+  recovery_codes_left: Type.Optional(Type.Integer()),
+});
 export type TokenResponse = Static<typeof TokenResponse>;
 
 export const EXP_HOURS_DEFAULT = 3;
@@ -45,6 +50,7 @@ export const TotpBeginResponse = Type.Object({ secret: Type.String(), otpauth_ur
 export type TotpBeginResponse = Static<typeof TotpBeginResponse>;
 export const TotpConfirmBody = Type.Object({ code: Type.String() });
 export const TotpConfirmResponse = Type.Object({ recovery_codes: Type.Array(Type.String()) });
+/** POST /api/v1/users/me/mfa/recovery-codes answers the same shape: the new codes, shown once. */
 export type TotpConfirmResponse = Static<typeof TotpConfirmResponse>;
 export const PasswordBody = Type.Object({ password: Type.String() });
 export type PasswordBody = Static<typeof PasswordBody>;

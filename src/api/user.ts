@@ -23,7 +23,12 @@ export const User = Type.Object({
   service: Type.Boolean(),
   api: Type.Boolean(),
   environments: Type.Array(UserEnvAccess),
-  mfa: Type.Object({ totp: Type.Boolean(), webauthn: Type.Integer() }),
+  mfa: Type.Object({
+    totp: Type.Boolean(),
+    webauthn: Type.Integer(),
+    /** Unused recovery codes (optional: servers of other flavours do not report it). */
+    recovery_codes: Type.Optional(Type.Integer()),
+  }),
   created_at: Type.String(),
   last_login_at: Type.String(),
 });

@@ -77,16 +77,28 @@ export async function obtainToken(ctx: Context, input: LoginInput, o: ObtainOpti
       if (!isMfaRequired(e)) throw e;
       challenge = challengeOf(e);
     }
-    if (o.mfa) return answerOnce(ctx, attempt.url, challenge.challenge, o.mfa);
+    if (o.mfa) return noteCodesLeft(ctx, await answerOnce(ctx, attempt.url, challenge.challenge, o.mfa));
     if (!o.interactive) throw mfaNotPossible();
     const tokens = await answerAtPrompt(ctx, attempt.url, challenge.challenge, challenge.methods);
-    if (tokens) return tokens;
+    if (tokens) return noteCodesLeft(ctx, tokens);
     if (round >= MAX_PASSWORD_ROUNDS) {
       throw new CliError('the login challenge expired again; nothing was saved', ExitCode.auth, 'run `fleetctl login` to try again');
     }
     ctx.io.err('The login challenge has expired (it lasts 5 minutes): enter your password again.\n');
     attempt.password = await (await ctx.prompter()).password('Password:');
   }
+}
+
+const FEW_CODES_LEFT = 3;
+
+/** After a recovery-code login: how many codes are left, and what to do when few are. */
+function noteCodesLeft(ctx: Context, tokens: TokenResponse): TokenResponse {
+  const left = tokens.recovery_codes_left;
+  if (typeof left === 'number') {
+    ctx.io.err(`${left} recovery ${left === 1 ? 'code' : 'codes'} left.\n`);
+    if (left <= FEW_CODES_LEFT) ctx.io.err('hint: get ten new ones with `fleetctl mfa recovery-codes regenerate`\n');
+  }
+  return tokens;
 }
 
 async function answerOnce(ctx: Context, url: string, challenge: string, a: MfaAnswer): Promise<TokenResponse> {

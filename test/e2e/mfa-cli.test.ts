@@ -179,7 +179,7 @@ describe('mfa status and totp disable', () => {
     await enrol(cli);
     const st = await cli.run(['mfa', 'status', '--json']);
     expect(st.exitCode).toBe(0);
-    expect(JSON.parse(st.stdout)).toEqual({ username: name, totp: true, webauthn: 0 });
+    expect(JSON.parse(st.stdout)).toEqual({ username: name, totp: true, webauthn: 0, recovery_codes: 10 });
 
     const wrong = await cli.run(['mfa', 'totp', 'disable', '--password-stdin'], { input: 'not-the-password' });
     expect(wrong.exitCode).toBe(5);
@@ -208,6 +208,64 @@ describe('mfa status and totp disable', () => {
     expect(replay.status).toBe(403);
     const next = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: login.body.challenge, code: codeAt(secret, 1), method: 'totp' } });
     expect(next.status).toBe(200);
+    cli.cleanup();
+  });
+});
+
+describe('mfa recovery-codes', () => {
+  it('a recovery login says how many codes are left; status counts them; regenerate voids the old ones', async () => {
+    const { name, cli } = await freshUser();
+    const { codes } = await enrol(cli);
+
+    const viaCli = new Cli();
+    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[0]!], { input: DEV_PASSWORD });
+    expect(login.exitCode).toBe(0);
+    expect(login.stderr).toMatch(/^9 recovery codes left\.$/m);
+    expect(login.stderr).not.toMatch(/regenerate/);
+    expect(JSON.parse((await viaCli.run(['mfa', 'status', '--json'])).stdout)).toMatchObject({ totp: true, recovery_codes: 9 });
+    viaCli.cleanup();
+
+    const scripted = await cli.run(['mfa', 'recovery-codes', 'regenerate', '--password-stdin'], { input: DEV_PASSWORD });
+    expect(scripted.exitCode).toBe(2);
+    expect(scripted.stderr).toMatch(/--yes/);
+    const wrong = await cli.run(['mfa', 'recovery-codes', 'regenerate', '--yes', '--password-stdin'], { input: 'not-the-password' });
+    expect(wrong.exitCode).toBe(5);
+    expect(await storedMfa(name)).toMatchObject({ recovery_codes: 9 });
+
+    const r = await cli.run(['mfa', 'recovery-codes', 'regenerate', '--yes', '--password-stdin'], { input: DEV_PASSWORD });
+    expect(r.exitCode).toBe(0);
+    const fresh = r.stdout.trimEnd().split('\n');
+    expect(fresh).toHaveLength(10);
+    expect(fresh.some((c) => codes.includes(c))).toBe(false);
+    expect(r.stderr).toMatch(/previous ones no longer work/);
+    expect(await storedMfa(name)).toMatchObject({ recovery_codes: 10 });
+
+    const old = await apiLogin(url, name);
+    const refused = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: old.body.challenge, code: codes[1], method: 'recovery' } });
+    expect(refused.status).toBe(403);
+    const ok = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: old.body.challenge, code: fresh[0], method: 'recovery' } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.recovery_codes_left).toBe(9);
+    cli.cleanup();
+  });
+
+  it('few codes left: the login hints at regenerate; without TOTP regenerate is 404 (exit 3)', async () => {
+    const { name, cli } = await freshUser();
+    const none = await cli.run(['mfa', 'recovery-codes', 'regenerate', '--yes', '--password-stdin'], { input: DEV_PASSWORD });
+    expect(none.exitCode).toBe(3);
+    expect(none.stderr).toMatch(/TOTP is not enabled/);
+
+    const { codes } = await enrol(cli);
+    for (const code of codes.slice(0, 7)) {
+      const l = await apiLogin(url, name);
+      expect((await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: l.body.challenge, code, method: 'recovery' } })).status).toBe(200);
+    }
+    const viaCli = new Cli();
+    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[7]!], { input: DEV_PASSWORD });
+    expect(login.exitCode).toBe(0);
+    expect(login.stderr).toMatch(/^2 recovery codes left\.$/m);
+    expect(login.stderr).toMatch(/fleetctl mfa recovery-codes regenerate/);
+    viaCli.cleanup();
     cli.cleanup();
   });
 });

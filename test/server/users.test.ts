@@ -38,7 +38,7 @@ function expectUserShape(u: Record<string, unknown>): void {
   expect(u.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
   expect(u.last_login_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
   const mfa = u.mfa as Record<string, unknown>;
-  expect(Object.keys(mfa).sort()).toEqual(['totp', 'webauthn']);
+  expect(Object.keys(mfa).sort()).toEqual(['recovery_codes', 'totp', 'webauthn']);
   expect(typeof mfa.totp).toBe('boolean');
   expect(Number.isInteger(mfa.webauthn)).toBe(true);
   expect(Array.isArray(u.environments)).toBe(true);
@@ -62,7 +62,7 @@ describe('GET /api/v1/users and /api/v1/users/me', () => {
     expect(names).toEqual(expect.arrayContaining(['admin', 'analyst', 'mfa-user', 'ci-bot']));
     const by = (n: string) => r.body.find((u: { username: string }) => u.username === n);
     expect(by('admin')).toMatchObject({ admin: true, mfa: { totp: false, webauthn: 2 } });
-    expect(by('mfa-user')).toMatchObject({ admin: false, mfa: { totp: true, webauthn: 0 } });
+    expect(by('mfa-user')).toMatchObject({ admin: false, mfa: { totp: true, webauthn: 0, recovery_codes: 10 } });
     expect(by('ci-bot')).toMatchObject({ service: true, environments: [{ name: 'staging', user: false, query: false, carve: false, admin: true }] });
     expect(by('dev-user').last_login_at).toBe('0001-01-01T00:00:00Z');
     expect(JSON.stringify(r.body)).not.toMatch(/scrypt|password|secret/i);

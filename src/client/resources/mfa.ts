@@ -10,6 +10,8 @@ export const mfaApi = (http: HttpClient) => ({
   totpConfirm: (code: string) => http.request<TotpConfirmResponse>('POST', 'api/v1/users/me/mfa/totp/confirm', { body: { code } }),
   /** Disable TOTP and the recovery codes. */
   totpDisable: (password: string) => http.request<MessageResponse>('DELETE', 'api/v1/users/me/mfa/totp', { body: { password } }),
+  /** Replace the recovery codes with ten new ones (password confirmed); returns them (once). */
+  recoveryCodesRegenerate: (password: string) => http.request<TotpConfirmResponse>('POST', 'api/v1/users/me/mfa/recovery-codes', { body: { password } }),
   /** The caller's WebAuthn credentials. */
   webauthnList: () => http.request<WebauthnCredential[]>('GET', 'api/v1/mfa/webauthn'),
   /** 4.4 */

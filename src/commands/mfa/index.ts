@@ -27,9 +27,9 @@ async function showEnrolment(ctx: Context, t: TotpBeginResponse): Promise<void> 
 }
 
 /** Recovery codes go to stdout exactly once; the warning to keep them goes to stderr. */
-async function showRecoveryCodes(ctx: Context, codes: string[]): Promise<void> {
+async function showRecoveryCodes(ctx: Context, codes: string[], lead = 'Two-factor authentication (TOTP) is on: logins now ask for a code.'): Promise<void> {
   ctx.io.err(
-    `\nTwo-factor authentication (TOTP) is on: logins now ask for a code.\n` +
+    `\n${lead}\n` +
       `Store these ${codes.length} recovery codes somewhere safe. Each one logs you in once without your\n` +
       `authenticator app, and they will NOT be shown again.\n\n`,
   );
@@ -62,7 +62,7 @@ export function registerMfa(program: Command): void {
   const mfa = group(program, {
     name: 'mfa',
     summary: 'Your second factors: TOTP (authenticator app) and WebAuthn keys',
-    examples: ['fleetctl mfa status', 'fleetctl mfa totp setup', 'fleetctl mfa totp disable', 'fleetctl mfa webauthn list'],
+    examples: ['fleetctl mfa status', 'fleetctl mfa totp setup', 'fleetctl mfa recovery-codes regenerate', 'fleetctl mfa webauthn list'],
   });
 
   verb(
@@ -76,7 +76,8 @@ export function registerMfa(program: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       const me = await api.users.me();
-      await printObject(ctx.io, ctx.output(), { username: me.username, totp: me.mfa.totp, webauthn: me.mfa.webauthn });
+      const { totp, webauthn, recovery_codes } = me.mfa;
+      await printObject(ctx.io, ctx.output(), { username: me.username, totp, webauthn, ...(recovery_codes === undefined ? {} : { recovery_codes }) });
     },
   );
 
@@ -167,6 +168,33 @@ export function registerMfa(program: Command): void {
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
       const res = await api.mfa.totpDisable(password);
       ctx.io.err(`${res.message}\n`);
+    },
+  );
+
+  const recovery = group(mfa, {
+    name: 'recovery-codes',
+    summary: 'Replace your TOTP recovery codes',
+    examples: ['fleetctl mfa recovery-codes regenerate', 'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt'],
+  });
+
+  verb<{ yes?: boolean; passwordStdin?: boolean }>(
+    recovery,
+    {
+      name: 'regenerate',
+      summary: 'Void your recovery codes and print ten new ones (once)',
+      description:
+        'Replace your recovery codes with ten new ones: the old codes, used or not, stop working at once. ' +
+        'Needs TOTP to be on and your password (prompt, or --password-stdin); asks for confirmation at a ' +
+        'terminal (--yes otherwise). The new codes go to stdout, once. `fleetctl mfa status` shows how many are left.',
+      examples: ['fleetctl mfa recovery-codes regenerate', 'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt'],
+    },
+    (cmd) => cmd.option('-y, --yes', 'do not ask for confirmation').option('--password-stdin', 'read your password from standard input'),
+    async (ctx, _args, o) => {
+      const api = await ctx.api();
+      await confirmDestructive(ctx, o.yes, 'Replace your recovery codes? The current ones stop working.');
+      const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
+      const res = await api.mfa.recoveryCodesRegenerate(password);
+      await showRecoveryCodes(ctx, res.recovery_codes, 'New recovery codes: the previous ones no longer work.');
     },
   );
 

@@ -4,7 +4,7 @@ import { callerOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
 import { MessageResponse, PasswordBody, TotpBeginResponse, TotpConfirmBody, TotpConfirmResponse, WebauthnCredential } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { beginTotp, confirmTotp, disableTotp, listWebauthn, removeWebauthn } from '../services/mfa-factors.js';
+import { beginTotp, confirmTotp, disableTotp, listWebauthn, regenerateRecoveryCodes, removeWebauthn } from '../services/mfa-factors.js';
 
 export function mfaRoutes(app: App, deps: Deps): void {
   app.post(
@@ -23,6 +23,11 @@ export function mfaRoutes(app: App, deps: Deps): void {
     '/api/v1/users/me/mfa/totp',
     { config: { rule: RULES.ownMfa, limit: 'login' }, schema: { body: PasswordBody, response: { 200: MessageResponse } } },
     async (req) => ({ message: await disableTotp(deps, callerOf(req), req.body.password, req.ip) }),
+  );
+  app.post(
+    '/api/v1/users/me/mfa/recovery-codes',
+    { config: { rule: RULES.ownMfa, limit: 'login' }, schema: { body: PasswordBody, response: { 200: TotpConfirmResponse } } },
+    async (req) => ({ recovery_codes: await regenerateRecoveryCodes(deps, callerOf(req), req.body.password, req.ip) }),
   );
   app.get(
     '/api/v1/mfa/webauthn',

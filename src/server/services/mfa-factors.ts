@@ -110,6 +110,20 @@ export async function disableTotp(deps: Deps, caller: Caller, password: string, 
   return 'TOTP disabled; recovery codes deleted';
 }
 
+/**
+ * Replaces the caller's recovery codes with ten new ones (the old ones stop working at once).
+ * Needs the password, like disabling TOTP: a stolen token alone must not be able to mint
+ * codes that log in without the authenticator. 404 while TOTP is off: codes belong to TOTP.
+ */
+export async function regenerateRecoveryCodes(deps: Deps, caller: Caller, password: string, sourceIp: string): Promise<string[]> {
+  const user = caller.user;
+  await confirmPassword(deps, user, password, 'regenerating recovery codes', sourceIp);
+  if (!user.totp_secret) throw notFound('TOTP is not enabled: recovery codes come with it (fleetctl mfa totp setup)');
+  const codes = await deps.db.transaction().execute((trx) => replaceRecoveryCodes(trx, user.id));
+  await auditUser(deps, caller, `${user.username} regenerated recovery codes; ${codes.length} issued, the old ones voided`, sourceIp);
+  return codes;
+}
+
 export async function listWebauthn(deps: Deps, caller: Caller): Promise<WebauthnCredential[]> {
   const rows = await deps.db
     .selectFrom('webauthn_credentials')

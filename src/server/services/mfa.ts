@@ -90,7 +90,8 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
     await audit(`MFA login denied: ${user.username} no longer has access to the environment`, Severities.warning);
     throw forbidden(`user ${user.username} has no access to this environment`);
   }
-  const left = method === 'recovery' ? ` (${await unusedRecoveryCodes(deps, user.id)} recovery codes left)` : '';
-  await audit(`login ok: ${user.username} to ${env.name} with ${method}${left}`, Severities.info);
-  return issueToken(deps, user, ch.exp_hours);
+  const left = method === 'recovery' ? await unusedRecoveryCodes(deps, user.id) : undefined;
+  await audit(`login ok: ${user.username} to ${env.name} with ${method}${left === undefined ? '' : ` (${left} recovery codes left)`}`, Severities.info);
+  const tokens = await issueToken(deps, user, ch.exp_hours);
+  return left === undefined ? tokens : { ...tokens, recovery_codes_left: left };
 }

@@ -20,7 +20,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+$/;
 async function toUsers(db: Kysely<DB>, rows: UserRow[]): Promise<User[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  const [access, keys] = await Promise.all([
+  const [access, keys, codes] = await Promise.all([
     db
       .selectFrom('user_env_access as a')
       .innerJoin('environments as e', 'e.id', 'a.environment_id')
@@ -34,6 +34,13 @@ async function toUsers(db: Kysely<DB>, rows: UserRow[]): Promise<User[]> {
       .where('user_id', 'in', ids)
       .groupBy('user_id')
       .execute(),
+    db
+      .selectFrom('recovery_codes')
+      .select(['user_id', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('user_id', 'in', ids)
+      .where('used_at', 'is', null)
+      .groupBy('user_id')
+      .execute(),
   ]);
   const envsOf = new Map<number, UserEnvAccess[]>();
   for (const a of access) {
@@ -42,6 +49,7 @@ async function toUsers(db: Kysely<DB>, rows: UserRow[]): Promise<User[]> {
     envsOf.set(a.user_id, list);
   }
   const keysOf = new Map(keys.map((k) => [k.user_id, Number(k.n)]));
+  const codesOf = new Map(codes.map((k) => [k.user_id, Number(k.n)]));
   return rows.map((r) => ({
     username: r.username,
     fullname: r.fullname,
@@ -50,7 +58,7 @@ async function toUsers(db: Kysely<DB>, rows: UserRow[]): Promise<User[]> {
     service: !!r.service,
     api: !!r.api,
     environments: envsOf.get(r.id) ?? [],
-    mfa: { totp: r.totp_secret !== null, webauthn: keysOf.get(r.id) ?? 0 },
+    mfa: { totp: r.totp_secret !== null, webauthn: keysOf.get(r.id) ?? 0, recovery_codes: codesOf.get(r.id) ?? 0 },
     created_at: r.created_at,
     last_login_at: r.last_login_at ?? NEVER,
   }));
