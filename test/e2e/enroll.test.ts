@@ -111,7 +111,7 @@ describe('enroll extend / expire / notexpire / rotate', () => {
     const after = await storedEnv('staging');
     expect(hoursFromNow(after.enroll_expire)).toBeGreaterThan(23.9);
     expect(hoursFromNow(after.enroll_expire)).toBeLessThan(24.1);
-    expect(r.stderr).toContain(`Enrollment of staging expires ${after.enroll_expire} (in 1 day).`);
+    expect(r.stderr).toBe(`Enrollment of staging is open until ${after.enroll_expire} (in 1 day).\n`);
   });
 
   it('notexpire makes it never expire (-o json reports it)', async () => {
@@ -133,10 +133,16 @@ describe('enroll extend / expire / notexpire / rotate', () => {
   it('expire --yes ends enrollment now; the script then says so and still parses', async () => {
     const r = await cli.run(['enroll', 'expire', 'staging', '--yes']);
     expect(r.exitCode).toBe(0);
-    expect(Math.abs(hoursFromNow((await storedEnv('staging')).enroll_expire))).toBeLessThan(0.05);
+    const expired = (await storedEnv('staging')).enroll_expire;
+    expect(Math.abs(hoursFromNow(expired))).toBeLessThan(0.05);
+    // one line, past tense, and the command that reopens it
+    expect(r.stderr).toBe(`Enrollment of staging expired at ${expired} (just now): new nodes cannot enrol until \`fleetctl enroll extend staging\`.\n`);
     const script = await cli.run(['enroll', 'show', 'staging', 'enroll.sh']);
     expect(script.exitCode).toBe(0);
-    expect(script.stdout).toMatch(/^# EXPIRED/m);
+    expect(script.stdout).toMatch(/^# EXPIRED.*\(fleetctl enroll extend staging\)\.$/m);
+    expect(script.stderr).toMatch(/^warning: Enrollment of staging expired at .*fleetctl enroll extend staging/m);
+    // values that do not enrol nodes do not warn
+    expect((await cli.run(['enroll', 'show', 'staging', 'remove.sh'])).stderr).toBe('');
     expect((await execa('sh', ['-n'], { input: script.stdout, reject: false })).exitCode).toBe(0);
   });
 
@@ -156,6 +162,7 @@ describe('enroll extend / expire / notexpire / rotate', () => {
 
     const r = await cli.run(['enroll', 'rotate', 'dev', '--yes']);
     expect(r.exitCode).toBe(0);
+    expect(r.stderr).toMatch(/^New enroll secret for dev\. Enrollment of dev is open until \S+ \(in 1 day\)\.\n$/);
     const now = (await cli.run(['enroll', 'show', 'dev', 'secret'])).stdout;
     expect(now).not.toBe(old);
     expect(now.trim()).toBe((await storedEnv('dev')).secret);

@@ -45,12 +45,26 @@ const LIFECYCLE: LifecycleSpec[] = [
   },
 ];
 
-/** After a change: the server's message and the new expiry on stderr, or an object for -o/--jq. */
-async function report(ctx: Context, api: FleetApi, env: string, message: string): Promise<void> {
-  const e = await api.environments.get(env);
-  const expiry = isNever(e.enroll_expire) ? 'never expires' : `expires ${e.enroll_expire} (${relativeTime(e.enroll_expire)})`;
-  await reportChange(ctx, `${message}\nEnrollment of ${e.name} ${expiry}.`, () => ({ name: e.name, uuid: e.uuid, enroll_expire: e.enroll_expire, message }));
+/** Where enrollment stands, in one line with the right tense: open until, expired at, or never expires. */
+export function enrollmentState(name: string, expire: string, now = new Date()): string {
+  if (isNever(expire)) return `Enrollment of ${name} is open and never expires.`;
+  if (Date.parse(expire) > now.getTime()) return `Enrollment of ${name} is open until ${expire} (${relativeTime(expire, now)}).`;
+  return `Enrollment of ${name} expired at ${expire} (${relativeTime(expire, now)}): new nodes cannot enrol until \`fleetctl enroll extend ${name}\`.`;
 }
+
+/**
+ * After a change: one line on stderr saying where enrollment now stands (read back from the
+ * server, so the line is the stored state, not the request), or an object for -o/--jq.
+ */
+async function report(ctx: Context, api: FleetApi, env: string, action: LifecycleSpec['action'], message: string): Promise<void> {
+  const e = await api.environments.get(env);
+  const state = enrollmentState(e.name, e.enroll_expire);
+  const human = action === 'rotate' ? `New enroll secret for ${e.name}. ${state}` : state;
+  await reportChange(ctx, human, () => ({ name: e.name, uuid: e.uuid, enroll_expire: e.enroll_expire, message }));
+}
+
+/** Targets that only work while enrollment is open: showing them for a closed one warns. */
+const ENROLLING_TARGETS: ReadonlySet<string> = new Set(['secret', 'flags', 'flagsLinux', 'flagsMac', 'flagsWindows', 'flagsFreeBSD', 'enroll.sh', 'enroll.ps1']);
 
 /** Exactly one trailing newline, so `fleetctl enroll show prod enroll.sh | sh` gets a clean script. */
 export function scriptText(data: string): string {
@@ -89,7 +103,7 @@ export function registerEnroll(program: Command): void {
         if (spec.confirm) await confirmDestructive(ctx, o.yes, spec.confirm(env!));
         const api = await ctx.api();
         const res = await api.environments.enrollAction(env!, spec.action);
-        await report(ctx, api, env!, res.message);
+        await report(ctx, api, env!, spec.action, res.message);
       },
     );
   }
@@ -158,7 +172,13 @@ export function registerEnroll(program: Command): void {
     (cmd) => cmd.argument('<env>', 'environment name or UUID').addArgument(new Argument('<target>', 'what to print').choices(EnrollTargets as unknown as string[])),
     async (ctx, [env, target]) => {
       const api = await ctx.api();
-      const res = await api.environments.enrollRead(env!, target as EnrollTarget);
+      const [res, e] = await Promise.all([
+        api.environments.enrollRead(env!, target as EnrollTarget),
+        ENROLLING_TARGETS.has(target!) ? api.environments.get(env!) : undefined,
+      ]);
+      if (e && !isNever(e.enroll_expire) && Date.parse(e.enroll_expire) <= Date.now()) {
+        ctx.io.err(`warning: ${enrollmentState(e.name, e.enroll_expire)}\n`);
+      }
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), res);
       else if (res.data === '') ctx.io.err(`${target} of ${env} is empty\n`);
       else ctx.io.out(scriptText(res.data));

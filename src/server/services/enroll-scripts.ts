@@ -132,7 +132,7 @@ function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: 
   if (opts.expires && hasExpired(expire, opts.now)) {
     lines.push(
       kind === 'enroll'
-        ? `# EXPIRED: the enrollment of environment ${name} expired at ${one(expire)}; the server refuses new nodes until an env admin extends it (POST /api/v1/environments/${name}/enroll/extend).`
+        ? `# EXPIRED: the enrollment of environment ${name} expired at ${one(expire)}; the server refuses new nodes until an env admin extends it (fleetctl enroll extend ${name}).`
         : `# EXPIRED: the remove link of environment ${name} expired at ${one(expire)}.`,
     );
   } else if (expire !== NEVER && expire !== '') {
