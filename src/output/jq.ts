@@ -1,69 +1,50 @@
-// `--jq EXPR`, evaluated in-process by jq-wasm (real jq 1.7.1 compiled to WebAssembly), loaded
-// only when a command is given --jq (the module is 1.3 MB; start-up stays fast).
+// `--jq EXPR`, evaluated in-process by jq-web (real jq 1.7 compiled to WebAssembly), loaded
+// only when a command is given --jq (the module is 2.8 MB; start-up stays fast).
 //
 // Output, like gh's --jq: one result a line, strings without their quotes (so `.[].uuid`
 // gives bare ids), everything else compact JSON.
 //
-// Two things jq-wasm@1 gets in the way of, worked around here:
-// 1. When jq prints some results and then fails, jq-wasm returns the results and drops the
-//    error. The expression is therefore run as `try (EXPR) catch {<marker>: .}`: an error shows
-//    up as a last, marked line, which is turned into JqError. Compile errors are re-run
-//    without the wrapper so that jq's message shows the user's expression as typed.
-// 2. jq-wasm feeds stdin to jq one byte at a time with `buffer.slice(1)`: O(n^2) in the input
-//    size (a 780 kB list of 2,000 nodes takes 12 s). While our call runs, the TextEncoder that
-//    jq-wasm uses to encode its input is swapped for one that returns, for that exact input
-//    string only, a Uint8Array whose slice() is a view (O(1)); 12 s becomes 0.1 s. Every other
-//    caller gets the standard encoder's result unchanged, the global is restored in
-//    `finally`, and if jq-wasm ever stops using TextEncoder this silently does nothing.
-//    Output is still collected byte by byte (quadratic): results beyond a few hundred kB are
-//    slow; for `--jq .` on a huge list, prefer `-o json | jq`.
+// Why jq-web and not jq-wasm (used before): jq-wasm's build caps the WebAssembly heap at 256 MB
+// and fed stdin one byte at a time, so `nodes list --all --jq length` aborted at ~27,000 nodes
+// (`Aborted()` on stdout). jq-web's heap grows to 2 GB and reads the input from its in-memory
+// file system: 100,000 nodes (47 MB of JSON) take about 1.5 s and 0.5 GB.
+//
+// When jq prints some results and then fails, jq-web throws and the results are lost. The
+// expression is therefore run as `try (EXPR) catch {<marker>: .}`: an error shows up as a last,
+// marked line, which is turned into JqError after the results before it. Compile errors are
+// re-run without the wrapper so that jq's message shows the user's expression as typed.
+import { createRequire } from 'node:module';
 import { JqError } from './errors.js';
 
 const MARKER = '__fleetctl_jq_error_7f3a__';
 
-type RawFn = (data: string | object, filter: string, flags?: string[]) => Promise<string>;
+type RawFn = (json: string, filter: string, flags?: string[]) => string;
 let rawFn: Promise<RawFn> | undefined;
 
 function loadJq(): Promise<RawFn> {
-  rawFn ??= import('jq-wasm').then((m) => {
-    const mod = m as unknown as { raw?: RawFn; default?: { raw?: RawFn } };
-    const fn = mod.raw ?? mod.default?.raw;
-    if (!fn) throw new Error('jq-wasm: raw() not found');
-    return fn;
-  });
+  // require, not import(): jq-web's module.exports is itself a promise, and an ESM namespace
+  // with a `then` export cannot be the result of import().
+  rawFn ??= (async () => {
+    const mod = (await (createRequire(import.meta.url)('jq-web') as Promise<{ raw?: RawFn }>));
+    if (typeof mod.raw !== 'function') throw new Error('jq-web: raw() not found');
+    return mod.raw;
+  })();
   return rawFn;
 }
 
-class ViewSliceBytes extends Uint8Array<ArrayBuffer> {
-  override slice(start?: number, end?: number): Uint8Array<ArrayBuffer> {
-    return this.subarray(start, end);
+/** Runs jq on `input` (JSON text). jq-web's errors carry jq's stderr. */
+async function runRaw(input: string, filter: string, flags: string[]): Promise<string> {
+  const raw = await loadJq();
+  try {
+    return raw(input, filter, [...flags]) ?? ''; // undefined when jq printed nothing
+  } catch (e) {
+    const stderr = (e as { stderr?: unknown }).stderr;
+    // The WebAssembly heap is capped at 2 GB: past it jq aborts. Say so, and what works instead.
+    if (/Aborted|OOM|out of memory|Cannot enlarge memory/i.test(errorText(e))) {
+      throw new JqError('jq: the input is too large for the built-in jq (2 GB memory limit); pipe -o json into jq instead', 'runtime');
+    }
+    throw new Error(typeof stderr === 'string' && stderr.trim() ? stderr : errorText(e));
   }
-}
-
-let queue: Promise<unknown> = Promise.resolve();
-
-/** Runs jq-wasm's raw() on `input` (JSON text), one call at a time, with the fast encoder. */
-function runRaw(input: string, filter: string, flags: string[]): Promise<string> {
-  const run = async (): Promise<string> => {
-    const raw = await loadJq();
-    const Original = globalThis.TextEncoder;
-    class InputEncoder extends Original {
-      override encode(s?: string): Uint8Array<ArrayBuffer> {
-        const bytes = super.encode(s);
-        if (s !== input) return bytes;
-        return new ViewSliceBytes(bytes.buffer, bytes.byteOffset, bytes.length) as Uint8Array<ArrayBuffer>;
-      }
-    }
-    globalThis.TextEncoder = InputEncoder;
-    try {
-      return await raw(input, filter, flags);
-    } finally {
-      globalThis.TextEncoder = Original;
-    }
-  };
-  const result = queue.then(run, run);
-  queue = result.catch(() => undefined);
-  return result;
 }
 
 function errorText(e: unknown): string {
@@ -95,6 +76,7 @@ export async function jqResults(value: unknown, expr: string): Promise<string[]>
   try {
     out = await runRaw(input, wrapped, ['-c']);
   } catch (e) {
+    if (e instanceof JqError) throw e;
     // Compile error (or jq gave up with nothing on stdout). Ask again without the wrapper, on
     // `null` (compile errors do not depend on the input), for jq's message about EXPR itself.
     let msg = errorText(e);

@@ -79,15 +79,13 @@ describe('--jq', () => {
   it('a trailing comment in the expression is fine', async () => {
     expect(await jq('length # count them')).toBe('2\n');
   });
-  it('handles a large list quickly', async () => {
-    const big = Array.from({ length: 3000 }, (_, i) => ({ uuid: `uuid-${i}`, hostname: `host-${i}.example.com`, pad: 'x'.repeat(200) }));
-    const t = Date.now();
-    expect(await jq('map(select(.uuid == "uuid-2999")) | .[0].hostname', {}, big)).toBe('host-2999.example.com\n');
-    expect(Date.now() - t).toBeLessThan(5000);
-  });
-  it('leaves the global TextEncoder as it was', async () => {
-    const before = globalThis.TextEncoder;
-    await jq('length');
-    expect(globalThis.TextEncoder).toBe(before);
-  });
+  it('works on a 100,000-node list (jq-wasm aborted at ~27,000)', async () => {
+    const node = (i: number) => ({
+      uuid: `4b8bc382-49a7-42c7-a26f-${String(i).padStart(12, '0')}`, hostname: `prod-web-${i}`, platform: 'ubuntu',
+      osquery_version: '5.12.1', tags: [{ name: 'pci' }], cpu: 'Intel(R) Xeon(R) CPU E5-2670', config_hash: 'a'.repeat(40),
+    });
+    const big = Array.from({ length: 100_000 }, (_, i) => node(i));
+    expect(await jq('length', {}, big)).toBe('100000\n');
+    expect(await jq('map(select(.hostname == "prod-web-99999")) | .[0].uuid', {}, big)).toBe('4b8bc382-49a7-42c7-a26f-000000099999\n');
+  }, 60_000);
 });
