@@ -1,7 +1,7 @@
 // Lists, printed batch by batch (`--all` fetches page after page): memory stays flat in the
-// total size for json, jsonl, csv and the piped table (TSV). The terminal table fits its
-// widths to the first non-empty batch and truncates later rows to them. yaml and --jq need
-// the whole value, so they buffer everything and print at end().
+// total size for json, jsonl, yaml, csv and the piped table (TSV). The terminal table fits its
+// widths to the first non-empty batch and truncates later rows to them. --jq needs the whole
+// value, so it buffers everything and runs at end().
 import type { IO } from '../io.js';
 import { colorsFor } from './color.js';
 import { csvRow } from './csv.js';
@@ -109,7 +109,7 @@ function makeSink<T>(
   withHeader: boolean,
   project: (row: T) => unknown,
 ): Sink<T> {
-  if (opts.jq !== undefined || opts.format === 'yaml') {
+  if (opts.jq !== undefined) {
     const all: unknown[] = [];
     const jq = opts.jq;
     return {
@@ -117,10 +117,7 @@ function makeSink<T>(
         for (const it of items) all.push(project(it));
         return '';
       },
-      async end() {
-        if (jq !== undefined) return evalJq(all, jq);
-        return (await loadYaml())(all);
-      },
+      end: () => evalJq(all, jq),
     };
   }
 
@@ -137,6 +134,20 @@ function makeSink<T>(
           return s;
         },
         end: () => (started ? '\n]\n' : '[]\n'),
+      };
+    }
+    case 'yaml': {
+      // A YAML sequence printed a batch at a time is the same text as the whole list printed
+      // at once ("- " items at column 0), so yaml streams like json instead of buffering.
+      let started = false;
+      let stringify: ((v: unknown) => string) | undefined;
+      return {
+        async write(items) {
+          stringify ??= await loadYaml();
+          started = true;
+          return stringify(items.map(project));
+        },
+        end: () => (started ? '' : '[]\n'),
       };
     }
     case 'jsonl':

@@ -14,6 +14,7 @@ import {
   type OutputOptions,
 } from '../../src/output/index.js';
 import { memoryIO } from '../helpers/memory-io.js';
+import { loadYaml } from '../../src/output/writer.js';
 
 interface N {
   uuid: string;
@@ -278,10 +279,14 @@ describe('createListWriter (streaming)', () => {
     expect(tsv.split('\n').filter((l) => l.startsWith('UUID'))).toHaveLength(1);
     expect(tsv.trim().split('\n')).toHaveLength(6);
   });
-  it('yaml buffers until end()', async () => {
+  it('yaml streams batch by batch, and the text equals the whole list printed at once', async () => {
     const { out, seen } = await stream(o('yaml'), batches);
-    expect(seen.every((s) => s === '')).toBe(true);
+    expect(seen[0]).not.toBe(''); // printed before end()
     expect(parseYaml(out)).toEqual(all);
+    expect(out).toBe((await loadYaml())(all));
+  });
+  it('yaml of an empty list is []', async () => {
+    expect((await stream(o('yaml'), [[]])).out).toBe('[]\n');
   });
   it('TTY table: widths from the first batch, later rows truncated to them', async () => {
     const later = node(9, { hostname: 'a-much-much-longer-hostname-than-before' });
