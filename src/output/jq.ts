@@ -66,11 +66,19 @@ function runtimeMessage(v: unknown): string {
 }
 
 /**
+ * A value already serialised: `--all` with --jq keeps each page as JSON text rather than as
+ * objects, so 100,000 nodes are held once (as text), not as objects and then again as text.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
  * Evaluates `expr` on `value` and returns jq's results, one JSON text each (compact).
  * Throws JqError with jq's message.
  */
 export async function jqResults(value: unknown, expr: string): Promise<string[]> {
-  const input = JSON.stringify(value) ?? 'null';
+  const input = value instanceof JsonText ? value.text : (JSON.stringify(value) ?? 'null');
   const wrapped = `try (\n${expr}\n) catch {"${MARKER}": .}`;
   let out: string;
   try {

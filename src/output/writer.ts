@@ -7,7 +7,7 @@ import { colorsFor } from './color.js';
 import { csvRow } from './csv.js';
 import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
-import { evalJq } from './jq.js';
+import { evalJq, JsonText } from './jq.js';
 import {
   layoutTable,
   resolveColumns,
@@ -110,14 +110,14 @@ function makeSink<T>(
   project: (row: T) => unknown,
 ): Sink<T> {
   if (opts.jq !== undefined) {
-    const all: unknown[] = [];
+    const parts: string[] = [];
     const jq = opts.jq;
     return {
       write(items) {
-        for (const it of items) all.push(project(it));
+        for (const it of items) parts.push(JSON.stringify(project(it)) ?? 'null');
         return '';
       },
-      end: () => evalJq(all, jq),
+      end: () => evalJq(new JsonText(`[${parts.join(',')}]`), jq),
     };
   }
 
