@@ -20,15 +20,22 @@ export function cellText(v: unknown, sep = ', '): string {
   if (typeof v === 'string') return sanitize(v);
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (v instanceof Date) return v.toISOString();
-  if (Array.isArray(v)) {
-    if (v.length > 0 && v.every((x) => isPlainObject(x) && typeof x.name === 'string')) {
-      return sanitize(v.map((x) => (x as { name: string }).name).join(sep));
-    }
-    if (v.every((x) => x === null || ['string', 'number', 'boolean'].includes(typeof x))) {
-      return sanitize(v.map((x) => (x === null ? '' : String(x))).join(sep));
-    }
+  const list = Array.isArray(v) ? listText(v, sep) : undefined;
+  return sanitize(list ?? JSON.stringify(v) ?? '');
+}
+
+/**
+ * A list as one cell (table, tsv, csv): objects that all have a `name` (tags) -> their names,
+ * scalars -> themselves, joined by `sep`; undefined for other lists (they stay JSON).
+ */
+export function listText(v: readonly unknown[], sep: string): string | undefined {
+  if (v.length > 0 && v.every((x) => isPlainObject(x) && typeof x.name === 'string')) {
+    return v.map((x) => (x as { name: string }).name).join(sep);
   }
-  return sanitize(JSON.stringify(v) ?? '');
+  if (v.every((x) => x === null || ['string', 'number', 'boolean'].includes(typeof x))) {
+    return v.map((x) => (x === null ? '' : String(x))).join(sep);
+  }
+  return undefined;
 }
 
 function charWidth(cp: number, ch: string): number {

@@ -1,13 +1,15 @@
 // CSV: RFC 4180 quoting (fields holding a comma, a double quote, CR or LF are quoted, quotes
 // doubled). Records end in LF, not CRLF: friendlier to Unix tools, and RFC 4180 readers
-// (Python's csv, spreadsheets) accept it. Nested objects/arrays are JSON-encoded in the cell.
+// (Python's csv, spreadsheets) accept it. Lists of names (tags) and of scalars are joined with
+// commas, like the piped table; other nested objects/arrays are JSON-encoded in the cell.
+import { listText } from './cell.js';
 
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (v instanceof Date) return v.toISOString();
-  return JSON.stringify(v) ?? '';
+  return (Array.isArray(v) ? listText(v, ',') : undefined) ?? JSON.stringify(v) ?? '';
 }
 
 export function csvEscape(s: string): string {

@@ -6,15 +6,29 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+const INDEX = /^\d+$/;
+
 /**
  * Looks a dotted path up in a value: `health.status`, `system_info.os.name`, `tags.0.name`.
- * A key that itself contains dots wins over the nested lookup when it exists.
+ * Through an array, a segment that is not an index applies to every element: `tags.name` is
+ * the list of tag names (elements without it are skipped). A key that itself contains dots
+ * wins over the nested lookup when it exists.
  */
 export function lookupPath(value: unknown, path: string): { found: boolean; value: unknown } {
   if (typeof value !== 'object' || value === null) return { found: false, value: undefined };
   if (Object.hasOwn(value, path)) return { found: true, value: (value as Record<string, unknown>)[path] };
+  return lookupSegs(value, path.split('.'));
+}
+
+function lookupSegs(value: unknown, segs: readonly string[]): { found: boolean; value: unknown } {
   let cur: unknown = value;
-  for (const seg of path.split('.')) {
+  for (let i = 0; i < segs.length; i++) {
+    const seg = segs[i]!;
+    if (Array.isArray(cur) && !INDEX.test(seg)) {
+      const rest = segs.slice(i);
+      const values = cur.map((el) => lookupSegs(el, rest)).filter((r) => r.found).map((r) => r.value);
+      return { found: true, value: values.flat() };
+    }
     if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, seg)) return { found: false, value: undefined };
     cur = (cur as Record<string, unknown>)[seg];
   }
@@ -42,8 +56,9 @@ export function validFieldNames(sample: unknown, columns: readonly { key: string
  *
  * Valid: a declared column key, or a path whose first segment is a top-level key of `sample`
  * (the first item of a list). Deeper segments are checked too while the sample holds a plain
- * object there (`health.bogus` fails and lists `health.status, health.reason, ...`); below a
- * null, an array or a missing value anything is accepted, because other items may differ.
+ * object there (`health.bogus` fails and lists `health.status, health.reason, ...`); through an
+ * array, against its first object element (`tags.nope` fails and lists `tags.name, ...`); below a
+ * null, an empty array or a missing value anything is accepted, because other items may differ.
  * With no sample (empty list) only the declared columns count; with no columns either,
  * everything is accepted (nothing to check against).
  */
@@ -62,8 +77,9 @@ export function validateFields(fields: readonly string[], sample: unknown, colum
     }
     let cur: unknown = sample[first];
     for (let i = 1; i < segs.length; i++) {
-      if (!isPlainObject(cur)) break; // null, array, scalar: other items may differ
       const seg = segs[i] ?? '';
+      if (Array.isArray(cur)) cur = INDEX.test(seg) ? undefined : cur.find(isPlainObject);
+      if (!isPlainObject(cur)) break; // null, empty array, scalar: other items may differ
       if (!Object.hasOwn(cur, seg)) {
         const prefix = segs.slice(0, i).join('.');
         throw new FieldError(field, Object.keys(cur).map((k) => `${prefix}.${k}`));

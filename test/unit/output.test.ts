@@ -98,12 +98,10 @@ describe('lists in each format', () => {
     expect(parseYaml(await list(o('yaml')))).toEqual(nodes);
     expect((await list(o('yaml'), [])).trim()).toBe('[]');
   });
-  it('csv: header of column keys, raw values, nested values JSON-encoded', async () => {
+  it('csv: header of column keys, raw values, tag names, other nested values JSON-encoded', async () => {
     const out = await list(o('csv', { fields: ['uuid', 'tags', 'health'] }));
     expect(out.split('\n')[0]).toBe('uuid,tags,health');
-    expect(out.split('\n')[1]).toBe(
-      'uuid-1,"[{""id"":1,""name"":""web""},{""id"":2,""name"":""eu""}]","{""status"":""degraded"",""reason"":""""}"',
-    );
+    expect(out.split('\n')[1]).toBe('uuid-1,"web,eu","{""status"":""degraded"",""reason"":""""}"');
   });
   it('csv: default columns are the declared ones, by key', async () => {
     const out = await list(o('csv'));
@@ -222,6 +220,14 @@ describe('--fields', () => {
     );
     expect(fe.validFields).toEqual(['uuid', 'hostname', 'platform', 'last_seen', 'health', 'tags', 'system_info', 'health.status', 'os']);
     expect(fe.exitCode).toBe(2);
+  });
+  it('a path through an array applies to each element: tags.name gives the names', async () => {
+    expect(JSON.parse(await list(o('json', { fields: ['uuid', 'tags.name'] })))[0]).toEqual({ uuid: 'uuid-1', 'tags.name': ['web', 'eu'] });
+    expect(await list(o('csv', { fields: ['uuid', 'tags.name'] }))).toBe('uuid,tags.name\nuuid-1,"web,eu"\nuuid-2,"web,eu"\n');
+    expect(JSON.parse(await list(o('json', { fields: ['tags.1.name'] })))[0]).toEqual({ 'tags.1.name': 'eu' });
+  });
+  it('an unknown field below an array of objects is an error listing the element keys', async () => {
+    await expect(list(o('json', { fields: ['tags.nope'] }))).rejects.toThrow('unknown field "tags.nope"; valid fields: tags.id, tags.name');
   });
   it('unknown nested field lists the keys at that level', async () => {
     await expect(list(o('json', { fields: ['health.bogus'] }))).rejects.toThrow('unknown field "health.bogus"; valid fields: health.status, health.reason');
