@@ -64,6 +64,7 @@ __fleetctl_sub() {
     'enroll|show'|'enroll|get') REPLY='enroll show' ;;
     'enroll|help') REPLY='enroll help' ;;
     'tags|list'|'tags|ls') REPLY='tags list' ;;
+    'tags|show'|'tags|get') REPLY='tags show' ;;
     'tags|add'|'tags|create') REPLY='tags add' ;;
     'tags|edit'|'tags|update') REPLY='tags edit' ;;
     'tags|remove'|'tags|rm'|'tags|delete') REPLY='tags remove' ;;
@@ -114,7 +115,7 @@ __fleetctl_subs() {
     'users') REPLY='list show me add edit remove passwd help' ;;
     'env') REPLY='list show intervals map help' ;;
     'enroll') REPLY='extend expire rotate notexpire update show help' ;;
-    'tags') REPLY='list add edit remove apply unapply help' ;;
+    'tags') REPLY='list show add edit remove apply unapply help' ;;
     'nodes') REPLY='list show delete help' ;;
     'settings') REPLY='list set help' ;;
     'carves') REPLY='list show delete expire complete archive help' ;;
@@ -128,7 +129,7 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'tags show'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -186,7 +187,7 @@ __fleetctl_argval() {
     'env help') case $2 in 0) REPLY='list show intervals map' ;; *) return 1 ;; esac ;;
     'enroll show') case $2 in 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
     'enroll help') case $2 in 0) REPLY='extend expire rotate notexpire update show' ;; *) return 1 ;; esac ;;
-    'tags help') case $2 in 0) REPLY='list add edit remove apply unapply' ;; *) return 1 ;; esac ;;
+    'tags help') case $2 in 0) REPLY='list show add edit remove apply unapply' ;; *) return 1 ;; esac ;;
     'nodes help') case $2 in 0) REPLY='list show delete' ;; *) return 1 ;; esac ;;
     'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
     'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;

@@ -37,6 +37,26 @@ afterAll(async () => {
   await server?.stop();
 });
 
+describe('tags show', () => {
+  it('prints the one tag with its node count (-o json is the API object)', async () => {
+    const r = await cli.run(['tags', 'show', 'pci', '-o', 'json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(await tag('pci'));
+    const piped = await cli.run(['tags', 'show', 'pci']);
+    expect(piped.exitCode).toBe(0);
+    expect(piped.stdout).toMatch(/^name\tpci$/m);
+    expect(piped.stdout).toMatch(new RegExp(`^node_count\\t${(await tag('pci'))!.node_count}$`, 'm'));
+  });
+
+  it('an unknown tag exits 3 naming it, with a hint', async () => {
+    const r = await cli.run(['tags', 'show', 'no-such-tag']);
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/no tag named "no-such-tag" in prod/);
+    expect(r.stderr).toMatch(/fleetctl tags list/);
+  });
+});
+
 describe('tags list', () => {
   it('prints the API objects with node_count as JSON', async () => {
     const r = await cli.run(['tags', 'list', '-o', 'json']);

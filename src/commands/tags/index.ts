@@ -3,8 +3,8 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { choiceOption, group, verb } from '../define.js';
 import { NodeStatuses, Platforms, TagTypes, type NodeStatus, type Platform, type TagBody, type TagWithCount } from '../../api/index.js';
-import { CliError, UsageError, mapError } from '../../errors.js';
-import { printList, type Column } from '../../output/index.js';
+import { CliError, ExitCode, UsageError, mapError } from '../../errors.js';
+import { printList, printObject, type Column } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import { nodesToChange } from './select-nodes.js';
@@ -99,6 +99,7 @@ export function registerTags(program: Command): void {
     summary: 'List, create, change, remove and apply tags',
     examples: [
       'fleetctl tags list',
+      'fleetctl tags show pci',
       'fleetctl tags add hipaa --description "In HIPAA scope" --color "#d9534f"',
       'fleetctl tags apply pci prod-web-0013 prod-db-0029',
       'fleetctl tags apply quarantine --status inactive --platform windows',
@@ -120,6 +121,25 @@ export function registerTags(program: Command): void {
       const api = await ctx.api();
       const list = await api.tags.list(ctx.requireEnv());
       await printList(ctx.io, ctx.output(), list, TAG_COLUMNS);
+    },
+  );
+
+  verb(
+    tags,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show one tag and how many nodes carry it',
+      description: 'Show a tag of the environment (--env or the profile\'s) by name: description, color, type and its node count. -o json prints the API object.',
+      examples: ['fleetctl tags show pci', 'fleetctl tags show pci -o json', 'fleetctl tags show pci --jq .node_count'],
+    },
+    (cmd) => cmd.argument('<name>', 'tag name'),
+    async (ctx, [name]) => {
+      const env = ctx.requireEnv();
+      const api = await ctx.api();
+      const tag = (await api.tags.list(env)).find((t) => t.name === name);
+      if (!tag) throw new CliError(`no tag named "${name}" in ${env}`, ExitCode.notFound, 'run `fleetctl tags list` to see the tag names');
+      await printObject(ctx.io, ctx.output(), tag, ctx.wantsData() ? [] : TAG_COLUMNS);
     },
   );
 
