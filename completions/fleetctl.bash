@@ -86,6 +86,7 @@ __fleetctl_sub() {
     'carves|archive') REPLY='carves archive' ;;
     'carves|help') REPLY='carves help' ;;
     'sinks|list'|'sinks|ls') REPLY='sinks list' ;;
+    'sinks|show'|'sinks|get') REPLY='sinks show' ;;
     'sinks|clone'|'sinks|copy') REPLY='sinks clone' ;;
     'sinks|add'|'sinks|create') REPLY='sinks add' ;;
     'sinks|remove'|'sinks|rm'|'sinks|delete') REPLY='sinks remove' ;;
@@ -119,7 +120,7 @@ __fleetctl_subs() {
     'nodes') REPLY='list show delete help' ;;
     'settings') REPLY='list set help' ;;
     'carves') REPLY='list show delete expire complete archive help' ;;
-    'sinks') REPLY='list clone add remove help' ;;
+    'sinks') REPLY='list show clone add remove help' ;;
     'audit') REPLY='list help' ;;
     'config') REPLY='list use show remove set help' ;;
   esac
@@ -129,7 +130,7 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'tags show'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'tags show'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'sinks show'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -192,7 +193,7 @@ __fleetctl_argval() {
     'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
     'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;
     'carves help') case $2 in 0) REPLY='list show delete expire complete archive' ;; *) return 1 ;; esac ;;
-    'sinks help') case $2 in 0) REPLY='list clone add remove' ;; *) return 1 ;; esac ;;
+    'sinks help') case $2 in 0) REPLY='list show clone add remove' ;; *) return 1 ;; esac ;;
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;

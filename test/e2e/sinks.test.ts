@@ -36,6 +36,28 @@ afterAll(async () => {
   await server?.stop();
 });
 
+describe('sinks show', () => {
+  it('shows one sink by name or id, config decoded, in the env or global scope', async () => {
+    const list = JSON.parse((await cli.run(['sinks', 'list', 'prod', '-o', 'json'])).stdout) as { id: number; name: string }[];
+    const splunk = list.find((x) => x.name === 'splunk-hec')!;
+    const byName = await cli.run(['sinks', 'show', 'splunk-hec', 'prod', '-o', 'json']);
+    expect(byName.exitCode).toBe(0);
+    expect(JSON.parse(byName.stdout)).toEqual(splunk);
+    expect(JSON.parse(byName.stdout).config).toMatchObject({ index: 'osquery' });
+    const byId = await cli.run(['sinks', 'show', String(splunk.id), 'prod', '-o', 'json']);
+    expect(JSON.parse(byId.stdout)).toEqual(splunk);
+    const global = await cli.run(['sinks', 'show', 'local-file', 'global', '-o', 'json']);
+    expect(JSON.parse(global.stdout)).toMatchObject({ name: 'local-file', type: 'file' });
+  });
+
+  it('a sink not in that scope exits 3 with a hint', async () => {
+    const r = await cli.run(['sinks', 'show', 'local-file', 'prod']);
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toMatch(/no log sink "local-file" in .*prod/);
+    expect(r.stderr).toMatch(/fleetctl sinks list prod/);
+  });
+});
+
 describe('sinks list', () => {
   it('shows the sinks of an env with config decoded from its bytes', async () => {
     const r = await cli.run(['sinks', 'list', 'prod', '-o', 'json']);

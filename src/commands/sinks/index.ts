@@ -48,6 +48,7 @@ export function registerSinks(program: Command): void {
     examples: [
       'fleetctl sinks list prod',
       'fleetctl sinks list global -o json',
+      'fleetctl sinks show splunk-hec',
       'fleetctl sinks clone --from prod --to dev',
       'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"/var/log/osquery/result.log"}\'',
     ],
@@ -72,6 +73,29 @@ export function registerSinks(program: Command): void {
       const list = await api.sinks.list(env.id);
       await printList(ctx.io, ctx.output(), list.map(showSink), SINK_COLUMNS);
       if (list.length === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No log sinks in ${env.label}.\n`);
+    },
+  );
+
+  verb(
+    sinks,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show one log sink, by name or id',
+      description:
+        'Show one log sink of an environment (or `global`) by its name (unique in that scope) or id, with\n' +
+        'its config decoded. Without ENV, --env or the profile\'s environment.',
+      examples: ['fleetctl sinks show splunk-hec', 'fleetctl sinks show local-file global -o json'],
+    },
+    (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
+    async (ctx, [ref, envRef]) => {
+      const api = await ctx.api();
+      const env = await targetEnv(ctx, api, envRef);
+      const list = await api.sinks.list(env.id);
+      const sink = list.find((x) => x.name === ref) ?? (/^\d+$/.test(ref!) ? list.find((x) => x.id === Number(ref)) : undefined);
+      const listCmd = envRef ? `fleetctl sinks list ${envRef}` : 'fleetctl sinks list';
+      if (!sink) throw new CliError(`no log sink "${ref}" in ${env.label}`, ExitCode.notFound, `run \`${listCmd}\` to see them`);
+      await printObject(ctx.io, ctx.output(), showSink(sink), ctx.wantsData() ? [] : SINK_COLUMNS);
     },
   );
 
