@@ -45,4 +45,4 @@ export class FleetApi {
 }
 
 export { HttpClient, type HttpOptions } from './http.js';
-export { paginate } from './paginate.js';
+export { pages, paginate } from './paginate.js';

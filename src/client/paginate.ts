@@ -1,4 +1,4 @@
-// Walks a paginated list page by page: memory stays one page, whatever the fleet size.
+// Walks a paginated list page by page: memory stays about two pages, whatever the fleet size.
 import type { Page } from '../api/index.js';
 
 export interface PaginateOptions {
@@ -8,13 +8,35 @@ export interface PaginateOptions {
   startPage?: number;
 }
 
-export async function* paginate<T>(fetchPage: (page: number, pageSize: number) => Promise<Page<T>>, o: PaginateOptions): AsyncGenerator<T[], void> {
+export interface PageChunk<T> {
+  items: T[];
+  /** The server's total_items for the whole (filtered) list, as of this page. */
+  total: number;
+}
+
+/**
+ * Pages with one page of read-ahead: the request for page n+1 is in flight while the caller
+ * prints page n, so printing and the network overlap and neither waits for the other. Never
+ * more than one request ahead, so memory stays bounded. A failed read-ahead surfaces when its
+ * page is reached.
+ */
+export async function* pages<T>(fetchPage: (page: number, pageSize: number) => Promise<Page<T>>, o: PaginateOptions): AsyncGenerator<PageChunk<T>, void> {
   let remaining = o.limit ?? Infinity;
-  for (let page = o.startPage ?? 1; remaining > 0; page++) {
-    const p = await fetchPage(page, o.pageSize);
+  let page = o.startPage ?? 1;
+  let next: Promise<Page<T>> | undefined = fetchPage(page, o.pageSize);
+  while (next && remaining > 0) {
+    const p: Page<T> = await next;
     const items = p.items.slice(0, remaining);
-    if (items.length > 0) yield items;
     remaining -= items.length;
-    if (page >= p.total_pages || p.items.length === 0) return;
+    const more: boolean = page < p.total_pages && p.items.length > 0 && remaining > 0;
+    next = more ? fetchPage(++page, o.pageSize) : undefined;
+    // An unhandled rejection must not kill the process while the caller is still printing.
+    next?.catch(() => undefined);
+    if (items.length > 0) yield { items, total: p.total_items };
   }
+}
+
+/** The items of every page, a page at a time. */
+export async function* paginate<T>(fetchPage: (page: number, pageSize: number) => Promise<Page<T>>, o: PaginateOptions): AsyncGenerator<T[], void> {
+  for await (const chunk of pages(fetchPage, o)) yield chunk.items;
 }

@@ -4,9 +4,10 @@ import { LogTypes, PAGE_SIZE_MAX, Severities, type AuditLogEntry } from '../../a
 import { paginate, type FleetApi } from '../../client/index.js';
 import { parseDuration, type Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
-import { createListWriter, evalJq, printList, selectFields, validateFields, type Column, type OutputOptions } from '../../output/index.js';
+import { createListWriter, evalJq, selectFields, validateFields, type Column, type OutputOptions } from '../../output/index.js';
 import type { AuditListQuery } from '../../client/resources/audit.js';
 import { follow } from './follow.js';
+import { printPagedList } from '../paged-list.js';
 
 const nameOf = (table: Record<string, number>, v: number) => Object.keys(table).find((k) => table[k] === v) ?? String(v);
 export const logTypeName = (t: number) => nameOf(LogTypes, t);
@@ -129,22 +130,13 @@ export function registerAudit(program: Command): void {
       const api = await ctx.api();
       const columns = auditColumns(await envNames(api));
       if (o.follow) return runFollow(ctx, api, query, o, columns);
-      if (o.all || o.limit !== undefined) {
-        const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-        const writer = createListWriter(ctx.io, ctx.output(), columns);
-        for await (const items of paginate((page, page_size) => api.audit.list({ ...query, page, page_size }), { pageSize, limit: o.limit })) {
-          await writer.write(items);
-        }
-        await writer.end();
-        return;
-      }
-      const page = await api.audit.list({ ...query, page: o.page, page_size: o.pageSize });
-      await printList(ctx.io, ctx.output(), page.items, columns);
-      if (ctx.io.stdoutIsTTY && !ctx.wantsData() && page.total_pages > 1) {
-        const first = (page.page - 1) * page.page_size + 1;
-        const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
-        ctx.io.err(`Showing ${page.items.length ? `${first}-${first + page.items.length - 1}` : 'none'} of ${page.total_items} entries (page ${page.page} of ${page.total_pages})${more}\n`);
-      }
+      const filtered = Object.values(query).some((v) => v !== undefined);
+      await printPagedList(ctx, o, {
+        noun: 'entries',
+        columns,
+        fetchPage: (page, page_size) => api.audit.list({ ...query, page, page_size }),
+        empty: `No audit entries${filtered ? ' match' : ''}`,
+      });
     },
   );
 }

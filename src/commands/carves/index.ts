@@ -1,8 +1,8 @@
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { CarveListStatuses, PAGE_SIZE_MAX, type CarveAction, type CarveFile, type CarveListStatus, type CarveQuery } from '../../api/index.js';
-import { paginate } from '../../client/index.js';
-import { createListWriter, printList, printObject, type Column } from '../../output/index.js';
+import { printList, printObject, type Column } from '../../output/index.js';
+import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';
 
 const CARVE_COLUMNS: Column<CarveQuery>[] = [
@@ -93,26 +93,12 @@ export function registerCarves(program: Command): void {
       const env = ctx.requireEnv();
       const api = await ctx.api();
       const filters = { status: o.status, q: o.search };
-      if (o.all || o.limit !== undefined) {
-        const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-        const writer = createListWriter(ctx.io, ctx.output(), CARVE_COLUMNS);
-        for await (const items of paginate((page, page_size) => api.carves.list(env, { ...filters, page, page_size }), { pageSize, limit: o.limit })) {
-          await writer.write(items);
-        }
-        await writer.end();
-        if (writer.count === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No carves in ${env}${o.status || o.search ? ' match' : ''}.\n`);
-        return;
-      }
-      const page = await api.carves.list(env, { ...filters, page: o.page, page_size: o.pageSize });
-      await printList(ctx.io, ctx.output(), page.items, CARVE_COLUMNS);
-      if (ctx.io.stdoutIsTTY && !ctx.wantsData()) {
-        if (page.total_items === 0) ctx.io.err(`No carves in ${env}${o.status || o.search ? ' match' : ''}.\n`);
-        else if (page.total_pages > 1) {
-          const first = (page.page - 1) * page.page_size + 1;
-          const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
-          ctx.io.err(`Showing ${page.items.length ? `${first}-${first + page.items.length - 1}` : 'none'} of ${page.total_items} carves (page ${page.page} of ${page.total_pages})${more}\n`);
-        }
-      }
+      await printPagedList(ctx, o, {
+        noun: 'carves',
+        columns: CARVE_COLUMNS,
+        fetchPage: (page, page_size) => api.carves.list(env, { ...filters, page, page_size }),
+        empty: `No carves in ${env}${o.status || o.search ? ' match' : ''}`,
+      });
     },
   );
 

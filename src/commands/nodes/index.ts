@@ -2,8 +2,8 @@ import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders, type NodeSort, type NodeStatus, type Platform, type SortOrder } from '../../api/index.js';
 import { CliError, mapError } from '../../errors.js';
-import { paginate } from '../../client/index.js';
-import { createListWriter, printList, printObject } from '../../output/index.js';
+import { printList, printObject } from '../../output/index.js';
+import { printPagedList } from '../paged-list.js';
 import { NODE_COLUMNS } from './columns.js';
 import { confirmDestructive } from '../confirm.js';
 
@@ -64,23 +64,13 @@ export function registerNodes(program: Command): void {
       const env = ctx.requireEnv();
       const api = await ctx.api();
       const filters = { status: o.status, platform: o.platform, q: o.search, sort: o.sort, order: o.order };
-      if (o.all || o.limit !== undefined) {
-        const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-        const writer = createListWriter(ctx.io, ctx.output(), NODE_COLUMNS);
-        for await (const items of paginate((page, page_size) => api.nodes.list(env, { ...filters, page, page_size }), { pageSize, limit: o.limit })) {
-          await writer.write(items);
-        }
-        await writer.end();
-        return;
-      }
-      const page = await api.nodes.list(env, { ...filters, page: o.page, page_size: o.pageSize });
-      await printList(ctx.io, ctx.output(), page.items, NODE_COLUMNS);
-      if (ctx.io.stdoutIsTTY && !ctx.wantsData() && page.total_items > 0) {
-        const first = (page.page - 1) * page.page_size + 1;
-        const last = first + page.items.length - 1;
-        const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
-        ctx.io.err(`Showing ${page.items.length ? `${first}-${last}` : 'none'} of ${page.total_items} nodes (page ${page.page} of ${page.total_pages})${more}\n`);
-      }
+      const filtered = o.status || o.platform || o.search;
+      await printPagedList(ctx, o, {
+        noun: 'nodes',
+        columns: NODE_COLUMNS,
+        fetchPage: (page, page_size) => api.nodes.list(env, { ...filters, page, page_size }),
+        empty: `No nodes in ${env}${filtered ? ' match' : ''}`,
+      });
     },
   );
 

@@ -1,0 +1,54 @@
+// One way to print a paginated list (nodes, carves, audit entries): one page with a "Showing"
+// line, or every page (--all / --limit) streamed through the list writer with a progress line,
+// and the same "No X in Y." at a terminal when nothing matched.
+import { PAGE_SIZE_MAX, type Page } from '../api/index.js';
+import { pages } from '../client/index.js';
+import { createListWriter, printList, type Column } from '../output/index.js';
+import { Progress } from './progress.js';
+import type { Context } from '../context.js';
+
+export interface PageFlags {
+  page?: number;
+  pageSize?: number;
+  limit?: number;
+  all?: boolean;
+}
+
+export interface PagedListSpec<T> {
+  /** Plural noun for messages: "nodes", "carves", "entries". */
+  noun: string;
+  columns: readonly Column<T>[];
+  fetchPage(page: number | undefined, pageSize: number | undefined): Promise<Page<T>>;
+  /** Said at a terminal when the list is empty, e.g. "No nodes in prod" or "No nodes in prod match". */
+  empty: string;
+}
+
+export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedListSpec<T>): Promise<void> {
+  const human = ctx.io.stdoutIsTTY && !ctx.wantsData();
+  if (o.all || o.limit !== undefined) {
+    const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
+    const writer = createListWriter(ctx.io, ctx.output(), spec.columns);
+    const progress = Progress.start(ctx.io, spec.noun);
+    try {
+      for await (const { items, total } of pages((page, size) => spec.fetchPage(page, size), { pageSize, limit: o.limit })) {
+        progress.update(writer.count + items.length, o.limit === undefined ? total : Math.min(total, o.limit));
+        await writer.write(items);
+      }
+    } finally {
+      progress.stop();
+    }
+    await writer.end();
+    if (writer.count === 0 && human) ctx.io.err(`${spec.empty}.\n`);
+    return;
+  }
+  const page = await spec.fetchPage(o.page, o.pageSize);
+  await printList(ctx.io, ctx.output(), page.items, spec.columns);
+  if (!human) return;
+  if (page.total_items === 0) ctx.io.err(`${spec.empty}.\n`);
+  else if (page.total_pages > 1 || page.items.length === 0) {
+    const first = (page.page - 1) * page.page_size + 1;
+    const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
+    const shown = page.items.length ? `${first}-${first + page.items.length - 1}` : 'none';
+    ctx.io.err(`Showing ${shown} of ${page.total_items} ${spec.noun} (page ${page.page} of ${page.total_pages})${more}\n`);
+  }
+}
