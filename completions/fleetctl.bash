@@ -25,6 +25,7 @@ __fleetctl_sub() {
     '|config') REPLY='config' ;;
     '|completion') REPLY='completion' ;;
     '|server') REPLY='server' ;;
+    '|options') REPLY='options' ;;
     '|help') REPLY='help' ;;
     'auth|status') REPLY='auth status' ;;
     'auth|token') REPLY='auth token' ;;
@@ -107,7 +108,7 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server help' ;;
+    '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server options help' ;;
     'auth') REPLY='status token help' ;;
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
@@ -130,7 +131,7 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'tags show'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'sinks show'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'tags show'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'sinks show'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -197,7 +198,7 @@ __fleetctl_argval() {
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }

@@ -2,6 +2,7 @@
 // completions and man pages from the same definitions.
 import { Command, Option } from 'commander';
 import { registerCommands } from './commands/index.js';
+import { globalOptionsText, helpConfig } from './help.js';
 import pkg from '../package.json' with { type: 'json' };
 
 export const VERSION: string = pkg.version;
@@ -25,8 +26,12 @@ export function buildProgram(): Command {
     .option('--insecure-storage', 'login: save the token in a 0600 file instead of the OS keychain')
     .option('--debug', 'log HTTP requests and responses on stderr (secrets redacted)')
     .showHelpAfterError('(run with --help for usage)')
-    .configureHelp({ sortSubcommands: false, showGlobalOptions: true })
+    .configureHelp(helpConfig)
     .exitOverride();
   registerCommands(program);
+  program
+    .command('options')
+    .description('List the global options, which every command accepts')
+    .action(() => void process.stdout.write(globalOptionsText(program)));
   return program;
 }

@@ -1,6 +1,7 @@
 // How every verb is declared: commander for parsing, examples in --help, and run(ctx, args, opts).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { Context, type GlobalOptions } from '../context.js';
+import { flow } from '../help.js';
 
 export interface VerbSpec {
   name: string;
@@ -30,7 +31,7 @@ export function examplesText(examples: string[]): string {
 
 /** A command group (e.g. `nodes`), with its examples shown in --help. */
 export function group(program: Command, spec: VerbSpec): Command {
-  const cmd = program.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
+  const cmd = program.command(spec.name).summary(spec.summary).description(flow(spec.description ?? spec.summary));
   if (spec.aliases) cmd.aliases(spec.aliases);
   addExamples(cmd, spec.examples);
   return cmd;
@@ -43,7 +44,7 @@ export type RunFn<O> = (ctx: Context, args: string[], opts: O) => Promise<void>;
  * built from the global options, the positional arguments, and the verb's own options.
  */
 export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpec, configure: (cmd: Command) => void, run: RunFn<O>): Command {
-  const cmd = parent.command(spec.name).summary(spec.summary).description(spec.description ?? spec.summary);
+  const cmd = parent.command(spec.name).summary(spec.summary).description(flow(spec.description ?? spec.summary));
   if (spec.aliases) cmd.aliases(spec.aliases);
   configure(cmd);
   addExamples(cmd, spec.examples);

@@ -1,0 +1,47 @@
+// --help as a user reads it: a group lists its verbs before anything else, global flags are listed
+// once by `fleetctl options` (not under every command), and descriptions flow as paragraphs.
+import { describe, expect, it } from 'vitest';
+import { Cli } from '../helpers/cli.js';
+
+const cli = new Cli();
+
+describe('help', () => {
+  it('a group lists its verbs first and points to `fleetctl options` instead of repeating global flags', async () => {
+    const r = await cli.run(['nodes', '--help']);
+    expect(r.exitCode).toBe(0);
+    const sections = r.stdout.split('\n').filter((l) => /^[A-Z][A-Za-z ]+:$/.test(l));
+    expect(sections).toEqual(['Commands:', 'Options:', 'Examples:']);
+    expect(r.stdout).not.toMatch(/--jq |--fields |Global Options/);
+    expect(r.stdout).toContain('Run `fleetctl options` for the global options');
+    expect(r.stdout.split('\n').length).toBeLessThan(25);
+  });
+
+  it('`fleetctl options` lists every global flag', async () => {
+    const r = await cli.run(['options']);
+    expect(r.exitCode).toBe(0);
+    for (const flag of ['--url', '--env', '--profile', '--output', '--json', '--fields', '--jq', '--no-headers', '--timeout', '--insecure', '--debug']) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
+  it('server --help shows the server options, not output flags', async () => {
+    const r = await cli.run(['server', '--help']);
+    expect(r.stdout).toContain('--listen');
+    expect(r.stdout).not.toMatch(/--jq |--fields /);
+  });
+
+  it('descriptions are flowed paragraphs: no ragged line at 80 columns', async () => {
+    const r = await cli.run(['sinks', 'list', '--help'], { env: { COLUMNS: '80' } });
+    const description = r.stdout.split('\n\n')[1]!;
+    const lines = description.split('\n');
+    expect(lines.length).toBeGreaterThan(1);
+    // every line but the last is filled to near the width: no line broken early by a hard newline
+    for (const l of lines.slice(0, -1)) expect(l.length).toBeGreaterThan(60);
+    expect(lines.every((l) => l.length <= 80)).toBe(true);
+  });
+
+  it('global flags still work after a verb', async () => {
+    const r = await cli.run(['nodes', 'list', '--json', '--url', 'http://127.0.0.1:9'], { env: { FLEETCTL_TOKEN: 'x' } });
+    expect(r.stderr).not.toMatch(/unknown option/);
+  });
+});
