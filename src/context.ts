@@ -82,9 +82,21 @@ export class Context {
     return new CliError(`no profile named "${named}"`, ExitCode.notFound, 'see `fleetctl config list`');
   }
 
+  /**
+   * Nothing says where or who: no profile, no --url/FLEETCTL_URL, no FLEETCTL_TOKEN. That is a
+   * first run, and the one thing to say is "not logged in" (exit 4), whichever value was asked
+   * for first (a missing environment used to say "no environment", exit 2).
+   */
+  private notLoggedIn(): CliError | undefined {
+    if (this.profile() || this.globals.url || this.env.FLEETCTL_URL || this.env.FLEETCTL_TOKEN) return undefined;
+    return new CliError('not logged in', ExitCode.auth, 'run `fleetctl login --url URL --env ENV`');
+  }
+
   requireUrl(): string {
     const url = this.url();
-    if (!url) throw this.unknownProfile() ?? new CliError('no server URL: pass --url, set FLEETCTL_URL, or log in first', ExitCode.auth, 'run `fleetctl login --url URL`');
+    if (!url) {
+      throw this.unknownProfile() ?? this.notLoggedIn() ?? new CliError('no server URL: pass --url or set FLEETCTL_URL', ExitCode.auth, 'run `fleetctl login --url URL`');
+    }
     return url;
   }
 
@@ -95,7 +107,7 @@ export class Context {
 
   requireEnv(): string {
     const env = this.envName();
-    if (!env) throw this.unknownProfile() ?? new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env');
+    if (!env) throw this.unknownProfile() ?? this.notLoggedIn() ?? new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env');
     return env;
   }
 

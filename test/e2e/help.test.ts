@@ -45,3 +45,20 @@ describe('help', () => {
     expect(r.stderr).not.toMatch(/unknown option/);
   });
 });
+
+describe('a first run, before any login', () => {
+  // Every verb that talks to the server, from a fresh config directory with no FLEETCTL_* variable.
+  const verbs = [
+    ['nodes', 'list'], ['nodes', 'show', 'x'], ['stats'], ['users', 'list'], ['users', 'me'], ['env', 'list'], ['env', 'show', 'prod'],
+    ['tags', 'list'], ['tags', 'show', 'pci'], ['carves', 'list'], ['audit', 'list'], ['sinks', 'list'], ['settings', 'list', 'tls'],
+    ['mfa', 'status'], ['enroll', 'show', 'prod', 'secret'], ['api', '/api/v1/stats'],
+  ];
+  it.each(verbs)('%s %s says "not logged in", exit 4, with the login command', async (...args) => {
+    const fresh = new Cli();
+    const r = await fresh.run(args.filter((a): a is string => typeof a === 'string'));
+    fresh.cleanup();
+    expect(r.exitCode).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('error: not logged in\nhint: run `fleetctl login --url URL --env ENV`\n');
+  });
+});
