@@ -38,10 +38,21 @@ export const MAX_CODE_TRIES = 3;
 /** Password steps in one login (a challenge that expires sends the user back to the password). */
 const MAX_PASSWORD_ROUNDS = 3;
 
-/** The password step. MFA challenges are surfaced as ApiError 401 `mfa_required`. */
+/**
+ * The password step. MFA challenges are surfaced as ApiError 401 `mfa_required`. Any other 401
+ * is a refused login: its hint is about the credentials, not "run fleetctl login" (the user is
+ * running it).
+ */
 export async function passwordLogin(ctx: Context, input: LoginInput): Promise<TokenResponse> {
   const api = ctx.anonymousApi(input.url);
-  return api.auth.login(input.env, { username: input.username, password: input.password, exp_hours: input.expHours });
+  try {
+    return await api.auth.login(input.env, { username: input.username, password: input.password, exp_hours: input.expHours });
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401 && e.code !== 'mfa_required') {
+      e.hint = `check the username and password for ${input.url}; nothing was saved`;
+    }
+    throw e;
+  }
 }
 
 export function isMfaRequired(e: unknown): e is ApiError {

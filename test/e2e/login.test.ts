@@ -142,6 +142,9 @@ describe('login without a second factor', () => {
     expect(r.stderr).toContain('"password":"[redacted]"');
     expect(r.stderr).not.toContain(pw);
     expect(profiles(cli)).toEqual({});
+    // the hint is about the credentials, not "run fleetctl login" (that is what the user ran)
+    expect(r.stderr).toMatch(/^hint: check the username and password for http:\/\/127\.0\.0\.1:\d+; nothing was saved$/m);
+    expect(r.stderr).not.toMatch(/run `fleetctl login`/);
   });
 
   it('prompts are never attempted without a terminal: a missing value names its flag (exit 2)', async () => {
