@@ -17,7 +17,8 @@ export type { Column, ColumnKind, OutputFormat, OutputOptions } from './format.j
 export { FieldError, FormatError, JqError } from './errors.js';
 export { parseFields, getPath, selectFields, validateFields } from './fields.js';
 export { relativeTime, isNever, isTimestamp } from './time.js';
-export { colorsFor, statusTone, type Colors, type StatusTone } from './color.js';
+export { colorsFor, colorStatus, statusTone, type Colors, type StatusTone } from './color.js';
+export { cellText } from './cell.js';
 export { evalJq } from './jq.js';
 export { createListWriter, type ListWriter } from './writer.js';
 

@@ -69,3 +69,24 @@ describe('empty lists at a terminal say so', () => {
     expect(t.text().trim()).toBe(message);
   });
 });
+
+describe('nodes show', () => {
+  it('at a terminal: a grouped, readable view; piped or -o json: the raw record', async () => {
+    const raw = JSON.parse((await cli.run(['nodes', 'show', 'prod-web-0013', '-o', 'json'])).stdout) as Node;
+    const t = new Terminal(['nodes', 'show', 'prod-web-0013'], { configDir: cli.configDir });
+    expect(await t.exitCode()).toBe(0);
+    const screen = t.text();
+    const lines = screen.trimEnd().split('\n');
+    expect(lines[0]).toBe('prod-web-0013');
+    expect(lines.filter((l) => /^[A-Z]\w+$/.test(l))).toEqual(['Identity', 'Status', 'System', 'Tags']);
+    expect(screen).toMatch(new RegExp(`^  UUID +${raw.uuid}$`, 'm'));
+    expect(screen).toMatch(new RegExp(`^  Health +${raw.health.status}`, 'm'));
+    expect(screen).toMatch(/^ {2}Uptime +(\d+ (day|hour|minute)s?( \d+ (hour|minute)s?)?|unknown)$/m);
+    expect(screen).toMatch(new RegExp(`^  Tags +${raw.tags.length ? raw.tags.map((x) => x.name).join(', ') : 'none'}$`, 'm'));
+    expect(screen).not.toMatch(/system_info|uptime\.seconds|volume_size/);
+    expect(lines.length).toBeLessThan(35);
+
+    const piped = await cli.run(['nodes', 'show', 'prod-web-0013']);
+    expect(piped.stdout).toMatch(new RegExp(`^uuid\\t${raw.uuid}$`, 'm'));
+  });
+});

@@ -2,7 +2,8 @@ import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders, type NodeSort, type NodeStatus, type Platform, type SortOrder } from '../../api/index.js';
 import { CliError, mapError } from '../../errors.js';
-import { printList, printObject } from '../../output/index.js';
+import { colorsFor, printList, printObject } from '../../output/index.js';
+import { renderNodeView } from './show-view.js';
 import { printPagedList } from '../paged-list.js';
 import { NODE_COLUMNS } from './columns.js';
 import { confirmDestructive } from '../confirm.js';
@@ -80,13 +81,18 @@ export function registerNodes(program: Command): void {
       name: 'show',
       aliases: ['get'],
       summary: 'Show one node by UUID, hostname or local name',
+      description:
+        'Show one node. At a terminal: a readable view in groups (identity, status and health, system, tags). ' +
+        'The raw API record: -o json or yaml, --fields, --jq, or piped (key<TAB>value lines).',
       examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
     },
     (cmd) => cmd.argument('<node>', 'node UUID, hostname or local name'),
     async (ctx, [ref]) => {
       const api = await ctx.api();
       const node = await api.nodes.get(ctx.requireEnv(), ref!);
-      await printObject(ctx.io, ctx.output(), node);
+      const out = ctx.output();
+      if (ctx.io.stdoutIsTTY && !ctx.wantsData() && !out.fields) ctx.io.out(renderNodeView(node, colorsFor(ctx.io)));
+      else await printObject(ctx.io, out, node);
     },
   );
 
