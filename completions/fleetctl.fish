@@ -431,7 +431,7 @@ complete -c fleetctl -n '__fleetctl_at \'tags unapply\'' -l platform -x -a 'linu
 complete -c fleetctl -n '__fleetctl_at \'tags help\' 0' -a 'list show add edit remove apply unapply' -d 'command'
 complete -c fleetctl -n '__fleetctl_at \'nodes\' 0' -a 'list' -d 'List the nodes of an environment'
 complete -c fleetctl -n '__fleetctl_at \'nodes\' 0' -a 'show' -d 'Show one node by UUID, hostname or local name'
-complete -c fleetctl -n '__fleetctl_at \'nodes\' 0' -a 'delete' -d 'Delete nodes by UUID'
+complete -c fleetctl -n '__fleetctl_at \'nodes\' 0' -a 'delete' -d 'Delete nodes by UUID, hostname or local name'
 complete -c fleetctl -n '__fleetctl_at \'nodes\' 0' -a 'help' -d 'display help for command'
 complete -c fleetctl -n '__fleetctl_at \'nodes list\'' -l status -x -a 'all active inactive' -d 'node status'
 complete -c fleetctl -n '__fleetctl_at \'nodes list\'' -l platform -x -a 'linux darwin windows other' -d 'platform family'

@@ -256,13 +256,36 @@ describe('nodes show and delete', () => {
     const [uuid] = await storedUuids();
     const r = await cli.run(['nodes', 'delete', uuid!, '--yes']);
     expect(r.exitCode).toBe(0);
-    expect(r.stderr).toMatch(`Deleted node ${uuid}`);
+    expect(r.stderr).toMatch(new RegExp(`^Deleted node \\S+ \\(${uuid}\\)$`, 'm'));
     expect(await storedUuids()).not.toContain(uuid);
     const audit = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('line', 'like', `%${uuid}%`).execute();
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ username: 'admin', log_type: 3 });
     const again = await cli.run(['nodes', 'delete', uuid!, '--yes']);
     expect(again.exitCode).toBe(3);
+  });
+
+  it('takes what nodes show takes: a hostname; the confirmation names the host; a bad name deletes nothing', async () => {
+    const [a, b] = (await storedUuids()).slice(-2);
+    const hostA = JSON.parse((await cli.run(['nodes', 'show', a!, '--json'])).stdout).hostname as string;
+    const hostB = JSON.parse((await cli.run(['nodes', 'show', b!, '--json'])).stdout).hostname as string;
+
+    const refused = await cli.run(['nodes', 'delete', hostA, hostB]);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain(`Delete 2 nodes from prod: ${hostA} (${a}), ${hostB} (${b}); pass --yes`);
+
+    const typo = await cli.run(['nodes', 'delete', hostA, 'no-such-host-zz', '--yes']);
+    expect(typo.exitCode).toBe(3);
+    expect(await storedUuids()).toEqual(expect.arrayContaining([a, b]));
+
+    const r = await cli.run(['nodes', 'delete', hostA, hostB, '--yes', '--json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      { uuid: a, hostname: hostA, deleted: true },
+      { uuid: b, hostname: hostB, deleted: true },
+    ]);
+    expect(await storedUuids()).not.toContain(a);
+    expect(await storedUuids()).not.toContain(b);
   });
 
   it('an env user may list but not delete (exit 5)', async () => {

@@ -4,6 +4,7 @@ import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders, type Nod
 import { CliError, mapError } from '../../errors.js';
 import { colorsFor, printList, printObject } from '../../output/index.js';
 import { renderNodeView } from './show-view.js';
+import { mapLimit } from '../../lib/map-limit.js';
 import { printPagedList } from '../paged-list.js';
 import { NODE_COLUMNS } from './columns.js';
 import { confirmDestructive } from '../confirm.js';
@@ -101,39 +102,46 @@ export function registerNodes(program: Command): void {
     {
       name: 'delete',
       aliases: ['rm'],
-      summary: 'Delete nodes by UUID',
-      description: 'Delete one or more nodes (and their tag links) from the environment. Asks for confirmation at a terminal; needs --yes otherwise.',
-      examples: ['fleetctl nodes delete 3f1c0a2e-...', 'fleetctl nodes delete UUID1 UUID2 --yes'],
+      summary: 'Delete nodes by UUID, hostname or local name',
+      description:
+        'Delete one or more nodes (and their tag links) from the environment. Each NODE is what `nodes show` ' +
+        'takes (UUID, hostname or local name); all are looked up first, so a typo or an ambiguous name deletes ' +
+        'nothing. Asks for confirmation naming the hosts at a terminal; needs --yes otherwise.',
+      examples: ['fleetctl nodes delete prod-web-0013', 'fleetctl nodes delete prod-web-0013 prod-db-0029 --yes'],
     },
-    (cmd) => cmd.argument('<uuid...>', 'node UUIDs').option('-y, --yes', 'do not ask for confirmation'),
-    async (ctx, uuids, o) => {
+    (cmd) => cmd.argument('<node...>', 'node UUIDs, hostnames or local names').option('-y, --yes', 'do not ask for confirmation'),
+    async (ctx, refs, o) => {
       const env = ctx.requireEnv();
-      await confirmDestructive(ctx, o.yes, `Delete ${uuids.length} node${uuids.length === 1 ? '' : 's'} from ${env}?`);
       const api = await ctx.api();
-      const results: { uuid: string; deleted: boolean; error?: string }[] = [];
+      // Resolve every reference before asking: the confirmation names the hosts, and a bad one
+      // (404, or 409 for a name several nodes share) stops everything before anything is deleted.
+      const targets = await mapLimit(refs, 4, async (ref) => {
+        const n = await api.nodes.get(env, ref);
+        return { uuid: n.uuid, hostname: n.hostname };
+      });
+      const unique = [...new Map(targets.map((t) => [t.uuid, t])).values()];
+      const names = unique.map((t) => `${t.hostname || '(no hostname)'} (${t.uuid})`);
+      const question = unique.length === 1 ? `Delete node ${names[0]} from ${env}?` : `Delete ${unique.length} nodes from ${env}: ${names.join(', ')}?`;
+      await confirmDestructive(ctx, o.yes, question);
+      const results: { uuid: string; hostname: string; deleted: boolean; error?: string }[] = [];
       let firstError: unknown;
-      if (uuids.length === 1) {
-        await api.nodes.delete(env, uuids[0]!);
-        if (ctx.wantsData()) await printList(ctx.io, ctx.output(), [{ uuid: uuids[0]!, deleted: true }], [{ key: 'uuid' }, { key: 'deleted' }]);
-        else ctx.io.err(`Deleted node ${uuids[0]}\n`);
-        return;
-      }
-      for (const uuid of uuids) {
+      for (const t of unique) {
         try {
-          await api.nodes.delete(env, uuid);
-          results.push({ uuid, deleted: true });
-          if (!ctx.wantsData()) ctx.io.err(`Deleted node ${uuid}\n`);
+          await api.nodes.delete(env, t.uuid);
+          results.push({ ...t, deleted: true });
+          if (!ctx.wantsData()) ctx.io.err(`Deleted node ${t.hostname || t.uuid} (${t.uuid})\n`);
         } catch (e) {
           firstError ??= e;
           const m = mapError(e);
-          results.push({ uuid, deleted: false, error: m.message });
-          ctx.io.err(`error: ${uuid}: ${m.message}\n`);
+          results.push({ ...t, deleted: false, error: m.message });
+          if (unique.length > 1) ctx.io.err(`error: ${t.uuid}: ${m.message}\n`);
         }
       }
-      if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'deleted' }, { key: 'error' }]);
+      if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'hostname' }, { key: 'deleted' }, { key: 'error' }]);
       if (firstError) {
+        if (unique.length === 1) throw firstError;
         const m = mapError(firstError);
-        throw new CliError(`${results.filter((r) => !r.deleted).length} of ${uuids.length} deletions failed`, m.exitCode, m.hint);
+        throw new CliError(`${results.filter((r) => !r.deleted).length} of ${unique.length} deletions failed`, m.exitCode, m.hint);
       }
     },
   );
