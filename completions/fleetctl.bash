@@ -171,7 +171,7 @@ __fleetctl_optval() {
     'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
     'sinks add|--source') REPLY='status result query' ;;
     *'|--url'|*'|--env'|*'|--profile'|*'|--fields'|*'|--jq'|*'|--timeout') REPLY='' ;;
-    *'|-o'|*'|--output') REPLY='table json jsonl yaml csv' ;;
+    *'|-o'|*'|--output') REPLY='table wide json jsonl yaml csv' ;;
     *'|--ca-file') REPLY=':file' ;;
     *) return 1 ;;
   esac

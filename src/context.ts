@@ -189,12 +189,14 @@ export class Context {
   }
 
   output(): OutputOptions {
-    const format = this.globals.json ? 'json' : parseOutputFormat(this.globals.output ?? 'table');
+    // `-o wide` is the table with every column (kubectl's spelling), not a format of its own.
+    const wide = !this.globals.json && this.globals.output?.trim().toLowerCase() === 'wide';
+    const format = this.globals.json ? 'json' : wide ? 'table' : parseOutputFormat(this.globals.output ?? 'table');
     const fields = this.globals.fields
       ?.split(',')
       .map((f) => f.trim())
       .filter(Boolean);
-    return { format, fields: fields?.length ? fields : undefined, jq: this.globals.jq, noHeaders: this.globals.headers === false };
+    return { format, fields: fields?.length ? fields : undefined, jq: this.globals.jq, noHeaders: this.globals.headers === false, wide };
   }
 
   /** Machine-readable output requested (anything but a table). */

@@ -12,6 +12,8 @@ export interface OutputOptions {
   jq?: string;
   /** `--no-headers`: no header row in table and csv output. */
   noHeaders?: boolean;
+  /** `-o wide`: a table with every column, none dropped or cut for the terminal's width. */
+  wide?: boolean;
 }
 
 /**
@@ -30,6 +32,13 @@ export interface Column<T> {
   /** Cell value; default: dotted-path lookup of `key` in the row. */
   get?: (row: T) => unknown;
   kind?: ColumnKind;
+  /** An identifier (UUID, hostname, name): never cut on a terminal; a line overflows instead. */
+  id?: boolean;
+  /**
+   * Dropped on a narrow terminal, the highest number first, before anything would be cut to
+   * unreadable; undefined: always shown. `-o wide` shows every column.
+   */
+  drop?: number;
 }
 
 export function isOutputFormat(s: string): s is OutputFormat {

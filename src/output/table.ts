@@ -13,6 +13,8 @@ export interface ResolvedColumn<T> {
   key: string;
   header: string;
   kind: ColumnKind | undefined;
+  id?: boolean;
+  drop?: number;
   value(row: T): unknown;
 }
 
@@ -22,6 +24,8 @@ function fromDeclared<T>(c: Column<T>): ResolvedColumn<T> {
     key: c.key,
     header: c.header ?? defaultHeader(c.key),
     kind: c.kind,
+    id: c.id,
+    drop: c.drop,
     value: get ? (row) => get(row) : (row) => lookupPath(row, c.key).value,
   };
 }
@@ -36,9 +40,10 @@ function fromKey<T>(key: string): ResolvedColumn<T> {
  */
 export function resolveColumns<T>(columns: readonly Column<T>[], fields: readonly string[] | undefined, sample: unknown): ResolvedColumn<T>[] {
   if (fields && fields.length > 0) {
+    // Columns the user named are never dropped.
     return fields.map((f) => {
       const c = columns.find((d) => d.key === f);
-      return c ? fromDeclared(c) : fromKey<T>(f);
+      return c ? { ...fromDeclared(c), drop: undefined } : fromKey<T>(f);
     });
   }
   if (columns.length > 0) return columns.map(fromDeclared);
@@ -134,20 +139,66 @@ export function ttyCells<T>(cols: readonly ResolvedColumn<T>[], row: T, now: Dat
   });
 }
 
-/** Widths of header + rows, fitted to the terminal. */
-export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonly TtyCell[][], withHeader: boolean, columns: number): number[] {
+/** Narrowest a cut column may get before dropping columns is better than cutting it further. */
+const READABLE = 8;
+
+/**
+ * Widths of header + rows, fitted to the terminal; 0 means the column is dropped. Identifiers
+ * (`id`) and numbers are never cut. When the rest cannot fit readably (each cut column at least READABLE
+ * wide), the droppable columns go, highest `drop` first; when nothing is left to drop, the
+ * other columns are cut and, if the identifiers alone are too wide, the line overflows. With
+ * `wide`, every column at its full width.
+ */
+export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonly TtyCell[][], withHeader: boolean, columns: number, wide = false): number[] {
   const natural = cols.map((c, i) => {
     let w = withHeader ? displayWidth(c.header) : 0;
     for (const r of rows) w = Math.max(w, displayWidth(r[i]?.text ?? ''));
-    return w;
+    return Math.max(w, 1);
   });
-  return fitWidths(natural, columns, cols.map((c) => c.kind === undefined || c.kind === 'text'));
+  if (wide) return natural;
+  const shown = cols.map(() => true);
+  const dropOrder = cols
+    .map((c, i) => ({ i, rank: c.drop }))
+    .filter((d): d is { i: number; rank: number } => d.rank !== undefined)
+    .sort((a, b) => b.rank - a.rank)
+    .map((d) => d.i);
+  for (;;) {
+    const idx = cols.map((_, i) => i).filter((i) => shown[i]);
+    const widths = fitShown(idx.map((i) => natural[i]!), idx.map((i) => neverCut(cols[i]!)), idx.map((i) => cols[i]!.kind === undefined || cols[i]!.kind === 'text'), columns);
+    const readable = widths.every((w, j) => w >= Math.min(natural[idx[j]!]!, READABLE));
+    const fits = widths.reduce((s, w) => s + w, 0) + COLUMN_GAP * (idx.length - 1) <= columns;
+    if ((fits && readable) || dropOrder.length === 0) {
+      const out = cols.map(() => 0);
+      idx.forEach((i, j) => (out[i] = widths[j]!));
+      return out;
+    }
+    shown[dropOrder.shift()!] = false;
+  }
 }
 
-function renderLine(parts: { text: string; width: number; right: boolean; paint?: (s: string) => string }[]): string {
+/** Identifiers and numbers: a cut one would read as another value. */
+function neverCut(c: { id?: boolean; kind?: ColumnKind }): boolean {
+  return !!c.id || c.kind === 'number';
+}
+
+/** fitWidths over the non-identifier columns, in the room the identifiers leave. */
+function fitShown(natural: number[], ids: boolean[], shrinkFirst: boolean[], total: number): number[] {
+  const free = natural.map((_, i) => i).filter((i) => !ids[i]);
+  if (free.length === 0) return natural;
+  const idWidth = natural.reduce((s, w, i) => (ids[i] ? s + w : s), 0);
+  const room = total - idWidth - COLUMN_GAP * (natural.length - free.length);
+  const fitted = fitWidths(free.map((i) => natural[i]!), room, free.map((i) => shrinkFirst[i]!));
+  const widths = [...natural];
+  free.forEach((i, j) => (widths[i] = fitted[j]!));
+  return widths;
+}
+
+function renderLine(all: { text: string; width: number; right: boolean; id?: boolean; paint?: (s: string) => string }[]): string {
   const out: string[] = [];
+  const parts = all.filter((p) => p.width > 0); // width 0: dropped for the terminal's width
   parts.forEach((p, i) => {
-    const cut = truncate(p.text, p.width);
+    // An identifier longer than its column (a later batch of a stream) overflows, never cut.
+    const cut = p.id ? p.text : truncate(p.text, p.width);
     const last = i === parts.length - 1;
     const painted = p.paint ? p.paint(cut) : cut;
     const pad = Math.max(0, p.width - displayWidth(cut));
@@ -177,6 +228,7 @@ export function ttyRowLine<T>(cols: readonly ResolvedColumn<T>[], cells: readonl
         text: cell.text,
         width: widths[i] ?? 0,
         right: col.kind === 'number',
+        id: neverCut(col),
         paint: status !== undefined ? (s: string) => colorStatus(c, status, s) : undefined,
       };
     }),

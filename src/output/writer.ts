@@ -176,7 +176,7 @@ function makeSink<T>(
       };
     }
     case 'table':
-      return io.stdoutIsTTY ? ttyTableSink(io, columns, fields, withHeader) : tsvSink(columns, fields, withHeader);
+      return io.stdoutIsTTY ? ttyTableSink(io, columns, fields, withHeader, !!opts.wide) : tsvSink(columns, fields, withHeader);
   }
 }
 
@@ -203,7 +203,7 @@ function tsvSink<T>(columns: readonly Column<T>[], fields: readonly string[] | u
   };
 }
 
-function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly string[] | undefined, withHeader: boolean): Sink<T> {
+function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly string[] | undefined, withHeader: boolean, wide: boolean): Sink<T> {
   const colors = colorsFor(io);
   const now = new Date();
   let cols: ResolvedColumn<T>[] | undefined;
@@ -214,7 +214,7 @@ function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly
       const cs = (cols ??= resolveColumns(columns, fields, first));
       const cells = items.map((it) => ttyCells(cs, it, now));
       if (!widths) {
-        widths = layoutTable(cs, cells, withHeader, io.columns);
+        widths = layoutTable(cs, cells, withHeader, io.columns, wide);
         if (withHeader) s += ttyHeaderLine(cs, widths, colors);
       }
       const ws = widths;

@@ -90,3 +90,45 @@ describe('nodes show', () => {
     expect(piped.stdout).toMatch(new RegExp(`^uuid\\t${raw.uuid}$`, 'm'));
   });
 });
+
+describe('tables keep identifiers whole at any width', () => {
+  const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+  const screen = async (args: string[], cols: number) => {
+    const t = new Terminal(args, { configDir: cli.configDir, cols, env: { COLUMNS: String(cols) } });
+    expect(await t.exitCode()).toBe(0);
+    return t.text();
+  };
+
+  it('nodes list at 80 columns: whole UUIDs and hostnames, fewer columns; a UUID from the screen pastes into nodes show', async () => {
+    const raw = JSON.parse((await cli.run(['nodes', 'list', '--json'])).stdout) as Node[];
+    const text = await screen(['nodes', 'list'], 80);
+    const header = text.split('\n')[0]!;
+    expect(header).toMatch(/^UUID +HOSTNAME +IP/);
+    expect(header).not.toMatch(/TAGS|OSQUERY/);
+    expect(text).not.toContain('…');
+    const shown = text.match(uuid)!;
+    expect(shown.slice(0, raw.length)).toEqual(raw.map((n) => n.uuid));
+    for (const n of raw) expect(text).toContain(n.hostname);
+    for (const line of text.trimEnd().split('\n').slice(0, raw.length + 1)) expect(line.length).toBeLessThanOrEqual(80);
+    const pasted = await cli.run(['nodes', 'show', shown[0]!, '--json']);
+    expect(JSON.parse(pasted.stdout).uuid).toBe(raw[0]!.uuid);
+  });
+
+  it('at 200 columns every column shows; -o wide shows every column at 80 too', async () => {
+    expect((await screen(['nodes', 'list'], 200)).split('\n')[0]).toMatch(/^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/);
+    expect((await screen(['nodes', 'list', '-o', 'wide'], 80)).split('\n')[0]).toMatch(/^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/);
+  });
+
+  it('carves, users and stats at 80 columns: whole names, access lists and UUIDs', async () => {
+    const carves = JSON.parse((await cli.run(['carves', 'list', '--json'])).stdout) as { name: string }[];
+    const ct = await screen(['carves', 'list'], 80);
+    for (const c of carves) expect(ct).toContain(c.name);
+    const users = (await cli.run(['users', 'list', '--fields', 'username,access', '--no-headers'])).stdout.trim().split('\n').map((l) => l.split('\t'));
+    const ut = await screen(['users', 'list'], 80);
+    for (const [name, access] of users) expect(ut).toMatch(new RegExp(`^${name} .*${access!.replace(/[()+]/g, '\\$&')}`, 'm'));
+    const envs = JSON.parse((await cli.run(['stats', '--json'])).stdout).environments as { uuid: string }[];
+    const st = await screen(['stats', '-o', 'table'], 80);
+    for (const e of envs) expect(st).toContain(e.uuid);
+    expect(st).not.toContain('…');
+  });
+});

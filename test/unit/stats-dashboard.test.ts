@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DashboardStats } from '../../src/api/index.js';
-import { bar, platformBars, printDashboard } from '../../src/commands/stats/dashboard.js';
+import { bar, MAX_BAR, platformBars, printDashboard } from '../../src/commands/stats/dashboard.js';
 import { colorsFor } from '../../src/output/index.js';
 import { memoryIO } from '../helpers/memory-io.js';
 
@@ -37,13 +37,13 @@ describe('bar', () => {
 
 describe('platformBars', () => {
   it('scales the largest platform to the room left on the line, and keeps every line within the width', () => {
-    for (const width of [40, 80, 132]) {
+    for (const width of [40, 80, 132, 200]) {
       const lines = platformBars(stats.platform_counts, width, colorsFor({ color: false })).trimEnd().split('\n');
       expect(lines).toHaveLength(4);
       expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(['linux', 'darwin', 'windows', 'other']);
       for (const l of lines) expect([...l].length).toBeLessThanOrEqual(width);
       const blocks = (l: string) => [...l].filter((ch) => '█▏▎▍▌▋▊▉'.includes(ch)).length;
-      expect(blocks(lines[0]!)).toBe(width - 7 - 4 - 6 - 6); // label, count, percent, gaps
+      expect(blocks(lines[0]!)).toBe(Math.min(MAX_BAR, width - 7 - 4 - 6 - 6)); // label, count, percent, gaps; capped
       expect(blocks(lines[1]!)).toBeLessThan(blocks(lines[0]!));
       expect(lines[0]).toMatch(/1200\s+54\.5%$/);
       expect(lines[3]).toMatch(/186\s+8\.5%$/);

@@ -6,14 +6,14 @@ import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';
 
 const CARVE_COLUMNS: Column<CarveQuery>[] = [
-  { key: 'name', header: 'NAME' },
+  { key: 'name', header: 'NAME', id: true },
   { key: 'carve_status', header: 'STATUS', kind: 'status' },
   { key: 'path', header: 'PATH' },
-  { key: 'creator', header: 'CREATOR' },
+  { key: 'creator', header: 'CREATOR', drop: 4 },
   // Targets can be long lists of UUIDs: `carves show` has them; here, how far the carve got.
   { key: 'progress', header: 'NODES', get: (c) => `${c.executions}/${c.expected}` },
-  { key: 'created_at', header: 'CREATED', kind: 'time' },
-  { key: 'expiration', header: 'EXPIRES', kind: 'time' },
+  { key: 'created_at', header: 'CREATED', kind: 'time', drop: 2 },
+  { key: 'expiration', header: 'EXPIRES', kind: 'time', drop: 3 },
 ];
 
 const CARVE_DETAIL_COLUMNS: Column<CarveQuery>[] = [

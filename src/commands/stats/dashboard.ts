@@ -7,14 +7,15 @@ const PLATFORM_KEYS = ['linux', 'darwin', 'windows', 'other'] as const satisfies
 
 /** Per-environment rows: the columns of the piped TSV / csv (and, minus uuid, of the dashboard). */
 export const ENV_STATS_COLUMNS: Column<EnvironmentStats>[] = [
-  { key: 'name', header: 'ENVIRONMENT' },
-  { key: 'uuid', header: 'UUID' },
+  { key: 'name', header: 'ENVIRONMENT', id: true },
+  { key: 'uuid', header: 'UUID', id: true },
   { key: 'total', header: 'TOTAL', kind: 'number' },
   { key: 'active', header: 'ACTIVE', kind: 'number' },
-  { key: 'inactive', header: 'INACTIVE', kind: 'number' },
-  { key: 'active_queries', header: 'QUERIES', kind: 'number' },
-  { key: 'active_carves', header: 'CARVES', kind: 'number' },
-  ...PLATFORM_KEYS.map((p): Column<EnvironmentStats> => ({ key: `platform_counts.${p}`, header: p.toUpperCase(), kind: 'number' })),
+  { key: 'inactive', header: 'INACTIVE', kind: 'number', drop: 1 },
+  { key: 'active_queries', header: 'QUERIES', kind: 'number', drop: 2 },
+  { key: 'active_carves', header: 'CARVES', kind: 'number', drop: 3 },
+  // Platform counts go first on a narrow terminal (the dashboard's bars show them too).
+  ...PLATFORM_KEYS.map((p, i): Column<EnvironmentStats> => ({ key: `platform_counts.${p}`, header: p.toUpperCase(), kind: 'number', drop: 4 + PLATFORM_KEYS.length - i })),
 ];
 
 const DASHBOARD_ENV_COLUMNS = ENV_STATS_COLUMNS.filter((c) => c.key !== 'uuid');
@@ -35,6 +36,8 @@ function paintPlatform(c: Colors, p: (typeof PLATFORM_KEYS)[number]): (s: string
   return { linux: c.yellow, darwin: c.cyan, windows: c.blue, other: c.magenta }[p];
 }
 
+export const MAX_BAR = 50;
+
 /** `LABEL  ████▌   COUNT  PCT` lines, bars scaled so the largest platform fills the room left on the line. */
 export function platformBars(counts: PlatformCounts, columns: number, c: Colors): string {
   const total = PLATFORM_KEYS.reduce((s, p) => s + counts[p], 0);
@@ -42,7 +45,8 @@ export function platformBars(counts: PlatformCounts, columns: number, c: Colors)
   const labelW = Math.max(...PLATFORM_KEYS.map((p) => p.length));
   const countW = Math.max(...PLATFORM_KEYS.map((p) => String(counts[p]).length));
   const pctW = 6; // "100.0%"
-  const barW = Math.max(10, columns - labelW - countW - pctW - 3 * 2);
+  // Capped: on a 200-column terminal a 180-cell bar is harder to compare, not easier.
+  const barW = Math.min(MAX_BAR, Math.max(10, columns - labelW - countW - pctW - 3 * 2));
   return PLATFORM_KEYS.map((p) => {
     const b = bar(counts[p], max, barW);
     const pad = ' '.repeat(barW - [...b].length);

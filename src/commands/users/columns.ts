@@ -23,15 +23,17 @@ export function mfaText(u: User): string {
   return parts.join(', ') || 'none';
 }
 
+// USERNAME and ACCESS are never cut (an access list cut short says the wrong thing); the rest
+// goes first on a narrow terminal, SERVICE first.
 export const USER_COLUMNS: Column<User>[] = [
-  { key: 'username', header: 'USERNAME' },
-  { key: 'fullname', header: 'FULL NAME' },
-  { key: 'email', header: 'EMAIL' },
-  { key: 'admin', header: 'SUPER-ADMIN', kind: 'bool' },
-  { key: 'service', header: 'SERVICE', kind: 'bool' },
-  { key: 'access', header: 'ACCESS', get: accessText },
-  { key: 'mfa_methods', header: 'MFA', get: mfaText },
-  { key: 'last_login_at', header: 'LAST LOGIN', kind: 'time' },
+  { key: 'username', header: 'USERNAME', id: true },
+  { key: 'fullname', header: 'FULL NAME', drop: 2 },
+  { key: 'email', header: 'EMAIL', drop: 6 },
+  { key: 'admin', header: 'SUPER-ADMIN', kind: 'bool', drop: 5 },
+  { key: 'service', header: 'SERVICE', kind: 'bool', drop: 7 },
+  { key: 'access', header: 'ACCESS', get: accessText, id: true },
+  { key: 'mfa_methods', header: 'MFA', get: mfaText, drop: 3 },
+  { key: 'last_login_at', header: 'LAST LOGIN', kind: 'time', drop: 4 },
 ];
 
 /** The `users show` / `users me` terminal view; machine formats get the whole API object. */
