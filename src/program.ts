@@ -14,7 +14,7 @@ export function buildProgram(): Command {
     .option('--url <url>', 'server URL (env FLEETCTL_URL; default: the profile\'s)')
     .option('--env <env>', 'environment name or UUID (env FLEETCTL_ENV)')
     .option('--profile <name>', 'profile to use (env FLEETCTL_PROFILE)')
-    .addOption(new Option('-o, --output <format>', 'output format (wide: a table with every column)').choices(['table', 'wide', 'json', 'jsonl', 'yaml', 'csv']))
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'wide', 'json', 'jsonl', 'yaml', 'csv']))
     .option('--json', 'shorthand for -o json')
     .option('--fields <list>', 'comma-separated fields to show (dotted paths allowed)')
     .option('--jq <expr>', 'filter JSON output with a jq expression (built in)')

@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Severities, LogTypes } from './constants.js';
+export { Severities, LogTypes };
 
 /** api-spec.md 2.9 */
 export const AuditLogEntry = Type.Object({
@@ -15,12 +17,7 @@ export const AuditLogEntry = Type.Object({
 });
 export type AuditLogEntry = Static<typeof AuditLogEntry>;
 
-/** contract.md 4.19 */
-export const LogTypes = {
-  login: 1, logout: 2, node: 3, query: 4, carve: 5, tag: 6, environment: 7, setting: 8, visit: 9, user: 10,
-} as const;
 export type LogType = (typeof LogTypes)[keyof typeof LogTypes];
-export const Severities = { info: 1, warning: 2, error: 3 } as const;
 export type Severity = (typeof Severities)[keyof typeof Severities];
 
 export const AuditQuery = Type.Object({

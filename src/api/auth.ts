@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PASSWORD_MIN_LENGTH, MfaMethods } from './constants.js';
+export { PASSWORD_MIN_LENGTH, MfaMethods };
 
 /** 4.1 */
 export const LoginBody = Type.Object({
@@ -26,7 +28,6 @@ export interface MfaRequiredBody {
   challenge: string;
   methods: MfaMethod[];
 }
-export const MfaMethods = ['totp', 'recovery'] as const;
 export type MfaMethod = (typeof MfaMethods)[number];
 
 /** 4.2 */
@@ -43,7 +44,6 @@ export const PasswordChangeBody = Type.Object({
   new_password: Type.Optional(Type.String()),
 });
 export type PasswordChangeBody = Static<typeof PasswordChangeBody>;
-export const PASSWORD_MIN_LENGTH = 8;
 
 /** TOTP enrolment (added endpoints, contract.md 2) */
 export const TotpBeginResponse = Type.Object({ secret: Type.String(), otpauth_uri: Type.String() });

@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { CarveListStatuses } from './constants.js';
+export { CarveListStatuses };
 
 /** api-spec.md 2.7 */
 export const CarveQuery = Type.Object({
@@ -61,6 +63,4 @@ export const CarvesListQuery = Type.Object({
   q: Type.Optional(Type.String()),
 });
 export type CarvesListQuery = Static<typeof CarvesListQuery>;
-/** Values of the carves list `status` filter: the carve_status values, lower-case. */
-export const CarveListStatuses = ['active', 'pending', 'completed', 'expired', 'deleted'] as const;
 export type CarveListStatus = (typeof CarveListStatuses)[number];

@@ -1,5 +1,7 @@
 // Shapes shared by every endpoint (api-spec.md 2.11, contract.md section 1).
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { PAGE_SIZE_MAX } from './constants.js';
+export { PAGE_SIZE_MAX };
 
 export const ErrorCodes = [
   'bad_request', 'invalid_json', 'invalid_action', 'invalid_target', 'unauthorized',
@@ -38,7 +40,6 @@ export interface Page<T> {
 
 /** Pagination rules of contract.md section 1. */
 export const PAGE_SIZE_DEFAULT = 50;
-export const PAGE_SIZE_MAX = 500;
 
 /** "Never" for enrollment expiry, as osctrl writes it. */
 export const NEVER = '0001-01-01T00:00:00Z';

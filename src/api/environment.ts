@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from './common.js';
+import { MapTargets, EnrollTargets } from './constants.js';
+export { MapTargets, EnrollTargets };
 
 /** api-spec.md 2.1 */
 export const Environment = Type.Object({
@@ -56,7 +58,6 @@ export const EnvironmentMapEntry = Type.Object({
 });
 export type EnvironmentMapEntry = Static<typeof EnvironmentMapEntry>;
 
-export const MapTargets = ['id', 'name', 'uuid'] as const;
 export type MapTarget = (typeof MapTargets)[number];
 export const EnvironmentMap = Type.Record(Type.String(), EnvironmentMapEntry);
 export type EnvironmentMap = Record<string, EnvironmentMapEntry>;
@@ -82,9 +83,4 @@ export const EnrollBody = Type.Object({
 });
 export type EnrollBody = Static<typeof EnrollBody>;
 
-/** 4.9 targets */
-export const EnrollTargets = [
-  'secret', 'cert', 'flags', 'flagsLinux', 'flagsMac', 'flagsWindows', 'flagsFreeBSD',
-  'enroll.sh', 'enroll.ps1', 'remove.sh', 'remove.ps1',
-] as const;
 export type EnrollTarget = (typeof EnrollTargets)[number];

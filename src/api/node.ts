@@ -1,6 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from './common.js';
 import { Tag } from './tag.js';
+import { Platforms, NodeStatuses, SortOrders, NodeSorts } from './constants.js';
+export { Platforms, NodeStatuses, SortOrders, NodeSorts };
 
 const Str = Type.String();
 const strings = <K extends string>(keys: readonly K[]) =>
@@ -73,14 +75,9 @@ export const Node = Type.Object({
 });
 export type Node = Static<typeof Node>;
 
-/** 4.11 query values (contract.md 4.11) */
-export const NodeStatuses = ['all', 'active', 'inactive'] as const;
 export type NodeStatus = (typeof NodeStatuses)[number];
-export const Platforms = ['linux', 'darwin', 'windows', 'other'] as const;
 export type Platform = (typeof Platforms)[number];
-export const NodeSorts = ['hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery', 'lastseen', 'firstseen'] as const;
 export type NodeSort = (typeof NodeSorts)[number];
-export const SortOrders = ['asc', 'desc'] as const;
 export type SortOrder = (typeof SortOrders)[number];
 
 export const NodesQuery = Type.Object({

@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { SettingServices } from './constants.js';
+export { SettingServices };
 
 /** api-spec.md 2.3 (camelCase names as in the spec) */
 export const Setting = Type.Object({
@@ -17,7 +19,6 @@ export const Setting = Type.Object({
 });
 export type Setting = Static<typeof Setting>;
 
-export const SettingServices = ['tls', 'admin', 'api'] as const;
 export type SettingService = (typeof SettingServices)[number];
 export const SettingTypes = ['boolean', 'integer', 'string'] as const;
 export type SettingType = (typeof SettingTypes)[number];

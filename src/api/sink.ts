@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { SinkTypes, SinkSources } from './constants.js';
+export { SinkTypes, SinkSources };
 
 /** api-spec.md 2.4 */
 export const LogSink = Type.Object({
@@ -18,8 +20,6 @@ export const LogSink = Type.Object({
 });
 export type LogSink = Static<typeof LogSink>;
 
-export const SinkTypes = ['file', 'stdout', 'syslog', 'http', 'kafka', 'kinesis', 's3', 'splunk', 'elastic', 'graylog', 'logstash'] as const;
-export const SinkSources = ['status', 'result', 'query'] as const;
 
 /** 4.18 body */
 export const SinkCloneBody = Type.Object({

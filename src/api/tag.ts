@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from './common.js';
+import { TagTypes } from './constants.js';
+export { TagTypes };
 
 /** api-spec.md 2.5 */
 export const Tag = Type.Object({
@@ -26,8 +28,6 @@ export type TagWithCount = Static<typeof TagWithCount>;
 export const TagActions = ['add', 'edit', 'remove', 'tag', 'untag'] as const;
 export type TagAction = (typeof TagActions)[number];
 
-/** Tag types (contract.md 4.10) */
-export const TagTypes = { env: 0, platform: 2, custom: 4, unknown: 5, tag: 6 } as const;
 
 /** 4.10 body */
 export const TagBody = Type.Object({

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { AccessLevels } from './constants.js';
+export { AccessLevels };
 
-export const AccessLevels = ['user', 'query', 'carve', 'admin'] as const;
 export type AccessLevel = (typeof AccessLevels)[number];
 
 export const UserEnvAccess = Type.Object({

@@ -1,7 +1,8 @@
 // Logging in: password step, then (when the server asks) the second factor; the result is saved
 // as the profile plus a credential in the chosen store.
 import type { Context } from '../context.js';
-import { MfaMethods, type MfaMethod, type TokenResponse } from '../api/index.js';
+import { MfaMethods } from '../api/constants.js';
+import type { MfaMethod, TokenResponse } from '../api/index.js';
 import { ApiError, CliError, ExitCode, InterruptedError } from '../errors.js';
 import { tokenExpiry, type StoredCredential } from './credentials.js';
 import { sessionEnded } from './reauth.js';

@@ -1,6 +1,6 @@
 // The one HTTP client: undici with keep-alive, proxy support, timeouts, retries with
 // Retry-After, typed ApiError, --debug logging with secrets redacted.
-import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { readFileSync } from 'node:fs';
 import { ApiError, NetworkError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
@@ -29,9 +29,14 @@ export interface RequestOptions {
   secretResponse?: boolean;
 }
 
+type Undici = typeof import('undici');
+let undici: Promise<Undici> | undefined;
+/** undici is loaded by the first request, not at start-up (`--help` and `--version` need none of it). */
+const loadUndici = () => (undici ??= import('undici'));
+
 let sharedDispatcher: Dispatcher | undefined;
 
-function dispatcherFor(opts: HttpOptions): Dispatcher {
+function dispatcherFor({ Agent, EnvHttpProxyAgent }: Undici, opts: HttpOptions): Dispatcher {
   const connect = {
     ...(opts.caFile ? { ca: readFileSync(opts.caFile) } : {}),
     ...(opts.insecure ? { rejectUnauthorized: false } : {}),
@@ -53,11 +58,9 @@ const TLS_TRUST_ERRORS = new Set([
 const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
 
 export class HttpClient {
-  private readonly dispatcher: Dispatcher;
+  private dispatcher?: Dispatcher;
 
-  constructor(readonly opts: HttpOptions) {
-    this.dispatcher = dispatcherFor(opts);
-  }
+  constructor(readonly opts: HttpOptions) {}
 
   get baseUrl(): string {
     return this.opts.baseUrl;
@@ -81,6 +84,8 @@ export class HttpClient {
     }
     const policy = this.opts.retry ?? DEFAULT_RETRY;
     const debug = this.opts.debug;
+    const u = await loadUndici();
+    const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
     for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       debug?.(`> ${method} ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
@@ -90,11 +95,11 @@ export class HttpClient {
       let text: string;
       let retryAfter: number | undefined;
       try {
-        const res = await request(url, {
+        const res = await u.request(url, {
           method: method as Dispatcher.HttpMethod,
           headers,
           body,
-          dispatcher: this.dispatcher,
+          dispatcher,
           signal: AbortSignal.timeout(this.opts.timeoutMs),
         });
         status = res.statusCode;

@@ -1,6 +1,6 @@
 // How every verb is declared: commander for parsing, examples in --help, and run(ctx, args, opts).
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { Context, type GlobalOptions } from '../context.js';
+import type { Context, GlobalOptions } from '../context.js';
 import { flow } from '../help.js';
 
 export interface VerbSpec {
@@ -51,6 +51,8 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
   cmd.action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
     const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a)]));
+    // The Context (config, credentials, client) is loaded when a verb runs, not when the tree is built.
+    const { Context } = await import('../context.js');
     const ctx = new Context(command.optsWithGlobals() as GlobalOptions);
     await run(ctx, positional, command.opts() as O);
   });

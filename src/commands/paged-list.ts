@@ -1,7 +1,8 @@
 // One way to print a paginated list (nodes, carves, audit entries): one page with a "Showing"
 // line, or every page (--all / --limit) streamed through the list writer with a progress line,
 // and the same "No X in Y." at a terminal when nothing matched.
-import { PAGE_SIZE_MAX, type Page } from '../api/index.js';
+import { PAGE_SIZE_MAX } from '../api/constants.js';
+import type { Page } from '../api/index.js';
 import { pages } from '../client/index.js';
 import { createListWriter, printList, type Column } from '../output/index.js';
 import { Progress } from './progress.js';

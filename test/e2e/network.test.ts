@@ -68,7 +68,7 @@ describe('network failures', () => {
   });
 
   it('a POST answered 429 is not retried; exit 7 with the server\'s wait', async () => {
-    const r = await cli.run(['nodes', 'delete', 'abc', '--yes', '--url', `${base}/limited`], { env });
+    const r = await cli.run(['api', '/api/v1/nodes/prod/delete', '-f', 'uuid=abc', '--url', `${base}/limited`], { env });
     expect(r.exitCode).toBe(7);
     expect(r.stderr).toMatch(/slow down \(rate_limited, HTTP 429\)/);
     expect(r.stderr).toMatch(/retry after 30 s/);

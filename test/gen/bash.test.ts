@@ -43,7 +43,7 @@ describe('bash completion', () => {
     const r = await bashComplete(lines);
     expect(r[0]).toEqual(['nodes']);
     expect(r[1]).toEqual(['active', 'all', 'inactive']);
-    expect(r[2]).toEqual(['csv', 'json', 'jsonl', 'table', 'yaml']);
+    expect(r[2]).toEqual(['csv', 'json', 'jsonl', 'table', 'wide', 'yaml']);
     expect(r[3]).toEqual(['json', 'jsonl']);
     expect(r[4]).toEqual(['darwin', 'linux', 'other', 'windows']);
     expect(r[5]).toContain('hostname');

@@ -36,7 +36,7 @@ describe('fish completion', () => {
     expect(r[0]).toEqual(['nodes']);
     expect(r[1]).toEqual(['darwin', 'linux', 'other', 'windows']);
     expect(r[2]).toEqual(['active', 'all', 'inactive']);
-    expect(r[3]).toEqual(['csv', 'json', 'jsonl', 'table', 'yaml']);
+    expect(r[3]).toEqual(['csv', 'json', 'jsonl', 'table', 'wide', 'yaml']);
     expect(r[4]).toEqual(['json', 'jsonl']);
     expect(r[5]).toEqual(expect.arrayContaining(['hostname', 'lastseen', 'osquery']));
     expect(r[6]).toEqual(['--status']);

@@ -55,7 +55,7 @@ describe('man pages', () => {
     expect(text).toContain('config.json');
     expect(text).toContain('credentials.json');
     expect(text).toContain('-o, --output format');
-    expect(text).toContain('One of: table, json, jsonl, yaml, csv.');
+    expect(text).toContain('One of: table, wide, json, jsonl, yaml, csv.');
     expect(text).toContain('$ fleetctl nodes list --status active');
     // Every group with every verb, and a pointer to its page.
     const p = tree();

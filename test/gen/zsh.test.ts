@@ -41,7 +41,7 @@ describe('zsh completion', () => {
     ]);
     expect(r[0]).toEqual(['nodes']);
     expect(r[1]).toEqual(['active', 'all', 'inactive']);
-    expect(r[2]).toEqual(['csv', 'json', 'jsonl', 'table', 'yaml']);
+    expect(r[2]).toEqual(['csv', 'json', 'jsonl', 'table', 'wide', 'yaml']);
     expect(r[3]).toEqual(['json', 'jsonl']);
     expect(r[4]).toEqual(['darwin', 'linux', 'other', 'windows']);
     expect(r[5]).toEqual(expect.arrayContaining(['hostname', 'lastseen', 'osquery']));

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { verb } from '../define.js';
-import { PAGE_SIZE_MAX } from '../../api/index.js';
+import { PAGE_SIZE_MAX } from '../../api/constants.js';
 import { ApiError, UsageError } from '../../errors.js';
 import { createListWriter, printList, printObject, printText } from '../../output/index.js';
 import type { Context } from '../../context.js';

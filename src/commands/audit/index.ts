@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { group, intArg, verb } from '../define.js';
-import { LogTypes, PAGE_SIZE_MAX, Severities, type AuditLogEntry } from '../../api/index.js';
+import { LogTypes, PAGE_SIZE_MAX, Severities } from '../../api/constants.js';
+import type { AuditLogEntry } from '../../api/index.js';
 import { paginate, type FleetApi } from '../../client/index.js';
 import { parseDuration, type Context } from '../../context.js';
 import { UsageError } from '../../errors.js';

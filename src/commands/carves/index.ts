@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { CarveListStatuses, PAGE_SIZE_MAX, type CarveAction, type CarveFile, type CarveListStatus, type CarveQuery } from '../../api/index.js';
+import { CarveListStatuses, PAGE_SIZE_MAX } from '../../api/constants.js';
+import type { CarveAction, CarveFile, CarveListStatus, CarveQuery } from '../../api/index.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';

@@ -1,7 +1,8 @@
 import { reportChange } from '../report.js';
 import { Argument, type Command } from 'commander';
 import { group, verb } from '../define.js';
-import { EnrollTargets, type EnrollAction, type EnrollBody, type EnrollTarget } from '../../api/index.js';
+import { EnrollTargets } from '../../api/constants.js';
+import type { EnrollAction, EnrollBody, EnrollTarget } from '../../api/index.js';
 import { UsageError } from '../../errors.js';
 import { isNever, printObject, relativeTime } from '../../output/index.js';
 import { readInput } from '../read-input.js';

@@ -1,7 +1,8 @@
 import { mapLimit } from '../../lib/map-limit.js';
 import type { Command } from 'commander';
 import { group, intArg, verb } from '../define.js';
-import { MapTargets, type Environment, type EnvironmentMapEntry, type IntervalsBody, type MapTarget } from '../../api/index.js';
+import { MapTargets } from '../../api/constants.js';
+import type { Environment, EnvironmentMapEntry, IntervalsBody, MapTarget } from '../../api/index.js';
 import { UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';

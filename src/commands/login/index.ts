@@ -5,7 +5,8 @@ import { KeychainUnavailableError } from '../../auth/credentials.js';
 import { readStdinSecret, readStdinSecretLines } from '../../prompt.js';
 import { obtainToken, saveLogin, type MfaAnswer } from '../../auth/login-flow.js';
 import { isValidProfileName, normalizeServerUrl } from '../../config/profiles.js';
-import { MfaMethods, type MfaMethod } from '../../api/index.js';
+import { MfaMethods } from '../../api/constants.js';
+import type { MfaMethod } from '../../api/index.js';
 import type { Context } from '../../context.js';
 
 interface LoginOpts {

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders, type NodeSort, type NodeStatus, type Platform, type SortOrder } from '../../api/index.js';
+import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders } from '../../api/constants.js';
+import type { NodeSort, NodeStatus, Platform, SortOrder } from '../../api/index.js';
 import { CliError, mapError } from '../../errors.js';
 import { colorsFor, printList, printObject } from '../../output/index.js';
 import { renderNodeView } from './show-view.js';

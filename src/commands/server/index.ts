@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { verb, intArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
-import { PASSWORD_MIN_LENGTH } from '../../api/index.js';
+import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
 import { readStdinSecret } from '../../prompt.js';
 
 interface ServerOpts {

@@ -1,6 +1,7 @@
 import { Argument, type Command } from 'commander';
 import { group, verb } from '../define.js';
-import { SettingServices, type Setting, type SettingService } from '../../api/index.js';
+import { SettingServices } from '../../api/constants.js';
+import type { Setting, SettingService } from '../../api/index.js';
 import { CliError, ExitCode } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { SinkSources, SinkTypes, type SinkCreateBody } from '../../api/index.js';
+import { SinkSources, SinkTypes } from '../../api/constants.js';
+import type { SinkCreateBody } from '../../api/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';

@@ -2,7 +2,8 @@
 // the client to UUIDs), or a filter over the whole nodes list. Nothing is applied unless every
 // name resolves to exactly one node.
 import { mapLimit } from '../../lib/map-limit.js';
-import { PAGE_SIZE_MAX, type NodeStatus, type Platform } from '../../api/index.js';
+import { PAGE_SIZE_MAX } from '../../api/constants.js';
+import type { NodeStatus, Platform } from '../../api/index.js';
 import { paginate, type FleetApi } from '../../client/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 

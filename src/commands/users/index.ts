@@ -1,7 +1,8 @@
 import { reportChange } from '../report.js';
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
-import { AccessLevels, type User, type UserBody } from '../../api/index.js';
+import { AccessLevels } from '../../api/constants.js';
+import type { User, UserBody } from '../../api/index.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { printObject, printList } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';

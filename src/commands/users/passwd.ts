@@ -4,7 +4,7 @@
 // with the new password so the next command still works.
 import type { Command } from 'commander';
 import { verb } from '../define.js';
-import { PASSWORD_MIN_LENGTH } from '../../api/index.js';
+import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
 import { ApiError, UsageError } from '../../errors.js';
 import type { FleetApi } from '../../client/index.js';
 import type { Context } from '../../context.js';
