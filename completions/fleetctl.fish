@@ -206,7 +206,7 @@ function __fleetctl_takes_value
             return 1
     end
     switch "$argv[2]"
-        case '--url' '--env' '--profile' '-o' '--output' '--fields' '--jq' '--timeout' '--ca-file'
+        case '--url' '--env' '--profile' '-o' '--output' '--fields' '--jq' '--time' '--timeout' '--ca-file'
             return 0
     end
     return 1
@@ -278,6 +278,7 @@ complete -c fleetctl -l json -d 'shorthand for -o json'
 complete -c fleetctl -l fields -x -d 'comma-separated fields to show (dotted paths allowed)'
 complete -c fleetctl -l jq -x -d 'filter JSON output with a jq expression (built in)'
 complete -c fleetctl -l no-headers -d 'omit table and csv headers'
+complete -c fleetctl -l time -x -a 'relative local rfc3339' -d 'times in tables: relative (default), local clock, or rfc3339'
 complete -c fleetctl -l no-color -d 'disable colors (also NO_COLOR)'
 complete -c fleetctl -l timeout -x -d 'HTTP timeout per request (30s, 2m)'
 complete -c fleetctl -l ca-file -r -F -d 'extra CA certificates (PEM) to trust'

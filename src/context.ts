@@ -10,7 +10,7 @@ import { ReauthHttpClient, expiryWarning } from './auth/reauth.js';
 import { FleetApi } from './client/index.js';
 import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
-import { parseOutputFormat } from './output/index.js';
+import { parseOutputFormat, setTimeStyle, type TimeStyle } from './output/index.js';
 import type { Prompter } from './prompt.js';
 
 export interface GlobalOptions {
@@ -27,6 +27,7 @@ export interface GlobalOptions {
   jq?: string;
   /** false with --no-headers */
   headers?: boolean;
+  time?: TimeStyle;
   insecure?: boolean;
   caFile?: string;
   insecureStorage?: boolean;
@@ -190,6 +191,7 @@ export class Context {
 
   output(): OutputOptions {
     // `-o wide` is the table with every column (kubectl's spelling), not a format of its own.
+    if (this.globals.time) setTimeStyle(this.globals.time);
     const wide = !this.globals.json && this.globals.output?.trim().toLowerCase() === 'wide';
     const format = this.globals.json ? 'json' : wide ? 'table' : parseOutputFormat(this.globals.output ?? 'table');
     const fields = this.globals.fields

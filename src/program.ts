@@ -19,6 +19,7 @@ export function buildProgram(): Command {
     .option('--fields <list>', 'comma-separated fields to show (dotted paths allowed)')
     .option('--jq <expr>', 'filter JSON output with a jq expression (built in)')
     .option('--no-headers', 'omit table and csv headers')
+    .addOption(new Option('--time <style>', 'times in tables: relative (default), local clock, or rfc3339').choices(['relative', 'local', 'rfc3339']))
     .option('--no-color', 'disable colors (also NO_COLOR)')
     .option('--timeout <duration>', 'HTTP timeout per request (30s, 2m)', '30s')
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust')

@@ -16,7 +16,7 @@ export { OUTPUT_FORMATS, parseOutputFormat, isOutputFormat } from './format.js';
 export type { Column, ColumnKind, OutputFormat, OutputOptions } from './format.js';
 export { FieldError, FormatError, JqError } from './errors.js';
 export { parseFields, getPath, selectFields, validateFields } from './fields.js';
-export { relativeTime, isNever, isTimestamp } from './time.js';
+export { relativeTime, isNever, isTimestamp, setTimeStyle, tableTime, TIME_STYLES, type TimeStyle } from './time.js';
 export { colorsFor, colorStatus, statusTone, type Colors, type StatusTone } from './color.js';
 export { cellText } from './cell.js';
 export { evalJq } from './jq.js';

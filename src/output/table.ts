@@ -7,7 +7,7 @@ import { cellText, displayWidth, sanitize, truncate } from './cell.js';
 import { colorStatus, type Colors } from './color.js';
 import { isPlainObject, lookupPath } from './fields.js';
 import { defaultHeader, type Column, type ColumnKind } from './format.js';
-import { isNever, isTimestamp, relativeTime } from './time.js';
+import { isNever, isTimestamp, relativeTime, tableTime } from './time.js';
 
 export interface ResolvedColumn<T> {
   key: string;
@@ -57,8 +57,8 @@ export function resolveColumns<T>(columns: readonly Column<T>[], fields: readonl
 export function ttyCellText(kind: ColumnKind | undefined, v: unknown, now: Date): string {
   if (kind === 'time' || (kind === undefined && isTimestamp(v))) {
     if (isNever(v)) return 'never';
-    if (typeof v === 'string') return sanitize(relativeTime(v, now));
-    if (v instanceof Date) return relativeTime(v.toISOString(), now);
+    if (typeof v === 'string') return sanitize(tableTime(v, now));
+    if (v instanceof Date) return tableTime(v.toISOString(), now);
   }
   return cellText(v, ', ');
 }

@@ -42,3 +42,32 @@ export function relativeTime(iso: string, now: Date = new Date()): string {
   else text = plural(Math.max(1, Math.round(days / 365)), 'year');
   return diff >= 0 ? `${text} ago` : `in ${text}`;
 }
+
+/** How a table shows times: `relative` ("3 minutes ago"), `local` (the local clock), `rfc3339` (as sent). */
+export const TIME_STYLES = ['relative', 'local', 'rfc3339'] as const;
+export type TimeStyle = (typeof TIME_STYLES)[number];
+
+// One process runs one command, so the style is set once (from --time) rather than threaded
+// through every printer.
+let timeStyle: TimeStyle = 'relative';
+
+export function setTimeStyle(style: TimeStyle): void {
+  timeStyle = style;
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** `2026-11-23 14:05:09` in the local time zone. */
+export function localClock(d: Date): string {
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** A timestamp as a table shows it, in the chosen style; "never" for the zero time. */
+export function tableTime(iso: string, now: Date = new Date(), style: TimeStyle = timeStyle): string {
+  if (isNever(iso)) return 'never';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  if (style === 'local') return localClock(new Date(t));
+  if (style === 'rfc3339') return iso;
+  return relativeTime(iso, now);
+}

@@ -132,3 +132,26 @@ describe('tables keep identifiers whole at any width', () => {
     expect(st).not.toContain('…');
   });
 });
+
+describe('--time', () => {
+  it('tables show relative times by default, the local clock with --time local, the raw value with --time rfc3339', async () => {
+    const raw = JSON.parse((await cli.run(['nodes', 'list', '--limit', '3', '--json'])).stdout) as Node[];
+    const text = async (extra: string[]) => {
+      const t = new Terminal(['nodes', 'list', '--limit', '3', '--fields', 'hostname,last_seen', ...extra], { configDir: cli.configDir });
+      expect(await t.exitCode()).toBe(0);
+      return t.text();
+    };
+    expect(await text([])).toMatch(/ago|just now|never/);
+    const local = await text(['--time', 'local']);
+    expect(local).toMatch(/^\S+ +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
+    const rfc = await text(['--time', 'rfc3339']);
+    for (const n of raw) expect(rfc).toContain(n.last_seen);
+  });
+
+  it('audit list --follow shows clock times, not "just now" on every line', async () => {
+    const t = new Terminal(['audit', 'list', '--follow', '--limit', '3', '--fields', 'created_at,line'], { configDir: cli.configDir });
+    await t.waitFor(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    t.kill();
+    expect(t.text()).not.toMatch(/just now|ago/);
+  });
+});

@@ -5,7 +5,7 @@ import type { AuditLogEntry } from '../../api/index.js';
 import { paginate, type FleetApi } from '../../client/index.js';
 import { parseDuration, type Context } from '../../context.js';
 import { UsageError } from '../../errors.js';
-import { createListWriter, evalJq, selectFields, validateFields, type Column, type OutputOptions } from '../../output/index.js';
+import { createListWriter, evalJq, selectFields, setTimeStyle, validateFields, type Column, type OutputOptions } from '../../output/index.js';
 import type { AuditListQuery } from '../../client/resources/audit.js';
 import { follow } from './follow.js';
 import { printPagedList } from '../paged-list.js';
@@ -58,6 +58,8 @@ async function runFollow(ctx: Context, api: FleetApi, query: AuditListQuery, o: 
   if (base.format === 'yaml' && base.jq === undefined) throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
   // A JSON array would never close: a stream of entries is JSON lines.
   const out: OutputOptions = { ...base, format: base.format === 'json' ? 'jsonl' : base.format };
+  // A followed log reads by the clock: "just now" on every new line says nothing.
+  if (!ctx.globals.time) setTimeStyle('local');
   let emit: (entries: AuditLogEntry[]) => Promise<void>;
   if (out.jq !== undefined) {
     const jq = out.jq;
