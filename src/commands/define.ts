@@ -9,6 +9,10 @@ export interface VerbSpec {
   description?: string;
   aliases?: string[];
   examples?: string[];
+  /** A list or dashboard: `--watch [interval]` redraws it, and at a terminal it goes through a pager. */
+  watch?: boolean;
+  /** Long output at a terminal goes through $PAGER (`--no-pager` to skip). */
+  pager?: boolean;
 }
 
 // Kept beside the help text so the man page generator (src/gen) can list them too.
@@ -47,14 +51,20 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
   const cmd = parent.command(spec.name).summary(spec.summary).description(flow(spec.description ?? spec.summary));
   if (spec.aliases) cmd.aliases(spec.aliases);
   configure(cmd);
+  if (spec.watch) cmd.option('-w, --watch [interval]', 'redraw every interval (default 2s) until Ctrl-C');
+  if (spec.pager || spec.watch) cmd.option('--no-pager', 'do not page long output at a terminal');
   addExamples(cmd, spec.examples);
   cmd.action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
     const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a)]));
     // The Context (config, credentials, client) is loaded when a verb runs, not when the tree is built.
     const { Context } = await import('../context.js');
-    const ctx = new Context(command.optsWithGlobals() as GlobalOptions);
-    await run(ctx, positional, command.opts() as O);
+    const globals = command.optsWithGlobals() as GlobalOptions;
+    const opts = command.opts() as O & { watch?: string | boolean; pager?: boolean };
+    if (!spec.watch && !spec.pager) return run(new Context(globals), positional, opts);
+    const { runInTerminalMode } = await import('./terminal-modes.js');
+    const line = ['fleetctl', ...process.argv.slice(2)].join(' ');
+    await runInTerminalMode(globals, opts, (io) => run(new Context(globals, process.env, io), positional, opts), line);
   });
   return cmd;
 }

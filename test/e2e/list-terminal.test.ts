@@ -1,7 +1,7 @@
 // Long list exports and empty lists, as a user sees them at a real terminal (pseudo-terminal):
 // a progress line on stderr while `--all` writes to a file, nothing extra when stderr is piped,
 // and "No X in Y." when a list is empty.
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -153,5 +153,37 @@ describe('--time', () => {
     await t.waitFor(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
     t.kill();
     expect(t.text()).not.toMatch(/just now|ago/);
+  });
+});
+
+describe('--watch and the pager', () => {
+  it('--watch redraws the list in place at a terminal until Ctrl-C', async () => {
+    const t = new Terminal(['nodes', 'list', '--limit', '2', '--fields', 'hostname', '--watch', '300ms'], { configDir: cli.configDir });
+    await t.waitFor(/Every 300ms: fleetctl nodes list/);
+    await t.waitFor(/Every 300ms: fleetctl nodes list/); // a second frame
+    t.type('\x03');
+    expect(await t.exitCode()).toBe(130);
+  });
+
+  it('--watch piped prints each refresh in full, one after another', async () => {
+    const r = await cli.run(['stats', '--jq', '.total_nodes', '--watch', '200ms'], { timeout: 1500 }); // killed at the timeout
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(lines).size).toBe(1);
+  });
+
+  it('long tables at a terminal go through FLEETCTL_PAGER; --no-pager skips it; the footer waits for the pager', async () => {
+    const pager = join(dir, 'pager.sh');
+    const marked = join(dir, 'paged.txt');
+    writeFileSync(pager, `#!/bin/sh\ncat > ${marked}\necho PAGER-DONE\n`, { mode: 0o755 });
+    const t = new Terminal(['nodes', 'list', '--page-size', '5'], { configDir: cli.configDir, env: { FLEETCTL_PAGER: pager } });
+    expect(await t.exitCode()).toBe(0);
+    expect(readFileSync(marked, 'utf8')).toMatch(/^UUID +HOSTNAME/);
+    expect(t.text()).toMatch(/PAGER-DONE\n.*Showing 1-5 of/s);
+    rmSync(marked);
+    const direct = new Terminal(['nodes', 'list', '--page-size', '5', '--no-pager'], { configDir: cli.configDir, env: { FLEETCTL_PAGER: pager } });
+    expect(await direct.exitCode()).toBe(0);
+    expect(direct.text()).toMatch(/^UUID +HOSTNAME/m);
+    expect(existsSync(marked)).toBe(false);
   });
 });

@@ -76,7 +76,7 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
   const p: IPty = spawn('node', [BIN, ...args], {
     cols: 200,
     rows: 60,
-    env: { ...base, DBUS_SESSION_BUS_ADDRESS: 'disabled:', FLEETCTL_CONFIG_DIR: cli.configDir, NO_COLOR: '1', ...env },
+    env: { ...base, DBUS_SESSION_BUS_ADDRESS: 'disabled:', FLEETCTL_CONFIG_DIR: cli.configDir, FLEETCTL_PAGER: 'cat', NO_COLOR: '1', ...env },
   });
   let out = '';
   let cursor = 0;

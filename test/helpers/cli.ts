@@ -28,6 +28,8 @@ export function baseEnv(configDir: string): Record<string, string | undefined> {
   // Without a Secret Service the keychain is skipped; tests that want it set their own D-Bus session.
   env.DBUS_SESSION_BUS_ADDRESS = process.env.FLEETCTL_TEST_DBUS ?? 'disabled:';
   env.FLEETCTL_CONFIG_DIR = configDir;
+  // Terminal tests read the screen as printed: no pager unless a test asks for one.
+  env.FLEETCTL_PAGER = 'cat';
   return env;
 }
 

@@ -98,6 +98,7 @@ export function registerAudit(program: Command): void {
     audit,
     {
       name: 'list',
+      pager: true,
       aliases: ['ls'],
       summary: 'List audit log entries, newest first; --follow for new ones',
       description:

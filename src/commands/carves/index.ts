@@ -75,6 +75,7 @@ export function registerCarves(program: Command): void {
     carves,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the carves of an environment',
       description:

@@ -80,6 +80,7 @@ export function registerEnv(program: Command): void {
     env,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the environments you can access, with hostname, intervals and enroll expiry',
       description:

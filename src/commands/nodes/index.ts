@@ -39,6 +39,7 @@ export function registerNodes(program: Command): void {
     nodes,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the nodes of an environment',
       description:

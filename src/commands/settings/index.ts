@@ -51,6 +51,7 @@ export function registerSettings(program: Command): void {
     settings,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the settings of a service as they apply to an environment',
       description:

@@ -59,6 +59,7 @@ export function registerSinks(program: Command): void {
     sinks,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the log sinks of an environment, or the global ones',
       description:

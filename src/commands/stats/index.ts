@@ -8,6 +8,7 @@ export function registerStats(program: Command): void {
     program,
     {
       name: 'stats',
+      watch: true,
       summary: 'Fleet statistics across the environments you can access',
       description:
         'At a terminal: totals, a per-environment table and platform bars. Piped, or with -o/--json/--fields/--jq:\n' +

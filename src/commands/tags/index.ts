@@ -112,6 +112,7 @@ export function registerTags(program: Command): void {
     tags,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the tags of an environment',
       description: 'List every tag of the environment (--env or the profile\'s), by name, with how many nodes carry it.',

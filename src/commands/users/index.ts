@@ -124,6 +124,7 @@ export function registerUsers(program: Command): void {
     users,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List users with their access levels and second factors',
       examples: ['fleetctl users list', 'fleetctl users list -o json', "fleetctl users list --jq '.[] | select(.admin) | .username'"],

@@ -1,0 +1,125 @@
+// How list and stats verbs meet a terminal: `--watch [interval]` redraws the output in place
+// (like watch(1)), and long tables go through a pager (as gh does). Both only when stdout is a
+// terminal; piped, `--watch` prints each refresh one after another and there is no pager.
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { processIO, type IO } from '../io.js';
+import { parseDuration, type GlobalOptions } from '../context.js';
+import { mapError } from '../errors.js';
+import { localClock } from '../output/time.js';
+
+export interface TerminalModeOptions {
+  watch?: string | boolean;
+  pager?: boolean;
+}
+
+const DEFAULT_WATCH = '2s';
+const CLEAR = '\x1b[H\x1b[2J';
+
+/** Text written to stdout is kept instead of shown: one frame of a --watch redraw. */
+function bufferedIO(base: IO): IO & { take(): string } {
+  let buf = '';
+  const stdout = Object.assign(
+    new Writable({
+      write(chunk, _enc, cb) {
+        buf += String(chunk);
+        cb();
+      },
+    }),
+    { isTTY: base.stdout.isTTY, columns: base.columns },
+  );
+  return {
+    ...base,
+    stdout,
+    out: (t) => void (buf += t),
+    take() {
+      const t = buf;
+      buf = '';
+      return t;
+    },
+  };
+}
+
+/**
+ * The pager command: FLEETCTL_PAGER, then PAGER, then `less -FRX` (quit if one screen, keep
+ * colors, leave the text on screen). Empty or `cat` means none.
+ */
+export function pagerCommand(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const p = (env.FLEETCTL_PAGER ?? env.PAGER ?? 'less -FRX').trim();
+  return p === '' || p === 'cat' ? undefined : p;
+}
+
+/**
+ * stdout through the pager, started at the first write (so a prompt before any output, such as
+ * a re-login, still has the terminal). Resolves `done` when the pager has exited.
+ */
+function pagerIO(base: IO, command: string): IO & { done(): Promise<void> } {
+  let child: ReturnType<typeof spawn> | undefined;
+  let failed = false;
+  // stderr lines (a "Showing 1-50 of 1200" footer, warnings) wait until the pager has exited:
+  // written while it holds the terminal, they would land in the middle of its screen.
+  const held: string[] = [];
+  const start = () => {
+    if (child || failed) return child;
+    child = spawn(command, { shell: true, stdio: ['pipe', 'inherit', 'inherit'], env: { LESS: 'FRX', ...process.env } });
+    child.on('error', () => {
+      failed = true; // no such pager: what was not written yet goes to the terminal directly
+    });
+    child.stdin?.on('error', () => undefined); // the user quit the pager early: not an error
+    return child;
+  };
+  const write = (t: string) => {
+    const c = start();
+    if (c?.stdin && !failed) c.stdin.write(t);
+    else base.out(t);
+  };
+  return {
+    ...base,
+    out: write,
+    err: (t) => void (child && !failed ? held.push(t) : base.err(t)),
+    async done() {
+      const c = child;
+      if (c) {
+        await new Promise<void>((resolve) => {
+          c.on('close', () => resolve());
+          c.on('error', () => resolve());
+          c.stdin?.end();
+        });
+      }
+      for (const t of held.splice(0)) base.err(t);
+    },
+  };
+}
+
+/** Runs `once` in the mode the options and the terminal ask for. */
+export async function runInTerminalMode(globals: GlobalOptions, o: TerminalModeOptions, once: (io: IO) => Promise<void>, commandLine: string): Promise<void> {
+  const base = processIO({ noColor: globals.color === false });
+  if (o.watch !== undefined && o.watch !== false) {
+    const intervalMs = parseDuration(o.watch === true ? DEFAULT_WATCH : o.watch);
+    const io = bufferedIO(base);
+    for (;;) {
+      let frame: string;
+      try {
+        await once(io);
+        frame = io.take();
+      } catch (e) {
+        // A failed refresh is shown and the watch goes on (the server may be restarting).
+        const m = mapError(e);
+        frame = `${io.take()}error: ${m.message}\n`;
+      }
+      if (base.stdoutIsTTY) {
+        const head = `Every ${o.watch === true ? DEFAULT_WATCH : o.watch}: ${commandLine}`;
+        base.out(`${CLEAR}${head}${' '.repeat(Math.max(2, base.columns - head.length - 19))}${localClock(new Date())}\n\n${frame}`);
+      } else base.out(frame);
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+  const pager = base.stdoutIsTTY && o.pager !== false ? pagerCommand() : undefined;
+  if (!pager) return once(base);
+  const io = pagerIO(base, pager);
+  try {
+    await once(io);
+  } finally {
+    await io.done();
+  }
+}
