@@ -92,5 +92,5 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
   }
   const left = method === 'recovery' ? ` (${await unusedRecoveryCodes(deps, user.id)} recovery codes left)` : '';
   await audit(`login ok: ${user.username} to ${env.name} with ${method}${left}`, Severities.info);
-  return issueToken(deps, user, ch.exp_hours);
+  return issueToken(deps, user, ch.exp_hours, sourceIp);
 }
