@@ -76,7 +76,9 @@ export function registerServer(program: Command): void {
         'Run the reference server on an embedded SQLite database. --dev starts it on a temporary database\n' +
         'with a demo fleet and prints how to log in. Outside --dev, the first start of a new database\n' +
         'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
-        'from FLEETCTL_JWT_SECRET or is generated once and kept in the database.',
+        'from FLEETCTL_JWT_SECRET or is generated once and kept in the database. The database is kept 0600 in\n' +
+        'a 0700 directory; one that other users can read is refused until --fix-permissions (which also\n' +
+        'rotates the JWT secret, ending every session).',
       examples: [
         'fleetctl server --dev',
         'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
