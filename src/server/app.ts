@@ -1,6 +1,6 @@
 // The Fastify application: JSON in and out, one error handler producing `{code, error}`, and
 // the auth hook that applies each route's permission rule (permissions.ts).
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyError } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyError } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Deps, Caller } from './context.js';
 import type { EnvironmentRow } from './store/schema.js';
@@ -8,8 +8,10 @@ import { HttpError, forbidden, notFound, rateLimited } from './errors.js';
 import { hasLevel, type Rule } from './permissions.js';
 import { authenticate } from './services/auth.js';
 import { findEnv } from './services/environments.js';
-import { writeAudit, LogTypes, Severities } from './services/audit.js';
 import { RateLimiter } from './lib/rate-limit.js';
+import { HttpLifecycle } from './lib/http-lifecycle.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './lib/json-depth.js';
+import type { DenialAudit } from './services/denial-audit.js';
 import { registerRoutes } from './routes/index.js';
 
 declare module 'fastify' {
@@ -29,7 +31,14 @@ export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 export interface AppOptions {
   logger?: boolean | object;
   https?: { cert: Buffer; key: Buffer };
+  /** Connections, timeouts and shutdown (started and ended by start.ts). */
+  lifecycle: HttpLifecycle;
+  /** Where denied requests are audited, in aggregate. */
+  denials: DenialAudit;
 }
+
+/** Longest path parameter (Fastify's default, 100, cut real hostnames): Node's 16 KiB header cap binds first. */
+const MAX_PARAM_LENGTH = 8192;
 
 export function callerOf(req: FastifyRequest): Caller {
   if (!req.caller) throw new HttpError(500, 'internal', 'route has no authenticated caller');
@@ -59,24 +68,58 @@ function errorBody(err: FastifyError | HttpError): { status: number; body: Recor
   return { status: 500, body: { code: 'internal', error: 'internal server error' } };
 }
 
-export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> {
+/** Errors Fastify's router raises before any route or hook runs. */
+function frameworkError(err: FastifyError): { status: number; code: 'bad_request' | 'internal'; error: string } {
+  switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, code: 'bad_request', error: 'the path is not valid %-encoding' };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { status: 400, code: 'bad_request', error: `a path parameter is longer than ${MAX_PARAM_LENGTH} characters` };
+  }
+  return (err.statusCode ?? 500) < 500
+    ? { status: 400, code: 'bad_request', error: err.message }
+    : { status: 500, code: 'internal', error: 'internal server error' };
+}
+
+export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
+  const { lifecycle, denials } = opts;
   const app = Fastify({
     logger: opts.logger ?? false,
-    ...(opts.https ? { https: opts.https } : {}),
+    // Timeouts: Node's http server options, given to https too (it takes the same ones).
+    ...(opts.https ? { https: { ...opts.https, ...lifecycle.serverOptions() } } : { http: lifecycle.serverOptions() }),
+    requestTimeout: lifecycle.timeouts.requestMs,
+    keepAliveTimeout: lifecycle.timeouts.keepAliveMs,
+    // Shutdown closes connections itself (lifecycle.drain), after the in-flight requests.
+    forceCloseConnections: false,
     bodyLimit: deps.config.bodyLimit,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Wrong JSON types are errors, not coerced (contract.md 1); unknown body fields are dropped.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },
-    // Shutdown and malformed HTTP get `{code, error}` bodies too (see the hooks below).
+    // Shutdown, malformed HTTP and router errors get `{code, error}` bodies too.
     return503OnClosing: false,
-    clientErrorHandler: (err, socket) => {
-      if ((err as NodeJS.ErrnoException).code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-      const body = JSON.stringify({ code: 'bad_request', error: 'malformed HTTP request' });
-      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    clientErrorHandler: lifecycle.clientError,
+    frameworkErrors: (err, _req, reply) => {
+      const { status, code, error } = frameworkError(err);
+      return (reply as FastifyReply).status(status).type('application/json').send({ code, error });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  lifecycle.attach(app.server);
 
-  const loginLimiter = new RateLimiter(deps.config.loginRateLimit, 60_000, () => deps.now().getTime());
-  const apiLimiter = new RateLimiter(deps.config.apiRateLimit, 60_000, () => deps.now().getTime());
+  // JSON bodies: Fastify's parser (prototype-poisoning checks) after a nesting-depth check.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body.toString();
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      return done(new HttpError(400, 'invalid_json', `request body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    }
+    return parseJson(req, text, done);
+  });
+
+  const clock = () => deps.now().getTime();
+  const loginLimiter = new RateLimiter(deps.config.loginRateLimit, 60_000, clock);
+  const apiLimiter = new RateLimiter(deps.config.apiRateLimit, 60_000, clock);
+  const deniedLimiter = new RateLimiter(deps.config.deniedRateLimit, 60_000, clock);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const { status, body, headers } = errorBody(err);
@@ -88,36 +131,35 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<App> 
     reply.status(404).send({ code: 'not_found', error: `no such endpoint: ${req.method} ${req.url.split('?')[0]}` }),
   );
 
-  // Requests that reach a closing server (keep-alive connections) are told to come back.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
+  // While shutting down, answers in progress end their connection (no more requests on it).
+  app.addHook('onSend', async (_req, reply) => {
+    if (lifecycle.closing) void reply.header('connection', 'close');
   });
 
-  /** Rate limiting is a denial too: audited once per window and key, so a flood writes one row. */
-  const limit = async (req: FastifyRequest, limiter: RateLimiter, key: string, message?: string, username = '') => {
-    const { wait, firstRejection } = limiter.hit(key);
-    if (wait === 0) return;
-    const err = rateLimited(wait, message);
-    throw firstRejection ? await deny(req, err, username) : err;
+  /** Every refusal of the hook is audited in aggregate: one row per client address and minute. */
+  const audited = async (req: FastifyRequest, err: HttpError, username = '') => {
+    await denials.record({ ip: req.ip, line: `denied ${req.method} ${req.url.split('?')[0]}: ${err.message}`, username, env: req.fleetEnv ?? null });
+    return err;
   };
 
-  const deny = async (req: FastifyRequest, err: HttpError, username = '') => {
-    await writeAudit(deps, {
-      line: `denied ${req.method} ${req.url.split('?')[0]}: ${err.message}`,
-      logType: LogTypes.visit,
-      severity: Severities.warning,
-      username,
-      sourceIp: req.ip,
-      env: req.fleetEnv ?? null,
-    });
-    return err;
+  /** 401/403: also counted per client address; past the limit the answer is 429. */
+  const deny = (req: FastifyRequest, err: HttpError, username = '') => {
+    const wait = deniedLimiter.hit(req.ip);
+    return audited(req, wait > 0 ? rateLimited(wait, 'too many denied requests from this address; try again later') : err, username);
+  };
+
+  const limit = async (req: FastifyRequest, limiter: RateLimiter, key: string, message?: string, username = '') => {
+    const wait = limiter.hit(key);
+    if (wait > 0) throw await audited(req, rateLimited(wait, message), username);
   };
 
   // onRequest: authentication and permissions are decided before the body is parsed or
   // validated, so an unauthenticated or forbidden caller learns nothing about the body rules.
   app.addHook('onRequest', async (req) => {
-    if (closing) throw new HttpError(503, 'unavailable', 'the server is shutting down; retry shortly', {}, { 'retry-after': '5' });
+    if (lifecycle.closing) {
+      const e = HttpLifecycle.shutdownError();
+      throw new HttpError(e.status, e.code, e.message, {}, e.headers);
+    }
     const rule = req.routeOptions.config.rule;
     if (req.routeOptions.config.limit === 'login') await limit(req, loginLimiter, req.ip, 'too many login attempts; try again later');
     if (!rule || !rule.auth) return;

@@ -63,6 +63,21 @@ export async function jwtSecret(db: Kysely<DB>, fromEnv: string | undefined): Pr
   return Buffer.from(kept.value, 'hex');
 }
 
+/**
+ * A new signing secret after the old one may have leaked: every token signed with the old one
+ * stops verifying, and their sessions are deleted. Returns how many sessions ended.
+ */
+export async function rotateJwtSecret(db: Kysely<DB>): Promise<number> {
+  const secret = randomHex(32);
+  await db
+    .insertInto('server_meta')
+    .values({ key: 'jwt_secret', value: secret })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: secret }))
+    .execute();
+  const r = await db.deleteFrom('sessions').executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
 export async function userCount(db: Kysely<DB>): Promise<number> {
   const r = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
   return Number(r?.n ?? 0);

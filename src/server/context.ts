@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { DB, UserRow } from './store/schema.js';
 import type { Dialect } from './store/migrations.js';
 import type { EnvLevels } from './permissions.js';
+import type { LoginGuard } from './services/login-guard.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -13,13 +14,34 @@ export interface ServerConfig {
   apiRateLimit: number;
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /** Denied requests (401/403) a minute per client IP before they are answered 429. */
+  deniedRateLimit: number;
+  /** Failed logins per account per window from addresses that never logged in to it (docs/api.md). */
+  accountLoginLimit: number;
+  timeouts: ServerTimeouts;
 }
+
+/** HTTP timeouts, milliseconds (docs/api.md "Timeouts and shutdown"). */
+export interface ServerTimeouts {
+  /** Whole request (headers and body) must arrive within this. */
+  requestMs: number;
+  /** Request headers must arrive within this. */
+  headersMs: number;
+  /** An idle kept-alive connection is closed after this. */
+  keepAliveMs: number;
+  /** At shutdown, requests in progress get this long before they are answered 503. */
+  shutdownGraceMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: ServerTimeouts = { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 5_000, shutdownGraceMs: 5_000 };
 
 export interface Deps {
   db: Kysely<DB>;
   dialect: Dialect;
   now: () => Date;
   config: ServerConfig;
+  /** The per-account login limit (its counts live in memory). */
+  loginGuard: LoginGuard;
 }
 
 /** The authenticated user of a request. */

@@ -15,6 +15,7 @@ export const RULES = {
   login: open, // 4.1: the env level check is part of login itself
   mfaLogin: open, // 4.2
   error: open, // 4.21
+  logout: authenticated, // POST /api/v1/logout (docs/api.md)
   ownPassword: authenticated, // 4.3
   ownMfa: authenticated, // TOTP enrol, WebAuthn list/remove (4.4)
   users: superAdmin, // 4.5 and users list

@@ -1,12 +1,18 @@
 // Starting the reference server: open the store, bootstrap, build the app, listen.
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Deps, ServerConfig } from './context.js';
+import { DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
 import { openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
-import { createSuperAdmin, ensureSettings, jwtSecret, userCount } from './bootstrap.js';
+import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
+import { checkPrivateKeyFile, prepareDatabaseFile } from './store/file-modes.js';
+import { HttpLifecycle } from './lib/http-lifecycle.js';
+import { SessionPurger } from './services/session-purge.js';
+import { DenialAudit } from './services/denial-audit.js';
+import { LoginGuard } from './services/login-guard.js';
+import { ServerSetupError } from './setup-error.js';
 import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
 
@@ -28,6 +34,18 @@ export interface ServerOptions {
   jwtSecret?: string;
   loginRateLimit?: number;
   apiRateLimit?: number;
+  /** Denied (401/403) requests a minute per client IP before 429 (default 60). */
+  deniedRateLimit?: number;
+  /** Failed logins per account per 15 minutes from unknown addresses (default 10). */
+  accountLoginLimit?: number;
+  /** Overrides of DEFAULT_TIMEOUTS (milliseconds). */
+  timeouts?: Partial<ServerTimeouts>;
+  /**
+   * A database open to other users is refused; with this it is made 0600 and the stored JWT
+   * secret is rotated (ending every session). `warn` receives the one-line notice.
+   */
+  fixPermissions?: boolean;
+  warn?: (line: string) => void;
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
 }
@@ -39,10 +57,15 @@ export interface RunningServer {
   store: Store;
   /** Demo fleet of --dev; `extra` is more banner text (e.g. the MFA user's secret). */
   demo?: DemoSummary & { password: string };
+  /** The aggregated audit of denied requests (flush() brings its rows' counts up to date). */
+  denials: DenialAudit;
   close(): Promise<void>;
 }
 
-export class ServerSetupError extends Error {}
+export { ServerSetupError };
+
+/** How the refusal tells the operator to fix a database open to other users. */
+const fixHint = (dbPath: string, dev: boolean | undefined) => (dev ? 'fleetctl server --dev' : `fleetctl server --db ${dbPath} --fix-permissions`);
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let tempDir: string | undefined;
@@ -52,19 +75,33 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     dbPath = join(tempDir, 'fleet.db');
   }
   if (!dbPath) throw new ServerSetupError('no database path given');
-  mkdirSync(dirname(dbPath), { recursive: true });
+  if (opts.tls) checkPrivateKeyFile(opts.tls.keyFile, 'TLS key');
+  const loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev));
   const store = await openSqlite(dbPath);
   const now = () => new Date();
   try {
+    if (loosened.length > 0) {
+      const ended = await rotateJwtSecret(store.db);
+      opts.warn?.(
+        `warning: ${loosened.map((f) => basename(f)).join(', ')} ${loosened.length > 1 ? 'were' : 'was'} open to other users: now 0600; ` +
+          `the JWT signing secret was rotated, ending ${ended} session(s) (users log in again)` +
+          (opts.jwtSecret ? '; FLEETCTL_JWT_SECRET is in use and was not changed' : '') +
+          '. Enroll secrets, node keys and TOTP seeds in the file may have been read too: consider rotating them.',
+      );
+    }
     await ensureSettings(store.db, now());
     const config: ServerConfig = {
       jwtSecret: await jwtSecret(store.db, opts.jwtSecret),
       issuer: 'fleetctl',
       loginRateLimit: opts.loginRateLimit ?? 10,
       apiRateLimit: opts.apiRateLimit ?? 1200,
+      deniedRateLimit: opts.deniedRateLimit ?? 60,
+      accountLoginLimit: opts.accountLoginLimit ?? 10,
       bodyLimit: 1024 * 1024,
+      timeouts: { ...DEFAULT_TIMEOUTS, ...opts.timeouts },
     };
-    const deps: Deps = { db: store.db, dialect: store.dialect, now, config };
+    const deps = { db: store.db, dialect: store.dialect, now, config } as Deps;
+    deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
     if (opts.dev) {
@@ -82,8 +119,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
 
     const https = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
-    const app = await buildApp(deps, { logger: opts.logger, https });
+    const lifecycle = new HttpLifecycle(config.timeouts);
+    const denials = new DenialAudit(deps);
+    const purger = new SessionPurger(deps);
+    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials });
     const address = await app.listen({ host: opts.host, port: opts.port });
+    denials.start();
+    purger.start();
     const url = address.replace('[::1]', 'localhost');
     for (const name of opts.createEnvs ?? []) {
       const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
@@ -97,7 +139,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       deps,
       store,
       demo,
+      denials,
       async close() {
+        // Requests in progress finish (bounded by the grace), then the services stop, then the store.
+        await lifecycle.drain(app.server);
+        await purger.stop();
+        await denials.stop();
         await app.close();
         await store.close();
         if (tempDir) rmSync(tempDir, { recursive: true, force: true });

@@ -28,6 +28,8 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
     dev: true,
     devPassword: DEV_PASSWORD,
     loginRateLimit: 10_000,
+    deniedRateLimit: 10_000,
+    accountLoginLimit: 10_000,
     ...opts,
   });
   const url = server.url;

@@ -74,7 +74,7 @@ export interface ServerProcess {
 
 /** Starts `fleetctl server --dev` (or with `args`) on a free port and waits for its URL. */
 export async function startServerProcess(args: string[] = ['--dev', '--dev-password', DEV_PASSWORD], o: { env?: Record<string, string>; input?: string } = {}): Promise<ServerProcess> {
-  const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', ...args], {
+  const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', '--denied-rate-limit', '10000', '--account-login-limit', '10000', ...args], {
     env: { ...o.env },
     input: o.input,
     reject: false,

@@ -17,6 +17,13 @@ interface ServerOpts {
   createEnv: string[];
   loginRateLimit?: number;
   apiRateLimit?: number;
+  deniedRateLimit?: number;
+  accountLoginLimit?: number;
+  requestTimeout?: number;
+  headersTimeout?: number;
+  keepAliveTimeout?: number;
+  shutdownGrace?: number;
+  fixPermissions?: boolean;
   tlsCert?: string;
   tlsKey?: string;
   log?: boolean;
@@ -69,7 +76,9 @@ export function registerServer(program: Command): void {
         'Run the reference server on an embedded SQLite database. --dev starts it on a temporary database\n' +
         'with a demo fleet and prints how to log in. Outside --dev, the first start of a new database\n' +
         'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
-        'from FLEETCTL_JWT_SECRET or is generated once and kept in the database.',
+        'from FLEETCTL_JWT_SECRET or is generated once and kept in the database. The database is kept 0600 in\n' +
+        'a 0700 directory; one that other users can read is refused until --fix-permissions (which also\n' +
+        'rotates the JWT secret, ending every session).',
       examples: [
         'fleetctl server --dev',
         'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
@@ -91,6 +100,13 @@ export function registerServer(program: Command): void {
         }, [] as string[])
         .option('--login-rate-limit <n>', 'login and MFA attempts a minute per client IP', intArg(1))
         .option('--api-rate-limit <n>', 'API calls a minute per user', intArg(1))
+        .option('--denied-rate-limit <n>', 'denied (401/403) requests a minute per client IP before 429 (default 60)', intArg(1))
+        .option('--account-login-limit <n>', 'failed logins per account per 15 minutes from addresses it never logged in from (default 10)', intArg(1))
+        .option('--request-timeout <seconds>', 'a whole request must arrive within this (default 30)', intArg(1))
+        .option('--headers-timeout <seconds>', 'request headers must arrive within this (default 10)', intArg(1))
+        .option('--keep-alive-timeout <seconds>', 'close idle kept-alive connections after this (default 5)', intArg(1))
+        .option('--shutdown-grace <seconds>', 'on SIGTERM, requests in progress get this long before a 503 (default 5)', intArg(0))
+        .option('--fix-permissions', 'make a database open to other users 0600 and rotate its JWT secret (ends every session)')
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
         .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
         .option('--log', 'structured request logs (JSON) on stderr'),
@@ -98,6 +114,16 @@ export function registerServer(program: Command): void {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
       if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
+      const timeouts = {
+        requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
+        headersMs: o.headersTimeout === undefined ? undefined : o.headersTimeout * 1000,
+        keepAliveMs: o.keepAliveTimeout === undefined ? undefined : o.keepAliveTimeout * 1000,
+        shutdownGraceMs: o.shutdownGrace === undefined ? undefined : o.shutdownGrace * 1000,
+      };
+      const { DEFAULT_TIMEOUTS } = await import('../../server/context.js');
+      if ((timeouts.headersMs ?? DEFAULT_TIMEOUTS.headersMs) > (timeouts.requestMs ?? DEFAULT_TIMEOUTS.requestMs)) {
+        throw new UsageError('--headers-timeout cannot be longer than --request-timeout');
+      }
       const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
       if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
         throw new UsageError(`the admin password must have at least ${PASSWORD_MIN_LENGTH} characters`);
@@ -119,6 +145,11 @@ export function registerServer(program: Command): void {
           jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
           loginRateLimit: o.loginRateLimit,
           apiRateLimit: o.apiRateLimit,
+          deniedRateLimit: o.deniedRateLimit,
+          accountLoginLimit: o.accountLoginLimit,
+          timeouts: Object.fromEntries(Object.entries(timeouts).filter(([, v]) => v !== undefined)),
+          fixPermissions: o.fixPermissions,
+          warn: (line) => ctx.io.err(`${line}\n`),
           logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
           tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
         });

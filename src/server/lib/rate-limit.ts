@@ -8,11 +8,8 @@ export class RateLimiter {
     private readonly now: () => number,
   ) {}
 
-  /**
-   * Counts a hit. `wait`: seconds until the window resets when over the limit, else 0.
-   * `firstRejection`: this is the first refused hit of the window (audit it once, not per hit).
-   */
-  hit(key: string): { wait: number; firstRejection: boolean } {
+  /** Counts a hit. Returns the seconds until the window resets when over the limit, else 0. */
+  hit(key: string): number {
     const t = this.now();
     let w = this.windows.get(key);
     if (!w || t - w.start >= this.windowMs) {
@@ -21,8 +18,8 @@ export class RateLimiter {
       if (this.windows.size > 10_000) this.prune(t);
     }
     w.count++;
-    if (w.count <= this.limit) return { wait: 0, firstRejection: false };
-    return { wait: Math.ceil((w.start + this.windowMs - t) / 1000), firstRejection: w.count === this.limit + 1 };
+    if (w.count <= this.limit) return 0;
+    return Math.ceil((w.start + this.windowMs - t) / 1000);
   }
 
   private prune(t: number) {

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { App } from '../app.js';
 import type { Deps } from '../context.js';
-import { LoginBody, MfaLoginBody, TokenResponse } from '../../api/index.js';
+import { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { login } from '../services/auth.js';
+import { login, logout } from '../services/auth.js';
+import { callerOf } from '../app.js';
 import { loginMfa } from '../services/mfa.js';
 
 export function authRoutes(app: App, deps: Deps): void {
@@ -20,5 +21,9 @@ export function authRoutes(app: App, deps: Deps): void {
     '/api/v1/login/mfa',
     { config: { rule: RULES.mfaLogin, limit: 'login' }, schema: { body: MfaLoginBody, response: { 200: TokenResponse } } },
     async (req) => loginMfa(deps, req.body, req.ip),
+  );
+  // Ends the calling session only (other logins of the same user stay valid).
+  app.post('/api/v1/logout', { config: { rule: RULES.logout }, schema: { response: { 200: MessageResponse } } }, async (req) =>
+    logout(deps, callerOf(req), req.ip),
   );
 }

@@ -23,7 +23,7 @@ export async function envLevels(deps: Deps, userId: number): Promise<Map<number,
 }
 
 /** Issues a JWT and records its session. */
-export async function issueToken(deps: Deps, user: UserRow, hours: number): Promise<TokenResponse> {
+export async function issueToken(deps: Deps, user: UserRow, hours: number, sourceIp: string): Promise<TokenResponse> {
   const now = deps.now();
   const iat = Math.floor(now.getTime() / 1000);
   const exp = iat + hours * 3600;
@@ -34,6 +34,7 @@ export async function issueToken(deps: Deps, user: UserRow, hours: number): Prom
     .values({ jti, user_id: user.id, csrf_token, created_at: now.toISOString(), expires_at: new Date(exp * 1000).toISOString() })
     .execute();
   await deps.db.updateTable('users').set({ last_login_at: now.toISOString() }).where('id', '=', user.id).execute();
+  await deps.loginGuard.succeeded(user.id, sourceIp);
   const token = signJwt({ sub: user.username, iss: deps.config.issuer, iat, exp, jti }, deps.config.jwtSecret);
   return { token, csrf_token };
 }
@@ -54,11 +55,14 @@ export async function login(deps: Deps, envRef: string, body: LoginBody, sourceI
     throw notFound(`environment "${envRef}" not found`);
   }
   const user = await deps.db.selectFrom('users').selectAll().where('username', '=', body.username).executeTakeFirst();
+  // The per-account limit is decided before the password is checked (and the same for unknown users).
+  await deps.loginGuard.check(body.username, user?.id, sourceIp);
   // Unknown users are checked against a dummy hash so both failures take the same time.
   const ok = await verifyPassword(body.password, user?.password_hash ?? (await dummyPasswordHash()));
   const audit = (line: string, severity: number) =>
     writeAudit(deps, { line, logType: LogTypes.login, severity: severity as 1 | 2 | 3, username: body.username, sourceIp, env });
   if (!user || !ok) {
+    await deps.loginGuard.failed(body.username, user?.id, sourceIp);
     await audit(`failed login for "${body.username}" to ${env.name}`, Severities.warning);
     throw unauthorized('invalid username or password');
   }
@@ -76,7 +80,7 @@ export async function login(deps: Deps, envRef: string, body: LoginBody, sourceI
     });
   }
   await audit(`login ok: ${user.username} to ${env.name}`, Severities.info);
-  return issueToken(deps, user, hours);
+  return issueToken(deps, user, hours, sourceIp);
 }
 
 export const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -115,14 +119,23 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   const session = await deps.db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.csrf_token', 'users.username'])
+    .select(['sessions.csrf_token', 'sessions.expires_at', 'users.username'])
     .where('sessions.jti', '=', v.claims.jti)
     .executeTakeFirst();
   if (!session || session.username !== v.claims.sub) {
     throw unauthorized('session ended (password changed, user removed or logged out): log in again', 'token_expired');
   }
+  // The session row's own expiry, not only the JWT's: the row is what the server controls.
+  if (Date.parse(session.expires_at) <= deps.now().getTime()) throw unauthorized('session expired: log in again', 'token_expired');
   const user = await deps.db.selectFrom('users').selectAll().where('username', '=', v.claims.sub).executeTakeFirstOrThrow();
   return { user, isSuperAdmin: !!user.admin, access: await envLevels(deps, user.id), jti: v.claims.jti, csrfToken: session.csrf_token };
+}
+
+/** POST /api/v1/logout: ends the calling session (its token answers 401 token_expired from now on). */
+export async function logout(deps: Deps, caller: Caller, sourceIp: string): Promise<{ message: string }> {
+  await deps.db.deleteFrom('sessions').where('jti', '=', caller.jti).execute();
+  await writeAudit(deps, { line: `user ${caller.user.username} logged out`, logType: LogTypes.logout, username: caller.user.username, sourceIp });
+  return { message: 'logged out: this session has ended' };
 }
 
 /** Ends every session of a user, except `keepJti` when given. */

@@ -92,6 +92,6 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
   }
   const left = method === 'recovery' ? await unusedRecoveryCodes(deps, user.id) : undefined;
   await audit(`login ok: ${user.username} to ${env.name} with ${method}${left === undefined ? '' : ` (${left} recovery codes left)`}`, Severities.info);
-  const tokens = await issueToken(deps, user, ch.exp_hours);
+  const tokens = await issueToken(deps, user, ch.exp_hours, sourceIp);
   return left === undefined ? tokens : { ...tokens, recovery_codes_left: left };
 }

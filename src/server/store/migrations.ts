@@ -234,6 +234,21 @@ function initial(dialect: Dialect): Migration {
   };
 }
 
+/** Issue 9: aggregated denial rows carry a count; addresses that logged in to an account. */
+function trust(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('audit_logs').addColumn('count', int, (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.createTable('login_addresses')
+        .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('source_ip', text, (c) => c.notNull())
+        .addColumn('last_login_at', text, (c) => c.notNull())
+        .addPrimaryKeyConstraint('login_addresses_pk', ['user_id', 'source_ip'])
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
-  return { getMigrations: async () => ({ '001_initial': initial(dialect) }) };
+  return { getMigrations: async () => ({ '001_initial': initial(dialect), '002_trust': trust() }) };
 }

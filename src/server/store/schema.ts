@@ -256,12 +256,21 @@ export interface AuditLogsTable {
   service: string;
   source_ip: string;
   username: string;
+  /** Events the row stands for: 1, or the denied requests of one address in one minute (0002_trust). */
+  count: Generated<number>;
 }
 
 /** Server-wide values kept across restarts (the JWT secret). */
 export interface ServerMetaTable {
   key: string;
   value: string;
+}
+
+/** Addresses a user logged in from (0002_trust): exempt from the per-account login limit. */
+export interface LoginAddressesTable {
+  user_id: number;
+  source_ip: string;
+  last_login_at: string;
 }
 
 export interface DB {
@@ -281,6 +290,7 @@ export interface DB {
   carve_files: CarveFilesTable;
   audit_logs: AuditLogsTable;
   server_meta: ServerMetaTable;
+  login_addresses: LoginAddressesTable;
 }
 
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
