@@ -54,8 +54,8 @@ if (!bindingLoads()) {
   if (!bindingLoads()) {
     process.stderr.write(
       'osquery-fleetctl: WARNING: the database binding better-sqlite3 did not build, so `fleetctl server`, `npm run demo` and `npm test` will not work ' +
-        '(the CLI itself does); install python3, make, g++ and the Node headers (Debian: apt-get install python3 make g++ libnode-dev), then run npm rebuild better-sqlite3 ' +
-        '(or npm ci again)\n',
+        '(the CLI itself does); install python3, make, g++ and the Node headers (Debian: apt-get install python3 make g++ libnode-dev), then run npm ci again' +
+        '\n',
     );
   }
 }
