@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { App } from '../app.js';
+import { callerOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
-import { LoginBody, MfaLoginBody, TokenResponse } from '../../api/index.js';
+import { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { login } from '../services/auth.js';
+import { login, logout } from '../services/auth.js';
 import { loginMfa } from '../services/mfa.js';
 
 export function authRoutes(app: App, deps: Deps): void {
@@ -20,5 +20,11 @@ export function authRoutes(app: App, deps: Deps): void {
     '/api/v1/login/mfa',
     { config: { rule: RULES.mfaLogin, limit: 'login' }, schema: { body: MfaLoginBody, response: { 200: TokenResponse } } },
     async (req) => loginMfa(deps, req.body, req.ip),
+  );
+  // Ends the calling session (its row), so the token answers 401 token_expired afterwards.
+  app.post(
+    '/api/v1/logout',
+    { config: { rule: RULES.me }, schema: { response: { 200: MessageResponse } } },
+    async (req) => ({ message: await logout(deps, callerOf(req)) }),
   );
 }

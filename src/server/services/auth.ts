@@ -131,3 +131,9 @@ export async function endSessions(deps: Deps, userId: number, keepJti?: string):
   if (keepJti) q = q.where('jti', '!=', keepJti);
   await q.execute();
 }
+
+/** POST /api/v1/logout: ends the caller's own session; its token is refused from then on. */
+export async function logout(deps: Deps, caller: Caller): Promise<string> {
+  await deps.db.deleteFrom('sessions').where('jti', '=', caller.jti).execute();
+  return 'logged out: the session has ended';
+}
