@@ -19,6 +19,17 @@ interface ListOpts {
   all?: boolean;
 }
 
+/**
+ * `node_key` is the agent's credential: whoever has it can speak for the node. It is left out of
+ * every format (JSON too: scripts print JSON into CI logs) unless --show-secret, the way the
+ * API itself leaves it out for callers who may not see it, so consumers already handle absence.
+ */
+export function withoutNodeKey<T extends { node_key?: string }>(node: T, show?: boolean): T {
+  if (show || node.node_key === undefined) return node;
+  const { node_key: _hidden, ...rest } = node;
+  return rest as T;
+}
+
 export function registerNodes(program: Command): void {
   const nodes = group(program, {
     name: 'nodes',
@@ -92,10 +103,13 @@ export function registerNodes(program: Command): void {
       summary: 'Show one node by UUID, hostname or local name',
       examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
     },
-    (cmd) => cmd.argument('<node>', 'node UUID, hostname or local name'),
-    async (ctx, [ref]) => {
+    (cmd) =>
+      cmd
+        .argument('<node>', 'node UUID, hostname or local name')
+        .option('--show-secret', "include the node's node_key (its credential; env admins only), hidden by default"),
+    async (ctx, [ref], o: { showSecret?: boolean }) => {
       const api = await ctx.api();
-      const node = await api.nodes.get(ctx.requireEnv(), ref!);
+      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!), o.showSecret);
       await printObject(ctx.io, ctx.output(), node);
     },
   );
