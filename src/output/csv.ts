@@ -1,13 +1,15 @@
 // CSV: RFC 4180 quoting (fields holding a comma, a double quote, CR or LF are quoted, quotes
 // doubled). Records end in LF, not CRLF: friendlier to Unix tools, and RFC 4180 readers
 // (Python's csv, spreadsheets) accept it. Nested objects/arrays are JSON-encoded in the cell.
+// Cells are terminal-safe and single-line, and formula prefixes are neutralised (sanitize.ts).
+import { csvFormulaSafe, safeCell } from './sanitize.js';
 
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return safeCell(csvFormulaSafe(v));
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (v instanceof Date) return v.toISOString();
-  return JSON.stringify(v) ?? '';
+  return safeCell(csvFormulaSafe(JSON.stringify(v) ?? ''));
 }
 
 export function csvEscape(s: string): string {

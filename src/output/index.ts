@@ -9,6 +9,7 @@ import { csvRow } from './csv.js';
 import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
 import { evalJq } from './jq.js';
+import { safeJson, safeText } from './sanitize.js';
 import { renderObjectPlain, renderObjectTTY, resolveColumns } from './table.js';
 import { createListWriter, drained, loadYaml } from './writer.js';
 
@@ -19,6 +20,7 @@ export { parseFields, getPath, selectFields, validateFields } from './fields.js'
 export { relativeTime, isNever, isTimestamp } from './time.js';
 export { colorsFor, statusTone, type Colors, type StatusTone } from './color.js';
 export { evalJq } from './jq.js';
+export { safeLine, safeText } from './sanitize.js';
 export { createListWriter, type ListWriter } from './writer.js';
 
 /**
@@ -46,14 +48,14 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
   const value: unknown = fields ? selectFields(obj, fields, columns) : obj;
   let text: string;
   if (opts.jq !== undefined) {
-    text = await evalJq(value, opts.jq);
+    text = await evalJq(value, opts.jq, { terminal: io.stdoutIsTTY });
   } else {
     switch (opts.format) {
       case 'json':
-        text = `${JSON.stringify(value, null, 2) ?? 'null'}\n`;
+        text = `${safeJson(JSON.stringify(value, null, 2) ?? 'null')}\n`;
         break;
       case 'jsonl':
-        text = `${JSON.stringify(value) ?? 'null'}\n`;
+        text = `${safeJson(JSON.stringify(value) ?? 'null')}\n`;
         break;
       case 'yaml':
         text = (await loadYaml())(value);
@@ -78,8 +80,13 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
   }
 }
 
-/** Raw text on stdout, with exactly one trailing newline added if missing. '' prints nothing. */
+/**
+ * Raw text on stdout, with exactly one trailing newline added if missing. '' prints nothing.
+ * Piped, the text is kept as is (`enroll show prod enroll.sh | sh`); at a terminal, control and
+ * bidi characters are shown escaped, lines and tabs kept.
+ */
 export function printText(io: IO, text: string): void {
   if (text === '') return;
-  io.out(text.endsWith('\n') ? text : `${text}\n`);
+  const shown = io.stdoutIsTTY ? safeText(text) : text;
+  io.out(shown.endsWith('\n') ? shown : `${shown}\n`);
 }

@@ -20,14 +20,14 @@ function fromDeclared<T>(c: Column<T>): ResolvedColumn<T> {
   const get = c.get;
   return {
     key: c.key,
-    header: c.header ?? defaultHeader(c.key),
+    header: sanitize(c.header ?? defaultHeader(c.key)),
     kind: c.kind,
     value: get ? (row) => get(row) : (row) => lookupPath(row, c.key).value,
   };
 }
 
 function fromKey<T>(key: string): ResolvedColumn<T> {
-  return { key, header: defaultHeader(key), kind: undefined, value: (row) => lookupPath(row, key).value };
+  return { key, header: sanitize(defaultHeader(key)), kind: undefined, value: (row) => lookupPath(row, key).value };
 }
 
 /**
