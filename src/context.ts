@@ -12,6 +12,7 @@ import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
 import { parseOutputFormat } from './output/index.js';
 import type { Prompter } from './prompt.js';
+import { safeText } from './output/sanitize.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -102,7 +103,7 @@ export class Context {
   warnOnce(key: string, message: string): void {
     if (this.warned.has(key)) return;
     this.warned.add(key);
-    this.io.err(`warning: ${message}\n`);
+    this.io.err(`warning: ${safeText(message)}\n`);
   }
 
   /** The keychain and file stores of this run (shared, so the keychain is probed once). */
@@ -176,7 +177,7 @@ export class Context {
     return {
       baseUrl: url,
       timeoutMs: this.timeoutMs(),
-      debug: this.globals.debug ? (line: string) => this.io.err(`[debug] ${line}\n`) : undefined,
+      debug: this.globals.debug ? (line: string) => this.io.err(`[debug] ${safeText(line)}\n`) : undefined,
       caFile: this.globals.caFile,
       insecure: this.globals.insecure,
       userAgent: 'fleetctl',

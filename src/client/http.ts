@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { ApiError, NetworkError, UsageError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
+import { safeLine } from '../output/sanitize.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -181,8 +182,9 @@ function toApiError(status: number, text: string, retryAfter?: number): ApiError
   }
   if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
     const b = parsed as Record<string, unknown>;
-    return new ApiError(status, String(b.code ?? 'unknown'), String(b.error ?? `HTTP ${status}`), b, retryAfter);
+    // The server's text is one line, shown escaped wherever it is printed (sanitize.ts).
+    return new ApiError(status, safeLine(String(b.code ?? 'unknown')), safeLine(String(b.error ?? `HTTP ${status}`)), b, retryAfter);
   }
-  const message = typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`;
+  const message = safeLine(typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`);
   return new ApiError(status, status >= 500 ? 'internal' : 'unknown', message, {}, retryAfter);
 }

@@ -3,7 +3,7 @@ import { choiceOption, group, intArg, verb } from '../define.js';
 import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders, type NodeSort, type NodeStatus, type Platform, type SortOrder } from '../../api/index.js';
 import { CliError, mapError } from '../../errors.js';
 import { paginate } from '../../client/index.js';
-import { createListWriter, printList, printObject } from '../../output/index.js';
+import { createListWriter, printList, printObject, safeText } from '../../output/index.js';
 import { NODE_COLUMNS } from './columns.js';
 import { confirmDestructive } from '../confirm.js';
 
@@ -145,7 +145,7 @@ export function registerNodes(program: Command): void {
           firstError ??= e;
           const m = mapError(e);
           results.push({ uuid, deleted: false, error: m.message });
-          ctx.io.err(`error: ${uuid}: ${m.message}\n`);
+          ctx.io.err(`error: ${safeText(uuid)}: ${safeText(m.message)}\n`);
         }
       }
       if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'deleted' }, { key: 'error' }]);
