@@ -23,13 +23,24 @@ const server = spawn(process.execPath, [bin, 'server', '--dev', '--dev-password'
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 let banner = '';
-const url = await new Promise((resolve, reject) => {
+let ready = false;
+const url = await new Promise((resolve) => {
   server.stdout.on('data', (d) => {
     banner += d;
     const m = /URL:\s+(http:\/\/\S+)/.exec(banner);
-    if (m && banner.includes('Press Ctrl-C')) resolve(m[1]);
+    if (m && banner.includes('Press Ctrl-C')) {
+      ready = true;
+      resolve(m[1]);
+    }
   });
-  server.on('exit', (code) => reject(new Error(`the server exited (${code}) before it was ready`)));
+  // The server has already said why on stderr (e.g. the database binding did not build): one
+  // more line, no stack trace.
+  server.on('exit', (code) => {
+    if (ready) return;
+    say(`demo failed: the server exited (${code}) before it was ready`);
+    rmSync(configDir, { recursive: true, force: true });
+    process.exit(1);
+  });
 });
 process.stderr.write(banner.replace(/Press Ctrl-C to stop\.\n?/, ''));
 
@@ -49,16 +60,19 @@ try {
   failed = true;
 }
 
+// The hints run this clone's binary by its full path: `fleetctl` may not be on PATH yet (npm link),
+// the other terminal may be anywhere, and the registry's package named fleetctl is another product.
+const cli = bin;
 const next = `
-==> What to try next (in another terminal, while this demo runs):
+==> What to try next (in another terminal, while this demo runs; after \`npm link\`, plain \`fleetctl\`):
   export FLEETCTL_CONFIG_DIR=${configDir}
-  npx fleetctl nodes list --status inactive --platform darwin
-  npx fleetctl nodes list --all -o json | jq length
-  npx fleetctl nodes show prod-web-0013
-  npx fleetctl tags list
-  npx fleetctl audit list --limit 10
-  npx fleetctl --help
-  Log in as other demo users (password ${password}): npx fleetctl login --username analyst --password-stdin
+  ${cli} nodes list --status inactive --platform darwin
+  ${cli} nodes list --all -o json | jq length
+  ${cli} nodes show prod-web-0013
+  ${cli} tags list
+  ${cli} audit list --limit 10
+  ${cli} --help
+  Log in as other demo users (password ${password}): ${cli} login --username analyst --password-stdin
 `;
 
 function stop(code) {

@@ -12,6 +12,7 @@ import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
 import { parseOutputFormat, setTimeStyle, type TimeStyle } from './output/index.js';
 import type { Prompter } from './prompt.js';
+import { safeText } from './output/sanitize.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -115,7 +116,7 @@ export class Context {
   warnOnce(key: string, message: string): void {
     if (this.warned.has(key)) return;
     this.warned.add(key);
-    this.io.err(`warning: ${message}\n`);
+    this.io.err(`warning: ${safeText(message)}\n`);
   }
 
   /** The keychain and file stores of this run (shared, so the keychain is probed once). */
@@ -134,9 +135,9 @@ export class Context {
     return this.credentialStore();
   }
 
-  /** FLEETCTL_TOKEN always wins over the stored token. */
-  async credential(): Promise<StoredCredential | undefined> {
-    const store = await this.tokenSource();
+  /** FLEETCTL_TOKEN always wins over the stored token; `stored` reads the profile's own token only. */
+  async credential(o: { stored?: boolean } = {}): Promise<StoredCredential | undefined> {
+    const store = o.stored ? await this.credentialStore() : await this.tokenSource();
     try {
       return await store.get(this.profileName);
     } catch (e) {
@@ -158,13 +159,19 @@ export class Context {
     return FleetApi.create(this.httpOptions(url));
   }
 
-  /** A client with the stored (or FLEETCTL_TOKEN) credential; exit 4 when there is none. */
-  async api(): Promise<FleetApi> {
+  /**
+   * A client with the stored (or FLEETCTL_TOKEN) credential; exit 4 when there is none.
+   * `check`: for asking the server about the token itself (`auth status`, `logout`): no offer to
+   * log in again on 401, no expiry warning. `stored`: the profile's own token, even when
+   * FLEETCTL_TOKEN is set (logout ends the stored session).
+   */
+  async api(o: { check?: boolean; stored?: boolean } = {}): Promise<FleetApi> {
     const url = this.requireUrl();
-    const cred = await this.credential();
+    const cred = await this.credential({ stored: o.stored });
     if (!cred) throw this.unknownProfile() ?? new CliError(`not logged in (profile "${this.profileName}")`, ExitCode.auth, 'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN');
     const saved = this.profile()?.url;
-    if (!this.env.FLEETCTL_TOKEN && saved && normalizeServerUrl(saved) !== normalizeServerUrl(url)) {
+    const fromEnv = !o.stored && Boolean(this.env.FLEETCTL_TOKEN);
+    if (!fromEnv && saved && normalizeServerUrl(saved) !== normalizeServerUrl(url)) {
       // A profile's token is a secret for its own server: never hand it to another one.
       throw new CliError(
         `the token of profile "${this.profileName}" is for ${saved}, not ${url}: it is not sent there`,
@@ -172,20 +179,22 @@ export class Context {
         'log in to that server under its own profile (`fleetctl login --profile NAME --url URL`), or set FLEETCTL_TOKEN',
       );
     }
+    const opts = { ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined };
+    if (o.check) return FleetApi.create(opts);
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
-    return new FleetApi(new ReauthHttpClient({ ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined }, this));
+    return new FleetApi(new ReauthHttpClient(opts, this));
   }
 
   private httpOptions(url: string) {
-    if (this.globals.insecure) this.warnOnce('insecure', 'TLS certificate verification is disabled (--insecure)');
     return {
       baseUrl: url,
       timeoutMs: this.timeoutMs(),
-      debug: this.globals.debug ? (line: string) => this.io.err(`[debug] ${line}\n`) : undefined,
+      debug: this.globals.debug ? (line: string) => this.io.err(`[debug] ${safeText(line)}\n`) : undefined,
       caFile: this.globals.caFile,
       insecure: this.globals.insecure,
       userAgent: 'fleetctl',
+      warn: (key: string, message: string) => this.warnOnce(key, message),
     };
   }
 

@@ -2,9 +2,11 @@
 import { CommanderError } from 'commander';
 import { buildProgram } from './program.js';
 import { ExitCode, mapError } from './errors.js';
+import { safeText } from './output/sanitize.js';
 
 function writeError(message: string, hint?: string): void {
-  process.stderr.write(`error: ${message}\n${hint ? `hint: ${hint}\n` : ''}`);
+  // Messages carry server text (error messages, names): never a control sequence on the terminal.
+  process.stderr.write(`error: ${safeText(message)}\n${hint ? `hint: ${safeText(hint)}\n` : ''}`);
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -23,7 +23,7 @@ export function buildProgram(): Command {
     .option('--no-color', 'disable colors (also NO_COLOR)')
     .option('--timeout <duration>', 'HTTP timeout per request (30s, 2m)', '30s')
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust')
-    .option('--insecure', 'skip TLS certificate verification (unsafe)')
+    .option('--insecure', 'skip TLS certificate verification and allow plain http:// to a non-loopback host (unsafe)')
     .option('--insecure-storage', 'login: save the token in a 0600 file instead of the OS keychain')
     .option('--debug', 'log HTTP requests and responses on stderr (secrets redacted)')
     .showHelpAfterError('(run with --help for usage)')

@@ -2,9 +2,10 @@
 // Retry-After, typed ApiError, --debug logging with secrets redacted.
 import type { Dispatcher } from 'undici';
 import { readFileSync } from 'node:fs';
-import { ApiError, NetworkError } from '../errors.js';
+import { ApiError, NetworkError, UsageError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
+import { safeLine } from '../output/sanitize.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -14,8 +15,43 @@ export interface HttpOptions {
   retry?: RetryPolicy;
   debug?: (line: string) => void;
   caFile?: string;
+  /** --insecure: skip TLS certificate checks, and allow plain http:// to a non-loopback host. */
   insecure?: boolean;
   userAgent?: string;
+  /** A warning for stderr; `key` lets the caller show each one once per invocation. */
+  warn?: (key: string, message: string) => void;
+}
+
+/** Loopback: 127.0.0.0/8, ::1 and localhost. Plain HTTP there never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * The transport rule, checked once here for every command (login included): a password or token
+ * sent over plain HTTP to another machine can be read on the way, so http:// to a non-loopback
+ * host is refused unless --insecure says so (then with a warning).
+ */
+function checkTransport(opts: HttpOptions): void {
+  let u: URL;
+  try {
+    u = new URL(opts.baseUrl);
+  } catch {
+    return; // the URL is validated where it is read (login, config); request() reports it otherwise
+  }
+  if (u.protocol === 'https:') {
+    if (opts.insecure) opts.warn?.('insecure-tls', 'TLS certificate verification is disabled (--insecure)');
+    return;
+  }
+  if (u.protocol !== 'http:' || isLoopbackHost(u.hostname)) return;
+  if (!opts.insecure) {
+    throw new UsageError(
+      `refusing to send credentials over plain HTTP to ${u.host}: use https://, or pass --insecure to allow it`,
+      'plain http:// is allowed without --insecure only for loopback (127.0.0.0/8, ::1, localhost)',
+    );
+  }
+  opts.warn?.('plain-http', `sending credentials over plain HTTP to ${u.host} (--insecure): anyone on the network path can read them`);
 }
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -60,7 +96,9 @@ const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 10
 export class HttpClient {
   private dispatcher?: Dispatcher;
 
-  constructor(readonly opts: HttpOptions) {}
+  constructor(readonly opts: HttpOptions) {
+    checkTransport(opts);
+  }
 
   get baseUrl(): string {
     return this.opts.baseUrl;
@@ -150,8 +188,9 @@ function toApiError(status: number, text: string, retryAfter?: number): ApiError
   }
   if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
     const b = parsed as Record<string, unknown>;
-    return new ApiError(status, String(b.code ?? 'unknown'), String(b.error ?? `HTTP ${status}`), b, retryAfter);
+    // The server's text is one line, shown escaped wherever it is printed (sanitize.ts).
+    return new ApiError(status, safeLine(String(b.code ?? 'unknown')), safeLine(String(b.error ?? `HTTP ${status}`)), b, retryAfter);
   }
-  const message = typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`;
+  const message = safeLine(typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`);
   return new ApiError(status, status >= 500 ? 'internal' : 'unknown', message, {}, retryAfter);
 }

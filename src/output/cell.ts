@@ -1,13 +1,10 @@
 // Turning values into the text of one table cell, and measuring/truncating that text.
 import { isPlainObject } from './fields.js';
 
-/** Control characters (and newlines/tabs) would break a TSV row or let server data drive the terminal. */
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+import { safeCell } from './sanitize.js';
 
-export function sanitize(s: string): string {
-  return s.replace(/\r\n|[\t\n\r]/g, ' ').replace(CONTROL, '\uFFFD');
-}
+/** Control characters (and newlines/tabs) would break a TSV row or let server data drive the terminal. */
+export const sanitize = safeCell;
 
 /**
  * Text of a value in a table cell (and in the key/value view):

@@ -2,14 +2,17 @@
 // doubled). Records end in LF, not CRLF: friendlier to Unix tools, and RFC 4180 readers
 // (Python's csv, spreadsheets) accept it. Lists of names (tags) and of scalars are joined with
 // commas, like the piped table; other nested objects/arrays are JSON-encoded in the cell.
+// Cells are terminal-safe and single-line, and formula prefixes are neutralised (sanitize.ts).
 import { listText } from './cell.js';
+import { csvFormulaSafe, safeCell } from './sanitize.js';
 
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return safeCell(csvFormulaSafe(v));
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (v instanceof Date) return v.toISOString();
-  return (Array.isArray(v) ? listText(v, ',') : undefined) ?? JSON.stringify(v) ?? '';
+  const list = Array.isArray(v) ? listText(v, ',') : undefined;
+  return safeCell(csvFormulaSafe(list ?? JSON.stringify(v) ?? ''));
 }
 
 export function csvEscape(s: string): string {

@@ -9,6 +9,7 @@ import { csvRow } from './csv.js';
 import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
 import { evalJq } from './jq.js';
+import { safeJson, safeText } from './sanitize.js';
 import { renderObjectPlain, renderObjectTTY, resolveColumns } from './table.js';
 import { createListWriter, drained, loadYaml } from './writer.js';
 
@@ -20,6 +21,7 @@ export { relativeTime, isNever, isTimestamp, setTimeStyle, tableTime, TIME_STYLE
 export { colorsFor, colorStatus, statusTone, type Colors, type StatusTone } from './color.js';
 export { cellText } from './cell.js';
 export { evalJq } from './jq.js';
+export { safeLine, safeText } from './sanitize.js';
 export { createListWriter, type ListWriter } from './writer.js';
 
 /**
@@ -47,14 +49,14 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
   const value: unknown = fields ? selectFields(obj, fields, columns) : obj;
   let text: string;
   if (opts.jq !== undefined) {
-    text = await evalJq(value, opts.jq);
+    text = await evalJq(value, opts.jq, { terminal: io.stdoutIsTTY });
   } else {
     switch (opts.format) {
       case 'json':
-        text = `${JSON.stringify(value, null, 2) ?? 'null'}\n`;
+        text = `${safeJson(JSON.stringify(value, null, 2) ?? 'null')}\n`;
         break;
       case 'jsonl':
-        text = `${JSON.stringify(value) ?? 'null'}\n`;
+        text = `${safeJson(JSON.stringify(value) ?? 'null')}\n`;
         break;
       case 'yaml':
         text = (await loadYaml())(value);
@@ -79,8 +81,13 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
   }
 }
 
-/** Raw text on stdout, with exactly one trailing newline added if missing. '' prints nothing. */
+/**
+ * Raw text on stdout, with exactly one trailing newline added if missing. '' prints nothing.
+ * Piped, the text is kept as is (`enroll show prod enroll.sh | sh`); at a terminal, control and
+ * bidi characters are shown escaped, lines and tabs kept.
+ */
 export function printText(io: IO, text: string): void {
   if (text === '') return;
-  io.out(text.endsWith('\n') ? text : `${text}\n`);
+  const shown = io.stdoutIsTTY ? safeText(text) : text;
+  io.out(shown.endsWith('\n') ? shown : `${shown}\n`);
 }

@@ -14,6 +14,7 @@
 // marked line, which is turned into JqError after the results before it. Compile errors are
 // re-run without the wrapper so that jq's message shows the user's expression as typed.
 import { createRequire } from 'node:module';
+import { safeJson, safeText } from './sanitize.js';
 import { JqError } from './errors.js';
 
 const MARKER = '__fleetctl_jq_error_7f3a__';
@@ -107,12 +108,20 @@ export async function jqResults(value: unknown, expr: string): Promise<string[]>
   return lines;
 }
 
-/** The text to print for jq's results: strings unquoted, other values compact JSON, one a line. */
-export async function evalJq(value: unknown, expr: string): Promise<string> {
+/**
+ * The text to print for jq's results: strings unquoted, other values compact JSON, one a line.
+ * A raw string keeps its data when piped; when stdout is a terminal (`terminal`), its control
+ * and bidi characters are shown escaped (sanitize.ts). JSON results are always escaped as JSON.
+ */
+export async function evalJq(value: unknown, expr: string, o: { terminal?: boolean } = {}): Promise<string> {
   const lines = await jqResults(value, expr);
   let text = '';
   for (const line of lines) {
-    text += (line.startsWith('"') ? (JSON.parse(line) as string) : line) + '\n';
+    if (!line.startsWith('"')) text += `${safeJson(line)}\n`;
+    else {
+      const str = JSON.parse(line) as string;
+      text += `${o.terminal ? safeText(str) : str}\n`;
+    }
   }
   return text;
 }

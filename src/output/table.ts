@@ -22,7 +22,7 @@ function fromDeclared<T>(c: Column<T>): ResolvedColumn<T> {
   const get = c.get;
   return {
     key: c.key,
-    header: c.header ?? defaultHeader(c.key),
+    header: sanitize(c.header ?? defaultHeader(c.key)),
     kind: c.kind,
     id: c.id,
     drop: c.drop,
@@ -31,7 +31,7 @@ function fromDeclared<T>(c: Column<T>): ResolvedColumn<T> {
 }
 
 function fromKey<T>(key: string): ResolvedColumn<T> {
-  return { key, header: defaultHeader(key), kind: undefined, value: (row) => lookupPath(row, key).value };
+  return { key, header: sanitize(defaultHeader(key)), kind: undefined, value: (row) => lookupPath(row, key).value };
 }
 
 /**

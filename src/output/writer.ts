@@ -8,6 +8,7 @@ import { csvRow } from './csv.js';
 import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
 import { evalJq, JsonText } from './jq.js';
+import { safeJson, safeYaml } from './sanitize.js';
 import {
   layoutTable,
   resolveColumns,
@@ -53,7 +54,7 @@ export function drained(stream: IO['stdout']): Promise<void> {
 
 export async function loadYaml(): Promise<(v: unknown) => string> {
   const YAML = await import('yaml');
-  return (v) => YAML.stringify(v, { lineWidth: 0, aliasDuplicateObjects: false }) ?? 'null\n';
+  return (v) => safeYaml(YAML, v, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
 const indent = (s: string) => `  ${s.replace(/\n/g, '\n  ')}`;
@@ -117,7 +118,7 @@ function makeSink<T>(
         for (const it of items) parts.push(JSON.stringify(project(it)) ?? 'null');
         return '';
       },
-      end: () => evalJq(new JsonText(`[${parts.join(',')}]`), jq),
+      end: () => evalJq(new JsonText(`[${parts.join(',')}]`), jq, { terminal: io.stdoutIsTTY }),
     };
   }
 
@@ -128,7 +129,7 @@ function makeSink<T>(
         write(items) {
           let s = '';
           for (const it of items) {
-            s += (started ? ',\n' : '[\n') + indent(JSON.stringify(project(it), null, 2) ?? 'null');
+            s += (started ? ',\n' : '[\n') + indent(safeJson(JSON.stringify(project(it), null, 2) ?? 'null'));
             started = true;
           }
           return s;
@@ -152,7 +153,7 @@ function makeSink<T>(
     }
     case 'jsonl':
       return {
-        write: (items) => items.map((it) => `${JSON.stringify(project(it)) ?? 'null'}\n`).join(''),
+        write: (items) => items.map((it) => `${safeJson(JSON.stringify(project(it)) ?? 'null')}\n`).join(''),
         end: () => '',
       };
     case 'csv': {

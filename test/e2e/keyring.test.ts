@@ -1,5 +1,5 @@
 // Where tokens land. With a real Secret Service (gnome-keyring in a private D-Bus session, started
-// by this test through ../shared/tools/keyring-session.sh): one entry per profile under the
+// by this test through test/fixtures/keyring-session.sh): one entry per profile under the
 // service "fleetctl", visible to secret-tool, removed by logout; and a TOTP login typed at a
 // terminal against `fleetctl server --dev` ending up there. Without a usable keychain (no
 // D-Bus session, or one that never answers): the 0600 file in the 0700 config directory, with a
@@ -20,7 +20,7 @@ import { parseMfaBanner } from '../helpers/mfa.js';
 import { totpCode } from '../../src/lib/totp.js';
 import { KEY, Terminal } from '../fixtures/terminal.js';
 
-const KEYRING_SESSION = resolve(import.meta.dirname, '../../../shared/tools/keyring-session.sh');
+const KEYRING_SESSION = resolve(import.meta.dirname, '../fixtures/keyring-session.sh');
 const ROUNDTRIP = resolve(import.meta.dirname, '../fixtures/keyring-roundtrip.sh');
 
 let ts: TestServer;

@@ -222,13 +222,19 @@ describe('nodes list', () => {
 });
 
 describe('nodes show and delete', () => {
-  it('shows a node by hostname, with node_key for an admin', async () => {
+  it('shows a node by hostname; its node_key (the agent credential) only with --show-secret, in every format', async () => {
     const row = await ts.server.deps.db.selectFrom('nodes').select(['uuid', 'hostname', 'node_key']).where('environment_id', '=', prodId).executeTakeFirstOrThrow();
     const r = await cli.run(['nodes', 'show', row.hostname, '-o', 'json']);
     expect(r.exitCode).toBe(0);
     const node = JSON.parse(r.stdout) as Node;
     expect(node.uuid).toBe(row.uuid);
-    expect(node.node_key).toBe(row.node_key);
+    expect('node_key' in node).toBe(false);
+    for (const fmt of ['table', 'yaml', 'csv', 'jsonl']) {
+      const out = await cli.run(['nodes', 'show', row.hostname, '-o', fmt]);
+      expect(out.stdout, fmt).not.toContain(row.node_key);
+    }
+    const shown = await cli.run(['nodes', 'show', row.hostname, '-o', 'json', '--show-secret']);
+    expect((JSON.parse(shown.stdout) as Node).node_key).toBe(row.node_key);
     const missing = await cli.run(['nodes', 'show', 'no-such-host']);
     expect(missing.exitCode).toBe(3);
     expect(missing.stderr).toMatch(/not found/);

@@ -111,10 +111,34 @@ describe('lists in each format', () => {
         'uuid-2,host-2,healthy,2026-01-02T03:04:05Z,Ubuntu\n',
     );
   });
-  it('csv: RFC 4180 quoting of comma, quote, CR and LF', async () => {
+  it('csv: RFC 4180 quoting of comma and quote; cells are single-line (CR and LF become spaces: a CR would redraw the line at a terminal)', async () => {
     const rows = [node(1, { hostname: 'a,b' }), node(2, { hostname: 'say "hi"' }), node(3, { hostname: 'l1\nl2' }), node(4, { hostname: 'x\ry' })];
     const out = await list(o('csv', { fields: ['hostname', 'platform'] }), rows);
-    expect(out).toBe('hostname,platform\n"a,b",linux\n"say ""hi""",linux\n"l1\nl2",linux\n"x\ry",linux\n');
+    expect(out).toBe('hostname,platform\n"a,b",linux\n"say ""hi""",linux\nl1 l2,linux\nx y,linux\n');
+  });
+  it('csv: cells a spreadsheet would run as a formula start with a quote (OWASP); numbers stay numbers', async () => {
+    const names = ['=cmd|calc', '+1+1', '-2+3', '@SUM(A1)', '\tx', '\rx', 'ok-1'];
+    const rows = names.map((h, i) => node(i + 1, { hostname: h }));
+    const out = await list(o('csv', { fields: ['hostname'], noHeaders: true }), rows);
+    expect(out.split('\n').slice(0, -1)).toEqual(["'=cmd|calc", "'+1+1", "'-2+3", "'@SUM(A1)", "' x", "' x", 'ok-1']);
+    expect(await list(o('csv', { fields: ['n'], noHeaders: true }), [{ n: -5 }] as never)).toBe('-5\n');
+  });
+  it('control and bidi characters: escaped in table, tsv and csv cells; escaped as \\u in json, jsonl and yaml', async () => {
+    const evil = 'a\u001b[2Jb\u009bc\u202ed\u2066e\u200ff\u061cg\u007fh';
+    const rows = [node(1, { hostname: evil })];
+    const cell = 'a\\x1b[2Jb\\x9bc\\u202ed\\u2066e\\u200ff\\u061cg\\x7fh';
+    for (const fmt of ['table', 'csv'] as const) {
+      const out = await list(o(fmt, { fields: ['hostname'], noHeaders: true }), rows);
+      expect(out, fmt).toBe(`${cell}\n`);
+    }
+    const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+    for (const fmt of ['json', 'jsonl', 'yaml'] as const) {
+      const out = await list(o(fmt, { fields: ['hostname'] }), rows);
+      expect(out, fmt).not.toMatch(RAW);
+    }
+    expect(JSON.parse(await list(o('json', { fields: ['hostname'] }), rows))[0].hostname).toBe(evil);
+    const YAML = await import('yaml');
+    expect(YAML.parse(await list(o('yaml', { fields: ['hostname'] }), rows))[0].hostname).toBe(evil);
   });
   it('csv and table: --no-headers drops the header', async () => {
     expect(await list(o('csv', { noHeaders: true, fields: ['uuid'] }))).toBe('uuid-1\nuuid-2\n');

@@ -1,5 +1,5 @@
 import type { HttpClient } from '../http.js';
-import type { LoginBody, MfaLoginBody, TokenResponse } from '../../api/index.js';
+import type { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
@@ -8,4 +8,6 @@ export const authApi = (http: HttpClient) => ({
   login: (env: string, body: LoginBody) => http.request<TokenResponse>('POST', `api/v1/login/${seg(env)}`, { body }),
   /** 4.2 */
   mfaLogin: (body: MfaLoginBody) => http.request<TokenResponse>('POST', 'api/v1/login/mfa', { body }),
+  /** Ends the calling session on the server: the token answers 401 `token_expired` afterwards. */
+  logout: () => http.request<MessageResponse>('POST', 'api/v1/logout'),
 });

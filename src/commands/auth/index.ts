@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { group, verb } from '../define.js';
-import { CliError, ExitCode } from '../../errors.js';
+import { ApiError, CliError, ExitCode, NetworkError, mapError } from '../../errors.js';
 import { tokenExpiry, tokenSubject } from '../../auth/credentials.js';
 import { printObject, printText, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
@@ -13,6 +13,8 @@ export interface AuthStatus {
   logged_in: boolean;
   token_expires_at: string;
   token_expired: boolean;
+  /** The server accepted the token just now (GET /api/v1/users/me). */
+  verified: boolean;
   /** keychain | file | env (FLEETCTL_TOKEN), or '' when there is no token. */
   credential_store: string;
   /** Where the token is kept, in words (the file path, the keychain service). Never the token. */
@@ -25,6 +27,7 @@ const STATUS_COLUMNS: Column<AuthStatus>[] = [
   { key: 'env', header: 'ENV' },
   { key: 'username', header: 'USER' },
   { key: 'logged_in', header: 'LOGGED IN', kind: 'bool' },
+  { key: 'verified', header: 'VERIFIED', kind: 'bool' },
   { key: 'token_expires_at', header: 'TOKEN EXPIRES', kind: 'time' },
   { key: 'token_location', header: 'TOKEN STORED IN' },
 ];
@@ -47,6 +50,7 @@ async function status(ctx: Context): Promise<{ status: AuthStatus; token?: strin
       logged_in: Boolean(cred) && (exp === undefined || exp > now),
       token_expires_at: exp ? new Date(exp).toISOString() : '',
       token_expired: exp !== undefined && exp <= now,
+      verified: false,
       credential_store: cred ? source.kind : '',
       token_location: cred ? location : '',
     },
@@ -70,13 +74,37 @@ export function registerAuth(program: Command): void {
       description:
         'Show the login state of the current profile (or --profile): server URL, environment, user, when the\n' +
         'token expires and where it is kept (OS keychain, file, or FLEETCTL_TOKEN). Never the token itself.\n' +
-        'Exits 4 when not logged in or when the token has expired.',
-      examples: ['fleetctl auth status', 'fleetctl auth status --profile staging -o json'],
+        'The token is checked with the server (verified: true|false). Exits 4 when not logged in, when the token\n' +
+        'has expired or when the server refuses it (session ended, invalid token). An unreachable server prints\n' +
+        '"not verified: server unreachable" on stderr and exits 0; with --check it exits 7.',
+      examples: ['fleetctl auth status', 'fleetctl auth status --profile staging -o json', 'fleetctl auth status --check'],
     },
-    () => {},
-    async (ctx) => {
+    (cmd) => cmd.option('--check', 'exit 7 when the server cannot be reached to verify the token (default: say so and exit 0)'),
+    async (ctx, _args, o: { check?: boolean }) => {
       const { status: s } = await status(ctx);
+      // The local view (a token exists and has not expired) is not the truth: the server may have
+      // ended the session (logout, password change) or never issued the token. Ask it.
+      let unverified: unknown;
+      if (s.logged_in) {
+        try {
+          await (await ctx.api({ check: true })).users.me();
+          s.verified = true;
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 401) s.logged_in = false;
+          unverified = e;
+        }
+      }
       await printObject(ctx.io, ctx.output(), s, STATUS_COLUMNS);
+      if (unverified instanceof ApiError && unverified.status === 401) {
+        const whose = s.credential_store === 'env' ? 'the token in FLEETCTL_TOKEN' : `the token of profile "${s.profile}"`;
+        throw new CliError(`the server does not accept ${whose}: ${unverified.message} (${unverified.code})`, ExitCode.auth, loginHint(ctx));
+      }
+      if (unverified) {
+        const m = mapError(unverified);
+        const what = unverified instanceof NetworkError ? `server unreachable (${m.message})` : m.message;
+        if (o.check) throw new CliError(`not verified: ${what}`, unverified instanceof NetworkError ? ExitCode.unavailable : m.exitCode, m.hint);
+        ctx.io.err(`not verified: ${what}\n`);
+      }
       if (!s.logged_in) throw new CliError(s.token_expired ? `the token of profile "${s.profile}" has expired` : `not logged in (profile "${s.profile}")`, ExitCode.auth, loginHint(ctx));
     },
   );

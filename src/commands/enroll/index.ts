@@ -4,7 +4,7 @@ import { group, verb } from '../define.js';
 import { EnrollTargets } from '../../api/constants.js';
 import type { EnrollAction, EnrollBody, EnrollTarget } from '../../api/index.js';
 import { UsageError } from '../../errors.js';
-import { isNever, printObject, relativeTime } from '../../output/index.js';
+import { isNever, printObject, relativeTime, safeText } from '../../output/index.js';
 import { readInput } from '../read-input.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
@@ -148,7 +148,7 @@ export function registerEnroll(program: Command): void {
         await printObject(ctx.io, ctx.output(), {
           name: e.name, uuid: e.uuid, deb_package: e.deb_package, rpm_package: e.rpm_package, msi_package: e.msi_package, pkg_package: e.pkg_package, message: res.message,
         });
-      } else ctx.io.err(`${res.message}\n`);
+      } else ctx.io.err(`${safeText(res.message)}\n`);
     },
   );
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { choiceOption, verb } from '../define.js';
-import { CliError, ExitCode, UsageError } from '../../errors.js';
-import { KeychainUnavailableError } from '../../auth/credentials.js';
+import { ApiError, CliError, ExitCode, UsageError, mapError } from '../../errors.js';
+import { KeychainUnavailableError, tokenExpiry } from '../../auth/credentials.js';
 import { readStdinSecret, readStdinSecretLines } from '../../prompt.js';
 import { obtainToken, saveLogin, type MfaAnswer } from '../../auth/login-flow.js';
 import { isValidProfileName, normalizeServerUrl } from '../../config/profiles.js';
@@ -100,6 +100,9 @@ export function registerLogin(program: Command): void {
       const rawUrl = await ask(ctx, ctx.url(), 'Server URL', '--url (or FLEETCTL_URL)', 'http://127.0.0.1:8080', validUrl);
       const url = normalizeServerUrl(rawUrl);
       if (!url) throw new UsageError(`invalid server URL "${rawUrl}": use http://host:port or https://host`);
+      // The client refuses plain HTTP to another machine (without --insecure): say so before the
+      // password is asked, not after.
+      ctx.anonymousApi(url);
       const env = await ask(ctx, ctx.envName(), 'Environment', '--env (or FLEETCTL_ENV)');
       const username = await ask(ctx, opts.username ?? profile?.username, 'Username', '--username');
       let password: string;
@@ -124,17 +127,47 @@ export function registerLogin(program: Command): void {
     program,
     {
       name: 'logout',
-      summary: 'Remove the stored token of the profile',
-      description: 'Remove the stored token of the current profile (or --profile) from the keychain or the file. The profile keeps its URL, environment and username.',
+      summary: 'End the session on the server and remove the stored token',
+      description:
+        'End the session of the current profile (or --profile) on the server (POST /api/v1/logout), then remove its\n' +
+        'token from the keychain or the file. The profile keeps its URL, environment and username. When the server\n' +
+        'cannot be reached or refuses, the local copy is removed anyway and the command says that the token stays\n' +
+        'valid on the server until it expires (exit 7 when unreachable, else the error\'s exit code).',
       examples: ['fleetctl logout', 'fleetctl logout --profile staging'],
     },
     () => {},
     async (ctx) => {
+      const cred = await ctx.credential({ stored: true });
+      // Revoke first (the token is needed for that), then forget it locally whatever happened.
+      let revokeError: unknown;
+      let alreadyEnded = false;
+      if (cred) {
+        try {
+          await (await ctx.api({ check: true, stored: true })).auth.logout();
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 401) alreadyEnded = true;
+          else revokeError = e;
+        }
+      }
       const { removed, where } = await removeStoredToken(ctx, ctx.profileName);
       const p = ctx.profile();
       if (p) ctx.config.set(ctx.profileName, { ...p, tokenExpiresAt: undefined });
-      ctx.io.err(removed ? `Logged out of profile ${ctx.profileName} (token removed from ${where}).\n` : `Profile ${ctx.profileName} had no stored token.\n`);
+      if (!removed) ctx.io.err(`Profile ${ctx.profileName} had no stored token.\n`);
+      else if (!revokeError) {
+        const server = alreadyEnded ? 'the session had already ended on the server' : 'session ended on the server';
+        ctx.io.err(`Logged out of profile ${ctx.profileName} (${server}; token removed from ${where}).\n`);
+      }
       if (ctx.env.FLEETCTL_TOKEN) ctx.io.err('note: FLEETCTL_TOKEN is set in the environment and still authenticates commands.\n');
+      if (revokeError) {
+        const m = mapError(revokeError);
+        const exp = cred ? tokenExpiry(cred.token) : undefined;
+        const until = exp ? `until it expires at ${new Date(exp).toISOString()}` : 'until it expires';
+        throw new CliError(
+          `token removed from ${where}, but the session could not be ended on the server (${m.message}): the token stays valid on the server ${until}`,
+          m.exitCode,
+          'to end it sooner, change your password when the server is back (`fleetctl users passwd`): that ends your other sessions',
+        );
+      }
     },
   );
 }

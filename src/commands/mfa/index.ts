@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
-import { printList, printObject, printText } from '../../output/index.js';
+import { printList, printObject, printText, safeText } from '../../output/index.js';
 import { readStdinSecret } from '../../prompt.js';
 import { confirmDestructive } from '../confirm.js';
 import { readPassword } from '../users/secrets.js';
@@ -167,7 +167,7 @@ export function registerMfa(program: Command): void {
       const api = await ctx.api();
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
       const res = await api.mfa.totpDisable(password);
-      ctx.io.err(`${res.message}\n`);
+      ctx.io.err(`${safeText(res.message)}\n`);
     },
   );
 
@@ -237,7 +237,7 @@ export function registerMfa(program: Command): void {
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
       const res = await api.mfa.webauthnRemove(id!, password);
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { id, removed: true, message: res.message });
-      else ctx.io.err(`${res.message}\n`);
+      else ctx.io.err(`${safeText(res.message)}\n`);
     },
   );
 }

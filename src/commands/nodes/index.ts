@@ -3,7 +3,7 @@ import { choiceOption, group, intArg, verb } from '../define.js';
 import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders } from '../../api/constants.js';
 import type { NodeSort, NodeStatus, Platform, SortOrder } from '../../api/index.js';
 import { CliError, mapError } from '../../errors.js';
-import { colorsFor, printList, printObject } from '../../output/index.js';
+import { colorsFor, printList, printObject, safeText } from '../../output/index.js';
 import { renderNodeView } from './show-view.js';
 import { mapLimit } from '../../lib/map-limit.js';
 import { printPagedList } from '../paged-list.js';
@@ -20,6 +20,17 @@ interface ListOpts {
   pageSize?: number;
   limit?: number;
   all?: boolean;
+}
+
+/**
+ * `node_key` is the agent's credential: whoever has it can speak for the node. It is left out of
+ * every format (JSON too: scripts print JSON into CI logs) unless --show-secret, the way the
+ * API itself leaves it out for callers who may not see it, so consumers already handle absence.
+ */
+export function withoutNodeKey<T extends { node_key?: string }>(node: T, show?: boolean): T {
+  if (show || node.node_key === undefined) return node;
+  const { node_key: _hidden, ...rest } = node;
+  return rest as T;
 }
 
 export function registerNodes(program: Command): void {
@@ -89,10 +100,13 @@ export function registerNodes(program: Command): void {
         'The raw API record: -o json or yaml, --fields, --jq, or piped (key<TAB>value lines).',
       examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
     },
-    (cmd) => cmd.argument('<node>', 'node UUID, hostname or local name'),
-    async (ctx, [ref]) => {
+    (cmd) =>
+      cmd
+        .argument('<node>', 'node UUID, hostname or local name')
+        .option('--show-secret', "include the node's node_key (its credential; env admins only), hidden by default"),
+    async (ctx, [ref], o: { showSecret?: boolean }) => {
       const api = await ctx.api();
-      const node = await api.nodes.get(ctx.requireEnv(), ref!);
+      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!), o.showSecret);
       const out = ctx.output();
       if (ctx.io.stdoutIsTTY && !ctx.wantsData() && !out.fields) ctx.io.out(renderNodeView(node, colorsFor(ctx.io)));
       else await printObject(ctx.io, out, node);
@@ -136,7 +150,7 @@ export function registerNodes(program: Command): void {
           firstError ??= e;
           const m = mapError(e);
           results.push({ ...t, deleted: false, error: m.message });
-          if (unique.length > 1) ctx.io.err(`error: ${t.uuid}: ${m.message}\n`);
+          if (unique.length > 1) ctx.io.err(`error: ${safeText(t.uuid)}: ${safeText(m.message)}\n`);
         }
       }
       if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'hostname' }, { key: 'deleted' }, { key: 'error' }]);

@@ -4,7 +4,7 @@ import { group, verb } from '../define.js';
 import { AccessLevels } from '../../api/constants.js';
 import type { User, UserBody } from '../../api/index.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
-import { printObject, printList } from '../../output/index.js';
+import { printObject, printList, safeText } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
@@ -245,7 +245,7 @@ export function registerUsers(program: Command): void {
       const api = await ctx.api();
       const res = await api.users.action(username!, 'remove');
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { username, removed: true, message: res.data });
-      else ctx.io.err(`${capitalize(res.data)}.\n`);
+      else ctx.io.err(`${safeText(capitalize(res.data))}.\n`);
     },
   );
 

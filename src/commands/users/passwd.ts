@@ -11,6 +11,7 @@ import type { Context } from '../../context.js';
 import { isMfaRequired, passwordLogin, saveLogin } from '../../auth/login-flow.js';
 import { readStdinSecretLines } from '../../prompt.js';
 import { promptNewPassword } from './secrets.js';
+import { safeText } from '../../output/index.js';
 
 async function keepLoggedIn(ctx: Context, api: FleetApi, password: string): Promise<void> {
   try {
@@ -62,7 +63,7 @@ export function registerPasswd(users: Command): void {
         next = await promptNewPassword(ctx);
       }
       const res = await api.users.changeOwnPassword({ current_password: current, new_password: next });
-      ctx.io.err(`${res.message}\n`);
+      ctx.io.err(`${safeText(res.message)}\n`);
       await keepLoggedIn(ctx, api, next);
     },
   );

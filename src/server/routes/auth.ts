@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { App } from '../app.js';
+import { callerOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
 import { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
 import { login, logout } from '../services/auth.js';
-import { callerOf } from '../app.js';
 import { loginMfa } from '../services/mfa.js';
 
 export function authRoutes(app: App, deps: Deps): void {

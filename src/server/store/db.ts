@@ -14,11 +14,15 @@ export class MissingDependencyError extends Error {}
 
 async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
   try {
-    return (await import('better-sqlite3')).default as unknown as typeof import('better-sqlite3');
+    const Database = (await import('better-sqlite3')).default as unknown as typeof import('better-sqlite3');
+    // The native binding loads at the first open, not at import: a package whose build failed
+    // must fail here, as one line, not with the binding loader's list of paths.
+    new Database(':memory:').close();
+    return Database;
   } catch (e) {
     throw new MissingDependencyError(
       'the embedded database needs the optional package better-sqlite3, which is not installed or did not build ' +
-        `(${(e as Error).message.split('\n')[0]}); reinstall with build tools (python3, make, g++) available: npm install better-sqlite3`,
+        `(${(e as Error).message.split('\n')[0]}); install python3, make and g++, then run npm ci again (or npm rebuild better-sqlite3)`,
     );
   }
 }
