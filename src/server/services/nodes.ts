@@ -1,5 +1,5 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import type { SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
 import {
@@ -7,7 +7,9 @@ import {
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, type SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
-import { likeContains, pageOf, parsePage } from '../lib/pagination.js';
+import { pageOf, parsePage } from '../lib/pagination.js';
+import { nodeGeneration, searchMatch } from '../store/node-index.js';
+import { cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
 import { writeAudit } from './audit.js';
@@ -25,8 +27,6 @@ const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
   lastseen: 'last_seen',
   firstseen: 'created_at',
 };
-
-const SEARCH_COLUMNS = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
 
 function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined || value === '') return undefined;
@@ -56,17 +56,23 @@ export function parseNodeQuery(q: NodesQuery): NodeListParams {
   };
 }
 
+/** The newest osquery version in the fleet (for the outdated signal), counted once per generation. */
+async function newestOsqueryVersion(deps: Deps, generation: number): Promise<string> {
+  return cachedCount(deps.db, 'newest-osquery', generation, '', async () => {
+    const row = await deps.db
+      .selectFrom('nodes')
+      .select('osquery_version')
+      .orderBy('osquery_version_key', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.osquery_version ?? '';
+  });
+}
+
 /** Shared context for shaping node rows into API nodes. */
-async function shapeContext(deps: Deps, env: EnvironmentRow) {
-  const [hours, newest] = await Promise.all([
-    inactiveHours(deps, env.id),
-    deps.db.selectFrom('nodes').select((eb) => eb.fn.max('osquery_version_key').as('v')).executeTakeFirst(),
-  ]);
-  const newestKey = newest?.v ?? '';
-  const newestRow = newestKey
-    ? await deps.db.selectFrom('nodes').select('osquery_version').where('osquery_version_key', '=', newestKey).limit(1).executeTakeFirst()
-    : undefined;
-  return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newestRow?.osquery_version ?? '', env };
+async function shapeContext(deps: Deps, env: EnvironmentRow, generation: number) {
+  const [hours, newest] = await Promise.all([inactiveHours(deps, env.id), newestOsqueryVersion(deps, generation)]);
+  return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newest, env };
 }
 
 function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean): Node {
@@ -130,34 +136,57 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
 
 type NodeQuery = SelectQueryBuilder<DB, 'nodes', object>;
 
-function applyFilters(q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
+function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
   if (p.status === 'active') q = q.where('last_seen', '>=', cutoffIso);
   if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', cutoffIso)]));
   if (p.platform) q = q.where('platform_bucket', '=', p.platform);
-  if (p.q) {
-    const pattern = likeContains(p.q.toLowerCase());
-    q = q.where((eb: ExpressionBuilder<DB, 'nodes'>) =>
-      eb.or(SEARCH_COLUMNS.map((c) => sql<boolean>`lower(${sql.ref(c)}) like ${pattern} escape '\\'`)),
-    );
-  }
+  if (p.q) q = q.where(searchMatch(deps.dialect, p.q));
   return q;
+}
+
+async function countOf(q: NodeQuery): Promise<number> {
+  const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Total of a filtered list, cached (node-counts.ts). Status counts move with the cutoff: nodes
+ * whose last_seen lies in [from, to) left the active set and joined the inactive one.
+ */
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
+  const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '']);
+  const timed = p.status === 'active' || p.status === 'inactive';
+  return cachedCount(
+    deps.db,
+    key,
+    generation,
+    timed ? cutoff : '',
+    () => countOf(applyFilters(deps, base, p, cutoff)),
+    async (n, from, to) => {
+      const moved = await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', from).where('last_seen', '<', to));
+      return p.status === 'active' ? n - moved : n + moved;
+    },
+  );
 }
 
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery): Promise<Page<Node>> {
   const params = parseNodeQuery(query);
   const pageReq = parsePage(query);
-  const ctx = await shapeContext(deps, env);
+  const generation = await nodeGeneration(deps.db);
+  const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
-  const base = applyFilters(deps.db.selectFrom('nodes').where('environment_id', '=', env.id), params, cutoff);
-  const totalRow = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
-  const total = Number(totalRow?.n ?? 0);
-  const rows = await base
-    .selectAll()
-    .orderBy(SORT_COLUMNS[params.sort], params.order)
-    .orderBy('id', params.order)
-    .limit(pageReq.pageSize)
-    .offset(pageReq.offset)
-    .execute();
+  const total = await filteredTotal(deps, env, params, cutoff, generation);
+  const rows =
+    pageReq.offset >= total
+      ? []
+      : await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), params, cutoff)
+          .selectAll()
+          .orderBy(SORT_COLUMNS[params.sort], params.order)
+          .orderBy('id', params.order)
+          .limit(pageReq.pageSize)
+          .offset(pageReq.offset)
+          .execute();
   const tags = await tagsByNode(deps, rows.map((r) => r.id));
   return pageOf(rows.map((r) => toNode(r, tags.get(r.id) ?? [], ctx, false)), pageReq, total);
 }
@@ -180,7 +209,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
   const row = rows[0]!;
-  const ctx = await shapeContext(deps, env);
+  const ctx = await shapeContext(deps, env, await nodeGeneration(deps.db));
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
   return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);
