@@ -88,9 +88,14 @@ describe('query plans', () => {
   });
 
   it('stats counts on the (environment, platform, last_seen) index', async () => {
-    const plans = await plansOf(() => dashboardStats(deps, caller));
+    const plans = await plansOf(async () => {
+      await dashboardStats(deps, caller); // counts
+      await new Promise((r) => setTimeout(r, 5));
+      await dashboardStats(deps, caller); // moves the cached active counts to the new cutoff
+    });
     expectIndexed(plans);
     expect(plans.some((p) => p.plan.some((l) => /nodes_env_bucket_lastseen/.test(l)))).toBe(true);
+    expect(plans.some((p) => p.plan.some((l) => /nodes_env_lastseen_bucket \(environment_id=\? AND last_seen>\? AND last_seen<\?\)/.test(l)))).toBe(true);
   });
 });
 
@@ -180,6 +185,12 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(first.id).toBe(sleeper.id); // the newest check-in sorts first
     expect(first.tags.map((t: { name: string }) => t.name)).toContain(tag.name);
     expect((await counts()).active).toBe(afterCheckin.active);
+    // Pages are cached too: any change a listed node shows reaches the next request.
+    await db().updateTable('nodes').set({ bytes_received: 424242 }).where('id', '=', sleeper.id).execute();
+    await db().updateTable('tags').set({ color: '#123456' }).where('id', '=', tag.id).execute();
+    const again = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.items[0];
+    expect(again.bytes_received).toBe(424242);
+    expect(again.tags.find((t: { name: string }) => t.name === tag.name).color).toBe('#123456');
 
     // Time alone: a node 1.5 s inside the active window leaves it without any write.
     await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 1500).toISOString() }).where('id', '=', sleeper.id).execute();

@@ -6,6 +6,11 @@
 // without writes; they are kept with the cutoff they were counted at and moved forward by
 // counting only the nodes whose last_seen fell between the old and the new cutoff (a short
 // range of the (environment_id, last_seen) index), so they stay exact at every instant.
+
+/** Orders two cutoffs: nodes last seen in [lo, hi) change side; sign +1 if the cutoff moved later. */
+export function between(from: string, to: string): { lo: string; hi: string; sign: 1 | -1 } {
+  return from < to ? { lo: from, hi: to, sign: 1 } : { lo: to, hi: from, sign: -1 };
+}
 import type { Kysely } from 'kysely';
 
 interface Entry<T> {
@@ -14,19 +19,26 @@ interface Entry<T> {
   value: T;
 }
 
-const MAX_ENTRIES = 512;
-const caches = new WeakMap<object, Map<string, Entry<unknown>>>();
+/** A named cache per database, bounded: counts are small, pages of nodes are not. */
+export interface CacheSpace {
+  name: string;
+  entries: number;
+}
+const COUNTS: CacheSpace = { name: 'counts', entries: 512 };
+const caches = new WeakMap<object, Map<string, Map<string, Entry<unknown>>>>();
 
-function cacheOf(db: Kysely<any>): Map<string, Entry<unknown>> {
-  let c = caches.get(db);
-  if (!c) caches.set(db, (c = new Map()));
+function cacheOf(db: Kysely<any>, space: CacheSpace): Map<string, Entry<unknown>> {
+  let spaces = caches.get(db);
+  if (!spaces) caches.set(db, (spaces = new Map()));
+  let c = spaces.get(space.name);
+  if (!c) spaces.set(space.name, (c = new Map()));
   return c;
 }
 
 /**
  * The value for `key` at `generation` and `cutoff` (use '' when the value does not depend on
- * time). `advance` moves a value counted at an earlier cutoff to a later one; a cutoff that
- * moved backwards (a longer inactive window) is counted afresh. Read the generation before
+ * time). `advance` moves a value counted at one cutoff to another (later or earlier), counting
+ * only the nodes last seen between the two. Read the generation before
  * counting: a write in between then only makes the entry look older than it is.
  */
 export async function cachedCount<T>(
@@ -36,14 +48,16 @@ export async function cachedCount<T>(
   cutoff: string,
   count: () => Promise<T>,
   advance?: (value: T, from: string, to: string) => Promise<T>,
+  space: CacheSpace = COUNTS,
 ): Promise<T> {
-  const cache = cacheOf(db);
+  const cache = cacheOf(db, space);
   const hit = cache.get(key) as Entry<T> | undefined;
   let value: T;
   if (hit && hit.generation === generation && hit.cutoff === cutoff) return hit.value;
-  if (hit && hit.generation === generation && advance && hit.cutoff < cutoff) value = await advance(hit.value, hit.cutoff, cutoff);
+  // Concurrent requests finish out of order, so the cutoff may also step back a little.
+  if (hit && hit.generation === generation && advance) value = await advance(hit.value, hit.cutoff, cutoff);
   else value = await count();
-  if (!hit && cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!); // oldest first
+  if (!hit && cache.size >= space.entries) cache.delete(cache.keys().next().value!); // oldest first
   cache.set(key, { generation, cutoff, value });
   return value;
 }

@@ -7,9 +7,9 @@ import {
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, type SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
-import { pageOf, parsePage } from '../lib/pagination.js';
+import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
 import { nodeGeneration, searchMatch } from '../store/node-index.js';
-import { cachedCount } from './node-counts.js';
+import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
 import { writeAudit } from './audit.js';
@@ -75,7 +75,7 @@ async function shapeContext(deps: Deps, env: EnvironmentRow, generation: number)
   return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newest, env };
 }
 
-function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean): Node {
+function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean, systemInfo?: SystemInfo): Node {
   const { health, risk_level } = deriveHealth(
     { lastSeen: r.last_seen, configValid: !!r.config_valid, osqueryVersion: r.osquery_version, configIntervalSeconds: ctx.env.config_interval },
     ctx,
@@ -109,11 +109,13 @@ function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeCon
     posture: { risk_level },
     tags,
     uptime: uptime(Number(r.uptime_seconds), r.last_seen),
-    system_info: JSON.parse(r.system_info || '{}') as SystemInfo,
+    system_info: systemInfo ?? parseSystemInfo(r),
   };
   if (withKey) node.node_key = r.node_key;
   return node;
 }
+
+const parseSystemInfo = (r: NodeRow) => JSON.parse(r.system_info || '{}') as SystemInfo;
 
 async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Tag[]>> {
   const out = new Map<number, Tag[]>();
@@ -149,12 +151,15 @@ async function countOf(q: NodeQuery): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-/**
- * Total of a filtered list, cached (node-counts.ts). Status counts move with the cutoff: nodes
- * whose last_seen lies in [from, to) left the active set and joined the inactive one.
- */
-function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
+/** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
+async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from: string, to: string): Promise<number> {
+  const { lo, hi, sign } = between(from, to);
   const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
+  return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', lo).where('last_seen', '<', hi)));
+}
+
+/** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
   const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
@@ -162,33 +167,58 @@ function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutof
     key,
     generation,
     timed ? cutoff : '',
-    () => countOf(applyFilters(deps, base, p, cutoff)),
+    () => countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
     async (n, from, to) => {
-      const moved = await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', from).where('last_seen', '<', to));
+      const moved = await crossed(deps, env, p, from, to);
       return p.status === 'active' ? n - moved : n + moved;
     },
   );
+}
+
+interface PageRows {
+  rows: NodeRow[];
+  systemInfo: SystemInfo[];
+  tags: Map<number, Tag[]>;
+}
+
+/** Pages up to this size are cached (the dashboard's first pages); --all's 500-node pages are not. */
+const CACHED_PAGE_SIZE = 100;
+/** At most 64 pages of 100 nodes (about 12 MiB) are kept. */
+const PAGE_CACHE = { name: 'pages', entries: 64 };
+
+/**
+ * One page of rows with their tags and parsed system_info. Cached per content generation (any
+ * change to a node or its tags); a status-filtered page also stays valid while no node crossed
+ * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
+ * Health and uptime depend on the clock: toNode derives them per request.
+ */
+async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number): Promise<PageRows> {
+  const read = async (): Promise<PageRows> => {
+    const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
+      .selectAll()
+      .orderBy(SORT_COLUMNS[p.sort], p.order)
+      .orderBy('id', p.order)
+      .limit(pageReq.pageSize)
+      .offset(pageReq.offset)
+      .execute();
+    return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
+  };
+  if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
+  const timed = p.status === 'active' || p.status === 'inactive';
+  const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
+  return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await crossed(deps, env, p, from, to)) === 0 ? prev : read()), PAGE_CACHE);
 }
 
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery): Promise<Page<Node>> {
   const params = parseNodeQuery(query);
   const pageReq = parsePage(query);
   const generation = await nodeGeneration(deps.db);
-  const ctx = await shapeContext(deps, env, generation);
+  const ctx = await shapeContext(deps, env, generation.counts);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
-  const total = await filteredTotal(deps, env, params, cutoff, generation);
-  const rows =
-    pageReq.offset >= total
-      ? []
-      : await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), params, cutoff)
-          .selectAll()
-          .orderBy(SORT_COLUMNS[params.sort], params.order)
-          .orderBy('id', params.order)
-          .limit(pageReq.pageSize)
-          .offset(pageReq.offset)
-          .execute();
-  const tags = await tagsByNode(deps, rows.map((r) => r.id));
-  return pageOf(rows.map((r) => toNode(r, tags.get(r.id) ?? [], ctx, false)), pageReq, total);
+  const total = await filteredTotal(deps, env, params, cutoff, generation.counts);
+  if (pageReq.offset >= total) return pageOf([], pageReq, total);
+  const { rows, systemInfo, tags } = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
+  return pageOf(rows.map((r, i) => toNode(r, tags.get(r.id) ?? [], ctx, false, systemInfo[i])), pageReq, total);
 }
 
 async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
@@ -209,7 +239,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
   const row = rows[0]!;
-  const ctx = await shapeContext(deps, env, await nodeGeneration(deps.db));
+  const ctx = await shapeContext(deps, env, (await nodeGeneration(deps.db)).counts);
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
   return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);

@@ -8,7 +8,7 @@ import { accessibleEnvs } from './environments.js';
 import { inactiveHours } from './settings-values.js';
 import { carveStatusSql } from './carves.js';
 import { nodeGeneration } from '../store/node-index.js';
-import { cachedCount } from './node-counts.js';
+import { between, cachedCount } from './node-counts.js';
 
 const zeroCounts = (): PlatformCounts => ({ darwin: 0, linux: 0, windows: 0, other: 0 });
 
@@ -39,17 +39,18 @@ async function countByBucket(deps: Deps, ids: number[], cutoff: string): Promise
   return rows.map((r) => ({ environment_id: r.environment_id, platform_bucket: r.platform_bucket, total: Number(r.total), active: Number(r.active ?? 0) }));
 }
 
-/** Moves active counts from cutoff `from` to the later `to`: nodes last seen in between went inactive. */
+/** Moves active counts from cutoff `from` to `to`: nodes last seen in between changed sides. */
 async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], from: string, to: string): Promise<BucketCount[]> {
+  const { lo, hi, sign } = between(from, to);
   const moved = await deps.db
     .selectFrom('nodes')
     .select(['environment_id', 'platform_bucket', (eb) => eb.fn.countAll<number>().as('n')])
     .where('environment_id', 'in', ids)
-    .where('last_seen', '>=', from)
-    .where('last_seen', '<', to)
+    .where('last_seen', '>=', lo)
+    .where('last_seen', '<', hi)
     .groupBy(['environment_id', 'platform_bucket'])
     .execute();
-  const gone = new Map(moved.map((m) => [`${m.environment_id}/${m.platform_bucket}`, Number(m.n)]));
+  const gone = new Map(moved.map((m) => [`${m.environment_id}/${m.platform_bucket}`, sign * Number(m.n)]));
   return prev.map((r) => ({ ...r, active: r.active - (gone.get(`${r.environment_id}/${r.platform_bucket}`) ?? 0) }));
 }
 
@@ -67,7 +68,7 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
       const cutoff = new Date(nowMs - (await inactiveHours(deps, e.id)) * 3600_000).toISOString();
       byCutoff.set(cutoff, [...(byCutoff.get(cutoff) ?? []), e.id]);
     }
-    const generation = await nodeGeneration(deps.db);
+    const generation = (await nodeGeneration(deps.db)).counts;
     for (const [cutoff, ids] of byCutoff) {
       const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to));
       for (const r of rows) {

@@ -23,7 +23,10 @@ export async function createNodeIndex(db: Kysely<any>, dialect: Dialect): Promis
   // External-content FTS5 table: the text lives once, in nodes; the index holds trigrams only.
   await sql.raw(`create virtual table nodes_search using fts5(${cols}, content='nodes', content_rowid='id', tokenize='trigram case_sensitive 0')`).execute(db);
   await sql.raw(`insert into nodes_search(nodes_search) values('rebuild')`).execute(db);
-  const bump = `update node_generation set generation = generation + 1 where id = 1;`;
+  // Row 1 (counts): nodes added, removed, or a counted/filtered/searched column changed.
+  // Row 2 (content): anything a listed node shows changed, its tags included.
+  const bump = `update node_generation set generation = generation + 1 where id in (1, 2);`;
+  const bumpContent = `update node_generation set generation = generation + 1 where id = 2;`;
   await sql.raw(`create trigger nodes_ai after insert on nodes begin
     insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); ${bump} end`).execute(db);
   await sql.raw(`create trigger nodes_ad after delete on nodes begin
@@ -32,6 +35,9 @@ export async function createNodeIndex(db: Kysely<any>, dialect: Dialect): Promis
     insert into nodes_search(nodes_search, rowid, ${cols}) values ('delete', old.id, ${oldCols});
     insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); end`).execute(db);
   await sql.raw(`create trigger nodes_au_generation after update of ${WATCHED.join(', ')} on nodes begin ${bump} end`).execute(db);
+  await sql.raw(`create trigger nodes_au_content after update on nodes begin ${bumpContent} end`).execute(db);
+  for (const [table, event] of [['node_tags', 'insert'], ['node_tags', 'delete'], ['node_tags', 'update'], ['tags', 'update'], ['tags', 'delete']])
+    await sql.raw(`create trigger ${table}_${event}_content after ${event} on ${table} begin ${bumpContent} end`).execute(db);
 }
 
 /** A condition on `nodes` matching `q` as a case-insensitive substring of any search column. */
@@ -46,8 +52,15 @@ export function searchMatch(dialect: Dialect, q: string): Expression<SqlBool> {
   return sql<SqlBool>`(${sql.join(ors, sql` or `)})`;
 }
 
-/** A number that changes whenever a node is added, removed, or changes a watched column. */
-export async function nodeGeneration(db: Kysely<any>): Promise<number> {
-  const row = await db.selectFrom('node_generation').select('generation').where('id', '=', 1).executeTakeFirst();
-  return Number(row?.generation ?? 0);
+export interface NodeGenerations {
+  /** Changes whenever a node is added, removed, or changes a counted, filtered or searched column. */
+  counts: number;
+  /** Changes whenever anything a listed node shows changes (any column, its tags). */
+  content: number;
+}
+
+export async function nodeGeneration(db: Kysely<any>): Promise<NodeGenerations> {
+  const rows = await db.selectFrom('node_generation').select(['id', 'generation']).execute();
+  const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
+  return { counts: of(1), content: of(2) };
 }
