@@ -171,7 +171,7 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(afterDelete.prod.platform_counts.linux).toBe(before.prod.platform_counts.linux - 1);
 
     // A new check-in (written straight to the table, as an agent endpoint would) makes an inactive node active.
-    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.id'])
+    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.id', 'nodes.uuid'])
       .where('environments.name', '=', 'prod').where('last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString()).executeTakeFirstOrThrow();
     await db().updateTable('nodes').set({ last_seen: new Date().toISOString() }).where('id', '=', sleeper.id).execute();
     const afterCheckin = await counts();
@@ -196,7 +196,10 @@ describe('over HTTP: search semantics and counts after changes', () => {
     await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 1500).toISOString() }).where('id', '=', sleeper.id).execute();
     const edge = await counts();
     expect(edge.active).toBe(afterCheckin.active);
+    const signals = async () => (await ts.call('GET', `/api/v1/nodes/prod?q=${sleeper.uuid}`, { token })).body.items[0].health.signals;
+    expect(await signals()).not.toContain('inactive');
     await new Promise((r) => setTimeout(r, 2000));
+    expect(await signals()).toContain('inactive'); // a cached page still shows health as of now
     const later = await counts();
     expect(later.active).toBe(edge.active - 1);
     expect(later.stats.active_nodes).toBe(edge.stats.active_nodes - 1);

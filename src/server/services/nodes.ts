@@ -179,6 +179,23 @@ interface PageRows {
   rows: NodeRow[];
   systemInfo: SystemInfo[];
   tags: Map<number, Tag[]>;
+  /** The page shaped into API nodes, reusable while no node's health can have changed. */
+  shaped?: { key: string; validUntil: number; nodes: Node[] };
+}
+
+/**
+ * The last instant at which the page's derived fields (health, posture) are still what they
+ * are at `nowMs`: each node's health changes only when the clock passes its last check-in plus
+ * the inactive window, or plus three config intervals (stale). Uptime depends on the row alone.
+ */
+function shapedUntil(rows: NodeRow[], ctx: Awaited<ReturnType<typeof shapeContext>>): number {
+  let until = Number.POSITIVE_INFINITY;
+  for (const r of rows) {
+    if (!r.last_seen) continue;
+    const seen = Date.parse(r.last_seen);
+    for (const t of [seen + ctx.inactiveHours * 3600_000, seen + 3 * ctx.env.config_interval * 1000]) if (t >= ctx.nowMs && t < until) until = t;
+  }
+  return until;
 }
 
 /** Pages up to this size are cached (the dashboard's first pages); --all's 500-node pages are not. */
@@ -217,8 +234,13 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
   const total = await filteredTotal(deps, env, params, cutoff, generation.counts);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
-  const { rows, systemInfo, tags } = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
-  return pageOf(rows.map((r, i) => toNode(r, tags.get(r.id) ?? [], ctx, false, systemInfo[i])), pageReq, total);
+  const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
+  const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
+  const memo = page.shaped;
+  if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) return pageOf(memo.nodes, pageReq, total);
+  const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
+  page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), nodes };
+  return pageOf(nodes, pageReq, total);
 }
 
 async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
