@@ -1,5 +1,5 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import type { SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
 import {
@@ -7,7 +7,9 @@ import {
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, type SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
-import { likeContains, pageOf, parsePage } from '../lib/pagination.js';
+import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
+import { nodeGeneration, searchMatch } from '../store/node-index.js';
+import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
 import { writeAudit } from './audit.js';
@@ -25,8 +27,6 @@ const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
   lastseen: 'last_seen',
   firstseen: 'created_at',
 };
-
-const SEARCH_COLUMNS = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
 
 function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined || value === '') return undefined;
@@ -56,20 +56,26 @@ export function parseNodeQuery(q: NodesQuery): NodeListParams {
   };
 }
 
-/** Shared context for shaping node rows into API nodes. */
-async function shapeContext(deps: Deps, env: EnvironmentRow) {
-  const [hours, newest] = await Promise.all([
-    inactiveHours(deps, env.id),
-    deps.db.selectFrom('nodes').select((eb) => eb.fn.max('osquery_version_key').as('v')).executeTakeFirst(),
-  ]);
-  const newestKey = newest?.v ?? '';
-  const newestRow = newestKey
-    ? await deps.db.selectFrom('nodes').select('osquery_version').where('osquery_version_key', '=', newestKey).limit(1).executeTakeFirst()
-    : undefined;
-  return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newestRow?.osquery_version ?? '', env };
+/** The newest osquery version in the fleet (for the outdated signal), counted once per generation. */
+async function newestOsqueryVersion(deps: Deps, generation: number): Promise<string> {
+  return cachedCount(deps.db, 'newest-osquery', generation, '', async () => {
+    const row = await deps.db
+      .selectFrom('nodes')
+      .select('osquery_version')
+      .orderBy('osquery_version_key', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.osquery_version ?? '';
+  });
 }
 
-function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean): Node {
+/** Shared context for shaping node rows into API nodes. */
+async function shapeContext(deps: Deps, env: EnvironmentRow, generation: number) {
+  const [hours, newest] = await Promise.all([inactiveHours(deps, env.id), newestOsqueryVersion(deps, generation)]);
+  return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newest, env };
+}
+
+function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean, systemInfo?: SystemInfo): Node {
   const { health, risk_level } = deriveHealth(
     { lastSeen: r.last_seen, configValid: !!r.config_valid, osqueryVersion: r.osquery_version, configIntervalSeconds: ctx.env.config_interval },
     ctx,
@@ -103,11 +109,13 @@ function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeCon
     posture: { risk_level },
     tags,
     uptime: uptime(Number(r.uptime_seconds), r.last_seen),
-    system_info: JSON.parse(r.system_info || '{}') as SystemInfo,
+    system_info: systemInfo ?? parseSystemInfo(r),
   };
   if (withKey) node.node_key = r.node_key;
   return node;
 }
+
+const parseSystemInfo = (r: NodeRow) => JSON.parse(r.system_info || '{}') as SystemInfo;
 
 async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Tag[]>> {
   const out = new Map<number, Tag[]>();
@@ -130,36 +138,109 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
 
 type NodeQuery = SelectQueryBuilder<DB, 'nodes', object>;
 
-function applyFilters(q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
+function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
   if (p.status === 'active') q = q.where('last_seen', '>=', cutoffIso);
   if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', cutoffIso)]));
   if (p.platform) q = q.where('platform_bucket', '=', p.platform);
-  if (p.q) {
-    const pattern = likeContains(p.q.toLowerCase());
-    q = q.where((eb: ExpressionBuilder<DB, 'nodes'>) =>
-      eb.or(SEARCH_COLUMNS.map((c) => sql<boolean>`lower(${sql.ref(c)}) like ${pattern} escape '\\'`)),
-    );
-  }
+  if (p.q) q = q.where(searchMatch(deps.dialect, p.q));
   return q;
+}
+
+async function countOf(q: NodeQuery): Promise<number> {
+  const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
+async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from: string, to: string): Promise<number> {
+  const { lo, hi, sign } = between(from, to);
+  const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
+  return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', lo).where('last_seen', '<', hi)));
+}
+
+/** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '']);
+  const timed = p.status === 'active' || p.status === 'inactive';
+  return cachedCount(
+    deps.db,
+    key,
+    generation,
+    timed ? cutoff : '',
+    () => countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
+    async (n, from, to) => {
+      const moved = await crossed(deps, env, p, from, to);
+      return p.status === 'active' ? n - moved : n + moved;
+    },
+  );
+}
+
+interface PageRows {
+  rows: NodeRow[];
+  systemInfo: SystemInfo[];
+  tags: Map<number, Tag[]>;
+  /** The page shaped into API nodes, reusable while no node's health can have changed. */
+  shaped?: { key: string; validUntil: number; nodes: Node[] };
+}
+
+/**
+ * The last instant at which the page's derived fields (health, posture) are still what they
+ * are at `nowMs`: each node's health changes only when the clock passes its last check-in plus
+ * the inactive window, or plus three config intervals (stale). Uptime depends on the row alone.
+ */
+function shapedUntil(rows: NodeRow[], ctx: Awaited<ReturnType<typeof shapeContext>>): number {
+  let until = Number.POSITIVE_INFINITY;
+  for (const r of rows) {
+    if (!r.last_seen) continue;
+    const seen = Date.parse(r.last_seen);
+    for (const t of [seen + ctx.inactiveHours * 3600_000, seen + 3 * ctx.env.config_interval * 1000]) if (t >= ctx.nowMs && t < until) until = t;
+  }
+  return until;
+}
+
+/** Pages up to this size are cached (the dashboard's first pages); --all's 500-node pages are not. */
+const CACHED_PAGE_SIZE = 100;
+/** At most 64 pages of 100 nodes (about 12 MiB) are kept. */
+const PAGE_CACHE = { name: 'pages', entries: 64 };
+
+/**
+ * One page of rows with their tags and parsed system_info. Cached per content generation (any
+ * change to a node or its tags); a status-filtered page also stays valid while no node crossed
+ * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
+ * Health and uptime depend on the clock: toNode derives them per request.
+ */
+async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number): Promise<PageRows> {
+  const read = async (): Promise<PageRows> => {
+    const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
+      .selectAll()
+      .orderBy(SORT_COLUMNS[p.sort], p.order)
+      .orderBy('id', p.order)
+      .limit(pageReq.pageSize)
+      .offset(pageReq.offset)
+      .execute();
+    return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
+  };
+  if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
+  const timed = p.status === 'active' || p.status === 'inactive';
+  const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
+  return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await crossed(deps, env, p, from, to)) === 0 ? prev : read()), PAGE_CACHE);
 }
 
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery): Promise<Page<Node>> {
   const params = parseNodeQuery(query);
   const pageReq = parsePage(query);
-  const ctx = await shapeContext(deps, env);
+  const generation = await nodeGeneration(deps.db);
+  const ctx = await shapeContext(deps, env, generation.counts);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
-  const base = applyFilters(deps.db.selectFrom('nodes').where('environment_id', '=', env.id), params, cutoff);
-  const totalRow = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
-  const total = Number(totalRow?.n ?? 0);
-  const rows = await base
-    .selectAll()
-    .orderBy(SORT_COLUMNS[params.sort], params.order)
-    .orderBy('id', params.order)
-    .limit(pageReq.pageSize)
-    .offset(pageReq.offset)
-    .execute();
-  const tags = await tagsByNode(deps, rows.map((r) => r.id));
-  return pageOf(rows.map((r) => toNode(r, tags.get(r.id) ?? [], ctx, false)), pageReq, total);
+  const total = await filteredTotal(deps, env, params, cutoff, generation.counts);
+  if (pageReq.offset >= total) return pageOf([], pageReq, total);
+  const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
+  const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
+  const memo = page.shaped;
+  if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) return pageOf(memo.nodes, pageReq, total);
+  const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
+  page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), nodes };
+  return pageOf(nodes, pageReq, total);
 }
 
 async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
@@ -180,7 +261,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
   const row = rows[0]!;
-  const ctx = await shapeContext(deps, env);
+  const ctx = await shapeContext(deps, env, (await nodeGeneration(deps.db)).counts);
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
   return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);

@@ -1,16 +1,57 @@
-// Dashboard statistics (4.20). Everything is counted by the database (GROUP BY over the
-// nodes_env_bucket_lastseen index), never by loading nodes, so it stays fast on 100k+ nodes.
+// Dashboard statistics (4.20). Node counts are counted by the database (GROUP BY over the
+// nodes_env_bucket_lastseen index), never by loading nodes, and cached per node generation
+// (node-counts.ts), so a request between node changes costs a short index range, not a rescan.
 import { sql } from 'kysely';
 import type { Caller, Deps } from '../context.js';
 import { Platforms, type DashboardStats, type EnvironmentStats, type Platform, type PlatformCounts } from '../../api/index.js';
 import { accessibleEnvs } from './environments.js';
 import { inactiveHours } from './settings-values.js';
 import { carveStatusSql } from './carves.js';
+import { nodeGeneration } from '../store/node-index.js';
+import { between, cachedCount } from './node-counts.js';
 
 const zeroCounts = (): PlatformCounts => ({ darwin: 0, linux: 0, windows: 0, other: 0 });
 
 function bucketOf(b: string): Platform {
   return (Platforms as readonly string[]).includes(b) ? (b as Platform) : 'other';
+}
+
+interface BucketCount {
+  environment_id: number;
+  platform_bucket: string;
+  total: number;
+  active: number;
+}
+
+/** Nodes per environment and platform bucket, and how many of them are active at `cutoff`. */
+async function countByBucket(deps: Deps, ids: number[], cutoff: string): Promise<BucketCount[]> {
+  const rows = await deps.db
+    .selectFrom('nodes')
+    .select([
+      'environment_id',
+      'platform_bucket',
+      (eb) => eb.fn.countAll<number>().as('total'),
+      sql<number>`sum(case when last_seen >= ${cutoff} then 1 else 0 end)`.as('active'),
+    ])
+    .where('environment_id', 'in', ids)
+    .groupBy(['environment_id', 'platform_bucket'])
+    .execute();
+  return rows.map((r) => ({ environment_id: r.environment_id, platform_bucket: r.platform_bucket, total: Number(r.total), active: Number(r.active ?? 0) }));
+}
+
+/** Moves active counts from cutoff `from` to `to`: nodes last seen in between changed sides. */
+async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], from: string, to: string): Promise<BucketCount[]> {
+  const { lo, hi, sign } = between(from, to);
+  const moved = await deps.db
+    .selectFrom('nodes')
+    .select(['environment_id', 'platform_bucket', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('environment_id', 'in', ids)
+    .where('last_seen', '>=', lo)
+    .where('last_seen', '<', hi)
+    .groupBy(['environment_id', 'platform_bucket'])
+    .execute();
+  const gone = new Map(moved.map((m) => [`${m.environment_id}/${m.platform_bucket}`, sign * Number(m.n)]));
+  return prev.map((r) => ({ ...r, active: r.active - (gone.get(`${r.environment_id}/${r.platform_bucket}`) ?? 0) }));
 }
 
 export async function dashboardStats(deps: Deps, caller: Caller): Promise<DashboardStats> {
@@ -27,26 +68,15 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
       const cutoff = new Date(nowMs - (await inactiveHours(deps, e.id)) * 3600_000).toISOString();
       byCutoff.set(cutoff, [...(byCutoff.get(cutoff) ?? []), e.id]);
     }
+    const generation = (await nodeGeneration(deps.db)).counts;
     for (const [cutoff, ids] of byCutoff) {
-      const rows = await deps.db
-        .selectFrom('nodes')
-        .select([
-          'environment_id',
-          'platform_bucket',
-          (eb) => eb.fn.countAll<number>().as('total'),
-          sql<number>`sum(case when last_seen >= ${cutoff} then 1 else 0 end)`.as('active'),
-        ])
-        .where('environment_id', 'in', ids)
-        .groupBy(['environment_id', 'platform_bucket'])
-        .execute();
+      const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to));
       for (const r of rows) {
         const s = stats.get(r.environment_id)!;
-        const total = Number(r.total);
-        const active = Number(r.active ?? 0);
-        s.total += total;
-        s.active += active;
-        s.inactive += total - active;
-        s.platform_counts[bucketOf(r.platform_bucket)] += total;
+        s.total += r.total;
+        s.active += r.active;
+        s.inactive += r.total - r.active;
+        s.platform_counts[bucketOf(r.platform_bucket)] += r.total;
       }
     }
 

@@ -1,6 +1,7 @@
 // Schema migrations, applied in order at start-up. Written with Kysely's schema builder so the
 // same steps run on SQLite and PostgreSQL; only the id column differs between the two.
 import { type Kysely, type Migration, type MigrationProvider, sql, type CreateTableBuilder } from 'kysely';
+import { perfMigration } from './migration-perf.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -250,5 +251,5 @@ function trust(): Migration {
 }
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {
-  return { getMigrations: async () => ({ '001_initial': initial(dialect), '002_trust': trust() }) };
+  return { getMigrations: async () => ({ '001_initial': initial(dialect), '002_trust': trust(), '003_perf': perfMigration(dialect) }) };
 }

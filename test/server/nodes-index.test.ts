@@ -1,0 +1,208 @@
+// Issue 11: the nodes list, search and stats run on indexes (EXPLAIN QUERY PLAN of the very SQL
+// the services run), search through the trigram index finds exactly what the old substring scan
+// found, and cached counts stay right after node changes made by any writer.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { migrate } from '../../src/server/store/db.js';
+import type { DB } from '../../src/server/store/schema.js';
+import type { Caller, Deps } from '../../src/server/context.js';
+import { createEnvironment, generateNodes, insertNodes } from '../../src/server/seed.js';
+import { ensureSettings } from '../../src/server/bootstrap.js';
+import { listNodes } from '../../src/server/services/nodes.js';
+import { dashboardStats } from '../../src/server/services/stats.js';
+import { NodeSorts, NodeStatuses, Platforms } from '../../src/api/index.js';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+
+const SEARCHED = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
+
+describe('query plans', () => {
+  const sqlite = new Database(':memory:');
+  const ran: { sql: string; params: unknown[] }[] = [];
+  // Records every statement the services prepare and run, to EXPLAIN it afterwards.
+  const recording = new Proxy(sqlite, {
+    get(target, prop) {
+      if (prop === 'prepare')
+        return (text: string) => {
+          const stmt = target.prepare(text);
+          const record = (params: unknown[]) => ran.push({ sql: text, params });
+          return new Proxy(stmt, {
+            get(s, p) {
+              const v = Reflect.get(s, p, s) as unknown;
+              if (p === 'all' || p === 'run' || p === 'get' || p === 'iterate')
+                return (...params: unknown[]) => (record(params.flat()), (v as (...a: unknown[]) => unknown).apply(s, params));
+              return typeof v === 'function' ? v.bind(s) : v;
+            },
+          });
+        };
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: recording }) });
+  const deps = { db, dialect: 'sqlite', now: () => new Date(), config: {} } as unknown as Deps;
+  const caller = { user: { id: 1, username: 'admin' }, isSuperAdmin: true, access: new Map(), jti: '', csrfToken: '' } as unknown as Caller;
+  let envId = 0;
+
+  beforeAll(async () => {
+    await migrate(db, 'sqlite');
+    await ensureSettings(db, new Date());
+    envId = await createEnvironment(db, 'prod', { uuid: '11111111-1111-4111-a111-111111111111', hostname: 'h', now: new Date() });
+    await insertNodes(db, generateNodes(7, 'prod', envId, 300, Date.now()));
+  });
+  afterAll(async () => db.destroy());
+
+  /** The plan lines of every statement that read `nodes` while running fn. */
+  async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; plan: string[] }[]> {
+    ran.length = 0;
+    await fn();
+    return ran
+      .filter((r) => /^\s*select/i.test(r.sql) && /"nodes"|\bnodes\b/.test(r.sql))
+      .map((r) => ({ sql: r.sql, plan: sqlite.prepare(`explain query plan ${r.sql}`).all(...(r.params as never[])).map((x) => (x as { detail: string }).detail) }));
+  }
+
+  function expectIndexed(plans: { sql: string; plan: string[] }[]) {
+    expect(plans.length).toBeGreaterThan(0);
+    for (const { sql, plan } of plans) {
+      // A full pass over nodes (table or whole index) is a SCAN without a constraint; the one
+      // allowed SCAN is the newest version read, which stops at the first index entry (LIMIT 1).
+      const scans = plan.filter((l) => /^SCAN nodes\b/.test(l) && !(/limit/i.test(sql) && /order by "osquery_version_key" desc/i.test(sql)));
+      expect(scans, `${sql}\n${plan.join('\n')}`).toEqual([]);
+    }
+  }
+
+  const env = () => ({ id: envId, name: 'prod', config_interval: 300 }) as never;
+
+  it('the nodes list uses an index for every filter and sort', async () => {
+    for (const status of [undefined, ...NodeStatuses])
+      for (const platform of [undefined, ...Platforms])
+        for (const sort of NodeSorts) expectIndexed(await plansOf(() => listNodes(deps, env(), { status, platform, sort })));
+  });
+
+  it('search q goes through the trigram index', async () => {
+    for (const query of [{ q: 'web' }, { q: 'web', status: 'active' }, { q: 'ubuntu', platform: 'linux', sort: 'hostname' }]) {
+      const plans = await plansOf(() => listNodes(deps, env(), query));
+      expectIndexed(plans);
+      expect(plans.some((p) => p.plan.some((l) => /nodes_search VIRTUAL TABLE/.test(l)))).toBe(true);
+    }
+  });
+
+  it('stats counts on the (environment, platform, last_seen) index', async () => {
+    const plans = await plansOf(async () => {
+      await dashboardStats(deps, caller); // counts
+      await new Promise((r) => setTimeout(r, 5));
+      await dashboardStats(deps, caller); // moves the cached active counts to the new cutoff
+    });
+    expectIndexed(plans);
+    expect(plans.some((p) => p.plan.some((l) => /nodes_env_bucket_lastseen/.test(l)))).toBe(true);
+    expect(plans.some((p) => p.plan.some((l) => /nodes_env_lastseen_bucket \(environment_id=\? AND last_seen>\? AND last_seen<\?\)/.test(l)))).toBe(true);
+  });
+});
+
+describe('over HTTP: search semantics and counts after changes', () => {
+  let ts: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    ts = await startTestServer();
+    token = await ts.login('admin', 'prod');
+  });
+  afterAll(async () => ts?.close());
+  const db = () => ts.server.deps.db;
+
+  async function allIds(query: string): Promise<number[]> {
+    const ids: number[] = [];
+    for (let page = 1; ; page++) {
+      const r = await ts.call('GET', `/api/v1/nodes/prod?page_size=500&page=${page}&${query}`, { token });
+      expect(r.status).toBe(200);
+      ids.push(...r.body.items.map((n: { id: number }) => n.id));
+      if (page >= r.body.total_pages) {
+        expect(r.body.total_items).toBe(ids.length);
+        return ids.sort((a, b) => a - b);
+      }
+    }
+  }
+
+  it('q finds exactly the nodes the old case-insensitive substring scan found', async () => {
+    const rows = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').selectAll('nodes').where('environments.name', '=', 'prod').execute();
+    const some = rows[17]!;
+    const queries = ['web', 'WEB', 'Web-00', 'prod-db', '10.1.', 'ubuntu', 'ROOT', '5.1', 'a', 'z', 'db', '-0', '%', '_', 'o"k', "o'k", 'no-such-node', some.uuid.slice(4, 15).toUpperCase(), some.localname, some.osquery_version];
+    for (const q of queries) {
+      const expected = rows
+        .filter((r) => SEARCHED.some((c) => String(r[c]).toLowerCase().includes(q.toLowerCase())))
+        .map((r) => r.id)
+        .sort((a, b) => a - b);
+      expect(await allIds(`q=${encodeURIComponent(q)}`), `q=${q}`).toEqual(expected);
+    }
+  });
+
+  it('search follows renames, new and deleted nodes', async () => {
+    const node = await db().selectFrom('nodes').select(['id', 'uuid']).where('hostname', 'like', 'prod-%').orderBy('id').executeTakeFirstOrThrow();
+    await db().updateTable('nodes').set({ hostname: 'renamed-zebra-host' }).where('id', '=', node.id).execute();
+    expect(await allIds('q=zebra')).toEqual([node.id]);
+    expect((await allIds('q=ZEBRA-H')).length).toBe(1);
+    const r = await ts.call('POST', '/api/v1/nodes/prod/delete', { token, body: { uuid: node.uuid } });
+    expect(r.status).toBe(200);
+    expect(await allIds('q=zebra')).toEqual([]);
+  });
+
+  async function counts() {
+    const active = (await ts.call('GET', '/api/v1/nodes/prod?status=active&page_size=1', { token })).body.total_items as number;
+    const all = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.total_items as number;
+    const linux = (await ts.call('GET', '/api/v1/nodes/prod?platform=linux&page_size=1', { token })).body.total_items as number;
+    const stats = (await ts.call('GET', '/api/v1/stats', { token })).body;
+    const prod = stats.environments.find((e: { name: string }) => e.name === 'prod');
+    expect(prod.total).toBe(all);
+    expect(prod.active).toBe(active);
+    expect(prod.inactive).toBe(all - active);
+    return { active, all, linux, stats, prod };
+  }
+
+  it('counts and stats stay right after a delete, a check-in, a tag and the passing of time', async () => {
+    const before = await counts();
+    const hours = before.stats.inactive_hours as number;
+
+    // Delete an active linux node through the API.
+    const victim = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.uuid'])
+      .where('environments.name', '=', 'prod').where('platform_bucket', '=', 'linux').where('last_seen', '>=', new Date(Date.now() - 3600_000).toISOString()).executeTakeFirstOrThrow();
+    expect((await ts.call('POST', '/api/v1/nodes/prod/delete', { token, body: { uuid: victim.uuid } })).status).toBe(200);
+    const afterDelete = await counts();
+    expect(afterDelete).toMatchObject({ all: before.all - 1, active: before.active - 1, linux: before.linux - 1 });
+    expect(afterDelete.stats.total_nodes).toBe(before.stats.total_nodes - 1);
+    expect(afterDelete.prod.platform_counts.linux).toBe(before.prod.platform_counts.linux - 1);
+
+    // A new check-in (written straight to the table, as an agent endpoint would) makes an inactive node active.
+    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.id', 'nodes.uuid'])
+      .where('environments.name', '=', 'prod').where('last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString()).executeTakeFirstOrThrow();
+    await db().updateTable('nodes').set({ last_seen: new Date().toISOString() }).where('id', '=', sleeper.id).execute();
+    const afterCheckin = await counts();
+    expect(afterCheckin).toMatchObject({ all: afterDelete.all, active: afterDelete.active + 1 });
+    expect(afterCheckin.stats.active_nodes).toBe(afterDelete.stats.active_nodes + 1);
+
+    // Tagging changes no count, and the list shows the tag at once.
+    const tag = await db().selectFrom('tags').innerJoin('environments', 'environments.id', 'tags.environment_id').select(['tags.id', 'tags.name']).where('environments.name', '=', 'prod').executeTakeFirstOrThrow();
+    await db().insertInto('node_tags').values({ node_id: sleeper.id, tag_id: tag.id }).onConflict((oc) => oc.doNothing()).execute();
+    const first = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.items[0];
+    expect(first.id).toBe(sleeper.id); // the newest check-in sorts first
+    expect(first.tags.map((t: { name: string }) => t.name)).toContain(tag.name);
+    expect((await counts()).active).toBe(afterCheckin.active);
+    // Pages are cached too: any change a listed node shows reaches the next request.
+    await db().updateTable('nodes').set({ bytes_received: 424242 }).where('id', '=', sleeper.id).execute();
+    await db().updateTable('tags').set({ color: '#123456' }).where('id', '=', tag.id).execute();
+    const again = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.items[0];
+    expect(again.bytes_received).toBe(424242);
+    expect(again.tags.find((t: { name: string }) => t.name === tag.name).color).toBe('#123456');
+
+    // Time alone: a node 1.5 s inside the active window leaves it without any write.
+    await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 1500).toISOString() }).where('id', '=', sleeper.id).execute();
+    const edge = await counts();
+    expect(edge.active).toBe(afterCheckin.active);
+    const signals = async () => (await ts.call('GET', `/api/v1/nodes/prod?q=${sleeper.uuid}`, { token })).body.items[0].health.signals;
+    expect(await signals()).not.toContain('inactive');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await signals()).toContain('inactive'); // a cached page still shows health as of now
+    const later = await counts();
+    expect(later.active).toBe(edge.active - 1);
+    expect(later.stats.active_nodes).toBe(edge.stats.active_nodes - 1);
+    expect(later.stats.inactive_nodes).toBe(edge.stats.inactive_nodes + 1);
+  });
+});
