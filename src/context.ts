@@ -7,7 +7,7 @@ import { KeychainUnavailableError, tokenExpiry, type CredentialStore, type Store
 import { CredentialStores } from './auth/select-store.js';
 import { EnvCredentialStore } from './auth/env-store.js';
 import { ReauthHttpClient, expiryWarning } from './auth/reauth.js';
-import { FleetApi } from './client/index.js';
+import { FleetApi, parseFlavor, type ServerFlavor } from './client/index.js';
 import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
 import { parseOutputFormat } from './output/index.js';
@@ -30,6 +30,7 @@ export interface GlobalOptions {
   insecure?: boolean;
   caFile?: string;
   insecureStorage?: boolean;
+  serverFlavor?: string;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -140,9 +141,21 @@ export class Context {
     return this.globals.timeout ? parseDuration(this.globals.timeout) : DEFAULT_TIMEOUT_MS;
   }
 
+  /** The flavour given by --server-flavor or FLEETCTL_SERVER_FLAVOR, if any (it wins over detection). */
+  flavorOverride(): ServerFlavor | undefined {
+    if (this.globals.serverFlavor) return parseFlavor(this.globals.serverFlavor, '--server-flavor');
+    if (this.env.FLEETCTL_SERVER_FLAVOR) return parseFlavor(this.env.FLEETCTL_SERVER_FLAVOR, 'FLEETCTL_SERVER_FLAVOR');
+    return undefined;
+  }
+
+  /** --server-flavor, FLEETCTL_SERVER_FLAVOR, then what login learned (the profile), else this API. */
+  serverFlavor(): ServerFlavor {
+    return this.flavorOverride() ?? this.profile()?.serverFlavor ?? 'fleet';
+  }
+
   /** A client for `url` without credentials (login). */
-  anonymousApi(url: string): FleetApi {
-    return FleetApi.create(this.httpOptions(url));
+  anonymousApi(url: string, flavor: ServerFlavor = this.serverFlavor()): FleetApi {
+    return FleetApi.create(this.httpOptions(url), flavor);
   }
 
   /** A client with the stored (or FLEETCTL_TOKEN) credential; exit 4 when there is none. */
@@ -161,7 +174,7 @@ export class Context {
     }
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
-    return new FleetApi(new ReauthHttpClient({ ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined }, this));
+    return new FleetApi(new ReauthHttpClient({ ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined }, this), this.serverFlavor());
   }
 
   private httpOptions(url: string) {

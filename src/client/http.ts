@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { ApiError, NetworkError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
+import type { TSchema } from '@sinclair/typebox';
+import { checkAnswer, UnexpectedAnswerError } from './validate.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -27,6 +29,8 @@ export interface RequestOptions {
   raw?: boolean;
   /** The success body is a secret as a whole (e.g. enroll `{data}` holding the enroll secret): --debug shows only its size. */
   secretResponse?: boolean;
+  /** The src/api schema the success body must match (checked before any command sees it). */
+  schema?: TSchema;
 }
 
 let sharedDispatcher: Dispatcher | undefined;
@@ -125,7 +129,7 @@ export class HttpClient {
       debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;
-        return (text ? JSON.parse(text) : undefined) as T;
+        return parseAnswer<T>(text, ro.schema);
       }
       if (attempt < policy.maxAttempts && shouldRetry(method, { status })) {
         await sleep(retryDelayMs(attempt, retryAfter, policy));
@@ -136,7 +140,26 @@ export class HttpClient {
   }
 }
 
-function toApiError(status: number, text: string, retryAfter?: number): ApiError {
+function parseAnswer<T>(text: string, schema?: TSchema): T {
+  let value: unknown;
+  try {
+    value = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new UnexpectedAnswerError('the body is not JSON');
+  }
+  return schema ? checkAnswer<T>(schema, value) : (value as T);
+}
+
+/** The code a status stands for, when the server sends none (osctrl sets `code` only on 401 and csrf). */
+export function codeForStatus(status: number): string {
+  const byStatus: Record<number, string> = {
+    400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
+    409: 'conflict', 429: 'rate_limited', 503: 'unavailable',
+  };
+  return byStatus[status] ?? (status >= 500 ? 'internal' : 'unknown');
+}
+
+export function toApiError(status: number, text: string, retryAfter?: number): ApiError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -145,8 +168,12 @@ function toApiError(status: number, text: string, retryAfter?: number): ApiError
   }
   if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
     const b = parsed as Record<string, unknown>;
-    return new ApiError(status, String(b.code ?? 'unknown'), String(b.error ?? `HTTP ${status}`), b, retryAfter);
+    // {code, error} here; osctrl's {error} without code; RFC 9457 problem bodies {title, detail}.
+    const message = [b.error, b.detail, b.title, b.message].find((v) => typeof v === 'string' && v.trim()) as string | undefined;
+    const code = typeof b.code === 'string' && b.code ? b.code : codeForStatus(status);
+    return new ApiError(status, code, message?.trim() || `HTTP ${status}`, b, retryAfter);
   }
-  const message = typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`;
-  return new ApiError(status, status >= 500 ? 'internal' : 'unknown', message, {}, retryAfter);
+  // Go's http.Error and text bodies end with a newline: one trimmed line, at most 200 characters.
+  const message = (typeof parsed === 'string' ? parsed : text).trim().split('\n')[0]!.slice(0, 200) || `HTTP ${status}`;
+  return new ApiError(status, codeForStatus(status), message, {}, retryAfter);
 }
