@@ -11,7 +11,7 @@ import { carvesApi } from './resources/carves.js';
 import { sinksApi } from './resources/sinks.js';
 import { auditApi } from './resources/audit.js';
 import { statsApi } from './resources/stats.js';
-import type { ServerFlavor } from './flavors/index.js';
+import { need, type Feature, type ServerFlavor } from './flavors/index.js';
 import { osctrlResources } from './flavors/osctrl.js';
 
 function fleetResources(http: HttpClient) {
@@ -55,6 +55,11 @@ export class FleetApi {
     this.stats = r.stats;
   }
 
+  /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */
+  need(feature: Feature): void {
+    need(this.flavor, feature);
+  }
+
   static create(opts: HttpOptions, flavor: ServerFlavor = 'fleet'): FleetApi {
     return new FleetApi(new HttpClient(opts), flavor);
   }
@@ -62,4 +67,4 @@ export class FleetApi {
 
 export { HttpClient, type HttpOptions } from './http.js';
 export { paginate } from './paginate.js';
-export { detectFlavor, parseFlavor, ServerFlavors, type ServerFlavor } from './flavors/index.js';
+export { detectFlavor, parseFlavor, ServerFlavors, NotSupportedError, type Feature, type ServerFlavor } from './flavors/index.js';

@@ -15,6 +15,28 @@ export function parseFlavor(v: string, from: string): ServerFlavor {
   throw new UsageError(`invalid ${from} "${v}": use ${ServerFlavors.join(' or ')}`);
 }
 
+/** Features a command may check for before it sends anything (FleetApi.need). */
+export const FEATURE_NAMES = {
+  mfa: 'MFA (TOTP and WebAuthn security keys)',
+  'log-sinks': 'log sinks',
+  untag: 'removing a tag from nodes (untag)',
+  'carve-archive': 'carve archive',
+  'env-settings': 'per-environment settings',
+  'audit-search': 'audit search (-q)',
+} as const;
+export type Feature = keyof typeof FEATURE_NAMES;
+
+/** What each flavour lacks. */
+const MISSING: Record<ServerFlavor, ReadonlySet<Feature>> = {
+  fleet: new Set(),
+  osctrl: new Set(Object.keys(FEATURE_NAMES) as Feature[]),
+};
+
+/** Throws NotSupportedError when the flavour lacks the feature; commands call it before any request. */
+export function need(flavor: ServerFlavor, feature: Feature): void {
+  if (MISSING[flavor].has(feature)) throw new NotSupportedError(FEATURE_NAMES[feature]);
+}
+
 /** Refused before any request: the server has no such feature. Exit 8. */
 export class NotSupportedError extends CliError {
   constructor(feature: string, hint?: string) {

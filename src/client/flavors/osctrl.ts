@@ -12,7 +12,7 @@ import { ApiError } from '../../errors.js';
 import type { HttpClient } from '../http.js';
 import { checkAnswer } from '../validate.js';
 import type { FleetResources } from '../index.js';
-import { NotSupportedError } from './index.js';
+import { FEATURE_NAMES, NotSupportedError, type Feature } from './index.js';
 
 const seg = encodeURIComponent;
 
@@ -44,8 +44,8 @@ const RawSetting = Type.Object({
 });
 
 /** The feature names refusals use (docs/osctrl.md lists them). */
-const refuse = (feature: string): never => {
-  throw new NotSupportedError(feature);
+const refuse = (feature: Feature | string): never => {
+  throw new NotSupportedError(feature in FEATURE_NAMES ? FEATURE_NAMES[feature as Feature] : feature);
 };
 
 export function osctrlResources(http: HttpClient, base: FleetResources) {
@@ -149,11 +149,11 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
       },
     },
     mfa: {
-      totpBegin: () => refuse('TOTP setup'),
-      totpConfirm: () => refuse('TOTP setup'),
-      totpDisable: () => refuse('TOTP'),
-      webauthnList: () => refuse('WebAuthn security keys'),
-      webauthnRemove: () => refuse('WebAuthn security keys'),
+      totpBegin: () => refuse('mfa'),
+      totpConfirm: () => refuse('mfa'),
+      totpDisable: () => refuse('mfa'),
+      webauthnList: () => refuse('mfa'),
+      webauthnRemove: () => refuse('mfa'),
     },
     environments: {
       ...base.environments,
@@ -214,7 +214,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         }
         return { data: `tag ${name} applied to ${uuids.length} node(s)` };
       },
-      untag: () => refuse('removing a tag from nodes (untag)'),
+      untag: () => refuse('untag'),
     },
     settings: {
       list: async (service: Parameters<FleetResources['settings']['list']>[0], env: string) => {
@@ -223,7 +223,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
       },
       update: async (service: Parameters<FleetResources['settings']['update']>[0], name: string, body: Parameters<FleetResources['settings']['update']>[2], env?: string) => {
         // osctrl ignores ?env= and would change the global value.
-        if (env) refuse('per-environment settings');
+        if (env) refuse('env-settings');
         const r = await http.request<unknown>('PATCH', `api/v1/settings/${seg(service)}/${seg(name)}`, { body });
         return normalise<import('../../api/index.js').Setting>(Setting, settingFromOsctrl(checkAnswer<Record<string, unknown>>(RawSetting, r)));
       },
@@ -249,18 +249,18 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         });
       },
       action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>
-        action === 'archive' ? refuse('carve archive') : base.carves.action(env, action, name),
+        action === 'archive' ? refuse('carve-archive') : base.carves.action(env, action, name),
     },
     sinks: {
-      list: () => refuse('log sinks'),
-      clone: () => refuse('log sinks'),
-      create: () => refuse('log sinks'),
-      delete: () => refuse('log sinks'),
+      list: () => refuse('log-sinks'),
+      clone: () => refuse('log-sinks'),
+      create: () => refuse('log-sinks'),
+      delete: () => refuse('log-sinks'),
     },
     audit: {
       list: async (query: Parameters<FleetResources['audit']['list']>[0] = {}) => {
         const { q, env, ...rest } = query;
-        if (q) refuse('audit search (-q)');
+        if (q) refuse('audit-search');
         const env_uuid = env ? await envUuid(env) : undefined;
         return normalisePage<AuditLogEntry>(AuditLogEntry, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
       },

@@ -127,6 +127,7 @@ export function registerAudit(program: Command): void {
       // FLEETCTL_ENV do not, since the audit log is not an env-scoped resource.
       const query: AuditListQuery = { q: o.search, service: o.service, username: o.user, env: ctx.globals.env };
       const api = await ctx.api();
+      if (query.q) api.need('audit-search');
       const columns = auditColumns(await envNames(api));
       if (o.follow) return runFollow(ctx, api, query, o, columns);
       if (o.all || o.limit !== undefined) {
