@@ -112,6 +112,7 @@ export class OsctrlStandIn {
     let p: Record<string, string> | undefined;
 
     // Unauthenticated routes.
+    if (route('GET', '/api/v1/login/environments')) return json(200, ENVS.map((e) => ({ uuid: e.UUID, name: e.Name })));
     if (route('GET', '/api/v1/auth/methods')) return json(200, { methods: [{ type: 'password', loginUrl: '/api/v1/login' }] });
     if ((p = route('POST', '/api/v1/login/{env}')) || (p = route('POST', '/api/v1/login'))) {
       if (!body || typeof body !== 'object') return err(500, 'error parsing POST body');

@@ -6,7 +6,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import {
   AuditLogEntry, CarveDetail, CarveQuery, DataResponse, Environment, EnvironmentMap, MessageResponse, Node, Paginated, Setting,
-  TagTypes, TagWithCount, TokenResponse, User, type AccessLevel, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
+  TagTypes, TagWithCount, TokenResponse, User, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
 } from '../../api/index.js';
 import { ApiError } from '../../errors.js';
 import type { HttpClient } from '../http.js';
@@ -62,9 +62,19 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     if (!e) throw new ApiError(404, 'not_found', `environment "${ref}" not found`);
     return e.uuid;
   };
+  /** Names for UUIDs: the map (super-admins), else osctrl's pre-login list (anyone; no IDs). */
+  const envNames = async (): Promise<EnvironmentMapEntry[]> => {
+    try {
+      return await environments();
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 403)) throw e;
+      const raw = await http.request<unknown>('GET', 'api/v1/login/environments');
+      return checkAnswer<Array<{ uuid: string; name: string }>>(Type.Array(Type.Object({ uuid: Type.String(), name: Type.String() })), raw).map((x) => ({ id: 0, ...x }));
+    }
+  };
   const toUser = async (raw: unknown, perms: Record<string, { user: boolean; query: boolean; carve: boolean; admin: boolean }>, what: string): Promise<User> => {
     const u = checkAnswer<Record<string, unknown>>(RawUser, raw, what);
-    const envs = Object.keys(perms).length ? await environments().catch(() => []) : [];
+    const envs = Object.keys(perms).length ? await envNames() : [];
     const environmentsOut = Object.entries(perms)
       .filter(([, a]) => a.user || a.query || a.carve || a.admin)
       .map(([uuid, a]) => {
@@ -79,22 +89,11 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
       Type.Object({ permissions: RawPermissions }),
       await http.request<unknown>('GET', `api/v1/users/${seg(username)}/permissions`),
     ).permissions;
-  const setAccess = async (username: string, envRefs: string[], levels: Set<AccessLevel> | 'none') => {
-    const access = levels === 'none'
-      ? { user: false, query: false, carve: false, admin: false }
-      : { user: true, query: levels.has('query') || levels.has('admin'), carve: levels.has('carve') || levels.has('admin'), admin: levels.has('admin') };
-    for (const ref of envRefs) {
-      await http.request('POST', `api/v1/users/${seg(username)}/permissions`, { body: { env_uuid: await envUuid(ref), access } });
-    }
-  };
-  const levelsOf = (b: UserBody): Set<AccessLevel> | 'none' => {
-    const given = [b.user_access, b.query_access, b.carve_access, b.admin_access];
-    if (given.every((v) => v === false)) return 'none';
-    const s = new Set<AccessLevel>(['user']);
-    if (b.query_access) s.add('query');
-    if (b.carve_access) s.add('carve');
-    if (b.admin_access) s.add('admin');
-    return s;
+  /** The levels of a user body, with this API's defaults (user level unless told otherwise). */
+  const accessOf = (b: UserBody) => ({ user: b.user_access ?? true, query: b.query_access ?? false, carve: b.carve_access ?? false, admin: b.admin_access ?? false });
+  const setAccess = async (username: string, envRefs: string[], access: ReturnType<typeof accessOf>) => {
+    const uuids = await Promise.all(envRefs.map(envUuid)); // all resolved before anything changes
+    for (const env_uuid of uuids) await http.request('POST', `api/v1/users/${seg(username)}/permissions`, { body: { env_uuid, access } });
   };
   const currentTag = async (env: string, name: string) =>
     normaliseAll<TagWithCount>(TagWithCount, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags').find((t) => t.name === name);
@@ -142,7 +141,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
           const { user_access: _u, query_access: _q, carve_access: _c, admin_access: _a, ...plain } = rest;
           void _u, _q, _c, _a;
           const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...plain, username } }));
-          if (envRefs?.length) await setAccess(username, envRefs, levelsOf(body));
+          if (envRefs?.length) await setAccess(username, envRefs, accessOf(body));
           return res;
         }
         return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...rest, username } }));
