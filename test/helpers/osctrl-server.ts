@@ -309,10 +309,14 @@ export class OsctrlStandIn {
       return err(400, 'invalid action');
     }
 
+    if ((p = route('GET', '/api/v1/settings/{service}'))) {
+      if (!me.admin) return err(403, 'no access');
+      return json(200, this.settings.filter((s) => s.Service === p!.service && s.EnvironmentID === 0));
+    }
     if ((p = route('GET', '/api/v1/settings/{service}/{env}'))) {
       if (!me.admin) return err(403, 'no access');
       const e = this.env(p.env!);
-      return json(200, this.settings.filter((s) => s.Service === p!.service && (s.EnvironmentID === e?.ID || s.EnvironmentID === 0)));
+      return json(200, this.settings.filter((s) => s.Service === p!.service && s.EnvironmentID === e?.ID)); // the env's own rows only
     }
     if ((p = route('PATCH', '/api/v1/settings/{service}/{name}'))) {
       if (!me.admin) return err(403, 'no access');

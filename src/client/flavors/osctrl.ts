@@ -217,7 +217,11 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     },
     settings: {
       list: async (service: Parameters<FleetResources['settings']['list']>[0], env: string) => {
-        const rows = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`), 'settings');
+        // osctrl's /{service}/{env} holds only the env's own rows (normally none); the global rows are
+        // at /{service}. This API lists the env's rows, then the global rows it does not override.
+        const own = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`), 'settings');
+        const global = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}`), 'settings');
+        const rows = [...own, ...global.filter((g) => g.EnvironmentID === 0 && !own.some((o) => o.Name === g.Name))];
         return rows.map((r, i) => normalise<import('../../api/index.js').Setting>(Setting, settingFromOsctrl(r), `settings[${i}]`));
       },
       update: async (service: Parameters<FleetResources['settings']['update']>[0], name: string, body: Parameters<FleetResources['settings']['update']>[2], env?: string) => {
