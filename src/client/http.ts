@@ -31,6 +31,8 @@ export interface RequestOptions {
   secretResponse?: boolean;
   /** The src/api schema the success body must match (checked before any command sees it). */
   schema?: TSchema;
+  /** How a mismatch names the answer's root, e.g. `users` -> "users[0].api is missing". */
+  answerName?: string;
 }
 
 let sharedDispatcher: Dispatcher | undefined;
@@ -129,7 +131,7 @@ export class HttpClient {
       debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;
-        return parseAnswer<T>(text, ro.schema);
+        return parseAnswer<T>(text, ro.schema, ro.answerName);
       }
       if (attempt < policy.maxAttempts && shouldRetry(method, { status })) {
         await sleep(retryDelayMs(attempt, retryAfter, policy));
@@ -140,14 +142,14 @@ export class HttpClient {
   }
 }
 
-function parseAnswer<T>(text: string, schema?: TSchema): T {
+function parseAnswer<T>(text: string, schema?: TSchema, name = ''): T {
   let value: unknown;
   try {
     value = text ? JSON.parse(text) : undefined;
   } catch {
     throw new UnexpectedAnswerError('the body is not JSON');
   }
-  return schema ? checkAnswer<T>(schema, value) : (value as T);
+  return schema ? checkAnswer<T>(schema, value, name) : (value as T);
 }
 
 /** The code a status stands for, when the server sends none (osctrl sets `code` only on 401 and csrf). */

@@ -217,6 +217,17 @@ describe('refused groups and errors', () => {
     expect(st.exitCode).toBe(0);
   });
 
+  it('an answer of another shape is one clear line (exit 1, hint --debug), never a TypeError', async () => {
+    // Told the server is this API, fleetctl checks osctrl's user views against our User schema.
+    const r = await cli.run(['users', 'list', '--server-flavor', 'fleet']);
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toBe('error: unexpected answer from the server: users[0].api is missing\nhint: run the command again with --debug to see what the server sent\n');
+    const m = await cli.run(['env', 'map', '--server-flavor', 'fleet']);
+    expect(m.exitCode).toBe(1);
+    expect(m.stderr).toMatch(/^error: unexpected answer from the server: /);
+    expect(m.stderr).not.toMatch(/TypeError|Cannot read/);
+  });
+
   it('errors without code get one from the status; text bodies are trimmed', async () => {
     const r = await run(['nodes', 'show', 'no-such-node']);
     expect(r.exitCode).toBe(3);

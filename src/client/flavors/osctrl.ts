@@ -173,11 +173,11 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         if (body.url_msi_pkg !== undefined) steps.push(['enroll/set_msi', { url_msi_pkg: body.url_msi_pkg }]);
         if (body.url_mac_pkg !== undefined) steps.push(['enroll/set_pkg', { url_mac_pkg: body.url_mac_pkg }]);
         if (body.certificate !== undefined) steps.push(['enroll/cert', { certificate_b64: Buffer.from(body.certificate).toString('base64') }]);
-        let last = { message: 'nothing to change' };
+        const said: string[] = [];
         for (const [path, b] of steps) {
-          last = checkAnswer<{ message: string }>(MessageResponse, await http.request<unknown>('POST', `api/v1/environments/${seg(env)}/${path}`, { body: b }));
+          said.push(checkAnswer<{ message: string }>(MessageResponse, await http.request<unknown>('POST', `api/v1/environments/${seg(env)}/${path}`, { body: b })).message);
         }
-        return last;
+        return { message: said.join('; ') || 'nothing to change' };
       },
       enrollRead: async (env: string, target: Parameters<FleetResources['environments']['enrollRead']>[1]) => {
         if (target !== 'remove.sh' && target !== 'remove.ps1') return base.environments.enrollRead(env, target);

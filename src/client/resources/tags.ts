@@ -12,7 +12,7 @@ export const tagsApi = (http: HttpClient) => {
   const action = (env: string, act: TagAction, body: TagBody) => http.request<DataResponse>('POST', `api/v1/tags/${seg(env)}/${seg(act)}`, { body, schema: S.DataResponse });
   return {
     /** GET /api/v1/tags/{env} (contract.md 5): every tag of the env, by name, with node_count. */
-    list: (env: string) => http.request<TagWithCount[]>('GET', `api/v1/tags/${seg(env)}`, { schema: TAGS }),
+    list: (env: string) => http.request<TagWithCount[]>('GET', `api/v1/tags/${seg(env)}`, { schema: TAGS, answerName: 'tags' }),
     action,
     add: (env: string, body: TagBody & { name: string }) => action(env, 'add', body),
     /** Only the fields given change (contract.md 4.10). */

@@ -9,7 +9,7 @@ const USERS = Type.Array(S.User);
 
 export const usersApi = (http: HttpClient) => ({
   /** GET /api/v1/users (contract.md 5; super-admin) */
-  list: () => http.request<User[]>('GET', 'api/v1/users', { schema: USERS }),
+  list: () => http.request<User[]>('GET', 'api/v1/users', { schema: USERS, answerName: 'users' }),
   /** GET /api/v1/users/me */
   me: () => http.request<User>('GET', 'api/v1/users/me', { schema: S.User }),
   /** 4.5 — the body's username is always the path's (the server insists on it). */
