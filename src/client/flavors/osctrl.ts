@@ -8,7 +8,7 @@ import {
   AuditLogEntry, CarveDetail, CarveQuery, DataResponse, Environment, EnvironmentMap, MessageResponse, Node, Paginated, Setting,
   TagTypes, TagWithCount, TokenResponse, User, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
 } from '../../api/index.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, CliError, ExitCode } from '../../errors.js';
 import type { HttpClient } from '../http.js';
 import { checkAnswer } from '../validate.js';
 import type { FleetResources } from '../index.js';
@@ -107,7 +107,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
           return checkAnswer<TokenResponse>(TokenResponse, await http.request<unknown>('POST', `api/v1/login/${seg(env)}`, { body }));
         } catch (e) {
           if (!(e instanceof ApiError) || e.status !== 403) throw e;
-          if (/invalid credentials/i.test(e.message)) throw new ApiError(401, 'unauthorized', 'invalid credentials', e.body);
+          if (/invalid credentials/i.test(e.message)) throw new CliError('invalid credentials (osctrl, HTTP 403)', ExitCode.auth, 'check the username and password');
           // "no access": not an admin of the environment, the environment-less login still works for users.
           return checkAnswer<TokenResponse>(TokenResponse, await http.request<unknown>('POST', 'api/v1/login', { body }));
         }
