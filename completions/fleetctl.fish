@@ -206,7 +206,7 @@ function __fleetctl_takes_value
             return 1
     end
     switch "$argv[2]"
-        case '--url' '--env' '--profile' '-o' '--output' '--fields' '--jq' '--time' '--timeout' '--ca-file'
+        case '--url' '--env' '--profile' '-o' '--output' '--fields' '--jq' '--time' '--timeout' '--ca-file' '--server-flavor'
             return 0
     end
     return 1
@@ -284,6 +284,7 @@ complete -c fleetctl -l timeout -x -d 'HTTP timeout per request (30s, 2m)'
 complete -c fleetctl -l ca-file -r -F -d 'extra CA certificates (PEM) to trust'
 complete -c fleetctl -l insecure -d 'skip TLS certificate verification and allow plain http:// to a non-loopback host (unsafe)'
 complete -c fleetctl -l insecure-storage -d 'login: save the token in a 0600 file instead of the OS keychain'
+complete -c fleetctl -l server-flavor -x -d 'what the server is: fleet or osctrl (default: learned at login; env FLEETCTL_SERVER_FLAVOR)'
 complete -c fleetctl -l debug -d 'log HTTP requests and responses on stderr (secrets redacted)'
 
 complete -c fleetctl -n '__fleetctl_at \'\' 0' -a 'login' -d 'Log in to a Fleet server and save the profile'

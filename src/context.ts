@@ -7,7 +7,7 @@ import { KeychainUnavailableError, tokenExpiry, type CredentialStore, type Store
 import { CredentialStores } from './auth/select-store.js';
 import { EnvCredentialStore } from './auth/env-store.js';
 import { ReauthHttpClient, expiryWarning } from './auth/reauth.js';
-import { FleetApi } from './client/index.js';
+import { FleetApi, parseFlavor, type ServerFlavor } from './client/index.js';
 import { CliError, ExitCode, UsageError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
 import { parseOutputFormat, setTimeStyle, type TimeStyle } from './output/index.js';
@@ -32,19 +32,14 @@ export interface GlobalOptions {
   insecure?: boolean;
   caFile?: string;
   insecureStorage?: boolean;
+  serverFlavor?: string;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
-/** "30", "30s", "2m", "500ms" -> milliseconds. */
-export function parseDuration(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(s.trim());
-  if (!m) throw new UsageError(`invalid duration "${s}": use seconds (30), or 30s, 2m, 500ms`);
-  const n = Number(m[1]);
-  const ms = m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
-  if (ms <= 0) throw new UsageError(`invalid duration "${s}": must be positive`);
-  return ms;
-}
+import { parseDuration } from './lib/duration.js';
+
+export { parseDuration };
 
 export class Context {
   readonly io: IO;
@@ -154,9 +149,21 @@ export class Context {
     return this.globals.timeout ? parseDuration(this.globals.timeout) : DEFAULT_TIMEOUT_MS;
   }
 
+  /** The flavour given by --server-flavor or FLEETCTL_SERVER_FLAVOR, if any (it wins over detection). */
+  flavorOverride(): ServerFlavor | undefined {
+    if (this.globals.serverFlavor) return parseFlavor(this.globals.serverFlavor, '--server-flavor');
+    if (this.env.FLEETCTL_SERVER_FLAVOR) return parseFlavor(this.env.FLEETCTL_SERVER_FLAVOR, 'FLEETCTL_SERVER_FLAVOR');
+    return undefined;
+  }
+
+  /** --server-flavor, FLEETCTL_SERVER_FLAVOR, then what login learned (the profile), else this API. */
+  serverFlavor(): ServerFlavor {
+    return this.flavorOverride() ?? this.profile()?.serverFlavor ?? 'fleet';
+  }
+
   /** A client for `url` without credentials (login). */
-  anonymousApi(url: string): FleetApi {
-    return FleetApi.create(this.httpOptions(url));
+  anonymousApi(url: string, flavor: ServerFlavor = this.serverFlavor()): FleetApi {
+    return FleetApi.create(this.httpOptions(url), flavor);
   }
 
   /**
@@ -183,7 +190,7 @@ export class Context {
     if (o.check) return FleetApi.create(opts);
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
-    return new FleetApi(new ReauthHttpClient(opts, this));
+    return new FleetApi(new ReauthHttpClient(opts, this), this.serverFlavor());
   }
 
   private httpOptions(url: string) {

@@ -8,6 +8,8 @@ export const ExitCode = {
   forbidden: 5,
   conflict: 6,
   unavailable: 7,
+  /** The server does not have the feature (e.g. osctrl has no MFA): refused before any request. */
+  unsupported: 8,
   interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

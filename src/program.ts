@@ -25,6 +25,7 @@ export function buildProgram(): Command {
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust')
     .option('--insecure', 'skip TLS certificate verification and allow plain http:// to a non-loopback host (unsafe)')
     .option('--insecure-storage', 'login: save the token in a 0600 file instead of the OS keychain')
+    .option('--server-flavor <flavor>', 'what the server is: fleet or osctrl (default: learned at login; env FLEETCTL_SERVER_FLAVOR)')
     .option('--debug', 'log HTTP requests and responses on stderr (secrets redacted)')
     .showHelpAfterError('(run with --help for usage)')
     .configureHelp(helpConfig)

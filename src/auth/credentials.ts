@@ -44,7 +44,9 @@ export function tokenExpiry(token: string): number | undefined {
 
 /** The user a JWT was issued to (`sub`), without verifying it. */
 export function tokenSubject(token: string): string | undefined {
-  const sub = claims(token)?.sub;
+  // osctrl's tokens name the user in `username`, not `sub`.
+  const c = claims(token);
+  const sub = c?.sub ?? c?.username;
   return typeof sub === 'string' && sub ? sub : undefined;
 }
 

@@ -6,6 +6,7 @@ import type { MfaMethod, TokenResponse } from '../api/index.js';
 import { ApiError, CliError, ExitCode, InterruptedError } from '../errors.js';
 import { tokenExpiry, type StoredCredential } from './credentials.js';
 import { sessionEnded } from './reauth.js';
+import { detectFlavor, type ServerFlavor } from '../client/index.js';
 
 export interface LoginInput {
   url: string;
@@ -13,6 +14,8 @@ export interface LoginInput {
   username: string;
   password: string;
   expHours?: number;
+  /** The server's flavour (learned before the password step; see learnFlavor). */
+  flavor?: ServerFlavor;
 }
 
 export interface LoginResult {
@@ -39,13 +42,18 @@ export const MAX_CODE_TRIES = 3;
 /** Password steps in one login (a challenge that expires sends the user back to the password). */
 const MAX_PASSWORD_ROUNDS = 3;
 
+/** --server-flavor / FLEETCTL_SERVER_FLAVOR, else one anonymous probe of the server (src/client/flavors). */
+export async function learnFlavor(ctx: Context, url: string): Promise<ServerFlavor> {
+  return ctx.flavorOverride() ?? detectFlavor(ctx.anonymousApi(url, 'fleet').http);
+}
+
 /**
  * The password step. MFA challenges are surfaced as ApiError 401 `mfa_required`. Any other 401
  * is a refused login: its hint is about the credentials, not "run fleetctl login" (the user is
  * running it).
  */
 export async function passwordLogin(ctx: Context, input: LoginInput): Promise<TokenResponse> {
-  const api = ctx.anonymousApi(input.url);
+  const api = ctx.anonymousApi(input.url, input.flavor);
   try {
     return await api.auth.login(input.env, { username: input.username, password: input.password, exp_hours: input.expHours });
   } catch (e) {
@@ -199,7 +207,7 @@ export async function saveLogin(ctx: Context, input: LoginInput, tokens: TokenRe
       { insecureStorage: ctx.globals.insecureStorage, recorded: previous?.credentialStore },
     );
     try {
-      ctx.config.set(name, { url: input.url, env: input.env, username: input.username, tokenExpiresAt: expiresAt, credentialStore: store.kind === 'keychain' ? 'keychain' : 'file' });
+      ctx.config.set(name, { url: input.url, env: input.env, username: input.username, tokenExpiresAt: expiresAt, credentialStore: store.kind === 'keychain' ? 'keychain' : 'file', serverFlavor: input.flavor ?? 'fleet' });
       if (!ctx.config.get(ctx.config.currentName())) ctx.config.use(name);
       if (fallbackReason && !ctx.config.noticeShown(FILE_FALLBACK_NOTICE)) {
         ctx.warnOnce('store', fileFallbackWarning(fallbackReason, stores.file.path));

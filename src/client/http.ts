@@ -6,6 +6,8 @@ import { ApiError, NetworkError, UsageError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
 import { safeLine } from '../output/sanitize.js';
+import type { TSchema } from '@sinclair/typebox';
+import { checkAnswer, UnexpectedAnswerError } from './validate.js';
 
 export interface HttpOptions {
   baseUrl: string;
@@ -63,6 +65,10 @@ export interface RequestOptions {
   raw?: boolean;
   /** The success body is a secret as a whole (e.g. enroll `{data}` holding the enroll secret): --debug shows only its size. */
   secretResponse?: boolean;
+  /** The src/api schema the success body must match (checked before any command sees it). */
+  schema?: TSchema;
+  /** How a mismatch names the answer's root, e.g. `users` -> "users[0].api is missing". */
+  answerName?: string;
 }
 
 type Undici = typeof import('undici');
@@ -168,7 +174,7 @@ export class HttpClient {
       debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;
-        return (text ? JSON.parse(text) : undefined) as T;
+        return parseAnswer<T>(text, ro.schema, ro.answerName);
       }
       if (attempt < policy.maxAttempts && shouldRetry(method, { status })) {
         await sleep(retryDelayMs(attempt, retryAfter, policy));
@@ -179,7 +185,26 @@ export class HttpClient {
   }
 }
 
-function toApiError(status: number, text: string, retryAfter?: number): ApiError {
+function parseAnswer<T>(text: string, schema?: TSchema, name = ''): T {
+  let value: unknown;
+  try {
+    value = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new UnexpectedAnswerError('the body is not JSON');
+  }
+  return schema ? checkAnswer<T>(schema, value, name) : (value as T);
+}
+
+/** The code a status stands for, when the server sends none (osctrl sets `code` only on 401 and csrf). */
+export function codeForStatus(status: number): string {
+  const byStatus: Record<number, string> = {
+    400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
+    409: 'conflict', 429: 'rate_limited', 503: 'unavailable',
+  };
+  return byStatus[status] ?? (status >= 500 ? 'internal' : 'unknown');
+}
+
+export function toApiError(status: number, text: string, retryAfter?: number): ApiError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -188,9 +213,13 @@ function toApiError(status: number, text: string, retryAfter?: number): ApiError
   }
   if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
     const b = parsed as Record<string, unknown>;
+    // {code, error} here; osctrl's {error} without code; RFC 9457 problem bodies {title, detail}.
     // The server's text is one line, shown escaped wherever it is printed (sanitize.ts).
-    return new ApiError(status, safeLine(String(b.code ?? 'unknown')), safeLine(String(b.error ?? `HTTP ${status}`)), b, retryAfter);
+    const message = [b.error, b.detail, b.title, b.message].find((v) => typeof v === 'string' && v.trim()) as string | undefined;
+    const code = typeof b.code === 'string' && b.code ? b.code : codeForStatus(status);
+    return new ApiError(status, safeLine(code), safeLine(message?.trim() || `HTTP ${status}`), b, retryAfter);
   }
-  const message = safeLine(typeof parsed === 'string' ? parsed : text.slice(0, 200) || `HTTP ${status}`);
-  return new ApiError(status, status >= 500 ? 'internal' : 'unknown', message, {}, retryAfter);
+  // Go's http.Error and text bodies end with a newline: one trimmed line, at most 200 characters.
+  const message = (typeof parsed === 'string' ? parsed : text).trim().split('\n')[0]!.slice(0, 200) || `HTTP ${status}`;
+  return new ApiError(status, codeForStatus(status), safeLine(message), {}, retryAfter);
 }

@@ -11,38 +11,60 @@ import { carvesApi } from './resources/carves.js';
 import { sinksApi } from './resources/sinks.js';
 import { auditApi } from './resources/audit.js';
 import { statsApi } from './resources/stats.js';
+import { need, type Feature, type ServerFlavor } from './flavors/index.js';
+import { osctrlResources } from './flavors/osctrl.js';
+
+function fleetResources(http: HttpClient) {
+  return {
+    auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
+    tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
+  };
+}
+/** The typed API of this server; a flavour replaces some methods (src/client/flavors/), never the shape. */
+export type FleetResources = ReturnType<typeof fleetResources>;
 
 export class FleetApi {
-  readonly auth;
-  readonly users;
-  readonly mfa;
-  readonly environments;
-  readonly nodes;
-  readonly tags;
-  readonly settings;
-  readonly carves;
-  readonly sinks;
-  readonly audit;
-  readonly stats;
+  readonly auth: FleetResources['auth'];
+  readonly users: FleetResources['users'];
+  readonly mfa: FleetResources['mfa'];
+  readonly environments: FleetResources['environments'];
+  readonly nodes: FleetResources['nodes'];
+  readonly tags: FleetResources['tags'];
+  readonly settings: FleetResources['settings'];
+  readonly carves: FleetResources['carves'];
+  readonly sinks: FleetResources['sinks'];
+  readonly audit: FleetResources['audit'];
+  readonly stats: FleetResources['stats'];
 
-  constructor(readonly http: HttpClient) {
-    this.auth = authApi(http);
-    this.users = usersApi(http);
-    this.mfa = mfaApi(http);
-    this.environments = environmentsApi(http);
-    this.nodes = nodesApi(http);
-    this.tags = tagsApi(http);
-    this.settings = settingsApi(http);
-    this.carves = carvesApi(http);
-    this.sinks = sinksApi(http);
-    this.audit = auditApi(http);
-    this.stats = statsApi(http);
+  constructor(
+    readonly http: HttpClient,
+    readonly flavor: ServerFlavor = 'fleet',
+  ) {
+    const base = fleetResources(http);
+    const r: FleetResources = flavor === 'osctrl' ? { ...base, ...osctrlResources(http, base) } : base;
+    this.auth = r.auth;
+    this.users = r.users;
+    this.mfa = r.mfa;
+    this.environments = r.environments;
+    this.nodes = r.nodes;
+    this.tags = r.tags;
+    this.settings = r.settings;
+    this.carves = r.carves;
+    this.sinks = r.sinks;
+    this.audit = r.audit;
+    this.stats = r.stats;
   }
 
-  static create(opts: HttpOptions): FleetApi {
-    return new FleetApi(new HttpClient(opts));
+  /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */
+  need(feature: Feature): void {
+    need(this.flavor, feature);
+  }
+
+  static create(opts: HttpOptions, flavor: ServerFlavor = 'fleet'): FleetApi {
+    return new FleetApi(new HttpClient(opts), flavor);
   }
 }
 
 export { HttpClient, type HttpOptions } from './http.js';
 export { pages, paginate } from './paginate.js';
+export { detectFlavor, parseFlavor, ServerFlavors, NotSupportedError, type Feature, type ServerFlavor } from './flavors/index.js';

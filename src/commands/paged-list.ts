@@ -3,7 +3,7 @@
 // and the same "No X in Y." at a terminal when nothing matched.
 import { PAGE_SIZE_MAX } from '../api/constants.js';
 import type { Page } from '../api/index.js';
-import { pages } from '../client/index.js';
+import { pages } from '../client/paginate.js';
 import { createListWriter, printList, type Column } from '../output/index.js';
 import { Progress } from './progress.js';
 import type { Context } from '../context.js';

@@ -4,7 +4,8 @@
 import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { processIO, type IO } from '../io.js';
-import { parseDuration, type GlobalOptions } from '../context.js';
+import type { GlobalOptions } from '../context.js';
+import { parseDuration } from '../lib/duration.js';
 import { mapError } from '../errors.js';
 import { localClock } from '../output/time.js';
 

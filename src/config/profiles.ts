@@ -16,6 +16,8 @@ export interface Profile {
   tokenExpiresAt?: string;
   /** Where the token of this profile is kept. */
   credentialStore?: 'keychain' | 'file';
+  /** What the server is (learned at login): this API (`fleet`) or osctrl. Absent: `fleet`. */
+  serverFlavor?: 'fleet' | 'osctrl';
 }
 
 interface ConfigShape {

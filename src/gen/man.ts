@@ -129,6 +129,7 @@ const EXIT_STATUS: Record<keyof typeof ExitCode, string> = {
   forbidden: 'Forbidden (HTTP 403): logged in, but without the permission the request needs.',
   conflict: 'Conflict (HTTP 409): for example the object exists already, or the change would remove the last super-admin.',
   unavailable: 'Rate limited or unavailable (HTTP 429 or 503), or the server could not be reached, after retries.',
+  unsupported: 'Not supported by this server: the feature does not exist there (e.g. MFA on osctrl); refused before any request.',
   interrupted: 'Interrupted (Ctrl-C).',
 };
 
@@ -137,6 +138,7 @@ const ENVIRONMENT: [string, string][] = [
   ['FLEETCTL_ENV', 'Environment name or UUID, when --env is not given (overrides the profile\'s).'],
   ['FLEETCTL_TOKEN', 'An API token to use instead of the stored one; it always wins over the keychain and the credentials file. Useful in CI.'],
   ['FLEETCTL_PROFILE', 'Profile to use, when --profile is not given.'],
+  ['FLEETCTL_SERVER_FLAVOR', 'What the server is (fleet or osctrl), when --server-flavor is not given; overrides what login learned.'],
   ['FLEETCTL_CONFIG_DIR', 'Directory of the configuration file and the credentials file, instead of the default (see FILES).'],
   ['NO_COLOR', 'When set and not empty, no colors in any output (like --no-color).'],
   ['FORCE_COLOR', 'When set (and not 0 or false), colors even when the output is not a terminal.'],

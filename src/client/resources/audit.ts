@@ -1,4 +1,5 @@
 import type { HttpClient } from '../http.js';
+import { AuditLogEntry as AuditSchema, Paginated } from '../../api/index.js';
 import type { AuditLogEntry, Page } from '../../api/index.js';
 
 export interface AuditListQuery {
@@ -11,7 +12,9 @@ export interface AuditListQuery {
   env?: string;
 }
 
+const AUDIT_PAGE = Paginated(AuditSchema);
+
 export const auditApi = (http: HttpClient) => ({
   /** 4.19: newest first. */
-  list: (query: AuditListQuery = {}) => http.request<Page<AuditLogEntry>>('GET', 'api/v1/audit-logs', { query: { ...query } }),
+  list: (query: AuditListQuery = {}) => http.request<Page<AuditLogEntry>>('GET', 'api/v1/audit-logs', { query: { ...query }, schema: AUDIT_PAGE }),
 });

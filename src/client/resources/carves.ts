@@ -1,4 +1,5 @@
 import type { HttpClient } from '../http.js';
+import * as S from '../../api/index.js';
 import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, MessageResponse, Page } from '../../api/index.js';
 
 const seg = encodeURIComponent;
@@ -10,11 +11,13 @@ export interface CarveListQuery {
   q?: string;
 }
 
+const CARVE_PAGE = S.Paginated(S.CarveQuery);
+
 export const carvesApi = (http: HttpClient) => ({
   /** GET /api/v1/carves/{env} (contract.md 5): newest first. */
-  list: (env: string, query: CarveListQuery = {}) => http.request<Page<CarveQuery>>('GET', `api/v1/carves/${seg(env)}`, { query: { ...query } }),
+  list: (env: string, query: CarveListQuery = {}) => http.request<Page<CarveQuery>>('GET', `api/v1/carves/${seg(env)}`, { query: { ...query }, schema: CARVE_PAGE }),
   /** 4.16 */
-  get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`),
+  get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`, { schema: S.CarveDetail }),
   /** 4.17: no body. */
-  action: (env: string, action: CarveAction, name: string) => http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`),
+  action: (env: string, action: CarveAction, name: string) => http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`, { schema: S.MessageResponse }),
 });

@@ -1,4 +1,5 @@
 import type { HttpClient } from '../http.js';
+import * as S from '../../api/index.js';
 import type {
   DataResponse, EnrollAction, EnrollBody, EnrollTarget, Environment, EnvironmentMap, IntervalsBody, MapTarget, MessageResponse,
 } from '../../api/index.js';
@@ -7,15 +8,15 @@ const seg = encodeURIComponent;
 
 export const environmentsApi = (http: HttpClient) => ({
   /** 4.7 */
-  map: (target: MapTarget) => http.request<EnvironmentMap>('GET', `api/v1/environments/map/${seg(target)}`),
+  map: (target: MapTarget) => http.request<EnvironmentMap>('GET', `api/v1/environments/map/${seg(target)}`, { schema: S.EnvironmentMap }),
   /** GET /api/v1/environments/{env} (contract.md 5): secret, certificate and flags only for env admins. */
-  get: (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`),
+  get: (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`, { schema: S.Environment }),
   /** 4.6: omitted intervals keep their value; returns the whole environment. */
-  setIntervals: (env: string, body: IntervalsBody) => http.request<Environment>('PATCH', `api/v1/environments/intervals/${seg(env)}`, { body }),
+  setIntervals: (env: string, body: IntervalsBody) => http.request<Environment>('PATCH', `api/v1/environments/intervals/${seg(env)}`, { body, schema: S.Environment }),
   /** 4.8 */
   enrollAction: (env: string, action: EnrollAction, body: EnrollBody = {}) =>
-    http.request<MessageResponse>('POST', `api/v1/environments/${seg(env)}/enroll/${seg(action)}`, { body }),
+    http.request<MessageResponse>('POST', `api/v1/environments/${seg(env)}/enroll/${seg(action)}`, { body, schema: S.MessageResponse }),
   /** 4.9 — the texts embed the enroll secret, so --debug does not print them. */
   enrollRead: (env: string, target: EnrollTarget) =>
-    http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`, { secretResponse: true }),
+    http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`, { secretResponse: true, schema: S.DataResponse }),
 });

@@ -1,4 +1,5 @@
 import type { HttpClient } from '../http.js';
+import * as S from '../../api/index.js';
 import type { MessageResponse, Node, NodeSort, NodeStatus, Page, Platform, SortOrder } from '../../api/index.js';
 
 const seg = encodeURIComponent;
@@ -13,11 +14,13 @@ export interface NodeListQuery {
   order?: SortOrder;
 }
 
+const NODE_PAGE = S.Paginated(S.Node);
+
 export const nodesApi = (http: HttpClient) => ({
   /** 4.11 */
-  list: (env: string, query: NodeListQuery = {}) => http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query } }),
+  list: (env: string, query: NodeListQuery = {}) => http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query }, schema: NODE_PAGE }),
   /** 4.12 */
-  get: (env: string, node: string) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`),
+  get: (env: string, node: string) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`, { schema: S.Node }),
   /** 4.13 */
-  delete: (env: string, uuid: string) => http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid } }),
+  delete: (env: string, uuid: string) => http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid }, schema: S.MessageResponse }),
 });

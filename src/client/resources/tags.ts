@@ -1,14 +1,18 @@
+import { Type } from '@sinclair/typebox';
 import type { HttpClient } from '../http.js';
+import * as S from '../../api/index.js';
 import type { DataResponse, TagAction, TagBody, TagWithCount } from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
+const TAGS = Type.Array(S.TagWithCount);
+
 export const tagsApi = (http: HttpClient) => {
   /** 4.10: every tag change is one POST with the action in the path. */
-  const action = (env: string, act: TagAction, body: TagBody) => http.request<DataResponse>('POST', `api/v1/tags/${seg(env)}/${seg(act)}`, { body });
+  const action = (env: string, act: TagAction, body: TagBody) => http.request<DataResponse>('POST', `api/v1/tags/${seg(env)}/${seg(act)}`, { body, schema: S.DataResponse });
   return {
     /** GET /api/v1/tags/{env} (contract.md 5): every tag of the env, by name, with node_count. */
-    list: (env: string) => http.request<TagWithCount[]>('GET', `api/v1/tags/${seg(env)}`),
+    list: (env: string) => http.request<TagWithCount[]>('GET', `api/v1/tags/${seg(env)}`, { schema: TAGS, answerName: 'tags' }),
     action,
     add: (env: string, body: TagBody & { name: string }) => action(env, 'add', body),
     /** Only the fields given change (contract.md 4.10). */

@@ -2,8 +2,10 @@ import { Option, type Command } from 'commander';
 import { group, intArg, verb } from '../define.js';
 import { LogTypes, PAGE_SIZE_MAX, Severities } from '../../api/constants.js';
 import type { AuditLogEntry } from '../../api/index.js';
-import { paginate, type FleetApi } from '../../client/index.js';
-import { parseDuration, type Context } from '../../context.js';
+import type { FleetApi } from '../../client/index.js';
+import { paginate } from '../../client/paginate.js';
+import type { Context } from '../../context.js';
+import { parseDuration } from '../../lib/duration.js';
 import { UsageError } from '../../errors.js';
 import { createListWriter, evalJq, selectFields, setTimeStyle, validateFields, type Column, type OutputOptions } from '../../output/index.js';
 import type { AuditListQuery } from '../../client/resources/audit.js';
@@ -132,6 +134,7 @@ export function registerAudit(program: Command): void {
       // FLEETCTL_ENV do not, since the audit log is not an env-scoped resource.
       const query: AuditListQuery = { q: o.search, service: o.service, username: o.user, env: ctx.globals.env };
       const api = await ctx.api();
+      if (query.q) api.need('audit-search');
       const columns = auditColumns(await envNames(api));
       if (o.follow) return runFollow(ctx, api, query, o, columns);
       const filtered = Object.values(query).some((v) => v !== undefined);

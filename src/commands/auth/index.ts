@@ -10,6 +10,8 @@ export interface AuthStatus {
   url: string;
   env: string;
   username: string;
+  /** fleet (this API) or osctrl: learned at login, or --server-flavor / FLEETCTL_SERVER_FLAVOR. */
+  server_flavor: string;
   logged_in: boolean;
   token_expires_at: string;
   token_expired: boolean;
@@ -26,6 +28,7 @@ const STATUS_COLUMNS: Column<AuthStatus>[] = [
   { key: 'url', header: 'URL' },
   { key: 'env', header: 'ENV' },
   { key: 'username', header: 'USER' },
+  { key: 'server_flavor', header: 'SERVER' },
   { key: 'logged_in', header: 'LOGGED IN', kind: 'bool' },
   { key: 'verified', header: 'VERIFIED', kind: 'bool' },
   { key: 'token_expires_at', header: 'TOKEN EXPIRES', kind: 'time' },
@@ -47,6 +50,7 @@ async function status(ctx: Context): Promise<{ status: AuthStatus; token?: strin
       env: ctx.envName() ?? '',
       // The token's own user wins: FLEETCTL_TOKEN may belong to someone other than the profile's user.
       username: (cred && tokenSubject(cred.token)) ?? (source.kind === 'env' ? '' : (p?.username ?? '')),
+      server_flavor: ctx.serverFlavor(),
       logged_in: Boolean(cred) && (exp === undefined || exp > now),
       token_expires_at: exp ? new Date(exp).toISOString() : '',
       token_expired: exp !== undefined && exp <= now,

@@ -145,6 +145,7 @@ export function registerCarves(program: Command): void {
         const env = ctx.requireEnv();
         if (a.destructive) await confirmDestructive(ctx, o.yes, `${a.action === 'delete' ? 'Delete' : 'Expire'} carve ${name} in ${env}?`);
         const api = await ctx.api();
+        if (a.action === 'archive') api.need('carve-archive');
         const r = await api.carves.action(env, a.action, name!);
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
         else ctx.io.err(`${a.done} carve ${name} in ${env}\n`);

@@ -3,7 +3,7 @@ import { choiceOption, verb } from '../define.js';
 import { ApiError, CliError, ExitCode, UsageError, mapError } from '../../errors.js';
 import { KeychainUnavailableError, tokenExpiry } from '../../auth/credentials.js';
 import { readStdinSecret, readStdinSecretLines } from '../../prompt.js';
-import { obtainToken, saveLogin, type MfaAnswer } from '../../auth/login-flow.js';
+import type { MfaAnswer } from '../../auth/login-flow.js';
 import { isValidProfileName, normalizeServerUrl } from '../../config/profiles.js';
 import { MfaMethods } from '../../api/constants.js';
 import type { MfaMethod } from '../../api/index.js';
@@ -116,7 +116,14 @@ export function registerLogin(program: Command): void {
         if (!ctx.io.canPrompt()) throw new UsageError('a password is required: pass --password-stdin and pipe it in');
         password = await (await ctx.prompter()).password('Password:');
       }
-      const input = { url, env, username, password, expHours: opts.expHours };
+      // The login flow (client, flavours, schemas) loads only when a login runs.
+      const { learnFlavor, obtainToken, saveLogin } = await import('../../auth/login-flow.js');
+      const flavor = await learnFlavor(ctx, url);
+      if (flavor === 'osctrl' && mfa) {
+        ctx.io.err(`note: the second-factor code is not used: osctrl servers have no second factor.\n`);
+        mfa = undefined;
+      }
+      const input = { url, env, username, password, expHours: opts.expHours, flavor };
       const tokens = await obtainToken(ctx, input, { mfa, interactive: ctx.io.canPrompt() });
       const saved = await saveLogin(ctx, input, tokens);
       ctx.io.err(`Logged in to ${input.url} as ${username} (environment ${env}, profile ${saved.profile}).\nToken stored in ${saved.storedIn}${saved.expiresAt ? `; it expires ${saved.expiresAt}` : ''}.\n`);

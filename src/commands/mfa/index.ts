@@ -108,6 +108,7 @@ export function registerMfa(program: Command): void {
     (cmd) => cmd.option('--code-stdin', 'read the confirmation code from stdin after the secret is shown'),
     async (ctx, _args, o) => {
       const api = await ctx.api();
+      api.need('mfa');
       const interactive = !o.codeStdin && ctx.io.canPrompt();
       const begun = await api.mfa.totpBegin().catch((e: unknown) => {
         if (e instanceof ApiError && e.status === 409) throw new CliError(`${e.message} (${e.code}, HTTP 409)`, ExitCode.conflict, 'TOTP is already on: `fleetctl mfa totp disable` first to enrol another authenticator');
@@ -140,6 +141,7 @@ export function registerMfa(program: Command): void {
         .addOption(new Option('--code-stdin', 'read the code from stdin').conflicts('code')),
     async (ctx, _args, o) => {
       const api = await ctx.api();
+      api.need('mfa');
       let code: string;
       if (o.code !== undefined) code = checkCode(o.code);
       else if (o.codeStdin) code = checkCode(await readStdinSecret(ctx.io, 'the code'));
@@ -165,6 +167,7 @@ export function registerMfa(program: Command): void {
     (cmd) => cmd.option('--password-stdin', 'read your password from standard input'),
     async (ctx, _args, o) => {
       const api = await ctx.api();
+      api.need('mfa');
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
       const res = await api.mfa.totpDisable(password);
       ctx.io.err(`${safeText(res.message)}\n`);
@@ -215,6 +218,7 @@ export function registerMfa(program: Command): void {
     () => {},
     async (ctx) => {
       const api = await ctx.api();
+      api.need('mfa');
       await printList<WebauthnCredential>(ctx.io, ctx.output(), await api.mfa.webauthnList(), WEBAUTHN_COLUMNS);
     },
   );
@@ -233,6 +237,7 @@ export function registerMfa(program: Command): void {
     (cmd) => cmd.argument('<id>', 'credential ID').option('-y, --yes', 'do not ask for confirmation').option('--password-stdin', 'read your password from standard input'),
     async (ctx, [id], o) => {
       const api = await ctx.api();
+      api.need('mfa');
       await confirmDestructive(ctx, o.yes, `Remove WebAuthn credential ${id}?`);
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
       const res = await api.mfa.webauthnRemove(id!, password);

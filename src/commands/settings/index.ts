@@ -85,6 +85,7 @@ export function registerSettings(program: Command): void {
       const svc = service as SettingService;
       const api = await ctx.api();
       const target = ctx.globals.env;
+      if (target) api.need('env-settings');
       const via = target ?? (await readEnv(ctx, api));
       const current = (await api.settings.list(svc, via)).find((s) => s.name === name);
       if (!current) throw new CliError(`setting "${name}" not found in service ${svc}`, ExitCode.notFound, `run \`fleetctl settings list ${svc}\` to see its settings`);

@@ -71,6 +71,7 @@ export function registerSinks(program: Command): void {
     (cmd) => cmd.argument('[env]', 'environment name, UUID or id, or global'),
     async (ctx, [ref]) => {
       const api = await ctx.api();
+      api.need('log-sinks');
       const env = await targetEnv(ctx, api, ref);
       const list = await api.sinks.list(env.id);
       await printList(ctx.io, ctx.output(), list.map(showSink), SINK_COLUMNS);
@@ -121,6 +122,7 @@ export function registerSinks(program: Command): void {
         .option('-y, --yes', 'do not ask before --overwrite replaces sinks'),
     async (ctx, _args, o) => {
       const api = await ctx.api();
+      api.need('log-sinks');
       const from = await resolveEnvRef(api, o.from);
       const to = await resolveEnvRef(api, o.to);
       if (from.id === to.id) throw new UsageError(`--from and --to are both ${from.label}`);
@@ -174,6 +176,7 @@ export function registerSinks(program: Command): void {
         config = parseSinkConfig(text, '--config');
       }
       const api = await ctx.api();
+      api.need('log-sinks');
       const env = await targetEnv(ctx, api, ref);
       const body: SinkCreateBody = { name: o.name, type: o.type, source: o.source, environment_id: env.id, enabled: !o.disabled };
       if (o.info !== undefined) body.info = o.info;
@@ -198,6 +201,7 @@ export function registerSinks(program: Command): void {
     async (ctx, [id], o) => {
       await confirmDestructive(ctx, o.yes, `Delete log sink ${id}?`);
       const api = await ctx.api();
+      api.need('log-sinks');
       const r = await api.sinks.delete(Number(id));
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { id: Number(id), message: r.message });
       else ctx.io.err(`Deleted log sink ${id}\n`);

@@ -76,6 +76,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs: string[], o: ApplyOpts): Promise<void> {
   const env = ctx.requireEnv();
   const api = await ctx.api();
+  if (action === 'untag') api.need('untag');
   const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform });
   let done = 0;
   try {

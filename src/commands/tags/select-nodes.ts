@@ -4,7 +4,8 @@
 import { mapLimit } from '../../lib/map-limit.js';
 import { PAGE_SIZE_MAX } from '../../api/constants.js';
 import type { NodeStatus, Platform } from '../../api/index.js';
-import { paginate, type FleetApi } from '../../client/index.js';
+import type { FleetApi } from '../../client/index.js';
+import { paginate } from '../../client/paginate.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 
 export interface NodeFilter {

@@ -8,7 +8,6 @@ import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
 import { ApiError, UsageError } from '../../errors.js';
 import type { FleetApi } from '../../client/index.js';
 import type { Context } from '../../context.js';
-import { isMfaRequired, passwordLogin, saveLogin } from '../../auth/login-flow.js';
 import { readStdinSecretLines } from '../../prompt.js';
 import { promptNewPassword } from './secrets.js';
 import { safeText } from '../../output/index.js';
@@ -27,6 +26,7 @@ async function keepLoggedIn(ctx: Context, api: FleetApi, password: string): Prom
     return;
   }
   const input = { url: profile.url, env: profile.env, username: profile.username, password };
+  const { isMfaRequired, passwordLogin, saveLogin } = await import('../../auth/login-flow.js');
   try {
     await saveLogin(ctx, input, await passwordLogin(ctx, input));
     ctx.io.err(`Sessions started before the change have ended; profile ${ctx.profileName} is logged in again with the new password.\n`);

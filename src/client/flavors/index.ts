@@ -1,0 +1,63 @@
+// Which server fleetctl talks to. Everything that differs between flavours lives under
+// src/client/flavors/; commands only ever see the FleetApi of src/client/index.ts.
+import { CliError, ExitCode, UsageError } from '../../errors.js';
+import type { HttpClient } from '../http.js';
+
+export const ServerFlavors = ['fleet', 'osctrl'] as const;
+export type ServerFlavor = (typeof ServerFlavors)[number];
+
+/** What refusals name: the version the osctrl flavour was written and checked against. */
+export const OSCTRL_VERSION = 'osctrl 0.5.4';
+
+export function parseFlavor(v: string, from: string): ServerFlavor {
+  const f = v.trim().toLowerCase();
+  if ((ServerFlavors as readonly string[]).includes(f)) return f as ServerFlavor;
+  throw new UsageError(`invalid ${from} "${v}": use ${ServerFlavors.join(' or ')}`);
+}
+
+/** Features a command may check for before it sends anything (FleetApi.need). */
+export const FEATURE_NAMES = {
+  mfa: 'MFA (TOTP and WebAuthn security keys)',
+  'log-sinks': 'log sinks',
+  untag: 'removing a tag from nodes (untag)',
+  'carve-archive': 'carve archive',
+  'env-settings': 'per-environment settings',
+  'audit-search': 'audit search (-q)',
+} as const;
+export type Feature = keyof typeof FEATURE_NAMES;
+
+/** What each flavour lacks. */
+const MISSING: Record<ServerFlavor, ReadonlySet<Feature>> = {
+  fleet: new Set(),
+  osctrl: new Set(Object.keys(FEATURE_NAMES) as Feature[]),
+};
+
+/** Throws NotSupportedError when the flavour lacks the feature; commands call it before any request. */
+export function need(flavor: ServerFlavor, feature: Feature): void {
+  if (MISSING[flavor].has(feature)) throw new NotSupportedError(FEATURE_NAMES[feature]);
+}
+
+/** Refused before any request: the server has no such feature. Exit 8. */
+export class NotSupportedError extends CliError {
+  constructor(feature: string, hint?: string) {
+    super(`${feature}: not supported by this server (${OSCTRL_VERSION} has no such feature)`, ExitCode.unsupported, hint);
+  }
+}
+
+/**
+ * One anonymous GET. osctrl answers `GET /api/v1/auth/methods` without a token
+ * (`{"methods":[{"type":"password","loginUrl":"/api/v1/login"},…]}`); the reference server has no
+ * such route and answers 404 `{code:"not_found"}`. No credentials are sent, nothing is written on
+ * either server, and it costs one round trip at login only (the result is kept in the profile).
+ */
+export async function detectFlavor(http: HttpClient): Promise<ServerFlavor> {
+  try {
+    const body = await http.request<unknown>('GET', 'api/v1/auth/methods');
+    const methods = (body as { methods?: unknown })?.methods;
+    return Array.isArray(methods) && methods.some((m) => (m as { loginUrl?: unknown })?.loginUrl === '/api/v1/login') ? 'osctrl' : 'fleet';
+  } catch (e) {
+    if (e instanceof CliError) return 'fleet';
+    if ((e as { status?: number }).status !== undefined) return 'fleet';
+    throw e;
+  }
+}
