@@ -267,6 +267,8 @@ function agents(dialect: Dialect): Migration {
         .addColumn('data', text, (c) => c.notNull())
         .addPrimaryKeyConstraint('carve_blocks_pk', ['session_id', 'block_id'])
         .execute();
+      // The agent door finds the node of every request by its key.
+      await db.schema.createIndex('nodes_node_key').on('nodes').column('node_key').execute();
       await db.schema.createIndex('carve_files_session').on('carve_files').column('session_id').execute();
     },
   };
