@@ -139,15 +139,15 @@ export function registerServer(program: Command): void {
         throw e;
       }
       if (server.demo) ctx.io.out(banner(server.url, server.demo));
-      if (server.agent) {
-        ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
-      }
       else {
         const envs = await server.deps.db.selectFrom('environments').select('name').orderBy('name').execute();
         ctx.io.out(
           `fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n` +
             `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
         );
+      }
+      if (server.agent) {
+        ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
       await new Promise<void>((resolve) => {
         const stop = () => {
