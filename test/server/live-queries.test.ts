@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
-import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { agentGet, agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 
 let t: TestServer;
 let admin: string;
@@ -107,5 +107,25 @@ describe('http sink', () => {
     expect(r.body).toEqual({ node_invalid: false });
     const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
+  });
+});
+
+describe('enrollment rules on the agent door', () => {
+  it('serves the one-liner scripts under their secret paths until they expire; an expired enroll refuses agents', async () => {
+    const env = (await t.call('GET', '/api/v1/environments/staging', { token: admin })).body;
+    const sflags = parseFlags((await t.call('GET', '/api/v1/environments/staging/enroll/flags', { token: admin })).body.data);
+    const script = await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca);
+    expect(script.status).toBe(200);
+    expect(script.text).toContain(env.secret);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.remove_secret_path}/remove.sh`, ca)).status).toBe(200);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.remove_secret_path}/enroll.sh`, ca)).status).toBe(404);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${'0'.repeat(32)}/enroll.sh`, ca)).status).toBe(404);
+    const uuid = randomUUID();
+    const body = { enroll_secret: env.secret, host_identifier: uuid, host_details: hostDetails(uuid, 'late-host') };
+    expect((await t.call('POST', '/api/v1/environments/staging/enroll/expire', { token: admin })).status).toBe(200);
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body).toEqual({ node_invalid: true });
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca)).status).toBe(404);
+    expect((await t.call('POST', '/api/v1/environments/staging/enroll/extend', { token: admin })).status).toBe(200);
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body.node_invalid).toBe(false);
   });
 });
