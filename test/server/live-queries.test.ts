@@ -107,6 +107,11 @@ describe('http sink', () => {
     expect(r.body).toEqual({ node_invalid: false });
     const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
+    // The sink that cannot be reached loses the entry, but not silently: counted and audited.
+    await eventually(async () => {
+      const audit = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });
+      return audit.body.items.length > 0 ? audit.body.items[0] : undefined;
+    }, 'an audit row for the drops');
   });
 });
 
@@ -127,5 +132,22 @@ describe('enrollment rules on the agent door', () => {
     expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca)).status).toBe(404);
     expect((await t.call('POST', '/api/v1/environments/staging/enroll/extend', { token: admin })).status).toBe(200);
     expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body.node_invalid).toBe(false);
+  });
+});
+
+describe('the *_tls switches', () => {
+  it('off means that endpoint answers as disabled (no queries, no configuration), and osquery keeps its key', async () => {
+    const uuid = randomUUID();
+    const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'switch-host') });
+    await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 3', uuid_list: [uuid] } });
+    const db = t.server.store.db;
+    await db.updateTable('environments').set({ query_tls: 0, config_tls: 0 }).where('name', '=', 'prod').execute();
+    try {
+      expect((await post('read', { node_key: e.body.node_key })).body).toEqual({ queries: {}, node_invalid: false });
+      expect((await post('config', { node_key: e.body.node_key })).body).toEqual({ node_invalid: false });
+    } finally {
+      await db.updateTable('environments').set({ query_tls: 1, config_tls: 1 }).where('name', '=', 'prod').execute();
+    }
+    expect(Object.keys((await post('read', { node_key: e.body.node_key })).body.queries)).toHaveLength(1);
   });
 });
