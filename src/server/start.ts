@@ -15,6 +15,7 @@ import { LoginGuard } from './services/login-guard.js';
 import { ServerSetupError } from './setup-error.js';
 import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
+import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
 
 export interface ServerOptions {
   host: string;
@@ -48,6 +49,8 @@ export interface ServerOptions {
   warn?: (line: string) => void;
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
+  /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
+  agent?: Omit<AgentListenOptions, 'selfSignedDir'>;
 }
 
 export interface RunningServer {
@@ -59,6 +62,8 @@ export interface RunningServer {
   demo?: DemoSummary & { password: string };
   /** The aggregated audit of denied requests (flush() brings its rows' counts up to date). */
   denials: DenialAudit;
+  /** The agent door when --agent-listen was given. */
+  agent?: AgentDoor;
   close(): Promise<void>;
 }
 
@@ -127,12 +132,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     denials.start();
     purger.start();
     const url = address.replace('[::1]', 'localhost');
+    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
+    const hostname = agent?.address ?? new URL(url).host;
     for (const name of opts.createEnvs ?? []) {
       const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
-      if (!exists) await createEnvironment(store.db, name, { uuid: randomUUID(), hostname: new URL(url).host, now: now() });
+      if (!exists) {
+        await createEnvironment(store.db, name, { uuid: randomUUID(), hostname, now: now() });
+        if (agent) await store.db.updateTable('environments').set({ certificate: agent.certPem.trim() + '\n' }).where('name', '=', name).execute();
+      }
     }
     // The demo environments were created before the port was known: point them at it.
-    if (opts.dev) await store.db.updateTable('environments').set({ hostname: new URL(url).host }).execute();
+    if (opts.dev) {
+      await store.db.updateTable('environments').set({ hostname, ...(agent ? { certificate: agent.certPem.trim() + '\n' } : {}) }).execute();
+    }
     return {
       url,
       app,
@@ -140,8 +153,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       store,
       demo,
       denials,
+      agent,
       async close() {
-        // Requests in progress finish (bounded by the grace), then the services stop, then the store.
+        // The agent door first (it flushes check-ins), then requests in progress finish (bounded
+        // by the grace), then the services stop, then the store.
+        await agent?.close();
         await lifecycle.drain(app.server);
         await purger.stop();
         await denials.stop();

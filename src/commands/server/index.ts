@@ -26,6 +26,9 @@ interface ServerOpts {
   fixPermissions?: boolean;
   tlsCert?: string;
   tlsKey?: string;
+  agentListen?: string;
+  agentTlsCert?: string;
+  agentTlsKey?: string;
   log?: boolean;
 }
 
@@ -109,10 +112,18 @@ export function registerServer(program: Command): void {
         .option('--fix-permissions', 'make a database open to other users 0600 and rotate its JWT secret (ends every session)')
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
         .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
+        .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address")
+        .option('--agent-tls-cert <file>', 'certificate (PEM) of the agent listener (--dev: self-signed when absent)')
+        .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
         .option('--log', 'structured request logs (JSON) on stderr'),
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
+      if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
+      if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
+      if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
+      // --dev gives the demo fleet an agent door too: a free port, a self-signed certificate.
+      const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: 0 } : undefined;
       if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
       const timeouts = {
         requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
@@ -152,6 +163,7 @@ export function registerServer(program: Command): void {
           warn: (line) => ctx.io.err(`${line}\n`),
           logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
           tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
+          agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey } : undefined,
         });
       } catch (e) {
         if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
@@ -165,6 +177,9 @@ export function registerServer(program: Command): void {
           `fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n` +
             `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
         );
+      }
+      if (server.agent) {
+        ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
       await new Promise<void>((resolve) => {
         const stop = () => {

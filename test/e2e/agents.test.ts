@@ -1,0 +1,199 @@
+// The agent door end to end: a real `fleetctl server` (not --dev) with --create-env prod and an
+// agent listener, spoken to over TLS with osquery's protocol, read back through the admin API.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { execa } from 'execa';
+import { BIN, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { selfSigned } from '../../src/server/agent/listener.js';
+
+const PASSWORD = 'agents-test-password-1';
+let dir: string;
+let server: ServerProcess;
+let token: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+let sinkFile: string;
+let serverArgs: string[];
+
+const post = (ep: string, body: unknown, o: { gzip?: boolean; raw?: Buffer; headers?: Record<string, string> } = {}) =>
+  agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
+
+async function enroll(uuid = randomUUID(), hostname = `host-${uuid.slice(0, 8)}`) {
+  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+  expect(r.body.node_invalid).toBe(false);
+  return { uuid, hostname, nodeKey: r.body.node_key as string };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
+  const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
+  ca = readFileSync(certFile, 'utf8');
+  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile];
+  server = await startServerProcess(serverArgs, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+  token = await apiToken(server.url, 'admin', PASSWORD);
+  flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
+  secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
+  sinkFile = join(dir, 'status.jsonl');
+  const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: sinkFile } });
+  expect(sink.status).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('enroll and check-in', () => {
+  it('the flags name the agent listener and the env-prefixed paths, and carry its certificate', async () => {
+    expect(server.output()).toContain(`Agent API (osquery TLS) listening on https://${flags.hostname}`);
+    const env = (await api('GET', '/api/v1/environments/prod')).body;
+    expect(flags.endpoint.enroll).toBe(`/${env.uuid}/${env.enroll_path}`);
+    const text = (await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data as string;
+    expect(text).toContain('--tls_server_certs=');
+  });
+
+  it('a wrong secret gets node_invalid; the right one enrolls a node built from host_details', async () => {
+    const bad = await post('enroll', { enroll_secret: 'nope', host_identifier: randomUUID(), host_details: {} });
+    expect(bad).toEqual({ status: 200, body: { node_invalid: true } });
+    const { uuid, hostname } = await enroll();
+    const node = await api('GET', `/api/v1/nodes/prod/node/${uuid}`);
+    expect(node.status).toBe(200);
+    expect(node.body).toMatchObject({ uuid, hostname, platform: 'ubuntu', osquery_version: '5.12.1', hardware_serial: 'SER-1234' });
+  });
+
+  it('config answers the environment configuration; a check-in moves last_seen after the flush', async () => {
+    const n = await enroll();
+    const before = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    const cfg = await post('config', { node_key: n.nodeKey });
+    expect(cfg.status).toBe(200);
+    expect(cfg.body.node_invalid).toBe(false);
+    expect(cfg.body.options).toBeTypeOf('object');
+    await eventually(async () => {
+      const after = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+      return after.last_seen > before.last_seen && after.bytes_received > before.bytes_received ? after : undefined;
+    }, 'last_seen and bytes_received to move');
+    const active = await api('GET', '/api/v1/nodes/prod?status=active');
+    expect(active.body.items.map((x: { uuid: string }) => x.uuid)).toContain(n.uuid);
+  });
+});
+
+describe('logs', () => {
+  it('gzipped status logs land in the file sink as JSON lines and count as exports', async () => {
+    const n = await enroll();
+    const line = { line: 42, message: `hello ${randomUUID()}`, severity: 0, filename: 'x.cpp' };
+    const r = await post('log', { node_key: n.nodeKey, log_type: 'status', data: [line] }, { gzip: true });
+    expect(r.body).toEqual({ node_invalid: false });
+    const found = await eventually(async () => {
+      if (!existsSync(sinkFile)) return undefined;
+      // Only whole lines: the sink may be appending while we read.
+      const text = readFileSync(sinkFile, 'utf8');
+      const rows = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return rows.find((x) => x.entry?.message === line.message);
+    }, 'the status line in the file sink');
+    expect(found).toMatchObject({ environment: 'prod', node_uuid: n.uuid, log_type: 'status' });
+    await eventually(async () => {
+      const sinks = (await api('GET', '/api/v1/log-sinks')).body as { name: string; exports_count: number; bytes_sent: number }[];
+      const s = sinks.find((x) => x.name === 'status-file');
+      return s && s.exports_count > 0 && s.bytes_sent > 0 ? s : undefined;
+    }, 'exports_count to count');
+  });
+});
+
+describe('hostile input', () => {
+  it('non-JSON, unknown node keys and a gzip bomb get node_invalid, never a 5xx', async () => {
+    expect(await post('config', undefined, { raw: Buffer.from('not json{') })).toEqual({ status: 200, body: { node_invalid: true } });
+    expect(await post('config', { node_key: 'unknown' })).toEqual({ status: 200, body: { node_invalid: true } });
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const r = await post('log', undefined, { raw: bomb, headers: { 'content-encoding': 'gzip' } });
+    expect(r).toEqual({ status: 200, body: { node_invalid: true } });
+    const big = await post('log', undefined, { raw: randomBytes(2 * 1024 * 1024) });
+    expect(big.status).toBeLessThan(500);
+    expect(big.body).toEqual({ node_invalid: true });
+    const nowhere = await agentPost(flags.hostname, '/no-such-env/enroll', {}, { ca });
+    expect(nowhere).toEqual({ status: 404, body: { node_invalid: true } });
+  });
+});
+
+describe('live queries and carves', () => {
+  it('a distributed query round trip through the admin API', async () => {
+    const n = await enroll();
+    const run = await api('POST', '/api/v1/queries/prod', { query: 'SELECT * FROM os_version;', uuid_list: [n.uuid] });
+    expect(run.status).toBe(200);
+    expect(run.body.expected).toBe(1);
+    const name = run.body.query_name as string;
+    const read = await post('read', { node_key: n.nodeKey });
+    expect(read.body.queries).toEqual({ [name]: 'SELECT * FROM os_version;' });
+    const rows = [{ name: 'Ubuntu', version: '22.04' }];
+    expect((await post('write', { node_key: n.nodeKey, queries: { [name]: rows }, statuses: { [name]: 0 } })).body).toEqual({ node_invalid: false });
+    expect((await post('read', { node_key: n.nodeKey })).body.queries).toEqual({});
+    const results = await api('GET', `/api/v1/queries/prod/results/${name}`);
+    expect(results.body).toMatchObject({ expected: 1, answered: 1, query_status: 'COMPLETED', total_items: 1 });
+    expect(results.body.items[0]).toMatchObject({ uuid: n.uuid, hostname: n.hostname, status: 0, rows });
+    expect((await api('GET', `/api/v1/queries/prod/${name}`)).body).toMatchObject({ name, status: 'COMPLETED', executions: 1 });
+    expect((await api('GET', '/api/v1/queries/prod')).body.items.map((q: { name: string }) => q.name)).toContain(name);
+    expect((await api('POST', `/api/v1/queries/prod/cancel/${name}`)).status).toBe(200);
+  });
+
+  it('a carve round trip: blocks in, the same bytes out', async () => {
+    const n = await enroll();
+    const start = await api('POST', '/api/v1/carves/prod', { path: '/etc/hosts', host_list: [n.hostname] });
+    expect(start.status).toBe(201);
+    const name = start.body.query_name as string;
+    const read = await post('read', { node_key: n.nodeKey });
+    expect(read.body.queries[name]).toBe("SELECT * FROM carves WHERE carve=1 AND path = '/etc/hosts';");
+    const content = randomBytes(2500);
+    const blockSize = 1000;
+    const blocks = [0, 1, 2].map((i) => content.subarray(i * blockSize, (i + 1) * blockSize));
+    const s = await post('carveStart', { node_key: n.nodeKey, block_count: 3, block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
+    expect(s.body.session_id).toMatch(/^[0-9a-f]{32}$/);
+    for (const i of [2, 0, 1]) {
+      const b = await post('carveBlock', { block_id: i, session_id: s.body.session_id, request_id: name, data: blocks[i]!.toString('base64') });
+      expect(b.body).toEqual({ success: true });
+    }
+    const res = await fetch(`${server.url}/api/v1/carves/prod/archive/${name}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-carve-size')).toBe('2500');
+    expect(res.headers.get('x-carve-blocks')).toBe('3');
+    expect(Buffer.from(await res.arrayBuffer()).equals(content)).toBe(true);
+    const carve = (await api('GET', `/api/v1/carves/prod/${name}`)).body;
+    expect(carve.files[0]).toMatchObject({ uuid: n.uuid, status: 'COMPLETED', completed_blocks: 3 });
+  });
+});
+
+describe('restart', () => {
+  it('check-ins waiting in the batch are written on SIGTERM; node keys and queries survive a restart', async () => {
+    const n = await enroll();
+    const enrolled = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    await new Promise((r) => setTimeout(r, 5)); // a later check-in timestamp than the enroll's
+    expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
+    await server.stop();
+    // Same agent address as before: the environment's hostname (in the flags agents hold) names it.
+    server = await startServerProcess(serverArgs.map((a) => (a === '127.0.0.1:0' ? flags.hostname : a)));
+    token = await apiToken(server.url, 'admin', PASSWORD);
+    const after = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    expect(after.last_seen > enrolled.last_seen).toBe(true);
+    expect(after.bytes_received).toBeGreaterThan(enrolled.bytes_received);
+    expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
+  });
+});
+
+describe('agent listener flags', () => {
+  it('outside --dev the agent listener needs a certificate and key (exit 2, nothing started)', async () => {
+    const db = join(dir, 'other.db');
+    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0'], { reject: false, stdin: 'ignore', env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--agent-listen needs --agent-tls-cert and --agent-tls-key');
+    const half = await execa('node', [BIN, 'server', '--db', db, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', 'x.pem'], { reject: false, stdin: 'ignore' });
+    expect(half.exitCode).toBe(2);
+    expect(existsSync(db)).toBe(false);
+  });
+});
