@@ -17,11 +17,12 @@ import { registerApi } from './api/index.js';
 import { registerConfig } from './config/index.js';
 import { registerCompletion } from './completion/index.js';
 import { registerServer } from './server/index.js';
+import { registerDev } from './dev/index.js';
 
 export function registerCommands(program: Command): void {
   for (const register of [
     registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerEnroll, registerTags, registerNodes,
     registerSettings, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
-    registerCompletion, registerServer,
+    registerCompletion, registerServer, registerDev,
   ]) register(program);
 }
