@@ -11,6 +11,7 @@ import { carvesApi } from './resources/carves.js';
 import { sinksApi } from './resources/sinks.js';
 import { auditApi } from './resources/audit.js';
 import { statsApi } from './resources/stats.js';
+import { queriesApi } from './resources/queries.js';
 
 export class FleetApi {
   readonly auth;
@@ -24,6 +25,7 @@ export class FleetApi {
   readonly sinks;
   readonly audit;
   readonly stats;
+  readonly queries;
 
   constructor(readonly http: HttpClient) {
     this.auth = authApi(http);
@@ -37,6 +39,7 @@ export class FleetApi {
     this.sinks = sinksApi(http);
     this.audit = auditApi(http);
     this.stats = statsApi(http);
+    this.queries = queriesApi(http);
   }
 
   static create(opts: HttpOptions): FleetApi {
