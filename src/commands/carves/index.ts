@@ -4,6 +4,7 @@ import { CarveListStatuses, PAGE_SIZE_MAX, type CarveAction, type CarveFile, typ
 import { paginate } from '../../client/index.js';
 import { createListWriter, printList, printObject, type Column } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
+import { registerCarveRun } from './run.js';
 
 const CARVE_COLUMNS: Column<CarveQuery>[] = [
   { key: 'name', header: 'NAME' },
@@ -67,6 +68,7 @@ export function registerCarves(program: Command): void {
       'fleetctl carves show carve_etc_hosts',
       'fleetctl carves complete carve_etc_hosts',
       'fleetctl carves delete carve_crontab --yes',
+      'fleetctl carves run /etc/hosts --target web-fra-00001-3f2a',
     ],
   });
 
@@ -138,6 +140,8 @@ export function registerCarves(program: Command): void {
       if (detail.files.length > 0 || !ctx.io.stdoutIsTTY) await printList(ctx.io, ctx.output(), detail.files, FILE_COLUMNS);
     },
   );
+
+  registerCarveRun(carves);
 
   for (const a of ACTIONS) {
     verb<{ yes?: boolean }>(
