@@ -17,6 +17,7 @@ __fleetctl_sub() {
     '|tags') REPLY='tags' ;;
     '|nodes') REPLY='nodes' ;;
     '|settings') REPLY='settings' ;;
+    '|query') REPLY='query' ;;
     '|carves') REPLY='carves' ;;
     '|sinks') REPLY='sinks' ;;
     '|audit') REPLY='audit' ;;
@@ -74,8 +75,16 @@ __fleetctl_sub() {
     'settings|list'|'settings|ls') REPLY='settings list' ;;
     'settings|set') REPLY='settings set' ;;
     'settings|help') REPLY='settings help' ;;
+    'query|run') REPLY='query run' ;;
+    'query|list'|'query|ls') REPLY='query list' ;;
+    'query|show'|'query|get') REPLY='query show' ;;
+    'query|results') REPLY='query results' ;;
+    'query|cancel'|'query|expire') REPLY='query cancel' ;;
+    'query|help') REPLY='query help' ;;
     'carves|list'|'carves|ls') REPLY='carves list' ;;
     'carves|show'|'carves|get') REPLY='carves show' ;;
+    'carves|run') REPLY='carves run' ;;
+    'carves|download') REPLY='carves download' ;;
     'carves|delete'|'carves|rm') REPLY='carves delete' ;;
     'carves|expire') REPLY='carves expire' ;;
     'carves|complete') REPLY='carves complete' ;;
@@ -102,7 +111,7 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server help' ;;
+    '') REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server help' ;;
     'auth') REPLY='status token help' ;;
     'mfa') REPLY='status totp webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
@@ -113,7 +122,8 @@ __fleetctl_subs() {
     'tags') REPLY='list add edit remove apply unapply help' ;;
     'nodes') REPLY='list show delete help' ;;
     'settings') REPLY='list set help' ;;
-    'carves') REPLY='list show delete expire complete archive help' ;;
+    'query') REPLY='run list show results cancel help' ;;
+    'carves') REPLY='list show run download delete expire complete archive help' ;;
     'sinks') REPLY='list clone add remove help' ;;
     'audit') REPLY='list help' ;;
     'config') REPLY='list use show remove set help' ;;
@@ -124,9 +134,9 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    ''|'logout'|'auth'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa webauthn'|'mfa webauthn list'|'users'|'users list'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags list'|'nodes'|'nodes show'|'settings'|'settings list'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks list'|'audit'|'stats'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
-    'auth help'|'mfa totp help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'auth help'|'mfa totp help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'mfa totp disable'|'users passwd') REPLY='--password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -140,7 +150,10 @@ __fleetctl_opts() {
     'tags add'|'tags edit') REPLY='-d --description --color --icon --type --custom -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'tags apply'|'tags unapply') REPLY='-q --search --status --platform -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'nodes list') REPLY='--status --platform -q --search --sort --order --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
-    'carves list') REPLY='--status -q --search --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'query run') REPLY='-t --target --wait --expire-hours --hidden -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'query list'|'carves list') REPLY='--status -q --search --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'carves run') REPLY='-t --target --wait --expire-hours -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
+    'carves download') REPLY='-O --output-file --session -f --force -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'sinks clone') REPLY='--from --to --overwrite -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'sinks add') REPLY='--name --type --source --info --disabled --order --config -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
     'audit list') REPLY='-q --search --service --user --page --page-size --limit --all -f --follow --interval -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --no-color --timeout --ca-file --insecure --insecure-storage --debug' ;;
@@ -152,14 +165,15 @@ __fleetctl_opts() {
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit') REPLY='' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|-q'|'query list|--search'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit') REPLY='' ;;
     'login|--mfa-method') REPLY='totp recovery' ;;
-    'enroll update|--certificate'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key') REPLY=':file' ;;
+    'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key') REPLY=':file' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
     'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
     'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
     'nodes list|--sort') REPLY='hostname localname uuid ip platform version osquery lastseen firstseen' ;;
     'nodes list|--order') REPLY='asc desc' ;;
+    'query list|--status') REPLY='all active completed expired deleted hidden' ;;
     'carves list|--status') REPLY='active pending completed expired deleted' ;;
     'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
     'sinks add|--source') REPLY='status result query' ;;
@@ -185,12 +199,13 @@ __fleetctl_argval() {
     'nodes help') case $2 in 0) REPLY='list show delete' ;; *) return 1 ;; esac ;;
     'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
     'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;
-    'carves help') case $2 in 0) REPLY='list show delete expire complete archive' ;; *) return 1 ;; esac ;;
+    'query help') case $2 in 0) REPLY='run list show results cancel' ;; *) return 1 ;; esac ;;
+    'carves help') case $2 in 0) REPLY='list show run download delete expire complete archive' ;; *) return 1 ;; esac ;;
     'sinks help') case $2 in 0) REPLY='list clone add remove' ;; *) return 1 ;; esac ;;
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }
