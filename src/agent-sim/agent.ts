@@ -46,8 +46,16 @@ export class SimAgent {
     private env: AgentEnv,
   ) {}
 
+  /**
+   * When the task now running was due (ms since epoch): its first request's latency counts from
+   * then, so time spent waiting for a free connection or an in-flight slot is not hidden (a real
+   * agent would have been waiting on the server all that time).
+   */
+  dueAt?: number;
+
   private async call(kind: RequestKind, path: string, body: object, gzip = false): Promise<any> {
-    const t = performance.now();
+    const t = Math.min(Date.now(), this.dueAt ?? Infinity);
+    this.dueAt = undefined;
     let res: any;
     try {
       res = await this.env.transport.post(path, body, gzip);
@@ -55,7 +63,7 @@ export class SimAgent {
       this.env.stats.error(kind, (e as Error).message);
       throw e;
     }
-    this.env.stats.record(kind, performance.now() - t);
+    this.env.stats.record(kind, Date.now() - t);
     if (res && typeof res === 'object' && res.node_invalid === true) {
       if (kind !== 'enroll') this.nodeKey = undefined;
       throw new NodeInvalid(`${path}: node_invalid`);

@@ -152,6 +152,12 @@ export class Simulator {
     return n;
   }
 
+  /** How late the most overdue scheduled request is (ms; 0 when the simulator keeps up). */
+  get lagMs(): number {
+    const top = this.heap.peek();
+    return top ? Math.max(0, Date.now() - top.at) : 0;
+  }
+
   get gaveUp(): number {
     return this.failed;
   }
@@ -191,12 +197,15 @@ export class Simulator {
 
   private async run(item: Item): Promise<void> {
     const agent = this.agents[item.agent]!;
+    agent.dueAt = item.at;
     const next = (task: Task, delay: number) => this.heap.push({ at: Date.now() + delay, agent: item.agent, task });
     if (item.task === 'enroll') {
       try {
         await agent.enroll();
         agent.reenrolling = false;
-        next('config', 0);
+        // A fleet's agents start at different times: with `spread`, the first config fetch falls
+        // anywhere in the first distributed interval instead of all right after enrollment.
+        next('config', this.phase(this.ms('read')));
         next('log', this.phase(this.ms('log')) || this.ms('log'));
         next('read', this.phase(this.ms('read')));
       } catch (e) {
