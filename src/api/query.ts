@@ -1,9 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CarveQuery } from './carve.js';
 
-/** A distributed (live) query: the same object as a carve query (api-spec.md 2.7), type `query`. */
-export const DistributedQuery = CarveQuery;
-export type DistributedQuery = CarveQuery;
+/**
+ * A distributed (live) query: the carve query object (api-spec.md 2.7) with type `query`, plus
+ * `status` (ACTIVE, COMPLETED, EXPIRED, DELETED; derived like `carve_status`).
+ */
+export const DistributedQuery = Type.Object({ ...CarveQuery.properties, status: Type.Optional(Type.String()) });
+export type DistributedQuery = Static<typeof DistributedQuery>;
 
 /**
  * POST /api/v1/queries/{env} and POST /api/v1/carves/{env} (osctrl's ApiDistributedQueryRequest):
@@ -22,34 +25,38 @@ export const QueryRunRequest = Type.Object({
 });
 export type QueryRunRequest = Static<typeof QueryRunRequest>;
 
-export const QueryRunResponse = Type.Object({ query_name: Type.String() });
+/** `expected`: how many nodes the targets matched (fleetctl's server adds it to osctrl's answer). */
+export const QueryRunResponse = Type.Object({ query_name: Type.String(), expected: Type.Optional(Type.Integer()) });
 export type QueryRunResponse = Static<typeof QueryRunResponse>;
 
-/** One node's answer to a distributed query (osctrl's results item): `data` holds its rows. */
+/** One node's answer to a distributed query: its result set (`rows`), or `error` when `status` is not 0. */
 export const QueryResult = Type.Object({
   id: Type.Integer(),
   created_at: Type.String(),
   uuid: Type.String(),
-  environment: Type.Optional(Type.String()),
-  name: Type.String(),
-  data: Type.Unknown(),
+  hostname: Type.Optional(Type.String()),
   status: Type.Integer(),
+  error: Type.Optional(Type.String()),
+  rows: Type.Array(Type.Record(Type.String(), Type.Unknown())),
 });
 export type QueryResult = Static<typeof QueryResult>;
 
+/** GET /api/v1/queries/{env}/results/{name}: a page of answers, oldest first, and the progress. */
 export const QueryResultsPage = Type.Object({
   items: Type.Array(QueryResult),
   page: Type.Integer(),
   page_size: Type.Integer(),
   total_items: Type.Integer(),
   total_pages: Type.Integer(),
-  since: Type.Optional(Type.String()),
+  expected: Type.Optional(Type.Integer()),
+  answered: Type.Optional(Type.Integer()),
+  query_status: Type.Optional(Type.String()),
 });
 export type QueryResultsPage = Static<typeof QueryResultsPage>;
 
-export const QueryActions = ['delete', 'expire', 'complete'] as const;
+export const QueryActions = ['delete', 'expire', 'complete', 'cancel'] as const;
 export type QueryAction = (typeof QueryActions)[number];
 
-/** GET /api/v1/queries/{env}/list/{target}: osctrl's query list targets. */
-export const QueryListTargets = ['all', 'active', 'completed', 'expired', 'deleted', 'hidden'] as const;
-export type QueryListTarget = (typeof QueryListTargets)[number];
+/** GET /api/v1/queries/{env}?status=: the list filter (no filter: every query). */
+export const QueryListStatuses = ['active', 'completed', 'expired', 'deleted'] as const;
+export type QueryListStatus = (typeof QueryListStatuses)[number];

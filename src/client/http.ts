@@ -161,7 +161,8 @@ export class HttpClient {
       const len = Number(res.headers['content-length']);
       const cd = String(res.headers['content-disposition'] ?? '');
       const fn = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(cd)?.[1];
-      return { body: res.body, length: Number.isFinite(len) ? len : undefined, filename: fn ? decodeURIComponent(fn) : undefined };
+      const flat = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v ?? '')]));
+      return { body: res.body, length: Number.isFinite(len) ? len : undefined, filename: fn ? decodeURIComponent(fn) : undefined, headers: flat };
     }
     const text = await res.body.text();
     const ra = res.headers['retry-after'];
@@ -182,6 +183,8 @@ export interface Download {
   length?: number;
   /** The file name of Content-Disposition, when given. */
   filename?: string;
+  /** Response headers (lower-case names), e.g. what the server says the content should be. */
+  headers: Record<string, string>;
 }
 
 function toApiError(status: number, text: string, retryAfter?: number): ApiError {

@@ -78,14 +78,13 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
   it('query run "SELECT * FROM os_version" --target all --wait 30s --json returns one result set per agent', async () => {
     const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'all', '--wait', '30s', '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const sets = JSON.parse(r.stdout) as { uuid: string; status: number; data: unknown }[];
+    const sets = JSON.parse(r.stdout) as { uuid: string; status: number; rows: Record<string, string>[] }[];
     expect(sets).toHaveLength(AGENTS);
     expect(new Set(sets.map((s) => s.uuid)).size).toBe(AGENTS);
     for (const s of sets) {
       expect(s.status).toBe(0);
-      const rows = (typeof s.data === 'string' ? JSON.parse(s.data) : s.data) as Record<string, string>[];
-      expect(rows).toHaveLength(1);
-      expect(rows[0]).toHaveProperty('platform');
+      expect(s.rows).toHaveLength(1);
+      expect(s.rows[0]).toHaveProperty('platform');
     }
     expect(r.stderr).not.toMatch(/did not answer/);
   });

@@ -40,21 +40,22 @@ beforeAll(async () => {
       if (req.method === 'POST' && u.pathname === '/api/v1/queries/prod') {
         bodies.push(JSON.parse(raw));
         started = Date.now();
-        return send(200, { query_name: 'q_1' });
+        return send(200, { query_name: 'q_1', expected: 3 });
       }
       if (u.pathname === '/api/v1/queries/prod/q_1') return send(200, query('q_1', 3));
       if (u.pathname === '/api/v1/queries/prod/results/q_1') {
         // Two nodes answer, 300 ms apart; the third never does.
         const t = Date.now() - started;
+        const after = Number(u.searchParams.get('after_id') ?? 0);
         const items = [
-          { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', name: 'q_1', status: 0, data: [{ name: 'Ubuntu', version: '22.04' }] },
-          { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', name: 'q_1', status: 1, data: 'no such table: nope' },
-        ].slice(0, t < 300 ? 1 : 2);
-        return send(200, { items, page: 1, page_size: 500, total_items: items.length, total_pages: 1 });
+          { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', hostname: 'web-1', status: 0, rows: [{ name: 'Ubuntu', version: '22.04' }] },
+          { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', hostname: 'db-1', status: 1, error: 'no such table: nope', rows: [] },
+        ].slice(0, t < 300 ? 1 : 2).filter((i) => i.id > after);
+        return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 3, answered: t < 300 ? 1 : 2 });
       }
       if (req.method === 'POST' && u.pathname === '/api/v1/carves/prod') {
         bodies.push(JSON.parse(raw));
-        return send(200, { query_name: 'carve_1' });
+        return send(201, { query_name: 'carve_1', expected: 1 });
       }
       if (u.pathname === '/api/v1/carves/prod/carve_1') {
         return send(200, {
@@ -63,7 +64,7 @@ beforeAll(async () => {
         });
       }
       if (u.pathname === '/api/v1/carves/prod/archive/carve_1') {
-        res.writeHead(200, { 'content-type': 'application/x-tar' });
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'x-carve-size': '1500', 'x-carve-blocks': '2' });
         return res.end(archiveBytes);
       }
       send(404, { code: 'not_found', error: 'not found' });
@@ -96,8 +97,8 @@ describe('query run', () => {
   it('table/csv: one line per row with its node; an error answer is a line on stderr', async () => {
     const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--wait', '2s', '-o', 'csv'], { env: env() });
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toBe('node,name,version\nAAAA,Ubuntu,22.04\n');
-    expect(r.stderr).toMatch(/BBBB: error: no such table: nope/);
+    expect(r.stdout).toBe('node,name,version\nweb-1,Ubuntu,22.04\n');
+    expect(r.stderr).toMatch(/db-1: error: no such table: nope/);
   });
 
   it('at a terminal: a table with the node column and an answered/expected progress line', async () => {
@@ -106,7 +107,7 @@ describe('query run', () => {
     const { exitCode, output } = await p.done();
     expect(exitCode).toBe(0);
     expect(output).toMatch(/NODE\s+NAME\s+VERSION/);
-    expect(output).toMatch(/AAAA\s+Ubuntu\s+22\.04/);
+    expect(output).toMatch(/web-1\s+Ubuntu\s+22\.04/);
   });
 
   it('bad targets exit 2 before any request', async () => {

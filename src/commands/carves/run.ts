@@ -1,6 +1,7 @@
 // `carves run PATH --target ...` (start a carve, wait for the files) and `carves download NAME`
 // (the reassembled archive, checked against the size and block count the agent announced).
 import type { Command } from 'commander';
+import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +15,8 @@ import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
 import { collectTargets, targetLists } from '../query/targets.js';
 import { parseWait } from '../query/index.js';
+
+const headerInt = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined);
 
 const done = (f: CarveFile) => f.status === 'COMPLETED' || (f.total_blocks > 0 && f.completed_blocks >= f.total_blocks);
 
@@ -120,9 +123,11 @@ export function registerCarveRun(carves: Command): void {
       const partial = dest ? `${dest}.partial` : undefined;
       const dl = await api.carves.archive(env, name!, o.session);
       let bytes = 0;
+      const sha = createHash('sha256');
       const count = new Transform({
         transform(chunk: Buffer, _enc, cb) {
           bytes += chunk.length;
+          sha.update(chunk);
           cb(null, chunk);
         },
       });
@@ -132,16 +137,22 @@ export function registerCarveRun(carves: Command): void {
         if (partial) await rm(partial, { force: true });
         throw e;
       }
-      const blocks = file.block_size > 0 ? Math.ceil(bytes / file.block_size) : 0;
+      // What the node announced: the carve file record, and the archive's own headers (X-Carve-*) when the server sends them.
+      const announcedSize = headerInt(dl.headers['x-carve-size']) ?? file.carve_size;
+      const announcedBlocks = headerInt(dl.headers['x-carve-blocks']) ?? file.total_blocks;
+      const blocks = file.block_size > 0 ? Math.ceil(bytes / file.block_size) : announcedBlocks;
+      const digest = sha.digest('hex');
       const problems: string[] = [];
-      if (bytes !== file.carve_size) problems.push(`${bytes} bytes received, the node announced ${file.carve_size}`);
-      if (file.block_size > 0 && blocks !== file.total_blocks) problems.push(`${blocks} blocks of ${file.block_size} bytes, the node announced ${file.total_blocks}`);
+      if (bytes !== announcedSize || bytes !== file.carve_size) problems.push(`${bytes} bytes received, the node announced ${file.carve_size}`);
+      if (blocks !== announcedBlocks || blocks !== file.total_blocks) problems.push(`${blocks} blocks of ${file.block_size} bytes, the node announced ${file.total_blocks}`);
+      const wantSha = dl.headers['x-carve-sha256'];
+      if (wantSha && wantSha.toLowerCase() !== digest) problems.push(`sha256 ${digest}, the server announced ${wantSha}`);
       if (problems.length > 0) {
         if (partial) await rm(partial, { force: true });
         throw new CliError(`the archive of ${name} does not match the carve: ${problems.join('; ')}`, ExitCode.error);
       }
       if (dest && partial) await rename(partial, dest);
-      if (ctx.wantsData() && dest) await printObject(ctx.io, ctx.output(), { name, env, session_id: file.session_id, file: dest, bytes, blocks });
+      if (ctx.wantsData() && dest) await printObject(ctx.io, ctx.output(), { name, env, session_id: file.session_id, file: dest, bytes, blocks, sha256: digest });
       else ctx.io.err(`Downloaded ${name} (${bytes} bytes, ${blocks} block${blocks === 1 ? '' : 's'}, size and block count checked)${dest ? ` to ${dest}` : ''}\n`);
     },
   );

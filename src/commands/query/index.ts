@@ -2,7 +2,7 @@
 // list/show/results/cancel follow osctrl-api's /api/v1/queries/{env} endpoints.
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { PAGE_SIZE_MAX, QueryListTargets, type DistributedQuery, type QueryListTarget } from '../../api/index.js';
+import { PAGE_SIZE_MAX, QueryListStatuses, type DistributedQuery, type QueryListStatus } from '../../api/index.js';
 import { paginate } from '../../client/index.js';
 import { parseDuration } from '../../context.js';
 import { InterruptedError, UsageError } from '../../errors.js';
@@ -33,8 +33,9 @@ const QUERY_DETAIL_COLUMNS: Column<DistributedQuery>[] = [
   { key: 'expiration', header: 'EXPIRES', kind: 'time' },
 ];
 
-/** One word for the query's flags, as the list's filters name them. */
+/** One word for the query's state, as the list's filters name them (the server's `status` when given). */
 export function queryState(q: DistributedQuery): string {
+  if (q.status) return q.status.toLowerCase();
   if (q.deleted) return 'deleted';
   if (q.expired) return 'expired';
   if (q.completed) return 'completed';
@@ -51,12 +52,6 @@ interface RunOpts {
   wait: string;
   expireHours?: number;
   hidden?: boolean;
-}
-
-/** Starts waiting on a run: the expected node count, or 0 when the server does not say. */
-async function expectedOf(get: () => Promise<DistributedQuery>): Promise<number> {
-  const q = await get();
-  return typeof q.expected === 'number' ? q.expected : 0;
 }
 
 export function registerQuery(program: Command): void {
@@ -81,7 +76,7 @@ export function registerQuery(program: Command): void {
         'the answers as nodes send them, until every targeted node has answered or --wait passes.\n' +
         'Targets (repeatable, comma-separated): all, env:NAME, platform:NAME, tag:NAME, a node UUID or hostname.\n' +
         'At a terminal: a table of rows with their NODE, and a progress line on stderr. -o json/jsonl/yaml:\n' +
-        'one object per node answer (uuid, status, data = its rows). The query name goes to stderr.',
+        'one object per node answer (uuid, hostname, status, error, rows). The query name goes to stderr.',
       examples: [
         'fleetctl query run "SELECT * FROM os_version" --target all --wait 30s --json',
         'fleetctl query run "SELECT * FROM uptime" --target platform:darwin --target tag:pci',
@@ -102,8 +97,9 @@ export function registerQuery(program: Command): void {
       const lists = targetLists(o.target ?? ['all']);
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const { query_name: name } = await api.queries.run(env, { query: sql, ...lists, exp_hours: o.expireHours, hidden: o.hidden || undefined });
-      const expected = await expectedOf(() => api.queries.get(env, name));
+      const started = await api.queries.run(env, { query: sql, ...lists, exp_hours: o.expireHours, hidden: o.hidden || undefined });
+      const name = started.query_name;
+      const expected = started.expected ?? (await api.queries.get(env, name)).expected;
       ctx.io.err(`Query ${name} started on ${expected} node${expected === 1 ? '' : 's'} in ${env}\n`);
       if (wait === 0) {
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, expected });
@@ -111,14 +107,13 @@ export function registerQuery(program: Command): void {
       }
       const r = await streamResults(ctx, api, { env, name, expected, deadline: Date.now() + wait });
       if (r.interrupted) throw new InterruptedError();
-      if (expected === 0) ctx.io.err(`No node matches the targets; nothing to wait for.\n`);
-      else if (r.answered < expected) {
-        ctx.io.err(`${expected - r.answered} of ${expected} nodes did not answer within ${o.wait}; the query stays active: fleetctl query results ${name}\n`);
+      if (r.answered < r.expected) {
+        ctx.io.err(`${r.expected - r.answered} of ${r.expected} nodes did not answer within ${o.wait}; the query stays active: fleetctl query results ${name}\n`);
       } else if (!ctx.wantsData() && ctx.io.stdoutIsTTY && r.rows === 0) ctx.io.err('No rows.\n');
     },
   );
 
-  verb<{ status: QueryListTarget; search?: string; page?: number; pageSize?: number; limit?: number; all?: boolean }>(
+  verb<{ status?: QueryListStatus; page?: number; pageSize?: number; limit?: number; all?: boolean }>(
     query,
     {
       name: 'list',
@@ -129,8 +124,7 @@ export function registerQuery(program: Command): void {
     },
     (cmd) =>
       cmd
-        .addOption(choiceOption('--status <status>', 'which queries', QueryListTargets, 'all'))
-        .option('-q, --search <text>', 'substring of the name or query')
+        .addOption(choiceOption('--status <status>', 'only queries in this state (default: all)', QueryListStatuses))
         .option('--page <n>', 'page number', intArg(1))
         .option('--page-size <n>', `items per page (max ${PAGE_SIZE_MAX})`, intArg(1))
         .addOption(new Option('--limit <n>', 'fetch at most N queries across pages').argParser(intArg(1)).conflicts('all'))
@@ -141,18 +135,18 @@ export function registerQuery(program: Command): void {
       const writer = createListWriter(ctx.io, ctx.output(), QUERY_COLUMNS);
       if (o.all || o.limit !== undefined) {
         const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-        for await (const items of paginate((page, page_size) => api.queries.list(env, o.status, { page, page_size, q: o.search }), { pageSize, limit: o.limit })) {
+        for await (const items of paginate((page, page_size) => api.queries.list(env, { status: o.status, page, page_size }), { pageSize, limit: o.limit })) {
           await writer.write(items);
         }
       } else {
-        const page = await api.queries.list(env, o.status, { page: o.page, page_size: o.pageSize, q: o.search });
+        const page = await api.queries.list(env, { status: o.status, page: o.page, page_size: o.pageSize });
         await writer.write(page.items);
         if (ctx.io.stdoutIsTTY && !ctx.wantsData() && page.total_pages > page.page) {
           ctx.io.err(`Showing page ${page.page} of ${page.total_pages} (${page.total_items} queries); next: --page ${page.page + 1}, or --all\n`);
         }
       }
       await writer.end();
-      if (writer.count === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No ${o.status === 'all' ? '' : `${o.status} `}queries in ${env}.\n`);
+      if (writer.count === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No ${o.status ? `${o.status} ` : ''}queries in ${env}.\n`);
     },
   );
 
@@ -179,7 +173,7 @@ export function registerQuery(program: Command): void {
       name: 'results',
       summary: 'Print the answers of a live query so far',
       description: 'Print every node answer received so far (table: one line per row with its NODE; -o json: one object per node answer).',
-      examples: ['fleetctl query results NAME', 'fleetctl query results NAME -o jsonl | jq .data'],
+      examples: ['fleetctl query results NAME', 'fleetctl query results NAME -o jsonl | jq .rows'],
     },
     (cmd) => cmd.argument('<name>', 'query name'),
     async (ctx, [name]) => {
@@ -203,8 +197,8 @@ export function registerQuery(program: Command): void {
     async (ctx, [name]) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const r = await api.queries.action(env, 'expire', name!);
-      if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: 'expire', message: r.message });
+      const r = await api.queries.action(env, 'cancel', name!);
+      if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: 'cancel', message: r.message });
       else ctx.io.err(`Cancelled query ${name} in ${env}\n`);
     },
   );

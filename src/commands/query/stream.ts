@@ -1,18 +1,19 @@
-// The results of a distributed query as nodes answer: polled from the results endpoint (one
-// item per node, oldest first), each new answer printed at once. Machine formats carry the
-// API items; table and csv show one line per row, prefixed by the node.
+// The results of a distributed query as nodes answer: polled from the results endpoint with
+// `after_id` (the last answer seen), each new answer printed at once. Machine formats carry
+// the API items (one result set per node); table and csv show one line per row, prefixed by
+// the node's hostname.
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
 import type { QueryResult } from '../../api/index.js';
 import { createListWriter, type ListWriter } from '../../output/index.js';
 import { sanitize } from '../../output/cell.js';
 
-const PAGE = 500;
+const PAGE = 1000;
 
 export interface StreamOptions {
   env: string;
   name: string;
-  /** Nodes expected to answer (0: unknown, poll until the deadline). */
+  /** Nodes expected to answer (0: unknown; the results page says). */
   expected: number;
   /** Stop polling at this time (ms since epoch); undefined: one pass over what is there. */
   deadline?: number;
@@ -21,45 +22,28 @@ export interface StreamOptions {
 
 type Row = Record<string, unknown>;
 
-/** The rows of one node's answer: `data` is an array of row objects (anything else: none). */
-function rowsOf(r: QueryResult): Row[] {
-  let d = r.data;
-  if (typeof d === 'string') {
-    try {
-      d = JSON.parse(d);
-    } catch {
-      return [];
-    }
-  }
-  return Array.isArray(d) ? (d.filter((x) => x && typeof x === 'object') as Row[]) : [];
-}
-
-function errorText(r: QueryResult): string {
-  if (typeof r.data === 'string' && !r.data.trim().startsWith('[')) return r.data;
-  const m = (r as unknown as { message?: unknown }).message;
-  return typeof m === 'string' && m ? m : `status ${r.status}`;
-}
-
 export interface StreamResult {
   answered: number;
+  expected: number;
   rows: number;
   interrupted: boolean;
 }
 
-/** Prints the answers of query `name`; returns how many nodes answered. */
+const nodeName = (r: QueryResult) => r.hostname || r.uuid;
+
+/** Prints the answers of query `name` as they arrive. */
 export async function streamResults(ctx: Context, api: FleetApi, o: StreamOptions): Promise<StreamResult> {
   const data = ctx.wantsData() && ctx.output().format !== 'csv';
   const items: ListWriter<QueryResult> | undefined = data ? createListWriter<QueryResult>(ctx.io, ctx.output()) : undefined;
   const rows: ListWriter<Row> | undefined = data ? undefined : createListWriter<Row>(ctx.io, ctx.output());
-  const seen = new Set<number>();
+  let lastId = 0;
+  let expected = o.expected;
   const nodes = new Set<string>();
   let rowCount = 0;
   const progress = ctx.io.stderr.isTTY === true && o.deadline !== undefined;
   const started = Date.now();
   const showProgress = () => {
-    if (!progress) return;
-    const total = o.expected > 0 ? `/${o.expected}` : '';
-    ctx.io.err(`\r\x1b[K${nodes.size}${total} nodes answered (${Math.round((Date.now() - started) / 1000)} s)`);
+    if (progress) ctx.io.err(`\r\x1b[K${nodes.size}${expected > 0 ? `/${expected}` : ''} nodes answered (${Math.round((Date.now() - started) / 1000)} s)`);
   };
   let interrupted = false;
   const onSigint = () => {
@@ -68,12 +52,13 @@ export async function streamResults(ctx: Context, api: FleetApi, o: StreamOption
   process.on('SIGINT', onSigint);
   try {
     for (;;) {
-      // Answers are appended oldest first: read from the page holding the first unseen one.
-      for (let page = Math.floor(seen.size / PAGE) + 1; ; page++) {
-        const p = await api.queries.results(o.env, o.name, { page, page_size: PAGE });
-        const fresh = p.items.filter((r) => !seen.has(r.id));
+      // Everything after the last answer seen, a page at a time.
+      for (;;) {
+        const p = await api.queries.results(o.env, o.name, { after_id: lastId, page_size: PAGE });
+        if (p.expected !== undefined && p.expected > 0) expected = p.expected;
+        const fresh = p.items.filter((r) => r.id > lastId);
         for (const r of fresh) {
-          seen.add(r.id);
+          lastId = Math.max(lastId, r.id);
           nodes.add(r.uuid);
         }
         if (fresh.length > 0) {
@@ -82,17 +67,17 @@ export async function streamResults(ctx: Context, api: FleetApi, o: StreamOption
           else {
             const batch: Row[] = [];
             for (const r of fresh) {
-              if (r.status !== 0) ctx.io.err(`${sanitize(r.uuid)}: error: ${sanitize(errorText(r))}\n`);
-              for (const row of rowsOf(r)) batch.push({ node: r.uuid, ...row });
+              if (r.status !== 0) ctx.io.err(`${sanitize(nodeName(r))}: error: ${sanitize(r.error || `status ${r.status}`)}\n`);
+              for (const row of r.rows ?? []) batch.push({ node: nodeName(r), ...row });
             }
             rowCount += batch.length;
             await rows!.write(batch);
           }
         }
-        if (page >= p.total_pages || p.items.length < PAGE) break;
+        if (fresh.length < PAGE) break;
       }
       showProgress();
-      const done = o.expected > 0 && nodes.size >= o.expected;
+      const done = expected > 0 && nodes.size >= expected;
       if (done || interrupted || o.deadline === undefined || Date.now() >= o.deadline) break;
       await new Promise((r) => setTimeout(r, Math.min(o.pollMs ?? 1000, Math.max(0, o.deadline! - Date.now()))));
       if (interrupted) break;
@@ -102,5 +87,5 @@ export async function streamResults(ctx: Context, api: FleetApi, o: StreamOption
     if (progress) ctx.io.err('\r\x1b[K');
   }
   await (items ?? rows)!.end();
-  return { answered: nodes.size, rows: rowCount, interrupted };
+  return { answered: nodes.size, expected, rows: rowCount, interrupted };
 }
