@@ -32,7 +32,8 @@ export const RULES = {
   settingsRead: envRule('admin'), // 4.14
   settingsUpdate: superAdmin, // 4.15
   carveRead: envRule('carve'), // 4.16 and carves list
-  carveAction: envRule('carve'), // 4.17
+  carveAction: envRule('carve'), // 4.17 and starting a carve
+  queryRun: envRule('query'), // live queries (issue 13): run, list, read, results, actions
   sinks: superAdmin, // 4.18 and the sink endpoints
   audit: authenticated, // 4.19: non-super-admins see their own entries
   stats: authenticated, // 4.20: accessible envs only

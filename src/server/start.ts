@@ -9,6 +9,7 @@ import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, userCount } from './bootstrap.js';
 import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
+import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
 
 export interface ServerOptions {
   host: string;
@@ -30,6 +31,8 @@ export interface ServerOptions {
   apiRateLimit?: number;
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
+  /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
+  agent?: Omit<AgentListenOptions, 'selfSignedDir'>;
 }
 
 export interface RunningServer {
@@ -39,6 +42,8 @@ export interface RunningServer {
   store: Store;
   /** Demo fleet of --dev; `extra` is more banner text (e.g. the MFA user's secret). */
   demo?: DemoSummary & { password: string };
+  /** The agent door when --agent-listen was given. */
+  agent?: AgentDoor;
   close(): Promise<void>;
 }
 
@@ -85,19 +90,29 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const app = await buildApp(deps, { logger: opts.logger, https });
     const address = await app.listen({ host: opts.host, port: opts.port });
     const url = address.replace('[::1]', 'localhost');
+    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
+    const hostname = agent?.address ?? new URL(url).host;
     for (const name of opts.createEnvs ?? []) {
       const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
-      if (!exists) await createEnvironment(store.db, name, { uuid: randomUUID(), hostname: new URL(url).host, now: now() });
+      if (!exists) {
+        await createEnvironment(store.db, name, { uuid: randomUUID(), hostname, now: now() });
+        if (agent) await store.db.updateTable('environments').set({ certificate: agent.certPem.trim() + '\n' }).where('name', '=', name).execute();
+      }
     }
     // The demo environments were created before the port was known: point them at it.
-    if (opts.dev) await store.db.updateTable('environments').set({ hostname: new URL(url).host }).execute();
+    if (opts.dev) {
+      await store.db.updateTable('environments').set({ hostname, ...(agent ? { certificate: agent.certPem.trim() + '\n' } : {}) }).execute();
+    }
     return {
       url,
       app,
       deps,
       store,
       demo,
+      agent,
       async close() {
+        await agent?.close();
         await app.close();
         await store.close();
         if (tempDir) rmSync(tempDir, { recursive: true, force: true });

@@ -1,112 +1,170 @@
-// Issue 13's done-checks, end to end: a fresh `fleetctl server` (not --dev) with --create-env
-// prod; simulated agents (the hidden `fleetctl dev agents`) enroll over TLS with the flags and
-// secret that `fleetctl enroll show prod flags|secret` print; `nodes list --status active`
-// lists them; `query run` returns one result set per agent; `carves run` + `carves download`
-// give back byte for byte the archive the agent sent.
+// The agent door end to end: a real `fleetctl server` (not --dev) with --create-env prod and an
+// agent listener, spoken to over TLS with osquery's protocol, read back through the admin API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execa, type ResultPromise } from 'execa';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { gzipSync } from 'node:zlib';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { selfSigned } from '../../src/server/agent/listener.js';
 
-const PASSWORD = 'first-admin-password';
-const AGENTS = 3;
+const PASSWORD = 'agents-test-password-1';
 let dir: string;
 let server: ServerProcess;
-let cli: Cli;
-let agents: ResultPromise;
-let agentsOut = '';
-let carvesDir: string;
+let token: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+let sinkFile: string;
 
-async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await ok()) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}; simulator said:\n${agentsOut}`);
+const post = (ep: string, body: unknown, o: { gzip?: boolean; raw?: Buffer; headers?: Record<string, string> } = {}) =>
+  agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
+
+async function enroll(uuid = randomUUID(), hostname = `host-${uuid.slice(0, 8)}`) {
+  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+  expect(r.body.node_invalid).toBe(false);
+  return { uuid, hostname, nodeKey: r.body.node_key as string };
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
-  carvesDir = join(dir, 'sent');
-  const key = join(dir, 'agent.key');
-  const cert = join(dir, 'agent.crt');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
+  ca = readFileSync(certFile, 'utf8');
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key],
-    { input: PASSWORD },
+    ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile],
+    { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
   );
-  cli = new Cli();
-  await cli.login(server.url, 'admin', 'prod', PASSWORD);
-  const flags = await cli.run(['enroll', 'show', 'prod', 'flags']);
-  const secret = await cli.run(['enroll', 'show', 'prod', 'secret']);
-  expect(flags.exitCode, flags.stderr).toBe(0);
-  expect(secret.exitCode, secret.stderr).toBe(0);
-  writeFileSync(join(dir, 'prod.flags'), flags.stdout);
-  writeFileSync(join(dir, 'prod.secret'), secret.stdout);
-  agents = execa(
-    'node',
-    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', cert, '--count', String(AGENTS),
-      '--distributed-interval', '500ms', '--log-interval', '500ms', '--record-carves', carvesDir, '--duration', '5m'],
-    { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
-  );
-  agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
-  await until(() => /Enrolled \d+\/\d+ agents/.test(agentsOut), 'enrollment');
-}, 90_000);
+  token = await apiToken(server.url, 'admin', PASSWORD);
+  flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
+  secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
+  sinkFile = join(dir, 'status.jsonl');
+  const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: sinkFile } });
+  expect(sink.status).toBe(200);
+}, 60_000);
 
 afterAll(async () => {
-  agents?.kill('SIGTERM');
-  await agents;
   await server?.stop();
-  cli?.cleanup();
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('simulated agents against fleetctl server (not --dev)', () => {
-  it('enroll over TLS with the flags and secret of enroll show; nodes list --status active lists them', async () => {
-    expect(agentsOut).toMatch(new RegExp(`Enrolled ${AGENTS}/${AGENTS} agents`));
-    const r = await cli.run(['nodes', 'list', '--status', 'active', '--all', '--json']);
-    expect(r.exitCode, r.stderr).toBe(0);
-    const nodes = JSON.parse(r.stdout) as { uuid: string; hostname: string; platform: string }[];
-    expect(nodes).toHaveLength(AGENTS);
-    expect(new Set(nodes.map((n) => n.hostname)).size).toBe(AGENTS);
+describe('enroll and check-in', () => {
+  it('the flags name the agent listener and the env-prefixed paths, and carry its certificate', async () => {
+    expect(server.output()).toContain(`Agent API (osquery TLS) listening on https://${flags.hostname}`);
+    const env = (await api('GET', '/api/v1/environments/prod')).body;
+    expect(flags.endpoint.enroll).toBe(`/${env.uuid}/${env.enroll_path}`);
+    const text = (await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data as string;
+    expect(text).toContain('--tls_server_certs=');
   });
 
-  it('query run "SELECT * FROM os_version" --target all --wait 30s --json returns one result set per agent', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'all', '--wait', '30s', '--json']);
-    expect(r.exitCode, r.stderr).toBe(0);
-    const sets = JSON.parse(r.stdout) as { uuid: string; status: number; rows: Record<string, string>[] }[];
-    expect(sets).toHaveLength(AGENTS);
-    expect(new Set(sets.map((s) => s.uuid)).size).toBe(AGENTS);
-    for (const s of sets) {
-      expect(s.status).toBe(0);
-      expect(s.rows).toHaveLength(1);
-      expect(s.rows[0]).toHaveProperty('platform');
+  it('a wrong secret gets node_invalid; the right one enrolls a node built from host_details', async () => {
+    const bad = await post('enroll', { enroll_secret: 'nope', host_identifier: randomUUID(), host_details: {} });
+    expect(bad).toEqual({ status: 200, body: { node_invalid: true } });
+    const { uuid, hostname } = await enroll();
+    const node = await api('GET', `/api/v1/nodes/prod/node/${uuid}`);
+    expect(node.status).toBe(200);
+    expect(node.body).toMatchObject({ uuid, hostname, platform: 'ubuntu', osquery_version: '5.12.1', hardware_serial: 'SER-1234' });
+  });
+
+  it('config answers the environment configuration; a check-in moves last_seen after the flush', async () => {
+    const n = await enroll();
+    const before = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    const cfg = await post('config', { node_key: n.nodeKey });
+    expect(cfg.status).toBe(200);
+    expect(cfg.body.node_invalid).toBe(false);
+    expect(cfg.body.options).toBeTypeOf('object');
+    await eventually(async () => {
+      const after = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+      return after.last_seen > before.last_seen && after.bytes_received > before.bytes_received ? after : undefined;
+    }, 'last_seen and bytes_received to move');
+    const active = await api('GET', '/api/v1/nodes/prod?status=active');
+    expect(active.body.items.map((x: { uuid: string }) => x.uuid)).toContain(n.uuid);
+  });
+});
+
+describe('logs', () => {
+  it('gzipped status logs land in the file sink as JSON lines and count as exports', async () => {
+    const n = await enroll();
+    const line = { line: 42, message: `hello ${randomUUID()}`, severity: 0, filename: 'x.cpp' };
+    const r = await post('log', { node_key: n.nodeKey, log_type: 'status', data: [line] }, { gzip: true });
+    expect(r.body).toEqual({ node_invalid: false });
+    const found = await eventually(async () => {
+      if (!existsSync(sinkFile)) return undefined;
+      // Only whole lines: the sink may be appending while we read.
+      const text = readFileSync(sinkFile, 'utf8');
+      const rows = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      return rows.find((x) => x.entry?.message === line.message);
+    }, 'the status line in the file sink');
+    expect(found).toMatchObject({ environment: 'prod', node_uuid: n.uuid, log_type: 'status' });
+    await eventually(async () => {
+      const sinks = (await api('GET', '/api/v1/log-sinks')).body as { name: string; exports_count: number; bytes_sent: number }[];
+      const s = sinks.find((x) => x.name === 'status-file');
+      return s && s.exports_count > 0 && s.bytes_sent > 0 ? s : undefined;
+    }, 'exports_count to count');
+  });
+});
+
+describe('hostile input', () => {
+  it('non-JSON, unknown node keys and a gzip bomb get node_invalid, never a 5xx', async () => {
+    expect(await post('config', undefined, { raw: Buffer.from('not json{') })).toEqual({ status: 200, body: { node_invalid: true } });
+    expect(await post('config', { node_key: 'unknown' })).toEqual({ status: 200, body: { node_invalid: true } });
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const r = await post('log', undefined, { raw: bomb, headers: { 'content-encoding': 'gzip' } });
+    expect(r).toEqual({ status: 200, body: { node_invalid: true } });
+    const big = await post('log', undefined, { raw: randomBytes(2 * 1024 * 1024) });
+    expect(big.status).toBeLessThan(500);
+    expect(big.body).toEqual({ node_invalid: true });
+    const nowhere = await agentPost(flags.hostname, '/no-such-env/enroll', {}, { ca });
+    expect(nowhere).toEqual({ status: 404, body: { node_invalid: true } });
+  });
+});
+
+describe('live queries and carves', () => {
+  it('a distributed query round trip through the admin API', async () => {
+    const n = await enroll();
+    const run = await api('POST', '/api/v1/queries/prod', { query: 'SELECT * FROM os_version;', uuid_list: [n.uuid] });
+    expect(run.status).toBe(200);
+    expect(run.body.expected).toBe(1);
+    const name = run.body.query_name as string;
+    const read = await post('read', { node_key: n.nodeKey });
+    expect(read.body.queries).toEqual({ [name]: 'SELECT * FROM os_version;' });
+    const rows = [{ name: 'Ubuntu', version: '22.04' }];
+    expect((await post('write', { node_key: n.nodeKey, queries: { [name]: rows }, statuses: { [name]: 0 } })).body).toEqual({ node_invalid: false });
+    expect((await post('read', { node_key: n.nodeKey })).body.queries).toEqual({});
+    const results = await api('GET', `/api/v1/queries/prod/results/${name}`);
+    expect(results.body).toMatchObject({ expected: 1, answered: 1, query_status: 'COMPLETED', total_items: 1 });
+    expect(results.body.items[0]).toMatchObject({ uuid: n.uuid, hostname: n.hostname, status: 0, rows });
+    expect((await api('GET', `/api/v1/queries/prod/${name}`)).body).toMatchObject({ name, status: 'COMPLETED', executions: 1 });
+    expect((await api('GET', '/api/v1/queries/prod')).body.items.map((q: { name: string }) => q.name)).toContain(name);
+    expect((await api('POST', `/api/v1/queries/prod/cancel/${name}`)).status).toBe(200);
+  });
+
+  it('a carve round trip: blocks in, the same bytes out', async () => {
+    const n = await enroll();
+    const start = await api('POST', '/api/v1/carves/prod', { path: '/etc/hosts', host_list: [n.hostname] });
+    expect(start.status).toBe(201);
+    const name = start.body.query_name as string;
+    const read = await post('read', { node_key: n.nodeKey });
+    expect(read.body.queries[name]).toBe("SELECT * FROM carves WHERE carve=1 AND path = '/etc/hosts';");
+    const content = randomBytes(2500);
+    const blockSize = 1000;
+    const blocks = [0, 1, 2].map((i) => content.subarray(i * blockSize, (i + 1) * blockSize));
+    const s = await post('carveStart', { node_key: n.nodeKey, block_count: 3, block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
+    expect(s.body.session_id).toMatch(/^[0-9a-f]{32}$/);
+    for (const i of [2, 0, 1]) {
+      const b = await post('carveBlock', { block_id: i, session_id: s.body.session_id, request_id: name, data: blocks[i]!.toString('base64') });
+      expect(b.body).toEqual({ success: true });
     }
-    expect(r.stderr).not.toMatch(/did not answer/);
-  });
-
-  it('an unknown table is answered with an error status, as osquery does', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM no_such_table', '--wait', '30s', '-o', 'csv']);
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr.match(/error: .*no such table/g)).toHaveLength(AGENTS);
-  });
-
-  it('carves run /etc/hosts --target HOST, then carves download: byte-identical to what the agent sent', async () => {
-    const nodes = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as { uuid: string; hostname: string }[];
-    const host = nodes[0]!;
-    const run = await cli.run(['carves', 'run', '/etc/hosts', '--target', host.hostname, '--wait', '30s']);
-    expect(run.exitCode, run.stderr).toBe(0);
-    const name = run.stdout.trim();
-    expect(name).not.toBe('');
-    const file = join(dir, 'hosts.tar');
-    const dl = await cli.run(['carves', 'download', name, '-O', file]);
-    expect(dl.exitCode, dl.stderr).toBe(0);
-    const sent = readdirSync(carvesDir).filter((f) => f.startsWith(`${name}_`));
-    expect(sent).toEqual([`${name}_${host.uuid}.tar`]);
-    expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0]!)));
+    const res = await fetch(`${server.url}/api/v1/carves/prod/archive/${name}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-carve-size')).toBe('2500');
+    expect(res.headers.get('x-carve-blocks')).toBe('3');
+    expect(Buffer.from(await res.arrayBuffer()).equals(content)).toBe(true);
+    const carve = (await api('GET', `/api/v1/carves/prod/${name}`)).body;
+    expect(carve.files[0]).toMatchObject({ uuid: n.uuid, status: 'COMPLETED', completed_blocks: 3 });
   });
 });

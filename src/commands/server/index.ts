@@ -19,6 +19,9 @@ interface ServerOpts {
   apiRateLimit?: number;
   tlsCert?: string;
   tlsKey?: string;
+  agentListen?: string;
+  agentTlsCert?: string;
+  agentTlsKey?: string;
   log?: boolean;
 }
 
@@ -93,10 +96,17 @@ export function registerServer(program: Command): void {
         .option('--api-rate-limit <n>', 'API calls a minute per user', intArg(1))
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
         .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
+        .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address")
+        .option('--agent-tls-cert <file>', 'certificate (PEM) of the agent listener (--dev: self-signed when absent)')
+        .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
         .option('--log', 'structured request logs (JSON) on stderr'),
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
+      if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
+      if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
+      if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
+      const agentAt = o.agentListen ? parseListen(o.agentListen) : undefined;
       if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
       const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
       if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
@@ -121,6 +131,7 @@ export function registerServer(program: Command): void {
           apiRateLimit: o.apiRateLimit,
           logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
           tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
+          agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey } : undefined,
         });
       } catch (e) {
         if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
@@ -134,6 +145,9 @@ export function registerServer(program: Command): void {
           `fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n` +
             `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
         );
+      }
+      if (server.agent) {
+        ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
       await new Promise<void>((resolve) => {
         const stop = () => {

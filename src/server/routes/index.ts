@@ -14,10 +14,11 @@ import { sinksRoutes } from './sinks.js';
 import { auditRoutes } from './audit.js';
 import { statsRoutes } from './stats.js';
 import { errorRoutes } from './error.js';
+import { queriesRoutes } from './queries.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
     authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
-    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes,
+    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes,
   ]) register(app, deps);
 }

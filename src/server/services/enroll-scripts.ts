@@ -32,7 +32,8 @@ const CARVER_BLOCK_SIZE = 5_120_000;
 
 /** Values land in single-line places (flag lines, comments): a stray newline must not start a new line. */
 const one = (s: string | number) => String(s).replace(/[\r\n]+/g, ' ');
-const endpoint = (path: string) => `/${one(path).replace(/^\/+/, '')}`;
+/** osctrl's layout, served by the agent door: /{env uuid}/{the environment's path}. */
+const endpointOf = (env: EnvironmentRow) => (path: string) => `/${one(env.uuid)}/${one(path).replace(/^\/+/, '')}`;
 
 /**
  * An osquery flags file for the environment. Plugins are included only when the environment
@@ -40,6 +41,7 @@ const endpoint = (path: string) => `/${one(path).replace(/^\/+/, '')}`;
  * only when the environment has a certificate.
  */
 export function flagsFile(env: EnvironmentRow, paths: { secret: string; cert: string }): string {
+  const endpoint = endpointOf(env);
   const lines = [
     '--host_identifier=uuid',
     '--force=true',

@@ -234,6 +234,46 @@ function initial(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * 004_agents (named like 001_initial and perf's 003_perf: Kysely runs migrations in name order,
+ * and "0004" would sort before "001"). Agents (issue 13): which node owes an answer to which live query, the answers, and the carve
+ * blocks as they arrive. Blocks are kept as base64 text (as osquery sends them) so the same
+ * rows work on SQLite and PostgreSQL.
+ */
+function agents(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('node_queries')
+        .addColumn('query_id', int, (c) => c.notNull())
+        .addColumn('node_id', int, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull().defaultTo('pending'))
+        .addPrimaryKeyConstraint('node_queries_pk', ['query_id', 'node_id'])
+        .execute();
+      await db.schema.createIndex('node_queries_node').on('node_queries').columns(['node_id', 'status']).execute();
+      await withId(db.schema.createTable('query_results') as CreateTableBuilder<string, never>, dialect)
+        .addColumn('query_id', int, (c) => c.notNull())
+        .addColumn('node_id', int, (c) => c.notNull())
+        .addColumn('node_uuid', text, (c) => c.notNull())
+        .addColumn('hostname', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('status', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('error', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('rows', text, (c) => c.notNull().defaultTo('[]'))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('query_results_query').on('query_results').columns(['query_id', 'id']).execute();
+      await db.schema.createTable('carve_blocks')
+        .addColumn('session_id', text, (c) => c.notNull())
+        .addColumn('block_id', int, (c) => c.notNull())
+        .addColumn('data', text, (c) => c.notNull())
+        .addPrimaryKeyConstraint('carve_blocks_pk', ['session_id', 'block_id'])
+        .execute();
+      // The agent door finds the node of every request by its key.
+      await db.schema.createIndex('nodes_node_key').on('nodes').column('node_key').execute();
+      await db.schema.createIndex('carve_files_session').on('carve_files').column('session_id').execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
-  return { getMigrations: async () => ({ '001_initial': initial(dialect) }) };
+  return { getMigrations: async () => ({ '001_initial': initial(dialect), '004_agents': agents(dialect) }) };
 }

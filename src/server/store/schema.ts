@@ -245,6 +245,34 @@ export interface CarveFilesTable {
   completed_at: string;
 }
 
+/** A live query owed by a node (0004_agents): pending until its answer arrives. */
+export interface NodeQueriesTable {
+  query_id: number;
+  node_id: number;
+  status: string;
+}
+
+/** One node's answer (result set) to a live query. */
+export interface QueryResultsTable {
+  id: Generated<number>;
+  query_id: number;
+  node_id: number;
+  node_uuid: string;
+  hostname: string;
+  status: number;
+  error: string;
+  /** JSON array of row objects. */
+  rows: string;
+  created_at: string;
+}
+
+/** One carve block, base64 as the agent sent it. */
+export interface CarveBlocksTable {
+  session_id: string;
+  block_id: number;
+  data: string;
+}
+
 export interface AuditLogsTable {
   id: Generated<number>;
   created_at: string;
@@ -280,6 +308,9 @@ export interface DB {
   queries: QueriesTable;
   carve_files: CarveFilesTable;
   audit_logs: AuditLogsTable;
+  node_queries: NodeQueriesTable;
+  query_results: QueryResultsTable;
+  carve_blocks: CarveBlocksTable;
   server_meta: ServerMetaTable;
 }
 

@@ -1,0 +1,70 @@
+// Starting the agent door: its TLS material (given, or self-signed for --dev), the services with
+// explicit lifetimes (check-in batching, log delivery) and the listener. start.ts calls this and
+// drains it on shutdown.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Deps } from '../context.js';
+import { CheckinBatcher } from '../services/checkins.js';
+import { LogDelivery } from '../services/log-delivery.js';
+import { buildAgentApp } from './server.js';
+
+export interface AgentListenOptions {
+  host: string;
+  port: number;
+  certFile?: string;
+  keyFile?: string;
+  /** Where a self-signed certificate is written when no cert/key is given (--dev only). */
+  selfSignedDir?: string;
+}
+
+export interface AgentDoor {
+  /** host:port of the listener, for --tls_hostname. */
+  address: string;
+  url: string;
+  certFile: string;
+  certPem: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A self-signed certificate for localhost and 127.0.0.1. openssl, because node:crypto makes
+ * keys but not X.509 certificates.
+ */
+export function selfSigned(dir: string, host: string): { certFile: string; keyFile: string } {
+  const certFile = join(dir, 'agent-cert.pem');
+  const keyFile = join(dir, 'agent-key.pem');
+  const san = ['DNS:localhost', 'IP:127.0.0.1', ...(host && host !== 'localhost' && host !== '127.0.0.1' ? [/^[\d.]+$/.test(host) ? `IP:${host}` : `DNS:${host}`] : [])];
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '365',
+    '-subj', '/CN=fleetctl agent API', '-addext', `subjectAltName=${san.join(',')}`,
+    '-keyout', keyFile, '-out', certFile,
+  ], { stdio: 'ignore' });
+  return { certFile, keyFile };
+}
+
+export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<AgentDoor> {
+  let files = o.certFile && o.keyFile ? { certFile: o.certFile, keyFile: o.keyFile } : undefined;
+  if (!files && o.selfSignedDir) files = selfSigned(o.selfSignedDir, o.host);
+  if (!files) throw new Error('the agent listener needs --agent-tls-cert and --agent-tls-key (or --dev for a self-signed one)');
+  const cert = readFileSync(files.certFile);
+  const checkins = new CheckinBatcher(deps);
+  const logs = new LogDelivery(deps);
+  const app = await buildAgentApp(deps, { checkins, logs }, { cert, key: readFileSync(files.keyFile) });
+  const listening = await app.listen({ host: o.host, port: o.port });
+  checkins.start();
+  logs.start();
+  const port = new URL(listening).port;
+  const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
+  return {
+    address,
+    url: `https://${address}`,
+    certFile: files.certFile,
+    certPem: cert.toString('utf8'),
+    async close() {
+      await app.close();
+      await checkins.stop();
+      await logs.stop();
+    },
+  };
+}

@@ -1,0 +1,142 @@
+// The agent door (issue 13): osquery's remote TLS API on its own listener. Bodies and answers
+// follow osquery's documentation of its tls plugins; the URL layout follows osctrl's cmd/tls:
+// POST /{env uuid or name}/{the environment's stored path}. Calls the same services and store
+// as the admin API; never imports the admin routes.
+//
+// Every refusal is osquery's own answer, {"node_invalid": true}, never a 4xx/5xx body osquery
+// cannot read: bad JSON, a body too large, an unknown node key, a hostile gzip bomb.
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { gunzipSync } from 'node:zlib';
+import type { Deps } from '../context.js';
+import type { EnvironmentRow, NodeRow } from '../store/schema.js';
+import type { CheckinBatcher } from '../services/checkins.js';
+import type { LogDelivery } from '../services/log-delivery.js';
+import { enrollNode, enrollRefusal, nodeByKey, osqueryConfig } from '../services/agent-nodes.js';
+import { carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
+
+/** On the wire (osquery sends small bodies; logs are batched by --logger_tls_period). */
+export const AGENT_BODY_LIMIT = 1024 * 1024;
+/** After gunzip: bounds what a small gzip body may inflate to. */
+export const AGENT_INFLATED_LIMIT = 16 * 1024 * 1024;
+
+export interface AgentServices {
+  checkins: CheckinBatcher;
+  logs: LogDelivery;
+}
+
+const INVALID = { node_invalid: true };
+const OK = { node_invalid: false };
+
+type Endpoint = 'enroll' | 'config' | 'log' | 'read' | 'write' | 'carve_init' | 'carve_block';
+
+function endpointOf(env: EnvironmentRow, path: string): Endpoint | undefined {
+  const clean = (p: string) => p.replace(/^\/+|\/+$/g, '');
+  const rest = clean(path);
+  const table: [string, Endpoint][] = [
+    [env.enroll_path, 'enroll'],
+    [env.config_path, 'config'],
+    [env.log_path, 'log'],
+    [env.query_read_path, 'read'],
+    [env.query_write_path, 'write'],
+    [env.carver_init_path, 'carve_init'],
+    [env.carver_block_path, 'carve_block'],
+  ];
+  return table.find(([p]) => clean(p) === rest)?.[1];
+}
+
+async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefined> {
+  const byUuid = await deps.db.selectFrom('environments').selectAll().where('uuid', '=', ref.toLowerCase()).executeTakeFirst();
+  return byUuid ?? (await deps.db.selectFrom('environments').selectAll().where('name', '=', ref).executeTakeFirst());
+}
+
+/** The JSON object of the body (gunzipped when sent so), or undefined for anything else. */
+function bodyOf(req: FastifyRequest): Record<string, unknown> | undefined {
+  let raw = req.body as Buffer | undefined;
+  if (!Buffer.isBuffer(raw)) return undefined;
+  const enc = String(req.headers['content-encoding'] ?? '').toLowerCase();
+  if (enc === 'gzip') {
+    try {
+      raw = gunzipSync(raw, { maxOutputLength: AGENT_INFLATED_LIMIT });
+    } catch {
+      return undefined;
+    }
+  } else if (enc !== '' && enc !== 'identity') {
+    return undefined;
+  }
+  try {
+    const v: unknown = JSON.parse(raw.toString('utf8'));
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+export async function buildAgentApp(deps: Deps, services: AgentServices, https: { cert: Buffer; key: Buffer }): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, https, bodyLimit: AGENT_BODY_LIMIT, return503OnClosing: false });
+  // Every body is taken as bytes: osquery's content type varies, and gzip is decoded here.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if ((err.statusCode ?? 500) >= 500) console.error(`agent ${req.method} ${req.url.split('?')[0]} failed:`, err);
+    return reply.status(200).send(INVALID);
+  });
+  app.setNotFoundHandler((_req, reply) => reply.status(404).send(INVALID));
+
+  app.post<{ Params: { env: string; '*': string } }>('/:env/*', async (req, reply) => {
+    const env = await findEnv(deps, req.params.env);
+    const ep = env && endpointOf(env, req.params['*']);
+    if (!env || !ep) return reply.status(404).send(INVALID);
+    const body = bodyOf(req);
+    if (!body) return INVALID;
+    const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
+
+    if (ep === 'enroll') {
+      const refusal = enrollRefusal(env, body.enroll_secret, deps.now());
+      if (refusal) return INVALID;
+      const key = await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip);
+      return key ? { node_key: key, node_invalid: false } : INVALID;
+    }
+    // carver continue carries no node key in osquery's protocol: the session id is the credential.
+    if (ep === 'carve_block') {
+      if (!env.carves_tls) return { success: false };
+      return { success: await carveBlock(deps, body) };
+    }
+    const node = await nodeByKey(deps, env, body.node_key);
+    if (!node) return INVALID;
+    services.checkins.record(node.id, { bytes: wire, ip: req.ip });
+    return handle(deps, services, env, node, ep, body);
+  });
+  return app;
+}
+
+async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>) {
+  switch (ep) {
+    case 'config':
+      return env.config_tls ? { ...osqueryConfig(env), ...OK } : OK;
+    case 'log': {
+      if (!env.logging_tls) return OK;
+      const type = body.log_type === 'status' || body.log_type === 'result' ? body.log_type : undefined;
+      const data = Array.isArray(body.data) ? body.data : [];
+      if (!type) return OK;
+      await services.logs.deliver(env, node, type, data);
+      return OK;
+    }
+    case 'read':
+      return env.query_tls ? { queries: await pendingQueriesFor(deps, node.id), ...OK } : { queries: {}, ...OK };
+    case 'write': {
+      if (!env.query_tls) return OK;
+      const recorded = await recordAnswers(deps, node, obj(body.queries), obj(body.statuses), obj(body.messages));
+      for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }]);
+      return OK;
+    }
+    case 'carve_init': {
+      if (!env.carves_tls) return { success: false, ...OK };
+      const session = await carveStart(deps, node, body);
+      return session ? { session_id: session, success: true } : { success: false };
+    }
+    default:
+      return INVALID;
+  }
+}

@@ -1,0 +1,169 @@
+// Log delivery (issue 13): status and result logs from agents go to the environment's sinks
+// and the global ones. Asynchronous, so a slow or failing sink never blocks an agent: each sink
+// has a bounded queue drained by its own loop; when full, entries are dropped and counted.
+// Drops and failures are audited at most once a minute per sink. Counters (bytes_sent,
+// exports_count) are added to the sink rows by `flushCounters`, not per entry.
+//
+// The queues are in memory: a kill -9 loses what was queued but not yet delivered (at most
+// QUEUE_LIMIT entries a sink); with N replicas each delivers what its own agents sent, and the
+// counters are added, never overwritten.
+import { appendFile } from 'node:fs/promises';
+import type { Deps } from '../context.js';
+import type { EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
+import { LogTypes, Severities } from '../../api/index.js';
+import { writeAudit } from './audit.js';
+
+export const QUEUE_LIMIT = 10_000;
+const BATCH = 500;
+const SINKS_REFRESH_MS = 5_000;
+const AUDIT_EVERY_MS = 60_000;
+
+export interface LogEntry {
+  environment: string;
+  node_uuid: string;
+  hostname: string;
+  log_type: string;
+  received_at: string;
+  entry: unknown;
+}
+
+interface SinkState {
+  sink: LogSinkRow;
+  queue: LogEntry[];
+  running: boolean;
+  bytes: number;
+  exports: number;
+  drops: number;
+  failures: number;
+  lastError: string;
+  lastAudit: number;
+}
+
+export class LogDelivery {
+  private sinks: LogSinkRow[] = [];
+  private loadedAt = 0;
+  private states = new Map<number, SinkState>();
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.flushCounters(), 1000);
+    this.timer.unref();
+  }
+
+  private async sinksFor(envId: number, source: string): Promise<LogSinkRow[]> {
+    if (Date.now() - this.loadedAt > SINKS_REFRESH_MS) {
+      this.sinks = await this.deps.db.selectFrom('log_sinks').selectAll().where('enabled', '=', 1).execute();
+      this.loadedAt = Date.now();
+    }
+    return this.sinks.filter((s) => (s.environment_id === envId || s.environment_id === 0) && s.source === source);
+  }
+
+  /** Queues entries for every matching sink; never waits for delivery. */
+  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[]): Promise<void> {
+    if (entries.length === 0) return;
+    const sinks = await this.sinksFor(env.id, logType);
+    const received_at = this.deps.now().toISOString();
+    const lines = entries.map((entry) => ({ environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, received_at, entry }));
+    for (const sink of sinks) {
+      let st = this.states.get(sink.id);
+      if (!st) {
+        st = { sink, queue: [], running: false, bytes: 0, exports: 0, drops: 0, failures: 0, lastError: '', lastAudit: 0 };
+        this.states.set(sink.id, st);
+      }
+      st.sink = sink;
+      const room = QUEUE_LIMIT - st.queue.length;
+      st.queue.push(...lines.slice(0, Math.max(0, room)));
+      if (lines.length > room) st.drops += lines.length - Math.max(0, room);
+      if (!st.running) void this.drain(st);
+    }
+  }
+
+  private async drain(st: SinkState): Promise<void> {
+    st.running = true;
+    try {
+      while (st.queue.length > 0) {
+        const batch = st.queue.splice(0, BATCH);
+        try {
+          st.bytes += await send(st.sink, batch);
+          st.exports += 1;
+        } catch (e) {
+          st.failures += 1;
+          st.drops += batch.length;
+          st.lastError = (e as Error).message;
+        }
+      }
+    } finally {
+      st.running = false;
+    }
+  }
+
+  /** Adds the counters to the sink rows and audits drops (once a minute per sink). */
+  async flushCounters(): Promise<void> {
+    for (const st of this.states.values()) {
+      if (st.bytes || st.exports) {
+        const { bytes, exports } = st;
+        st.bytes = 0;
+        st.exports = 0;
+        await this.deps.db
+          .updateTable('log_sinks')
+          .set((eb) => ({ bytes_sent: eb('bytes_sent', '+', bytes), exports_count: eb('exports_count', '+', exports) }))
+          .where('id', '=', st.sink.id)
+          .execute();
+      }
+      if (st.drops && Date.now() - st.lastAudit >= AUDIT_EVERY_MS) {
+        const drops = st.drops;
+        st.drops = 0;
+        st.lastAudit = Date.now();
+        const env = st.sink.environment_id ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', st.sink.environment_id).executeTakeFirst() : null;
+        await writeAudit(this.deps, {
+          line: `log sink ${st.sink.name} dropped ${drops} entr${drops === 1 ? 'y' : 'ies'}${st.lastError ? `: ${st.lastError}` : ' (queue full or sink type without delivery)'}`,
+          logType: LogTypes.environment,
+          severity: Severities.error,
+          service: 'tls',
+          env: env ?? null,
+        });
+      }
+    }
+  }
+
+  /** Delivers what is queued (bounded by the sinks' own speed) and writes the counters. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await Promise.all([...this.states.values()].map((st) => (st.running ? new Promise<void>((r) => { const t = setInterval(() => { if (!st.running) { clearInterval(t); r(); } }, 20); }) : this.drain(st))));
+    await this.flushCounters();
+  }
+}
+
+/** Sends one batch; returns the bytes sent. Types without delivery throw (counted as drops). */
+async function send(sink: LogSinkRow, batch: LogEntry[]): Promise<number> {
+  let config: Record<string, unknown> = {};
+  try {
+    config = JSON.parse(sink.config || '{}') as Record<string, unknown>;
+  } catch {
+    throw new Error('sink config is not JSON');
+  }
+  switch (sink.type) {
+    case 'file': {
+      if (typeof config.path !== 'string' || config.path === '') throw new Error('file sink without config.path');
+      const text = batch.map((e) => JSON.stringify(e)).join('\n') + '\n';
+      await appendFile(config.path, text);
+      return Buffer.byteLength(text);
+    }
+    case 'http': {
+      if (typeof config.url !== 'string' || !/^https?:\/\//.test(config.url)) throw new Error('http sink without an http(s) config.url');
+      const body = JSON.stringify(batch);
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (typeof config.headers === 'object' && config.headers !== null) {
+        for (const [k, v] of Object.entries(config.headers)) if (typeof v === 'string') headers[k] = v;
+      }
+      const res = await fetch(config.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`http sink answered ${res.status}`);
+      return Buffer.byteLength(body);
+    }
+    default:
+      throw new Error(`sink type ${sink.type} has no delivery in the reference server`);
+  }
+}
