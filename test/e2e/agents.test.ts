@@ -19,6 +19,7 @@ let flags: Flags;
 let secret: string;
 let ca: string;
 let sinkFile: string;
+let serverArgs: string[];
 
 const post = (ep: string, body: unknown, o: { gzip?: boolean; raw?: Buffer; headers?: Record<string, string> } = {}) =>
   agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
@@ -34,10 +35,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile],
-    { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
-  );
+  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile];
+  server = await startServerProcess(serverArgs, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
@@ -166,5 +165,22 @@ describe('live queries and carves', () => {
     expect(Buffer.from(await res.arrayBuffer()).equals(content)).toBe(true);
     const carve = (await api('GET', `/api/v1/carves/prod/${name}`)).body;
     expect(carve.files[0]).toMatchObject({ uuid: n.uuid, status: 'COMPLETED', completed_blocks: 3 });
+  });
+});
+
+describe('restart', () => {
+  it('check-ins waiting in the batch are written on SIGTERM; node keys and queries survive a restart', async () => {
+    const n = await enroll();
+    const enrolled = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    await new Promise((r) => setTimeout(r, 5)); // a later check-in timestamp than the enroll's
+    expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
+    await server.stop();
+    // Same agent address as before: the environment's hostname (in the flags agents hold) names it.
+    server = await startServerProcess(serverArgs.map((a) => (a === '127.0.0.1:0' ? flags.hostname : a)));
+    token = await apiToken(server.url, 'admin', PASSWORD);
+    const after = (await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body;
+    expect(after.last_seen > enrolled.last_seen).toBe(true);
+    expect(after.bytes_received).toBeGreaterThan(enrolled.bytes_received);
+    expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
   });
 });

@@ -106,7 +106,8 @@ export function registerServer(program: Command): void {
       if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
       if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
       if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
-      const agentAt = o.agentListen ? parseListen(o.agentListen) : undefined;
+      // --dev gives the demo fleet an agent door too: a free port, a self-signed certificate.
+      const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: 0 } : undefined;
       if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
       const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
       if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {

@@ -48,12 +48,9 @@ async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryReque
     ...tags.map((value) => ({ type: 'tag', value })),
   ];
   const all = targets.length === 0;
-  const rows = await deps.db
-    .selectFrom('nodes')
-    .select(['id', 'uuid', 'hostname', 'localname', 'platform', 'platform_bucket'])
-    .where('environment_id', '=', env.id)
-    .where((eb) => {
-      if (all) return eb.val(true);
+  let base = deps.db.selectFrom('nodes').select('id').where('environment_id', '=', env.id);
+  if (!all) {
+    base = base.where((eb) => {
       const ors = [];
       if (uuids.length) ors.push(eb(eb.fn('lower', ['uuid']), 'in', uuids));
       if (hosts.length) ors.push(eb(eb.fn('lower', ['hostname']), 'in', hosts), eb(eb.fn('lower', ['localname']), 'in', hosts));
@@ -64,7 +61,9 @@ async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryReque
         );
       }
       return eb.or(ors);
-    })
+    });
+  }
+  const rows = await base
     .execute();
   return { ids: rows.map((r) => r.id), targets: all ? [{ type: 'environment', value: env.name }] : targets };
 }

@@ -1,0 +1,111 @@
+// Live queries and carves in the admin API (issue 13), against the dev fleet in-process, with
+// the agent door open so answers and logs arrive through osquery's protocol.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+
+let t: TestServer;
+let admin: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+let collector: Server;
+let collected: unknown[][] = [];
+let collectorUrl = '';
+
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+
+beforeAll(async () => {
+  t = await startTestServer({ devNodes: 30, agent: { host: '127.0.0.1', port: 0 } });
+  admin = await t.login('admin');
+  ca = t.server.agent!.certPem;
+  flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
+  secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
+  collector = createServer((req, res) => {
+    let s = '';
+    req.on('data', (c) => (s += c));
+    req.on('end', () => {
+      collected.push(JSON.parse(s) as unknown[]);
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  const a = collector.address();
+  collectorUrl = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/ingest`;
+}, 60_000);
+
+afterAll(async () => {
+  await t?.close();
+  collector?.close();
+});
+
+describe('permissions follow the query and carve flags', () => {
+  it('querier may run queries on prod but not carves; carver the reverse; analyst neither', async () => {
+    const querier = await t.login('querier');
+    const carver = await t.login('carver');
+    const analyst = await t.login('analyst');
+    const q = { query: 'SELECT 1;' };
+    expect((await t.call('POST', '/api/v1/queries/prod', { token: querier, body: q })).status).toBe(200);
+    expect((await t.call('POST', '/api/v1/carves/prod', { token: querier, body: { path: '/etc/hosts' } })).status).toBe(403);
+    expect((await t.call('POST', '/api/v1/carves/prod', { token: carver, body: { path: '/etc/hosts' } })).status).toBe(201);
+    expect((await t.call('POST', '/api/v1/queries/prod', { token: carver, body: q })).status).toBe(403);
+    expect((await t.call('POST', '/api/v1/queries/prod', { token: analyst, body: q })).status).toBe(403);
+    expect((await t.call('GET', '/api/v1/queries/prod', { token: analyst })).status).toBe(403);
+  });
+});
+
+describe('bad requests change nothing', () => {
+  it('no query, no path, targets matching nobody, bad exp_hours: 400 {code, error}; unknown action 400; unknown query 404', async () => {
+    const before = (await t.call('GET', '/api/v1/queries/prod', { token: admin })).body.total_items;
+    for (const body of [{}, { query: '  ' }, { query: 'SELECT 1', uuid_list: ['no-such-node'] }, { query: 'SELECT 1', exp_hours: -1 }, { query: 'SELECT 1', host_list: 'x' }]) {
+      const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.code).toBe('bad_request');
+    }
+    expect((await t.call('POST', '/api/v1/carves/prod', { token: admin, body: {} })).body.error).toBe('path can not be empty');
+    expect((await t.call('GET', '/api/v1/queries/prod', { token: admin })).body.total_items).toBe(before);
+    expect((await t.call('POST', '/api/v1/queries/prod/explode/query_x', { token: admin })).body.code).toBe('invalid_action');
+    expect((await t.call('GET', '/api/v1/queries/prod/query_nope', { token: admin })).status).toBe(404);
+  });
+});
+
+describe('targets', () => {
+  it('platform and tag targets pick the matching nodes of the environment only', async () => {
+    const linux = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1', platform_list: ['linux'] } });
+    const nodes = (await t.call('GET', '/api/v1/nodes/prod?platform=linux&page_size=500', { token: admin })).body;
+    expect(linux.body.expected).toBe(nodes.total_items);
+    const all = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1' } });
+    const every = (await t.call('GET', '/api/v1/nodes/prod?page_size=500', { token: admin })).body.total_items;
+    expect(all.body.expected).toBe(every);
+    const shown = await t.call('GET', `/api/v1/queries/prod/${all.body.query_name}`, { token: admin });
+    expect(shown.body).toMatchObject({ expected: every, executions: 0, status: 'ACTIVE', targets: [{ type: 'environment', value: 'prod' }] });
+  });
+
+  it('cancel stops agents from getting the query', async () => {
+    const uuid = randomUUID();
+    const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cancel-host') });
+    const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 2', uuid_list: [uuid] } });
+    expect(Object.keys((await post('read', { node_key: e.body.node_key })).body.queries)).toEqual([run.body.query_name]);
+    expect((await t.call('POST', `/api/v1/queries/prod/cancel/${run.body.query_name}`, { token: admin })).status).toBe(200);
+    expect((await post('read', { node_key: e.body.node_key })).body.queries).toEqual({});
+    expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body.status).toBe('EXPIRED');
+  });
+});
+
+describe('http sink', () => {
+  it('result logs are POSTed in batches to a collector; a failing sink does not block the agent', async () => {
+    const ok = await t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'collector', type: 'http', source: 'result', environment_id: 0, config: { url: collectorUrl } } });
+    expect(ok.status).toBe(200);
+    const bad = await t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'down', type: 'http', source: 'result', environment_id: 0, config: { url: 'http://127.0.0.1:1/' } } });
+    expect(bad.status).toBe(200);
+    const uuid = randomUUID();
+    const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sink-host') });
+    const marker = randomUUID();
+    const r = await post('log', { node_key: e.body.node_key, log_type: 'result', data: [{ name: 'pack_x', columns: { marker } }] });
+    expect(r.body).toEqual({ node_invalid: false });
+    const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
+    expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
+  });
+});
