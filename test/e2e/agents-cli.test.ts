@@ -106,7 +106,7 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     const dl = await cli.run(['carves', 'download', name, '-O', file]);
     expect(dl.exitCode, dl.stderr).toBe(0);
     const sent = readdirSync(carvesDir).filter((f) => f.startsWith(`${name}_`));
-    expect(sent).toEqual([`${name}_${host.uuid}.tar`]);
+    expect(sent.map((f) => f.toLowerCase())).toEqual([`${name}_${host.uuid}.tar`.toLowerCase()]);
     expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0]!)));
   });
 });
