@@ -481,7 +481,7 @@ complete -c fleetctl -n '__fleetctl_at \'carves list\'' -l page-size -x -d 'item
 complete -c fleetctl -n '__fleetctl_at \'carves list\'' -l limit -x -d 'fetch at most N carves across pages'
 complete -c fleetctl -n '__fleetctl_at \'carves list\'' -l all -d 'fetch every page'
 complete -c fleetctl -n '__fleetctl_at \'carves run\'' -s t -l target -x -d 'nodes to carve from: all, env:NAME, platform:NAME, tag:NAME, UUID or hostname (repeatable)'
-complete -c fleetctl -n '__fleetctl_at \'carves run\'' -l wait -x -d 'how long to wait for the files (30s, 5m; 0: do not wait)'
+complete -c fleetctl -n '__fleetctl_at \'carves run\'' -l wait -x -d 'how long to wait for the files (30s, 2m; 0: do not wait)'
 complete -c fleetctl -n '__fleetctl_at \'carves run\'' -l expire-hours -x -d 'nodes stop picking the carve up after N hours (server default otherwise)'
 complete -c fleetctl -n '__fleetctl_at \'carves download\'' -s O -l output-file -r -F -d 'where to write the archive (default: NAME.tar; - for stdout)'
 complete -c fleetctl -n '__fleetctl_at \'carves download\'' -l session -x -d 'which node file (session id), when the carve has several'

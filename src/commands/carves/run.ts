@@ -6,14 +6,14 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
-import { intArg, verb } from '../define.js';
+import { verb } from '../define.js';
 import { CliError, ExitCode, InterruptedError, UsageError } from '../../errors.js';
 import { printObject } from '../../output/index.js';
 import { sanitize } from '../../output/cell.js';
 import type { CarveDetail, CarveFile } from '../../api/index.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
-import { collectTargets, targetLists } from '../query/targets.js';
+import { addRunOptions, targetLists } from '../query/targets.js';
 import { parseWait } from '../query/index.js';
 
 const headerInt = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined);
@@ -62,12 +62,7 @@ export function registerCarveRun(carves: Command): void {
         'fleetctl carves run /var/log/auth.log --target platform:ubuntu --wait 0',
       ],
     },
-    (cmd) =>
-      cmd
-        .argument('<path>', 'file path on the nodes')
-        .option('-t, --target <target>', 'nodes to carve from: all, env:NAME, platform:NAME, tag:NAME, UUID or hostname (repeatable)', collectTargets)
-        .option('--wait <duration>', 'how long to wait for the files (30s, 5m; 0: do not wait)', '1m')
-        .option('--expire-hours <n>', 'nodes stop picking the carve up after N hours (server default otherwise)', intArg(1)),
+    (cmd) => addRunOptions(cmd.argument('<path>', 'file path on the nodes'), 'carve', 'carve from', 'the files'),
     async (ctx, [path], o) => {
       const wait = parseWait(o.wait);
       if (!path!.trim()) throw new UsageError('the path is empty');

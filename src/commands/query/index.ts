@@ -7,7 +7,7 @@ import { paginate } from '../../client/index.js';
 import { parseDuration } from '../../context.js';
 import { InterruptedError, UsageError } from '../../errors.js';
 import { createListWriter, printObject, type Column } from '../../output/index.js';
-import { collectTargets, targetLists } from './targets.js';
+import { addRunOptions, targetLists } from './targets.js';
 import { streamResults } from './stream.js';
 
 export const QUERY_COLUMNS: Column<DistributedQuery>[] = [
@@ -84,13 +84,7 @@ export function registerQuery(program: Command): void {
         'fleetctl query run "SELECT * FROM processes" --wait 0   # start it, read later with query results',
       ],
     },
-    (cmd) =>
-      cmd
-        .argument('<sql>', 'the osquery SQL to run')
-        .option('-t, --target <target>', 'nodes to ask: all, env:NAME, platform:NAME, tag:NAME, UUID or hostname (repeatable)', collectTargets)
-        .option('--wait <duration>', 'how long to wait for answers (30s, 2m; 0: do not wait)', '1m')
-        .option('--expire-hours <n>', 'nodes stop picking the query up after N hours (server default otherwise)', intArg(1))
-        .option('--hidden', 'hide the query from the default list'),
+    (cmd) => addRunOptions(cmd.argument('<sql>', 'the osquery SQL to run'), 'query', 'ask', 'answers').option('--hidden', 'hide the query from the default list'),
     async (ctx, [sql], o) => {
       const wait = parseWait(o.wait);
       if (!sql!.trim()) throw new UsageError('the query is empty');

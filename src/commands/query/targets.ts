@@ -1,7 +1,9 @@
 // --target values of `query run` and `carves run` -> the target lists of the run request.
 // `all` (the default) = every node of the environment; `env:NAME`, `platform:NAME`,
 // `tag:NAME`; anything else is a node: a UUID goes to uuid_list, a name to host_list.
+import type { Command } from 'commander';
 import { UsageError } from '../../errors.js';
+import { intArg } from '../define.js';
 import type { QueryRunRequest } from '../../api/index.js';
 
 export type TargetLists = Pick<QueryRunRequest, 'uuid_list' | 'host_list' | 'platform_list' | 'environment_list' | 'tag_list'>;
@@ -35,4 +37,12 @@ export function targetLists(targets: readonly string[]): TargetLists {
   const lists = Object.fromEntries(Object.entries(out).filter(([, v]) => v.length > 0)) as TargetLists;
   if (all && Object.keys(lists).length > 0) throw new UsageError('--target all cannot be combined with other targets');
   return lists;
+}
+
+/** The options `query run` and `carves run` share: --target, --wait, --expire-hours. */
+export function addRunOptions(cmd: Command, noun: 'query' | 'carve', verb: string, waitFor: string): Command {
+  return cmd
+    .option('-t, --target <target>', `nodes to ${verb}: all, env:NAME, platform:NAME, tag:NAME, UUID or hostname (repeatable)`, collectTargets)
+    .option('--wait <duration>', `how long to wait for ${waitFor} (30s, 2m; 0: do not wait)`, '1m')
+    .option('--expire-hours <n>', `nodes stop picking the ${noun} up after N hours (server default otherwise)`, intArg(1));
 }
