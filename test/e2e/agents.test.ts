@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { execa } from 'execa';
+import { BIN, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
@@ -182,5 +183,17 @@ describe('restart', () => {
     expect(after.last_seen > enrolled.last_seen).toBe(true);
     expect(after.bytes_received).toBeGreaterThan(enrolled.bytes_received);
     expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
+  });
+});
+
+describe('agent listener flags', () => {
+  it('outside --dev the agent listener needs a certificate and key (exit 2, nothing started)', async () => {
+    const db = join(dir, 'other.db');
+    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0'], { reject: false, stdin: 'ignore', env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--agent-listen needs --agent-tls-cert and --agent-tls-key');
+    const half = await execa('node', [BIN, 'server', '--db', db, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', 'x.pem'], { reject: false, stdin: 'ignore' });
+    expect(half.exitCode).toBe(2);
+    expect(existsSync(db)).toBe(false);
   });
 });

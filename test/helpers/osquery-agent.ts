@@ -1,7 +1,7 @@
 // A minimal osquery TLS protocol client for the agent-door tests: POSTs JSON (optionally
 // gzipped, or raw bytes) to the agent listener, trusting its certificate. The agent simulator
 // (bench/) speaks the same protocol at scale; this is just enough for e2e checks.
-import { request } from 'node:https';
+import { get, request } from 'node:https';
 import { gzipSync } from 'node:zlib';
 
 export interface AgentReply {
@@ -84,4 +84,16 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** GET over the agent listener (the one-liner scripts), trusting its certificate. */
+export function agentGet(hostname: string, path: string, ca: string): Promise<{ status: number; text: string }> {
+  const [host, port] = [hostname.replace(/:\d+$/, ''), Number(/:(\d+)$/.exec(hostname)?.[1] ?? 443)];
+  return new Promise((resolve, reject) => {
+    get({ host, port, path, ca, servername: 'localhost' }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    }).on('error', reject);
+  });
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
-import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { agentGet, agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 
 let t: TestServer;
 let admin: string;
@@ -107,5 +107,47 @@ describe('http sink', () => {
     expect(r.body).toEqual({ node_invalid: false });
     const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
+    // The sink that cannot be reached loses the entry, but not silently: counted and audited.
+    await eventually(async () => {
+      const audit = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });
+      return audit.body.items.length > 0 ? audit.body.items[0] : undefined;
+    }, 'an audit row for the drops');
+  });
+});
+
+describe('enrollment rules on the agent door', () => {
+  it('serves the one-liner scripts under their secret paths until they expire; an expired enroll refuses agents', async () => {
+    const env = (await t.call('GET', '/api/v1/environments/staging', { token: admin })).body;
+    const sflags = parseFlags((await t.call('GET', '/api/v1/environments/staging/enroll/flags', { token: admin })).body.data);
+    const script = await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca);
+    expect(script.status).toBe(200);
+    expect(script.text).toContain(env.secret);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.remove_secret_path}/remove.sh`, ca)).status).toBe(200);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.remove_secret_path}/enroll.sh`, ca)).status).toBe(404);
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${'0'.repeat(32)}/enroll.sh`, ca)).status).toBe(404);
+    const uuid = randomUUID();
+    const body = { enroll_secret: env.secret, host_identifier: uuid, host_details: hostDetails(uuid, 'late-host') };
+    expect((await t.call('POST', '/api/v1/environments/staging/enroll/expire', { token: admin })).status).toBe(200);
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body).toEqual({ node_invalid: true });
+    expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca)).status).toBe(404);
+    expect((await t.call('POST', '/api/v1/environments/staging/enroll/extend', { token: admin })).status).toBe(200);
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body.node_invalid).toBe(false);
+  });
+});
+
+describe('the *_tls switches', () => {
+  it('off means that endpoint answers as disabled (no queries, no configuration), and osquery keeps its key', async () => {
+    const uuid = randomUUID();
+    const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'switch-host') });
+    await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 3', uuid_list: [uuid] } });
+    const db = t.server.store.db;
+    await db.updateTable('environments').set({ query_tls: 0, config_tls: 0 }).where('name', '=', 'prod').execute();
+    try {
+      expect((await post('read', { node_key: e.body.node_key })).body).toEqual({ queries: {}, node_invalid: false });
+      expect((await post('config', { node_key: e.body.node_key })).body).toEqual({ node_invalid: false });
+    } finally {
+      await db.updateTable('environments').set({ query_tls: 1, config_tls: 1 }).where('name', '=', 'prod').execute();
+    }
+    expect(Object.keys((await post('read', { node_key: e.body.node_key })).body.queries)).toHaveLength(1);
   });
 });

@@ -7,12 +7,15 @@
 // cannot read: bad JSON, a body too large, an unknown node key, a hostile gzip bomb.
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { gunzipSync } from 'node:zlib';
+import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../context.js';
 import type { EnvironmentRow, NodeRow } from '../store/schema.js';
 import type { CheckinBatcher } from '../services/checkins.js';
 import type { LogDelivery } from '../services/log-delivery.js';
 import { enrollNode, enrollRefusal, nodeByKey, osqueryConfig } from '../services/agent-nodes.js';
 import { carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
+import { enrollRead } from '../services/enroll.js';
+import { NEVER } from '../../api/index.js';
 
 /** On the wire (osquery sends small bodies; logs are batched by --logger_tls_period). */
 export const AGENT_BODY_LIMIT = 1024 * 1024;
@@ -71,6 +74,8 @@ function bodyOf(req: FastifyRequest): Record<string, unknown> | undefined {
   }
 }
 
+const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
 export async function buildAgentApp(deps: Deps, services: AgentServices, https: { cert: Buffer; key: Buffer }): Promise<FastifyInstance> {
@@ -83,6 +88,20 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     return reply.status(200).send(INVALID);
   });
   app.setNotFoundHandler((_req, reply) => reply.status(404).send(INVALID));
+
+  // osctrl's one-liners: GET /{env}/{enroll_secret_path}/enroll.sh (or .ps1) and
+  // /{env}/{remove_secret_path}/remove.sh, each while its secret path has not expired
+  // (the same expiry the scripts print). Anything else is a plain 404.
+  app.get<{ Params: { env: string; secret: string; script: string } }>('/:env/:secret/:script', async (req, reply) => {
+    const env = await findEnv(deps, req.params.env);
+    const { secret, script } = req.params;
+    const kind = /^(enroll|remove)\.(sh|ps1)$/.exec(script)?.[1];
+    const path = kind === 'enroll' ? env?.enroll_secret_path : env?.remove_secret_path;
+    const expire = kind === 'enroll' ? env?.enroll_expire : env?.remove_expire;
+    const expired = !!expire && expire !== NEVER && new Date(expire) <= deps.now();
+    if (!env || !kind || !path || !sameText(secret, path) || expired) return reply.status(404).type('text/plain').send('not found\n');
+    return reply.type('text/plain; charset=utf-8').send(await enrollRead(deps, env, script));
+  });
 
   app.post<{ Params: { env: string; '*': string } }>('/:env/*', async (req, reply) => {
     const env = await findEnv(deps, req.params.env);

@@ -39,7 +39,8 @@ export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: un
   const hostname = str(sys.hostname) || str(sys.computer_name) || uuid;
   const nodeKey = randomBytes(20).toString('hex');
   const ts = deps.now().toISOString();
-  const systemInfo = { os, osquery: osq, system: sys, platform: obj(d.platform_info) };
+  // osquery's platform_info table is the BIOS; the other parts keep osquery's table names.
+  const systemInfo = { bios: obj(d.platform_info), os, osquery: osq, system: sys };
   const values = {
     node_key: nodeKey,
     hostname,

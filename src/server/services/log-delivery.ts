@@ -30,7 +30,8 @@ export interface LogEntry {
 interface SinkState {
   sink: LogSinkRow;
   queue: LogEntry[];
-  running: boolean;
+  /** The drain loop while it runs (one per sink), so stop() can wait for it. */
+  draining?: Promise<void>;
   bytes: number;
   exports: number;
   drops: number;
@@ -69,33 +70,28 @@ export class LogDelivery {
     for (const sink of sinks) {
       let st = this.states.get(sink.id);
       if (!st) {
-        st = { sink, queue: [], running: false, bytes: 0, exports: 0, drops: 0, failures: 0, lastError: '', lastAudit: 0 };
+        st = { sink, queue: [], bytes: 0, exports: 0, drops: 0, failures: 0, lastError: '', lastAudit: 0 };
         this.states.set(sink.id, st);
       }
       st.sink = sink;
       const room = QUEUE_LIMIT - st.queue.length;
       st.queue.push(...lines.slice(0, Math.max(0, room)));
       if (lines.length > room) st.drops += lines.length - Math.max(0, room);
-      if (!st.running) void this.drain(st);
+      if (!st.draining) st.draining = this.drain(st).finally(() => (st!.draining = undefined));
     }
   }
 
   private async drain(st: SinkState): Promise<void> {
-    st.running = true;
-    try {
-      while (st.queue.length > 0) {
-        const batch = st.queue.splice(0, BATCH);
-        try {
-          st.bytes += await send(st.sink, batch);
-          st.exports += 1;
-        } catch (e) {
-          st.failures += 1;
-          st.drops += batch.length;
-          st.lastError = (e as Error).message;
-        }
+    while (st.queue.length > 0) {
+      const batch = st.queue.splice(0, BATCH);
+      try {
+        st.bytes += await send(st.sink, batch);
+        st.exports += 1;
+      } catch (e) {
+        st.failures += 1;
+        st.drops += batch.length;
+        st.lastError = (e as Error).message;
       }
-    } finally {
-      st.running = false;
     }
   }
 
@@ -131,7 +127,7 @@ export class LogDelivery {
   /** Delivers what is queued (bounded by the sinks' own speed) and writes the counters. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await Promise.all([...this.states.values()].map((st) => (st.running ? new Promise<void>((r) => { const t = setInterval(() => { if (!st.running) { clearInterval(t); r(); } }, 20); }) : this.drain(st))));
+    await Promise.all([...this.states.values()].map((st) => st.draining));
     await this.flushCounters();
   }
 }
