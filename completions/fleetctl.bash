@@ -17,6 +17,7 @@ __fleetctl_sub() {
     '|tags') REPLY='tags' ;;
     '|nodes') REPLY='nodes' ;;
     '|settings') REPLY='settings' ;;
+    '|query') REPLY='query' ;;
     '|carves') REPLY='carves' ;;
     '|sinks') REPLY='sinks' ;;
     '|audit') REPLY='audit' ;;
@@ -79,8 +80,16 @@ __fleetctl_sub() {
     'settings|list'|'settings|ls') REPLY='settings list' ;;
     'settings|set') REPLY='settings set' ;;
     'settings|help') REPLY='settings help' ;;
+    'query|run') REPLY='query run' ;;
+    'query|list'|'query|ls') REPLY='query list' ;;
+    'query|show'|'query|get') REPLY='query show' ;;
+    'query|results') REPLY='query results' ;;
+    'query|cancel'|'query|expire') REPLY='query cancel' ;;
+    'query|help') REPLY='query help' ;;
     'carves|list'|'carves|ls') REPLY='carves list' ;;
     'carves|show'|'carves|get') REPLY='carves show' ;;
+    'carves|run') REPLY='carves run' ;;
+    'carves|download') REPLY='carves download' ;;
     'carves|delete'|'carves|rm') REPLY='carves delete' ;;
     'carves|expire') REPLY='carves expire' ;;
     'carves|complete') REPLY='carves complete' ;;
@@ -108,7 +117,7 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server options help' ;;
+    '') REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options help' ;;
     'auth') REPLY='status token help' ;;
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
@@ -120,7 +129,8 @@ __fleetctl_subs() {
     'tags') REPLY='list show add edit remove apply unapply help' ;;
     'nodes') REPLY='list show delete help' ;;
     'settings') REPLY='list set help' ;;
-    'carves') REPLY='list show delete expire complete archive help' ;;
+    'query') REPLY='run list show results cancel help' ;;
+    'carves') REPLY='list show run download delete expire complete archive help' ;;
     'sinks') REPLY='list show clone add remove help' ;;
     'audit') REPLY='list help' ;;
     'config') REPLY='list use show remove set help' ;;
@@ -131,10 +141,10 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags show'|'nodes'|'settings'|'settings set'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'tags show'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'auth status') REPLY='--check -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp disable'|'users passwd') REPLY='--password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -150,26 +160,31 @@ __fleetctl_opts() {
     'tags add'|'tags edit') REPLY='-d --description --color --icon --type --custom -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags apply'|'tags unapply') REPLY='-q --search --status --platform -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'nodes list') REPLY='--status --platform -q --search --sort --order --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'query run') REPLY='-t --target --wait --expire-hours --hidden -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'query list') REPLY='--status --page --page-size --limit --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'carves list') REPLY='--status -q --search --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'carves run') REPLY='-t --target --wait --expire-hours -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'carves download') REPLY='-O --output-file --session -f --force -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks clone') REPLY='--from --to --overwrite -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks add') REPLY='--name --type --source --info --disabled --order --config -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'audit list') REPLY='-q --search --service --user --page --page-size --limit --all -f --follow --interval --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'api') REPLY='-f --raw-field -F --field --input --paginate -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'server') REPLY='--listen --db --dev --dev-password --dev-nodes --admin-password-stdin --admin-username --create-env --login-rate-limit --api-rate-limit --denied-rate-limit --account-login-limit --request-timeout --headers-timeout --keep-alive-timeout --shutdown-grace --fix-permissions --tls-cert --tls-key --agent-listen --agent-tls-cert --agent-tls-key --log -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'server') REPLY='--listen --db --dev --dev-password --dev-nodes --dev-agents --admin-password-stdin --admin-username --create-env --login-rate-limit --api-rate-limit --denied-rate-limit --account-login-limit --request-timeout --headers-timeout --keep-alive-timeout --shutdown-grace --fix-permissions --tls-cert --tls-key --agent-listen --agent-tls-cert --agent-tls-key --log -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
   esac
 }
 
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'sinks list|-w'|'sinks list|--watch'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
     'login|--mfa-method') REPLY='totp recovery' ;;
-    'enroll update|--certificate'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key') REPLY=':file' ;;
+    'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key') REPLY=':file' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
     'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
     'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
     'nodes list|--sort') REPLY='hostname localname uuid ip platform version osquery lastseen firstseen' ;;
     'nodes list|--order') REPLY='asc desc' ;;
+    'query list|--status') REPLY='active completed expired deleted' ;;
     'carves list|--status') REPLY='active pending completed expired deleted' ;;
     'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
     'sinks add|--source') REPLY='status result query' ;;
@@ -197,12 +212,13 @@ __fleetctl_argval() {
     'nodes help') case $2 in 0) REPLY='list show delete' ;; *) return 1 ;; esac ;;
     'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
     'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;
-    'carves help') case $2 in 0) REPLY='list show delete expire complete archive' ;; *) return 1 ;; esac ;;
+    'query help') case $2 in 0) REPLY='run list show results cancel' ;; *) return 1 ;; esac ;;
+    'carves help') case $2 in 0) REPLY='list show run download delete expire complete archive' ;; *) return 1 ;; esac ;;
     'sinks help') case $2 in 0) REPLY='list show clone add remove' ;; *) return 1 ;; esac ;;
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }

@@ -8,7 +8,8 @@ import { rmSync } from 'node:fs';
 const outdir = process.env.FLEETCTL_OUTDIR || 'dist';
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: { main: 'src/main.ts' },
+  // agent-sim: the agent simulator as its own entry, for bench/agents.mjs (the CLI loads it lazily too).
+  entryPoints: { main: 'src/main.ts', 'agent-sim': 'src/agent-sim/index.ts' },
   outdir,
   bundle: true,
   splitting: true,

@@ -10,3 +10,4 @@ export * from './sink.js';
 export * from './carve.js';
 export * from './audit.js';
 export * from './stats.js';
+export * from './query.js';

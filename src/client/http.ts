@@ -2,6 +2,7 @@
 // Retry-After, typed ApiError, --debug logging with secrets redacted.
 import type { Dispatcher } from 'undici';
 import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { ApiError, NetworkError, UsageError } from '../errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 import { isSecretResponse, redactBody, redactHeaders } from './redact.js';
@@ -183,6 +184,58 @@ export class HttpClient {
       throw toApiError(status, text, retryAfter);
     }
   }
+
+  /** GET of a binary body (a carve archive): errors become ApiError/NetworkError as in request(); connection errors are retried. */
+  async download(path: string, query?: Query): Promise<Download> {
+  const url = this.url(path.replace(/^\//, ''), query);
+  const headers: Record<string, string> = { accept: 'application/octet-stream, application/json', 'user-agent': this.opts.userAgent ?? 'fleetctl' };
+  if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+  const policy = this.opts.retry ?? DEFAULT_RETRY;
+  const u = await loadUndici();
+  const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
+  for (let attempt = 1; ; attempt++) {
+    this.opts.debug?.(`> GET ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await u.request(url, { method: 'GET', headers, dispatcher, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
+    } catch (e) {
+      const err = e as Error & { code?: string; cause?: { code?: string } };
+      const code = err.cause?.code ?? err.code ?? err.message;
+      if (attempt < policy.maxAttempts && shouldRetry('GET', { networkError: true })) {
+        await sleep(retryDelayMs(attempt, undefined, policy));
+        continue;
+      }
+      throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${code}`, url);
+    }
+    this.opts.debug?.(`< ${res.statusCode} (binary body)`);
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      const len = Number(res.headers['content-length']);
+      const cd = String(res.headers['content-disposition'] ?? '');
+      const fn = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(cd)?.[1];
+      const flat = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v ?? '')]));
+      return { body: res.body, length: Number.isFinite(len) ? len : undefined, filename: fn ? decodeURIComponent(fn) : undefined, headers: flat };
+    }
+    const text = await res.body.text();
+    const ra = res.headers['retry-after'];
+    const retryAfter = parseRetryAfter(Array.isArray(ra) ? ra[0] : ra, Date.now());
+    if (attempt < policy.maxAttempts && shouldRetry('GET', { status: res.statusCode })) {
+      await sleep(retryDelayMs(attempt, retryAfter, policy));
+      continue;
+    }
+    throw toApiError(res.statusCode, text, retryAfter);
+  }
+  }
+}
+
+/** A binary answer being streamed (a carve archive): read `body` to the end or destroy it. */
+export interface Download {
+  body: Readable;
+  /** Content-Length when the server sent one. */
+  length?: number;
+  /** The file name of Content-Disposition, when given. */
+  filename?: string;
+  /** Response headers (lower-case names), e.g. what the server says the content should be. */
+  headers: Record<string, string>;
 }
 
 function parseAnswer<T>(text: string, schema?: TSchema, name = ''): T {

@@ -13,11 +13,13 @@ import { auditApi } from './resources/audit.js';
 import { statsApi } from './resources/stats.js';
 import { need, type Feature, type ServerFlavor } from './flavors/index.js';
 import { osctrlResources } from './flavors/osctrl.js';
+import { queriesApi } from './resources/queries.js';
 
 function fleetResources(http: HttpClient) {
   return {
     auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
     tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
+    queries: queriesApi(http),
   };
 }
 /** The typed API of this server; a flavour replaces some methods (src/client/flavors/), never the shape. */
@@ -35,6 +37,7 @@ export class FleetApi {
   readonly sinks: FleetResources['sinks'];
   readonly audit: FleetResources['audit'];
   readonly stats: FleetResources['stats'];
+  readonly queries: FleetResources['queries'];
 
   constructor(
     readonly http: HttpClient,
@@ -53,6 +56,7 @@ export class FleetApi {
     this.sinks = r.sinks;
     this.audit = r.audit;
     this.stats = r.stats;
+    this.queries = r.queries;
   }
 
   /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */

@@ -10,6 +10,7 @@ import { registerTags } from './tags/index.js';
 import { registerNodes } from './nodes/index.js';
 import { registerSettings } from './settings/index.js';
 import { registerCarves } from './carves/index.js';
+import { registerQuery } from './query/index.js';
 import { registerSinks } from './sinks/index.js';
 import { registerAudit } from './audit/index.js';
 import { registerStats } from './stats/index.js';
@@ -17,11 +18,12 @@ import { registerApi } from './api/index.js';
 import { registerConfig } from './config/index.js';
 import { registerCompletion } from './completion/index.js';
 import { registerServer } from './server/index.js';
+import { registerDev } from './dev/index.js';
 
 export function registerCommands(program: Command): void {
   for (const register of [
     registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerEnroll, registerTags, registerNodes,
-    registerSettings, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
-    registerCompletion, registerServer,
+    registerSettings, registerQuery, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
+    registerCompletion, registerServer, registerDev,
   ]) register(program);
 }

@@ -1,6 +1,6 @@
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
-import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, MessageResponse, Page } from '../../api/index.js';
+import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, MessageResponse, Page, QueryRunRequest, QueryRunResponse } from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
@@ -19,5 +19,9 @@ export const carvesApi = (http: HttpClient) => ({
   /** 4.16 */
   get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`, { schema: S.CarveDetail }),
   /** 4.17: no body. */
+  /** POST /api/v1/carves/{env}: start a carve of `path` on the targets. */
+  run: (env: string, body: QueryRunRequest) => http.request<QueryRunResponse>('POST', `api/v1/carves/${seg(env)}`, { body }),
+  /** GET /api/v1/carves/{env}/archive/{name}[?session=]: the reassembled archive, streamed. */
+  archive: (env: string, name: string, session?: string) => http.download(`api/v1/carves/${seg(env)}/archive/${seg(name)}`, { session }),
   action: (env: string, action: CarveAction, name: string) => http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`, { schema: S.MessageResponse }),
 });

@@ -5,6 +5,7 @@ import type { CarveAction, CarveFile, CarveListStatus, CarveQuery } from '../../
 import { printList, printObject, type Column } from '../../output/index.js';
 import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';
+import { registerCarveRun } from './run.js';
 
 const CARVE_COLUMNS: Column<CarveQuery>[] = [
   { key: 'name', header: 'NAME', id: true },
@@ -68,6 +69,7 @@ export function registerCarves(program: Command): void {
       'fleetctl carves show carve_etc_hosts',
       'fleetctl carves complete carve_etc_hosts',
       'fleetctl carves delete carve_crontab --yes',
+      'fleetctl carves run /etc/hosts --target web-fra-00001-3f2a',
     ],
   });
 
@@ -126,6 +128,8 @@ export function registerCarves(program: Command): void {
       if (detail.files.length > 0 || !ctx.io.stdoutIsTTY) await printList(ctx.io, ctx.output(), detail.files, FILE_COLUMNS);
     },
   );
+
+  registerCarveRun(carves);
 
   for (const a of ACTIONS) {
     verb<{ yes?: boolean }>(

@@ -12,6 +12,7 @@ interface ServerOpts {
   dev?: boolean;
   devPassword?: string;
   devNodes?: number;
+  devAgents?: number;
   adminPasswordStdin?: boolean;
   adminUsername: string;
   createEnv: string[];
@@ -95,6 +96,7 @@ export function registerServer(program: Command): void {
         .option('--dev', 'temporary database with a demo fleet')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
+        .option('--dev-agents <n>', 'live simulated osquery agents enrolled in prod over the agent door (--dev)', intArg(1))
         .option('--admin-password-stdin', 'read the first super-admin password from stdin (new database)')
         .option('--admin-username <name>', 'username of the first super-admin', 'admin')
         .option('--create-env <name>', 'create this environment at start when missing (repeatable)', (v: string, acc: string[]) => {
@@ -124,7 +126,7 @@ export function registerServer(program: Command): void {
       if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
       // --dev gives the demo fleet an agent door too: a free port, a self-signed certificate.
       const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: 0 } : undefined;
-      if ((o.devPassword || o.devNodes) && !o.dev) throw new UsageError('--dev-password and --dev-nodes need --dev');
+      if ((o.devPassword || o.devNodes || o.devAgents) && !o.dev) throw new UsageError('--dev-password, --dev-nodes and --dev-agents need --dev');
       const timeouts = {
         requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
         headersMs: o.headersTimeout === undefined ? undefined : o.headersTimeout * 1000,
@@ -181,10 +183,20 @@ export function registerServer(program: Command): void {
       if (server.agent) {
         ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
+      // Live agents for the demo: the simulator in this process, enrolled like a real install.
+      let agents: { stop(): Promise<void> } | undefined;
+      if (o.devAgents && server.demo && server.agent) {
+        const { startDevAgents } = await import('../../agent-sim/dev.js');
+        agents = await startDevAgents({
+          apiUrl: server.url, username: o.adminUsername, password: server.demo.password, env: 'prod', count: o.devAgents, ca: server.agent.certPem,
+          log: (line) => ctx.io.err(`agents: ${line}\n`),
+        });
+        ctx.io.out(`Simulated agents: ${o.devAgents} enrolling in prod over ${server.agent.url} (they answer live queries and carves)\n`);
+      }
       await new Promise<void>((resolve) => {
         const stop = () => {
           ctx.io.err('Shutting down: finishing in-flight requests...\n');
-          void server.close().then(resolve);
+          void (agents?.stop() ?? Promise.resolve()).then(() => server.close()).then(resolve);
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);

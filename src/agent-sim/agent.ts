@@ -1,0 +1,214 @@
+// One simulated osquery agent: enrolls with the secret and host_details, fetches its config,
+// flushes status and result logs, polls distributed queries and answers them, and uploads
+// carves block by block. Each step is one request; the simulator's scheduler decides when.
+import { createHash, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { AgentFlags } from './flags.js';
+import type { SimHost } from './hosts.js';
+import type { RequestKind, Stats } from './stats.js';
+import { answer, type Row } from './tables.js';
+import { tarOne } from './tar.js';
+import { TransportError, type Transport } from './transport.js';
+
+export interface AgentEnv {
+  flags: AgentFlags;
+  secret: string;
+  transport: Transport;
+  stats: Stats;
+  /** Read real files for carves (a single agent on this machine); else synthetic content. */
+  localFiles: boolean;
+  /** Called with every archive uploaded (to record it). */
+  onCarve?: (c: { requestId: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
+  now(): number;
+}
+
+interface ScheduledQuery {
+  name: string;
+  query: string;
+  interval: number;
+  due: number;
+}
+
+export class NodeInvalid extends Error {}
+
+export class SimAgent {
+  nodeKey?: string;
+  enrollFailures = 0;
+  /** A node_invalid answer scheduled one re-enrollment; others must not add more. */
+  reenrolling = false;
+  private statusLogs: object[] = [];
+  private resultLogs: object[] = [];
+  private schedule: ScheduledQuery[] = [];
+  private configHash = '';
+
+  constructor(
+    readonly host: SimHost,
+    private env: AgentEnv,
+  ) {}
+
+  /**
+   * When the task now running was due (ms since epoch): its first request's latency counts from
+   * then, so time spent waiting for a free connection or an in-flight slot is not hidden (a real
+   * agent would have been waiting on the server all that time).
+   */
+  dueAt?: number;
+
+  private async call(kind: RequestKind, path: string, body: object, gzip = false): Promise<any> {
+    const t = Math.min(Date.now(), this.dueAt ?? Infinity);
+    this.dueAt = undefined;
+    let res: any;
+    try {
+      res = await this.env.transport.post(path, body, gzip);
+    } catch (e) {
+      this.env.stats.error(kind, (e as Error).message);
+      throw e;
+    }
+    this.env.stats.record(kind, Date.now() - t);
+    if (res && typeof res === 'object' && res.node_invalid === true) {
+      if (kind !== 'enroll') this.nodeKey = undefined;
+      throw new NodeInvalid(`${path}: node_invalid`);
+    }
+    return res;
+  }
+
+  private decorations() {
+    const h = this.host;
+    return { host_uuid: h.uuid, hostname: h.hostname, osquery_version: h.osqueryInfo.version, config_hash: this.configHash };
+  }
+
+  private status(message: string, severity = 0): void {
+    const now = this.env.now();
+    this.statusLogs.push({
+      hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: String(Math.floor(now / 1000)),
+      severity: String(severity), filename: 'sim.cpp', line: '1', message, version: this.host.osqueryInfo.version, decorations: this.decorations(),
+    });
+    if (this.statusLogs.length > 1000) this.statusLogs.splice(0, this.statusLogs.length - 1000);
+  }
+
+  async enroll(): Promise<void> {
+    const h = this.host;
+    const res = await this.call('enroll', this.env.flags.enroll, {
+      enroll_secret: this.env.secret,
+      host_identifier: h.uuid,
+      platform_type: h.platformType,
+      host_details: { os_version: h.osVersion, osquery_info: h.osqueryInfo, system_info: h.systemInfo, platform_info: h.platformInfo },
+    });
+    if (typeof res?.node_key !== 'string' || res.node_key === '') throw new TransportError('enroll: no node_key in the answer');
+    this.nodeKey = res.node_key;
+    this.enrollFailures = 0;
+    this.status(`osqueryd started [version=${h.osqueryInfo.version}]`);
+    this.status('Enrolled with the TLS enroll plugin');
+  }
+
+  async config(): Promise<void> {
+    if (!this.env.flags.config) return;
+    const res = await this.call('config', this.env.flags.config, { node_key: this.nodeKey });
+    this.configHash = createHash('sha1').update(JSON.stringify(res)).digest('hex');
+    const now = this.env.now();
+    const schedule: ScheduledQuery[] = [];
+    const add = (prefix: string, queries: unknown) => {
+      if (!queries || typeof queries !== 'object') return;
+      for (const [name, q] of Object.entries(queries as Record<string, any>)) {
+        if (typeof q?.query !== 'string') continue;
+        const interval = Math.max(10, Number(q.interval) || 3600);
+        const old = this.schedule.find((s) => s.name === prefix + name);
+        schedule.push({ name: prefix + name, query: q.query, interval, due: old?.due ?? now + interval * 1000 });
+      }
+    };
+    add('', res?.schedule);
+    if (res?.packs && typeof res.packs === 'object') for (const [pack, p] of Object.entries(res.packs as Record<string, any>)) add(`pack/${pack}/`, p?.queries);
+    this.schedule = schedule.slice(0, 100);
+    this.status('Config refreshed');
+  }
+
+  /** Runs due scheduled queries into result logs, then sends the buffered logs (nothing to send: no request). */
+  async log(): Promise<boolean> {
+    if (!this.env.flags.logger) return false;
+    const now = this.env.now();
+    for (const s of this.schedule) {
+      if (s.due > now) continue;
+      s.due = now + s.interval * 1000;
+      const a = answer(s.query, this.host, now);
+      if (a.kind !== 'rows') continue;
+      this.resultLogs.push({
+        name: s.name, hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: Math.floor(now / 1000),
+        epoch: 0, counter: 0, numerics: false, decorations: this.decorations(), snapshot: a.rows, action: 'snapshot',
+      });
+    }
+    let sent = false;
+    for (const [type, buf] of [['status', this.statusLogs], ['result', this.resultLogs]] as const) {
+      if (buf.length === 0) continue;
+      const data = buf.splice(0, buf.length);
+      await this.call('log', this.env.flags.logger, { node_key: this.nodeKey, log_type: type, data }, this.env.flags.loggerCompress);
+      sent = true;
+    }
+    return sent;
+  }
+
+  /** Polls the distributed queries and answers them (carves start uploading). Returns how many it answered. */
+  async distributed(): Promise<number> {
+    const f = this.env.flags;
+    if (!f.distributedRead || !f.distributedWrite) return 0;
+    const res = await this.call('read', f.distributedRead, { node_key: this.nodeKey });
+    const queries = res?.queries && typeof res.queries === 'object' ? (res.queries as Record<string, unknown>) : {};
+    const names = Object.keys(queries).filter((n) => typeof queries[n] === 'string');
+    if (names.length === 0) return 0;
+    const out = { node_key: this.nodeKey, queries: {} as Record<string, Row[]>, statuses: {} as Record<string, number>, messages: {} as Record<string, string> };
+    const carves: { name: string; path: string; guid: string }[] = [];
+    const now = this.env.now();
+    for (const name of names) {
+      const a = answer(queries[name] as string, this.host, now);
+      if (a.kind === 'error') {
+        out.queries[name] = [];
+        out.statuses[name] = 1;
+        out.messages[name] = a.message;
+      } else if (a.kind === 'rows') {
+        out.queries[name] = a.rows;
+        out.statuses[name] = 0;
+      } else {
+        const guid = randomUUID();
+        out.queries[name] = [{ time: String(Math.floor(now / 1000)), sha256: '', size: '-1', path: a.path, status: 'STARTING', carve_guid: guid, request_id: name, carve: '1' }];
+        out.statuses[name] = 0;
+        carves.push({ name, path: a.path, guid });
+      }
+    }
+    await this.call('write', f.distributedWrite, out);
+    for (const c of carves) await this.carve(c.name, c.path, c.guid);
+    return names.length;
+  }
+
+  private async carveContent(path: string): Promise<Buffer> {
+    if (this.env.localFiles) return readFile(path);
+    // Synthetic, but different per host and path, and over one block for some.
+    const seed = createHash('sha256').update(`${this.host.uuid}\0${path}`).digest();
+    const lines: string[] = [];
+    const count = 20 + (seed.readUInt16BE(0) % 200);
+    for (let i = 0; i < count; i++) lines.push(`${i}\tsimulated content of ${path} on ${this.host.hostname}\t${seed.toString('hex', 0, 8)}`);
+    return Buffer.from(lines.join('\n') + '\n');
+  }
+
+  async carve(requestId: string, path: string, carveId: string): Promise<void> {
+    const f = this.env.flags;
+    if (!f.carverStart || !f.carverContinue) return;
+    let content: Buffer;
+    try {
+      content = await this.carveContent(path);
+    } catch (e) {
+      this.status(`Carve of ${path} failed: ${(e as Error).message}`, 2);
+      return;
+    }
+    const archive = tarOne(path, content);
+    const blockSize = Math.max(1, f.carverBlockSize);
+    const blockCount = Math.ceil(archive.length / blockSize);
+    const start = await this.call('carve', f.carverStart, {
+      block_count: blockCount, block_size: blockSize, carve_size: archive.length, carve_id: carveId, request_id: requestId, node_key: this.nodeKey,
+    });
+    const sessionId = start?.session_id;
+    if (typeof sessionId !== 'string' || sessionId === '') throw new TransportError('carver start: no session_id in the answer');
+    for (let i = 0; i < blockCount; i++) {
+      const data = archive.subarray(i * blockSize, (i + 1) * blockSize).toString('base64');
+      await this.call('carve', f.carverContinue, { block_id: i, session_id: sessionId, request_id: requestId, data });
+    }
+    await this.env.onCarve?.({ requestId, uuid: this.host.uuid, hostname: this.host.hostname, sessionId, path, archive });
+  }
+}

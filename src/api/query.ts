@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { CarveQuery } from './carve.js';
+
+/**
+ * A distributed (live) query: the carve query object (api-spec.md 2.7) with type `query`, plus
+ * `status` (ACTIVE, COMPLETED, EXPIRED, DELETED; derived like `carve_status`).
+ */
+export const DistributedQuery = Type.Object({ ...CarveQuery.properties, status: Type.Optional(Type.String()) });
+export type DistributedQuery = Static<typeof DistributedQuery>;
+
+/**
+ * POST /api/v1/queries/{env} and POST /api/v1/carves/{env} (osctrl's ApiDistributedQueryRequest):
+ * no target lists = every node of the environment.
+ */
+export const QueryRunRequest = Type.Object({
+  query: Type.Optional(Type.String()),
+  path: Type.Optional(Type.String()),
+  uuid_list: Type.Optional(Type.Array(Type.String())),
+  host_list: Type.Optional(Type.Array(Type.String())),
+  platform_list: Type.Optional(Type.Array(Type.String())),
+  environment_list: Type.Optional(Type.Array(Type.String())),
+  tag_list: Type.Optional(Type.Array(Type.String())),
+  hidden: Type.Optional(Type.Boolean()),
+  exp_hours: Type.Optional(Type.Integer()),
+});
+export type QueryRunRequest = Static<typeof QueryRunRequest>;
+
+/** `expected`: how many nodes the targets matched (fleetctl's server adds it to osctrl's answer). */
+export const QueryRunResponse = Type.Object({ query_name: Type.String(), expected: Type.Optional(Type.Integer()) });
+export type QueryRunResponse = Static<typeof QueryRunResponse>;
+
+/** One node's answer to a distributed query: its result set (`rows`), or `error` when `status` is not 0. */
+export const QueryResult = Type.Object({
+  id: Type.Integer(),
+  created_at: Type.String(),
+  uuid: Type.String(),
+  hostname: Type.Optional(Type.String()),
+  status: Type.Integer(),
+  error: Type.Optional(Type.String()),
+  rows: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+});
+export type QueryResult = Static<typeof QueryResult>;
+
+/** GET /api/v1/queries/{env}/results/{name}: a page of answers, oldest first, and the progress. */
+export const QueryResultsPage = Type.Object({
+  items: Type.Array(QueryResult),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  total_items: Type.Integer(),
+  total_pages: Type.Integer(),
+  expected: Type.Optional(Type.Integer()),
+  answered: Type.Optional(Type.Integer()),
+  query_status: Type.Optional(Type.String()),
+});
+export type QueryResultsPage = Static<typeof QueryResultsPage>;
+
+export const QueryActions = ['delete', 'expire', 'complete', 'cancel'] as const;
+export type QueryAction = (typeof QueryActions)[number];
+
+/** GET /api/v1/queries/{env}?status=: the list filter (no filter: every query). */
+export const QueryListStatuses = ['active', 'completed', 'expired', 'deleted'] as const;
+export type QueryListStatus = (typeof QueryListStatuses)[number];

@@ -1,0 +1,112 @@
+// Issue 13's done-checks, end to end: a fresh `fleetctl server` (not --dev) with --create-env
+// prod; simulated agents (the hidden `fleetctl dev agents`) enroll over TLS with the flags and
+// secret that `fleetctl enroll show prod flags|secret` print; `nodes list --status active`
+// lists them; `query run` returns one result set per agent; `carves run` + `carves download`
+// give back byte for byte the archive the agent sent.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execa, type ResultPromise } from 'execa';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+
+const PASSWORD = 'first-admin-password';
+const AGENTS = 3;
+let dir: string;
+let server: ServerProcess;
+let cli: Cli;
+let agents: ResultPromise;
+let agentsOut = '';
+let carvesDir: string;
+
+async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await ok()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}; simulator said:\n${agentsOut}`);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
+  carvesDir = join(dir, 'sent');
+  const key = join(dir, 'agent.key');
+  const cert = join(dir, 'agent.crt');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  server = await startServerProcess(
+    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key],
+    { input: PASSWORD },
+  );
+  cli = new Cli();
+  await cli.login(server.url, 'admin', 'prod', PASSWORD);
+  const flags = await cli.run(['enroll', 'show', 'prod', 'flags']);
+  const secret = await cli.run(['enroll', 'show', 'prod', 'secret']);
+  expect(flags.exitCode, flags.stderr).toBe(0);
+  expect(secret.exitCode, secret.stderr).toBe(0);
+  writeFileSync(join(dir, 'prod.flags'), flags.stdout);
+  writeFileSync(join(dir, 'prod.secret'), secret.stdout);
+  agents = execa(
+    'node',
+    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', cert, '--count', String(AGENTS),
+      '--distributed-interval', '500ms', '--log-interval', '500ms', '--record-carves', carvesDir, '--duration', '5m'],
+    { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
+  );
+  agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
+  await until(() => /Enrolled \d+\/\d+ agents/.test(agentsOut), 'enrollment');
+}, 90_000);
+
+afterAll(async () => {
+  agents?.kill('SIGTERM');
+  await agents;
+  await server?.stop();
+  cli?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('simulated agents against fleetctl server (not --dev)', () => {
+  it('enroll over TLS with the flags and secret of enroll show; nodes list --status active lists them', async () => {
+    expect(agentsOut).toMatch(new RegExp(`Enrolled ${AGENTS}/${AGENTS} agents`));
+    const r = await cli.run(['nodes', 'list', '--status', 'active', '--all', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const nodes = JSON.parse(r.stdout) as { uuid: string; hostname: string; platform: string }[];
+    expect(nodes).toHaveLength(AGENTS);
+    expect(new Set(nodes.map((n) => n.hostname)).size).toBe(AGENTS);
+  });
+
+  it('query run "SELECT * FROM os_version" --target all --wait 30s --json returns one result set per agent', async () => {
+    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'all', '--wait', '30s', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const sets = JSON.parse(r.stdout) as { uuid: string; status: number; rows: Record<string, string>[] }[];
+    expect(sets).toHaveLength(AGENTS);
+    expect(new Set(sets.map((s) => s.uuid)).size).toBe(AGENTS);
+    for (const s of sets) {
+      expect(s.status).toBe(0);
+      expect(s.rows).toHaveLength(1);
+      expect(s.rows[0]).toHaveProperty('platform');
+    }
+    expect(r.stderr).not.toMatch(/did not answer/);
+  });
+
+  it('an unknown table is answered with an error status, as osquery does', async () => {
+    const r = await cli.run(['query', 'run', 'SELECT * FROM no_such_table', '--wait', '30s', '-o', 'csv']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr.match(/error: .*no such table/g)).toHaveLength(AGENTS);
+  });
+
+  it('carves run /etc/hosts --target HOST, then carves download: byte-identical to what the agent sent', async () => {
+    const nodes = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as { uuid: string; hostname: string }[];
+    const host = nodes[0]!;
+    const run = await cli.run(['carves', 'run', '/etc/hosts', '--target', host.hostname, '--wait', '30s']);
+    expect(run.exitCode, run.stderr).toBe(0);
+    const name = run.stdout.trim();
+    expect(name).not.toBe('');
+    const file = join(dir, 'hosts.tar');
+    const dl = await cli.run(['carves', 'download', name, '-O', file]);
+    expect(dl.exitCode, dl.stderr).toBe(0);
+    const sent = readdirSync(carvesDir).filter((f) => f.startsWith(`${name}_`));
+    expect(sent.map((f) => f.toLowerCase())).toEqual([`${name}_${host.uuid}.tar`.toLowerCase()]);
+    expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0]!)));
+  });
+});
