@@ -28,3 +28,5 @@ export const SinkSources = ['status', 'result', 'query'] as const;
 /** Tag types (contract.md 4.10) */
 export const TagTypes = { env: 0, platform: 2, custom: 4, unknown: 5, tag: 6 } as const;
 export const AccessLevels = ['user', 'query', 'carve', 'admin'] as const;
+/** Values of the query list `status` filter. */
+export const QueryListStatuses = ['active', 'completed', 'expired', 'deleted'] as const;

@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CarveQuery } from './carve.js';
+import { QueryListStatuses } from './constants.js';
+export { QueryListStatuses };
 
 /**
  * A distributed (live) query: the carve query object (api-spec.md 2.7) with type `query`, plus
@@ -58,5 +60,4 @@ export const QueryActions = ['delete', 'expire', 'complete', 'cancel'] as const;
 export type QueryAction = (typeof QueryActions)[number];
 
 /** GET /api/v1/queries/{env}?status=: the list filter (no filter: every query). */
-export const QueryListStatuses = ['active', 'completed', 'expired', 'deleted'] as const;
 export type QueryListStatus = (typeof QueryListStatuses)[number];

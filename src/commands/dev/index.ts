@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { verb, intArg } from '../define.js';
-import { parseDuration } from '../../context.js';
+import { parseDuration } from '../../lib/duration.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { parseListen } from '../server/index.js';
 import { printObject } from '../../output/index.js';

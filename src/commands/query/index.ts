@@ -2,9 +2,10 @@
 // list/show/results/cancel follow osctrl-api's /api/v1/queries/{env} endpoints.
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { PAGE_SIZE_MAX, QueryListStatuses, type DistributedQuery, type QueryListStatus } from '../../api/index.js';
-import { paginate } from '../../client/index.js';
-import { parseDuration } from '../../context.js';
+import { PAGE_SIZE_MAX, QueryListStatuses } from '../../api/constants.js';
+import type { DistributedQuery, QueryListStatus } from '../../api/index.js';
+import { paginate } from '../../client/paginate.js';
+import { parseDuration } from '../../lib/duration.js';
 import { InterruptedError, UsageError } from '../../errors.js';
 import { createListWriter, printObject, type Column } from '../../output/index.js';
 import { addRunOptions, targetLists } from './targets.js';
