@@ -136,7 +136,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     if (lifecycle.closing) void reply.header('connection', 'close');
   });
 
-  /** Every refusal of the hook is audited in aggregate: one row per client address and minute. */
+  /** Every refusal of the hook is audited in aggregate: one row per client address, username and minute. */
   const audited = async (req: FastifyRequest, err: HttpError, username = '') => {
     await denials.record({ ip: req.ip, line: `denied ${req.method} ${req.url.split('?')[0]}: ${err.message}`, username, env: req.fleetEnv ?? null });
     return err;

@@ -30,6 +30,9 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
     loginRateLimit: 10_000,
     deniedRateLimit: 10_000,
     accountLoginLimit: 10_000,
+    // Tests seed synchronously in the server's own event loop (100,000 nodes: about a minute); a
+    // kept-alive connection must outlive that, as it did with Fastify's 72 s default.
+    timeouts: { keepAliveMs: 120_000 },
     ...opts,
   });
   const url = server.url;
