@@ -207,7 +207,7 @@ export async function saveLogin(ctx: Context, input: LoginInput, tokens: TokenRe
       { insecureStorage: ctx.globals.insecureStorage, recorded: previous?.credentialStore },
     );
     try {
-      ctx.config.set(name, { url: input.url, env: input.env, username: input.username, tokenExpiresAt: expiresAt, credentialStore: store.kind === 'keychain' ? 'keychain' : 'file', serverFlavor: input.flavor ?? 'fleet' });
+      ctx.config.set(name, { url: input.url, env: input.env, username: input.username, tokenExpiresAt: expiresAt, credentialStore: store.kind === 'keychain' ? 'keychain' : 'file', serverFlavor: input.flavor ?? ctx.serverFlavor() });
       if (!ctx.config.get(ctx.config.currentName())) ctx.config.use(name);
       if (fallbackReason && !ctx.config.noticeShown(FILE_FALLBACK_NOTICE)) {
         ctx.warnOnce('store', fileFallbackWarning(fallbackReason, stores.file.path));

@@ -164,7 +164,7 @@ describe('auth status and auth token', () => {
     expect(r.stdout).toBe(`${credentials(cli).default!.token}\n`);
     const s = await json(cli, ['auth', 'status']);
     expect(s).toEqual({
-      profile: 'default', url: ts.url, env: 'prod', username: 'admin', logged_in: true,
+      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true,
       token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/), token_expired: false,
       credential_store: 'file', token_location: `file ${join(cli.configDir, 'credentials.json')}`,
     });

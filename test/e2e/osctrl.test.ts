@@ -138,6 +138,13 @@ describe('users', () => {
     expect(osctrl.users.has('dave')).toBe(false);
   });
 
+  it('users edit --api is refused (osctrl ignores the flag)', async () => {
+    const r = await run(['users', 'edit', 'bob', '--api']);
+    expect(r.exitCode).toBe(8);
+    expect(r.stderr).toMatch(/^error: the API-access flag of users \(--api\/--no-api\): not supported by this server/);
+    expect(r.sent).toEqual([]);
+  });
+
   it('users remove works', async () => {
     const r = await run(['users', 'remove', 'carol', '--yes']);
     expect(r.exitCode, r.stderr).toBe(0);

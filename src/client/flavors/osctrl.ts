@@ -8,6 +8,7 @@ import {
   AuditLogEntry, CarveDetail, CarveQuery, DataResponse, Environment, EnvironmentMap, MessageResponse, Node, Paginated, Setting,
   TagTypes, TagWithCount, TokenResponse, User, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
 } from '../../api/index.js';
+import type { Setting as SettingT } from '../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../errors.js';
 import type { HttpClient } from '../http.js';
 import { checkAnswer } from '../validate.js';
@@ -128,18 +129,19 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         return toUser(raw, raw.permissions ?? {}, '');
       },
       action: async (username: string, action: Parameters<FleetResources['users']['action']>[1], body: Omit<UserBody, 'username'> = {}) => {
-        const { environments: envRefs, api, ...rest } = body;
-        void api; // osctrl ignores `api`; not sending it keeps the request honest
+        // osctrl accepts `api` and ignores it: say so rather than report a change that did not happen.
+        if (body.api !== undefined) refuse('the API-access flag of users (--api/--no-api)');
+        const { environments: envRefs, api: _api, ...rest } = body;
         if (action === 'add') {
           // osctrl stores `environments` verbatim and matches UUIDs: send UUIDs.
           const uuids = envRefs ? await Promise.all(envRefs.map(envUuid)) : undefined;
           return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/add`, { body: { ...rest, environments: uuids, username } }));
         }
         if (action === 'edit') {
-          // osctrl's edit ignores environments and levels: they go through its permissions endpoint.
+          // osctrl's edit ignores environments and levels: they go through its permissions endpoint,
+          // after the plain fields (every environment is resolved first, so a bad name changes nothing).
           if (envRefs?.length) await Promise.all(envRefs.map(envUuid));
-          const { user_access: _u, query_access: _q, carve_access: _c, admin_access: _a, ...plain } = rest;
-          void _u, _q, _c, _a;
+          const plain = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.endsWith('_access')));
           const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...plain, username } }));
           if (envRefs?.length) await setAccess(username, envRefs, accessOf(body));
           return res;
@@ -223,13 +225,13 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const own = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`), 'settings');
         const global = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}`), 'settings');
         const rows = [...own, ...global.filter((g) => g.EnvironmentID === 0 && !own.some((o) => o.Name === g.Name))];
-        return rows.map((r, i) => normalise<import('../../api/index.js').Setting>(Setting, settingFromOsctrl(r), `settings[${i}]`));
+        return rows.map((r, i) => normalise<SettingT>(Setting, settingFromOsctrl(r), `settings[${i}]`));
       },
       update: async (service: Parameters<FleetResources['settings']['update']>[0], name: string, body: Parameters<FleetResources['settings']['update']>[2], env?: string) => {
         // osctrl ignores ?env= and would change the global value.
         if (env) refuse('env-settings');
         const r = await http.request<unknown>('PATCH', `api/v1/settings/${seg(service)}/${seg(name)}`, { body });
-        return normalise<import('../../api/index.js').Setting>(Setting, settingFromOsctrl(checkAnswer<Record<string, unknown>>(RawSetting, r)));
+        return normalise<SettingT>(Setting, settingFromOsctrl(checkAnswer<Record<string, unknown>>(RawSetting, r)));
       },
     },
     carves: {
