@@ -95,6 +95,13 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(r.stderr.match(/error: .*no such table/g)).toHaveLength(AGENTS);
   });
 
+  it('the simulator refuses the generic flags\' certificate placeholder with a hint (exit 2)', async () => {
+    const r = await cli.run(['dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret')]);
+    expect(readFileSync(join(dir, 'prod.flags'), 'utf8')).toMatch(/--tls_server_certs=__CERT_FILE__/);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/--certs FILE \(fleetctl enroll show ENV cert > FILE\)/);
+  });
+
   it('carves run /etc/hosts --target HOST, then carves download: byte-identical to what the agent sent', async () => {
     const nodes = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as { uuid: string; hostname: string }[];
     const host = nodes[0]!;
