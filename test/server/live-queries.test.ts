@@ -92,6 +92,17 @@ describe('targets', () => {
     expect((await post('read', { node_key: e.body.node_key })).body.queries).toEqual({});
     expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body.status).toBe('EXPIRED');
   });
+
+  it('rows that are not objects are dropped from an answer; a non-zero status counts as an error', async () => {
+    const uuid = randomUUID();
+    const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'odd-host') });
+    const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 4', uuid_list: [uuid] } });
+    const name = run.body.query_name as string;
+    await post('write', { node_key: e.body.node_key, queries: { [name]: [1, 'x', null, [2], { a: '1' }] }, statuses: { [name]: 1 }, messages: { [name]: 'no such table' } });
+    const r = await t.call('GET', `/api/v1/queries/prod/results/${name}`, { token: admin });
+    expect(r.body.items[0]).toMatchObject({ uuid, status: 1, error: 'no such table', rows: [{ a: '1' }] });
+    expect((await t.call('GET', `/api/v1/queries/prod/${name}`, { token: admin })).body).toMatchObject({ errors: 1, executions: 1 });
+  });
 });
 
 describe('http sink', () => {

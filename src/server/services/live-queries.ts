@@ -279,7 +279,11 @@ export async function recordAnswers(
       .where('queries.name', 'in', names)
       .execute();
     for (const q of owed) {
-      const rows = Array.isArray(queries[q.name]) ? (queries[q.name] as unknown[]) : [];
+      // osquery's rows are objects of column -> text; anything else from an agent is dropped, so
+      // readers of the results can rely on that shape.
+      const rows = (Array.isArray(queries[q.name]) ? (queries[q.name] as unknown[]) : []).filter(
+        (r) => typeof r === 'object' && r !== null && !Array.isArray(r),
+      );
       const status = Number(statuses[q.name] ?? 0) || 0;
       const error = typeof messages[q.name] === 'string' ? (messages[q.name] as string) : '';
       await trx.insertInto('query_results').values({ query_id: q.id, node_id: node.id, node_uuid: node.uuid, hostname: node.hostname, status, error, rows: JSON.stringify(rows), created_at: ts }).execute();

@@ -15,7 +15,6 @@ import { writeAudit } from './audit.js';
 
 export const QUEUE_LIMIT = 10_000;
 const BATCH = 500;
-const SINKS_REFRESH_MS = 5_000;
 const AUDIT_EVERY_MS = 60_000;
 
 export interface LogEntry {
@@ -41,8 +40,6 @@ interface SinkState {
 }
 
 export class LogDelivery {
-  private sinks: LogSinkRow[] = [];
-  private loadedAt = 0;
   private states = new Map<number, SinkState>();
   private timer?: NodeJS.Timeout;
 
@@ -53,12 +50,20 @@ export class LogDelivery {
     this.timer.unref();
   }
 
-  private async sinksFor(envId: number, source: string): Promise<LogSinkRow[]> {
-    if (Date.now() - this.loadedAt > SINKS_REFRESH_MS) {
-      this.sinks = await this.deps.db.selectFrom('log_sinks').selectAll().where('enabled', '=', 1).execute();
-      this.loadedAt = Date.now();
-    }
-    return this.sinks.filter((s) => (s.environment_id === envId || s.environment_id === 0) && s.source === source);
+  /**
+   * Read on every delivery (a small indexed table), not cached: a sink added through the admin
+   * API gets the very next log, on every replica, with no window in which entries go nowhere.
+   */
+  private sinksFor(envId: number, source: string): Promise<LogSinkRow[]> {
+    return this.deps.db
+      .selectFrom('log_sinks')
+      .selectAll()
+      .where('environment_id', 'in', [envId, 0])
+      .where('source', '=', source)
+      .where('enabled', '=', 1)
+      .orderBy('environment_id')
+      .orderBy('sort_order')
+      .execute();
   }
 
   /** Queues entries for every matching sink; never waits for delivery. */
