@@ -9,7 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { BIN, Cli, DEV_PASSWORD, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { syntheticHost } from '../../src/agent-sim/hosts.js';
 
 const PASSWORD = 'first-admin-password';
 const AGENTS = 3;
@@ -95,6 +96,13 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(r.stderr.match(/error: .*no such table/g)).toHaveLength(AGENTS);
   });
 
+  it('the simulator refuses the generic flags\' certificate placeholder with a hint (exit 2)', async () => {
+    const r = await cli.run(['dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret')]);
+    expect(readFileSync(join(dir, 'prod.flags'), 'utf8')).toMatch(/--tls_server_certs=__CERT_FILE__/);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/--certs FILE \(fleetctl enroll show ENV cert > FILE\)/);
+  });
+
   it('carves run /etc/hosts --target HOST, then carves download: byte-identical to what the agent sent', async () => {
     const nodes = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as { uuid: string; hostname: string }[];
     const host = nodes[0]!;
@@ -109,4 +117,28 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(sent.map((f) => f.toLowerCase())).toEqual([`${name}_${host.uuid}.tar`.toLowerCase()]);
     expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0]!)));
   });
+});
+
+describe('fleetctl server --dev --dev-agents N', () => {
+  it('gives the demo fleet live agents: they enroll in prod over the dev agent door', async () => {
+    const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '30', '--dev-agents', '2']);
+    const c = new Cli();
+    try {
+      await until(() => /Simulated agents: 2 enrolling in prod/.test(dev.output()), 'the simulated agents line');
+      await c.login(dev.url);
+      const expected = [syntheticHost('dev-prod', 0), syntheticHost('dev-prod', 1)];
+      await until(async () => {
+        const r = await c.run(['nodes', 'show', expected[1]!.uuid, '--json']);
+        return r.exitCode === 0;
+      }, 'the second simulated agent in nodes show');
+      for (const h of expected) {
+        const r = await c.run(['nodes', 'show', h.uuid, '--json']);
+        expect(r.exitCode, r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout).hostname).toBe(h.hostname);
+      }
+    } finally {
+      c.cleanup();
+      await dev.stop();
+    }
+  }, 90_000);
 });

@@ -64,6 +64,10 @@ export function registerDev(program: Command): void {
       const { parseAgentFlags, FlagsError, Simulator } = await import('../../agent-sim/index.js');
       if (o.local && o.count > 1) throw new UsageError('--local is one agent (this machine): leave out --count');
       const read = async (file: string, what: string) => {
+        // The generic flags carry osctrl's placeholders where an install script puts real paths.
+        if (/^__[A-Z_]+__$/.test(file)) {
+          throw new UsageError(`the flags name no file for ${what} (${file})`, `pass ${what === 'the enroll secret' ? '--secret-file FILE (fleetctl enroll show ENV secret > FILE)' : '--certs FILE (fleetctl enroll show ENV cert > FILE), or --insecure'}`);
+        }
         try {
           return file === '-' ? await readStdin(ctx.io.stdin) : await readFile(file, 'utf8');
         } catch (e) {
