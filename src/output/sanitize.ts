@@ -22,18 +22,12 @@ const UNSAFE_IN_JSON = new RegExp(`[\\u007f-\\u009f${BIDI}]`, 'g');
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 
 /** `\n`, `\r`, `\t`; `\x1b` for the other C0/DEL/C1; `\u202e` for the bidi controls. */
-export function escapeChar(ch: string): string {
+function escapeChar(ch: string): string {
   if (ch === '\n') return '\\n';
   if (ch === '\r') return '\\r';
   if (ch === '\t') return '\\t';
   const cp = ch.codePointAt(0) ?? 0;
   return cp <= 0xff ? `\\x${hex(cp, 2)}` : `\\u${hex(cp, 4)}`;
-}
-
-/** True when `s` holds anything a terminal would interpret (newlines and tabs included). */
-export function hasUnsafe(s: string): boolean {
-  UNSAFE_ALL.lastIndex = 0;
-  return UNSAFE_ALL.test(s);
 }
 
 /** One line for a terminal: every control and bidi character escaped, newlines included. */

@@ -164,7 +164,7 @@ describe('auth status and auth token', () => {
     expect(r.stdout).toBe(`${credentials(cli).default!.token}\n`);
     const s = await json(cli, ['auth', 'status']);
     expect(s).toEqual({
-      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true,
+      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true, verified: true,
       token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/), token_expired: false,
       credential_store: 'file', token_location: `file ${join(cli.configDir, 'credentials.json')}`,
     });
@@ -214,7 +214,7 @@ describe('FLEETCTL_TOKEN, FLEETCTL_URL, FLEETCTL_ENV (CI)', () => {
     const r = await cli.run(['logout'], { env: { FLEETCTL_TOKEN: 'x.y.z' } });
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe(
-      `Logged out of profile default (token removed from file ${join(cli.configDir, 'credentials.json')}).\n` +
+      `Logged out of profile default (session ended on the server; token removed from file ${join(cli.configDir, 'credentials.json')}).\n` +
         'note: FLEETCTL_TOKEN is set in the environment and still authenticates commands.\n',
     );
     expect(credentials(cli).default).toBeUndefined();

@@ -116,7 +116,7 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
 
   it('logout removes the entry from the keychain; config remove removes the profile and its entry', () => {
     expect(rc('logout')).toBe(0);
-    expect(out('logout', 'err')).toContain('Logged out of profile default (token removed from OS keychain');
+    expect(out('logout', 'err')).toContain('Logged out of profile default (session ended on the server; token removed from OS keychain');
     const after = search('search-after-logout');
     expect(after).not.toContain('attribute.username = default');
     expect(after).toContain('attribute.username = second');

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 const ROOT = resolve(import.meta.dirname, '../..');
 let dir: string;
 let prefix: string;
-let packed: { files: { path: string }[] }[];
+let packed: { filename: string; files: { path: string }[] }[];
 
 const run = (cmd: string, args: string[], env: Record<string, string> = {}) =>
   execFileSync(cmd, args, { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -29,6 +29,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('npm pack and a global install', () => {
   it('packs the built CLI, the completions and every man page, and nothing from src/ or test/', () => {
+    // The package's own name: `fleetctl` on the registry is another product (Fleet DM's CLI).
+    expect(packed[0]!.filename).toMatch(/^osquery-fleetctl-\d+\.\d+\.\d+\.tgz$/);
     const files = packed[0]!.files.map((f) => f.path);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { man: string[] };
     for (const f of ['bin/fleetctl.js', 'dist/main.js', 'completions/fleetctl.bash', 'completions/_fleetctl', 'completions/fleetctl.fish', ...pkg.man]) {

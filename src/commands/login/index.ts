@@ -144,10 +144,15 @@ export function registerLogin(program: Command): void {
     },
     () => {},
     async (ctx) => {
-      const cred = await ctx.credential({ stored: true });
       // Revoke first (the token is needed for that), then forget it locally whatever happened.
       let revokeError: unknown;
       let alreadyEnded = false;
+      let cred: Awaited<ReturnType<Context['credential']>>;
+      try {
+        cred = await ctx.credential({ stored: true });
+      } catch (e) {
+        revokeError = e; // e.g. the keychain cannot be reached: removing says so in its own words
+      }
       if (cred) {
         try {
           await (await ctx.api({ check: true, stored: true })).auth.logout();
