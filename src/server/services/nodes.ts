@@ -4,7 +4,7 @@ import type { Deps, Caller } from '../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
 import {
   NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes,
-  type Node, type NodesQuery, type NodeSort, type Page, type Tag, type SystemInfo,
+  type Node, type NodesQuery, type NodeSort, type Page, type Tag, SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
@@ -115,7 +115,26 @@ function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeCon
   return node;
 }
 
-const parseSystemInfo = (r: NodeRow) => JSON.parse(r.system_info || '{}') as SystemInfo;
+/**
+ * The stored system_info in the API's shape: every group and key present (empty string when the
+ * agent did not report it), nothing else. Agents report what osquery's tables give, which is not
+ * always every key the API lists, and a missing one must not fail the response schema.
+ */
+const parseSystemInfo = (r: NodeRow): SystemInfo => {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(r.system_info || '{}');
+  } catch {
+    raw = {};
+  }
+  const src = (raw && typeof raw === 'object' ? raw : {}) as Record<string, Record<string, unknown> | undefined>;
+  const out: Record<string, Record<string, string>> = {};
+  for (const [group, schema] of Object.entries(SystemInfo.properties)) {
+    const given = src[group] && typeof src[group] === 'object' ? src[group]! : {};
+    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : String(given[k])]));
+  }
+  return out as SystemInfo;
+};
 
 async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Tag[]>> {
   const out = new Map<number, Tag[]>();
