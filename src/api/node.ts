@@ -84,6 +84,7 @@ export const NodesQuery = Type.Object({
   page: Type.Optional(Type.String()),
   page_size: Type.Optional(Type.String()),
   q: Type.Optional(Type.String()),
+  tag: Type.Optional(Type.String()),
   status: Type.Optional(Type.String()),
   platform: Type.Optional(Type.String()),
   sort: Type.Optional(Type.String()),

@@ -57,6 +57,30 @@ describe('tags show', () => {
   });
 });
 
+describe('nodes by tag', () => {
+  it('nodes list --tag pci --all --json returns exactly the tagged nodes; tags show --nodes the same', async () => {
+    const all = await nodesJson([]);
+    const tagged = all.filter((n) => n.tags.some((t) => t.name === 'pci')).map((n) => n.uuid).sort();
+    expect(tagged.length).toBeGreaterThan(0);
+    const r = await cli.run(['nodes', 'list', '--tag', 'pci', '--all', '--json']);
+    expect(r.exitCode).toBe(0);
+    expect((JSON.parse(r.stdout) as Node[]).map((n) => n.uuid).sort()).toEqual(tagged);
+    const viaTag = await cli.run(['tags', 'show', 'pci', '--nodes', '--all', '--json']);
+    expect((JSON.parse(viaTag.stdout) as Node[]).map((n) => n.uuid).sort()).toEqual(tagged);
+    expect((await tag('pci'))!.node_count).toBe(tagged.length);
+  });
+
+  it('-o csv --fields hostname,tags.name gives the tag names; an unknown tag is an empty list', async () => {
+    const csv = await cli.run(['nodes', 'list', '--tag', 'pci', '--limit', '3', '-o', 'csv', '--fields', 'hostname,tags.name']);
+    const lines = csv.stdout.trim().split('\n');
+    expect(lines[0]).toBe('hostname,tags.name');
+    for (const l of lines.slice(1)) expect(l).toMatch(/^[^,]+,"?[^"]*\bpci\b/);
+    const none = await cli.run(['nodes', 'list', '--tag', 'no-such-tag', '--json']);
+    expect(none.exitCode).toBe(0);
+    expect(JSON.parse(none.stdout)).toEqual([]);
+  });
+});
+
 describe('tags list', () => {
   it('prints the API objects with node_count as JSON', async () => {
     const r = await cli.run(['tags', 'list', '-o', 'json']);

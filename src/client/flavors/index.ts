@@ -23,6 +23,7 @@ export const FEATURE_NAMES = {
   'carve-archive': 'carve archive',
   'env-settings': 'per-environment settings',
   'audit-search': 'audit search (-q)',
+  'node-tag-filter': 'listing nodes by tag (--tag)',
 } as const;
 export type Feature = keyof typeof FEATURE_NAMES;
 

@@ -8,6 +8,8 @@ export interface NodeListQuery {
   page?: number;
   page_size?: number;
   q?: string;
+  /** Only nodes carrying this tag. */
+  tag?: string;
   status?: NodeStatus;
   platform?: Platform;
   sort?: NodeSort;

@@ -14,6 +14,7 @@ interface ListOpts {
   status?: NodeStatus;
   platform?: Platform;
   search?: string;
+  tag?: string;
   sort?: NodeSort;
   order?: SortOrder;
   page?: number;
@@ -59,6 +60,7 @@ export function registerNodes(program: Command): void {
         'stream, so memory stays flat however large the fleet is.',
       examples: [
         'fleetctl nodes list --status active',
+        'fleetctl nodes list --tag pci --all --json',
         'fleetctl nodes list --platform linux --sort osquery --order desc --limit 20',
         'fleetctl nodes list --all --json > nodes.json',
         "fleetctl nodes list --status inactive --all -o jsonl --fields uuid,hostname,last_seen",
@@ -68,6 +70,7 @@ export function registerNodes(program: Command): void {
       cmd
         .addOption(choiceOption('--status <status>', 'node status', NodeStatuses))
         .addOption(choiceOption('--platform <platform>', 'platform family', Platforms))
+        .option('-t, --tag <name>', 'only nodes carrying this tag')
         .option('-q, --search <text>', 'substring of uuid, hostname, localname, IP, user, platform or osquery version')
         .addOption(choiceOption('--sort <field>', 'sort field (default lastseen)', NodeSorts))
         .addOption(choiceOption('--order <order>', 'sort order (default: desc for lastseen/firstseen, else asc)', SortOrders))
@@ -78,8 +81,9 @@ export function registerNodes(program: Command): void {
     async (ctx, _args, o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const filters = { status: o.status, platform: o.platform, q: o.search, sort: o.sort, order: o.order };
-      const filtered = o.status || o.platform || o.search;
+      const filters = { status: o.status, platform: o.platform, q: o.search, tag: o.tag, sort: o.sort, order: o.order };
+      const filtered = o.status || o.platform || o.search || o.tag;
+      if (o.tag !== undefined) api.need('node-tag-filter');
       await printPagedList(ctx, o, {
         noun: 'nodes',
         columns: NODE_COLUMNS,

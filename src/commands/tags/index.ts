@@ -6,6 +6,8 @@ import { NodeStatuses, Platforms, TagTypes } from '../../api/constants.js';
 import type { NodeStatus, Platform, TagBody, TagWithCount } from '../../api/index.js';
 import { CliError, ExitCode, UsageError, mapError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
+import { printPagedList } from '../paged-list.js';
+import { NODE_COLUMNS } from '../nodes/columns.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import { nodesToChange } from './select-nodes.js';
@@ -134,15 +136,26 @@ export function registerTags(program: Command): void {
       aliases: ['get'],
       summary: 'Show one tag and how many nodes carry it',
       description: 'Show a tag of the environment (--env or the profile\'s) by name: description, color, type and its node count. -o json prints the API object.',
-      examples: ['fleetctl tags show pci', 'fleetctl tags show pci -o json', 'fleetctl tags show pci --jq .node_count'],
+      examples: ['fleetctl tags show pci', 'fleetctl tags show pci -o json', 'fleetctl tags show pci --nodes --all'],
     },
-    (cmd) => cmd.argument('<name>', 'tag name'),
-    async (ctx, [name]) => {
+    (cmd) =>
+      cmd
+        .argument('<name>', 'tag name')
+        .option('--nodes', 'list the nodes carrying the tag instead (like nodes list --tag NAME)')
+        .option('--all', 'with --nodes: every page'),
+    async (ctx, [name], o: { nodes?: boolean; all?: boolean }) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
       const tag = (await api.tags.list(env)).find((t) => t.name === name);
       if (!tag) throw new CliError(`no tag named "${name}" in ${env}`, ExitCode.notFound, 'run `fleetctl tags list` to see the tag names');
-      await printObject(ctx.io, ctx.output(), tag, ctx.wantsData() ? [] : TAG_COLUMNS);
+      if (!o.nodes) return printObject(ctx.io, ctx.output(), tag, ctx.wantsData() ? [] : TAG_COLUMNS);
+      api.need('node-tag-filter');
+      await printPagedList(ctx, { all: o.all }, {
+        noun: 'nodes',
+        columns: NODE_COLUMNS,
+        fetchPage: (page, page_size) => api.nodes.list(env, { tag: name, page, page_size }),
+        empty: `No nodes in ${env} carry ${name}`,
+      });
     },
   );
 

@@ -39,6 +39,8 @@ export interface NodeListParams {
   status?: (typeof NodeStatuses)[number];
   platform?: (typeof Platforms)[number];
   q?: string;
+  /** Only nodes carrying the tag of this name (issue 10: `nodes list --tag`). */
+  tag?: string;
   sort: NodeSort;
   order: 'asc' | 'desc';
 }
@@ -51,6 +53,7 @@ export function parseNodeQuery(q: NodesQuery): NodeListParams {
     status: oneOf('status', q.status, NodeStatuses),
     platform: oneOf('platform', q.platform, Platforms),
     q: q.q === undefined || q.q === '' ? undefined : q.q,
+    tag: q.tag === undefined || q.tag === '' ? undefined : q.tag,
     sort,
     order,
   };
@@ -162,6 +165,13 @@ function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: st
   if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', cutoffIso)]));
   if (p.platform) q = q.where('platform_bucket', '=', p.platform);
   if (p.q) q = q.where(searchMatch(deps.dialect, p.q));
+  // Through the node_tags_tag index, after one lookup of the tag by name in the environment.
+  if (p.tag) {
+    const tag = p.tag;
+    q = q.where('id', 'in', (eb) =>
+      eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', '=', tag).where('tags.environment_id', '=', eb.ref('nodes.environment_id')),
+    );
+  }
   return q;
 }
 
@@ -179,7 +189,7 @@ async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from:
 
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
 function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
-  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '']);
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tag ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
     deps.db,
@@ -251,7 +261,8 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const generation = await nodeGeneration(deps.db);
   const ctx = await shapeContext(deps, env, generation.counts);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
-  const total = await filteredTotal(deps, env, params, cutoff, generation.counts);
+  // A tag filter's total changes with tagging too, which only the content generation counts.
+  const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
   const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
   const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
