@@ -138,6 +138,8 @@ const ENVIRONMENT: [string, string][] = [
   ['FLEETCTL_ENV', 'Environment name or UUID, when --env is not given (overrides the profile\'s).'],
   ['FLEETCTL_TOKEN', 'An API token to use instead of the stored one; it always wins over the keychain and the credentials file. Useful in CI.'],
   ['FLEETCTL_PROFILE', 'Profile to use, when --profile is not given.'],
+  ['FLEETCTL_PAGER', 'Pager for long tables at a terminal (then PAGER, then less -FRX); empty or cat means none.'],
+  ['FLEETCTL_NO_PROGRESS', 'When set, --all exports never show a progress line.'],
   ['FLEETCTL_SERVER_FLAVOR', 'What the server is (fleet or osctrl), when --server-flavor is not given; overrides what login learned.'],
   ['FLEETCTL_CONFIG_DIR', 'Directory of the configuration file and the credentials file, instead of the default (see FILES).'],
   ['NO_COLOR', 'When set and not empty, no colors in any output (like --no-color).'],
