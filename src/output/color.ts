@@ -1,12 +1,29 @@
 // Colors for stdout. On/off is decided once, by io.color (TTY, NO_COLOR, FORCE_COLOR,
-// --no-color: see src/io.ts); chalk's own terminal detection is never consulted.
-import { Chalk, type ChalkInstance } from 'chalk';
+// --no-color: see src/io.ts). The few SGR styles are all the output uses, so they are written
+// here rather than loaded from chalk at every start (it was most of what start-up loaded
+// besides commander).
 import type { IO } from '../io.js';
 
-export type Colors = ChalkInstance;
+export interface Colors {
+  bold(s: string): string;
+  dim(s: string): string;
+  red(s: string): string;
+  green(s: string): string;
+  yellow(s: string): string;
+  blue(s: string): string;
+  magenta(s: string): string;
+  cyan(s: string): string;
+}
+
+const sgr = (open: number, close: number) => (s: string) => (s === '' ? s : `\x1b[${open}m${s}\x1b[${close}m`);
+const ON: Colors = {
+  bold: sgr(1, 22), dim: sgr(2, 22), red: sgr(31, 39), green: sgr(32, 39), yellow: sgr(33, 39), blue: sgr(34, 39), magenta: sgr(35, 39), cyan: sgr(36, 39),
+};
+const plain = (s: string) => s;
+const OFF: Colors = { bold: plain, dim: plain, red: plain, green: plain, yellow: plain, blue: plain, magenta: plain, cyan: plain };
 
 export function colorsFor(io: Pick<IO, 'color'>): Colors {
-  return new Chalk({ level: io.color ? 1 : 0 });
+  return io.color ? ON : OFF;
 }
 
 const GREEN = new Set(['active', 'healthy', 'low', 'completed', 'complete', 'success', 'succeeded', 'ok', 'true', 'enabled', 'online']);
