@@ -4,10 +4,10 @@ import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { PAGE_SIZE_MAX, QueryListStatuses } from '../../api/constants.js';
 import type { DistributedQuery, QueryListStatus } from '../../api/index.js';
-import { paginate } from '../../client/paginate.js';
+import { printPagedList } from '../paged-list.js';
 import { parseDuration } from '../../lib/duration.js';
 import { InterruptedError, UsageError } from '../../errors.js';
-import { createListWriter, printObject, type Column } from '../../output/index.js';
+import { printObject, type Column } from '../../output/index.js';
 import { addRunOptions, targetLists } from './targets.js';
 import { streamResults } from './stream.js';
 
@@ -112,6 +112,7 @@ export function registerQuery(program: Command): void {
     query,
     {
       name: 'list',
+      watch: true,
       aliases: ['ls'],
       summary: 'List the live queries of an environment',
       description: 'List distributed queries, newest first: one page by default (--page, --page-size); --all streams every page.',
@@ -127,21 +128,12 @@ export function registerQuery(program: Command): void {
     async (ctx, _args, o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const writer = createListWriter(ctx.io, ctx.output(), QUERY_COLUMNS);
-      if (o.all || o.limit !== undefined) {
-        const pageSize = Math.min(o.pageSize ?? PAGE_SIZE_MAX, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-        for await (const items of paginate((page, page_size) => api.queries.list(env, { status: o.status, page, page_size }), { pageSize, limit: o.limit })) {
-          await writer.write(items);
-        }
-      } else {
-        const page = await api.queries.list(env, { status: o.status, page: o.page, page_size: o.pageSize });
-        await writer.write(page.items);
-        if (ctx.io.stdoutIsTTY && !ctx.wantsData() && page.total_pages > page.page) {
-          ctx.io.err(`Showing page ${page.page} of ${page.total_pages} (${page.total_items} queries); next: --page ${page.page + 1}, or --all\n`);
-        }
-      }
-      await writer.end();
-      if (writer.count === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No ${o.status ? `${o.status} ` : ''}queries in ${env}.\n`);
+      await printPagedList(ctx, o, {
+        noun: 'queries',
+        columns: QUERY_COLUMNS,
+        fetchPage: (page, page_size) => api.queries.list(env, { status: o.status, page, page_size }),
+        empty: `No ${o.status ? `${o.status} ` : ''}queries in ${env}`,
+      });
     },
   );
 
