@@ -177,19 +177,23 @@ __fleetctl_opts() {
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--environment'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--environment'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-t'|'nodes list|--tag'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks clone|--from'|'sinks clone|--to'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
     'login|--mfa-method') REPLY='totp recovery' ;;
+    'users add|--environment'|'users edit|--environment'|'sinks clone|--from'|'sinks clone|--to') REPLY=':dyn:env' ;;
     'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'api|--input'|'server|--db'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key') REPLY=':file' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
     'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
     'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
+    'nodes list|-t'|'nodes list|--tag') REPLY=':dyn:tag' ;;
     'nodes list|--sort') REPLY='hostname localname uuid ip platform version osquery lastseen firstseen' ;;
     'nodes list|--order') REPLY='asc desc' ;;
     'query list|--status') REPLY='active completed expired deleted' ;;
     'carves list|--status') REPLY='active pending completed expired deleted' ;;
     'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
     'sinks add|--source') REPLY='status result query' ;;
-    *'|--url'|*'|--env'|*'|--profile'|*'|--fields'|*'|--jq'|*'|--timeout'|*'|--server-flavor') REPLY='' ;;
+    *'|--url'|*'|--fields'|*'|--jq'|*'|--timeout'|*'|--server-flavor') REPLY='' ;;
+    *'|--env') REPLY=':dyn:env' ;;
+    *'|--profile') REPLY=':dyn:profile' ;;
     *'|-o'|*'|--output') REPLY='table wide json jsonl yaml csv' ;;
     *'|--time') REPLY='relative local rfc3339' ;;
     *'|--ca-file') REPLY=':file' ;;
@@ -206,15 +210,21 @@ __fleetctl_argval() {
     'mfa webauthn help') case $2 in 0) REPLY='list remove' ;; *) return 1 ;; esac ;;
     'mfa help') case $2 in 0) REPLY='status totp recovery-codes webauthn' ;; *) return 1 ;; esac ;;
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
+    'env show'|'env intervals'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
     'env help') case $2 in 0) REPLY='list show intervals map' ;; *) return 1 ;; esac ;;
-    'enroll show') case $2 in 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
+    'enroll show') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
     'enroll help') case $2 in 0) REPLY='extend expire rotate notexpire update show' ;; *) return 1 ;; esac ;;
+    'tags apply'|'tags unapply') case $2 in 0) REPLY=':dyn:tag' ;; *) return 1 ;; esac ;;
     'tags help') case $2 in 0) REPLY='list show add edit remove apply unapply' ;; *) return 1 ;; esac ;;
+    'nodes show') case $2 in 0) REPLY=':dyn:node' ;; *) return 1 ;; esac ;;
+    'nodes delete') case $2 in 0|[1-9]*) REPLY=':dyn:node' ;; *) return 1 ;; esac ;;
     'nodes help') case $2 in 0) REPLY='list show delete' ;; *) return 1 ;; esac ;;
-    'settings list'|'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
+    'settings list') case $2 in 0) REPLY='tls admin api' ;; 1) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
+    'settings set') case $2 in 0) REPLY='tls admin api' ;; *) return 1 ;; esac ;;
     'settings help') case $2 in 0) REPLY='list set' ;; *) return 1 ;; esac ;;
     'query help') case $2 in 0) REPLY='run list show results cancel' ;; *) return 1 ;; esac ;;
     'carves help') case $2 in 0) REPLY='list show run download delete expire complete archive' ;; *) return 1 ;; esac ;;
+    'sinks show') case $2 in 1) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
     'sinks help') case $2 in 0) REPLY='list show clone add remove' ;; *) return 1 ;; esac ;;
     'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
@@ -236,6 +246,9 @@ __fleetctl_value() {
   if [[ $REPLY == :file ]]; then
     compopt -o filenames 2>/dev/null
     __fleetctl_reply -f -P "$1" -- "$2"
+  elif [[ $REPLY == :dyn:* ]]; then
+    # Names only fleetctl knows (profiles, environments, hosts, tags): asked with a short timeout.
+    __fleetctl_reply -W "$(fleetctl __complete "${REPLY#:dyn:}" "$2" 2>/dev/null)" -P "$1" -- "$2"
   else
     __fleetctl_reply -W "$REPLY" -P "$1" -- "$2"
   fi

@@ -31,6 +31,19 @@ export function buildProgram(): Command {
     .configureHelp(helpConfig)
     .exitOverride();
   registerCommands(program);
+  // Hidden: what the generated completion scripts call for names only fleetctl knows.
+  program
+    .command('__complete', { hidden: true })
+    .argument('<kind>')
+    .argument('[prefix]', '', '')
+    .action(async (kind: string, prefix: string) => {
+      const { Context } = await import('./context.js');
+      const { completeValues, COMPLETION_TIMEOUT } = await import('./commands/completion/dynamic.js');
+      const globals = program.opts();
+      const ctx = new Context({ ...globals, timeout: COMPLETION_TIMEOUT });
+      const values = await completeValues(ctx, kind, prefix).catch(() => []);
+      process.stdout.write(values.filter((v) => v.startsWith(prefix)).map((v) => `${v}\n`).join(''));
+    });
   program
     .command('options')
     .description('List the global options, which every command accepts')

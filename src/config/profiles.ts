@@ -18,6 +18,8 @@ export interface Profile {
   credentialStore?: 'keychain' | 'file';
   /** What the server is (learned at login): this API (`fleet`) or osctrl. Absent: `fleet`. */
   serverFlavor?: 'fleet' | 'osctrl';
+  /** Environment names seen at login, for shell completion without a server call. */
+  environments?: string[];
 }
 
 interface ConfigShape {

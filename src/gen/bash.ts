@@ -10,9 +10,9 @@ export function sq(s: string): string {
 
 const key = (c: CommandSpec): string => c.path.join(' ');
 
-/** What a value (of an option or argument) completes to: ':file', the choices, or nothing. */
-function valueWords(v: { choices?: string[]; file: boolean }): string {
-  return v.file ? ':file' : (v.choices ?? []).join(' ');
+/** What a value (of an option or argument) completes to: ':file', ':dyn:KIND', the choices, or nothing. */
+function valueWords(v: { choices?: string[]; file: boolean; dynamic?: string }): string {
+  return v.file ? ':file' : v.dynamic ? `:dyn:${v.dynamic}` : (v.choices ?? []).join(' ');
 }
 
 /** `case` arms with identical bodies merged: [[pattern, body]] -> lines. */
@@ -125,6 +125,9 @@ ${fn}_value() {
   if [[ $REPLY == :file ]]; then
     compopt -o filenames 2>/dev/null
     ${fn}_reply -f -P "$1" -- "$2"
+  elif [[ $REPLY == :dyn:* ]]; then
+    # Names only fleetctl knows (profiles, environments, hosts, tags): asked with a short timeout.
+    ${fn}_reply -W "$(${p.name} __complete "\${REPLY#:dyn:}" "$2" 2>/dev/null)" -P "$1" -- "$2"
   else
     ${fn}_reply -W "$REPLY" -P "$1" -- "$2"
   fi

@@ -9,6 +9,9 @@ const firstLine = (s: string): string => s.split('\n')[0]!.trim();
 const key = (c: CommandSpec): string => c.path.join(' ');
 const optKey = (o: OptionSpec): string => `${o.flags}\0${o.description}`;
 
+/** Names only fleetctl knows (profiles, environments, hosts, tags): see `_dynamic` in the script. */
+const dynamicList = (prog: string, kind: string) => `(__${prog.replace(/\W/g, '_')}_dynamic ${kind})`;
+
 function optionLine(prog: string, o: OptionSpec, condition?: string): string {
   const parts = ['complete', '-c', prog];
   if (condition) parts.push('-n', fq(condition));
@@ -18,6 +21,7 @@ function optionLine(prog: string, o: OptionSpec, condition?: string): string {
     if (o.file) parts.push('-r', '-F');
     else parts.push('-x');
     if (o.choices) parts.push('-a', fq(o.choices.join(' ')));
+    else if (o.dynamic) parts.push('-a', fq(dynamicList(prog, o.dynamic)));
   }
   parts.push('-d', fq(firstLine(o.description)));
   return parts.join(' ');
@@ -51,9 +55,10 @@ export function fishCompletion(p: ProgramSpec): string {
     }
     for (const o of c.options) if (!everywhereKeys.has(optKey(o))) lines.push(optionLine(prog, o, at(c)));
     c.args.forEach((a, i) => {
-      if (!a.choices && !a.file) return;
+      if (!a.choices && !a.file && !a.dynamic) return;
       const cond = `${fn}_at ${fq(key(c))} ${i}${a.variadic ? '+' : ''}`;
-      lines.push(`complete -c ${prog} -n ${fq(cond)} ${a.file ? '-F' : `-a ${fq(a.choices!.join(' '))}`} -d ${fq(firstLine(a.description || a.name))}`);
+      const values = a.file ? '-F' : `-a ${fq(a.choices ? a.choices.join(' ') : dynamicList(prog, a.dynamic!))}`;
+      lines.push(`complete -c ${prog} -n ${fq(cond)} ${values} -d ${fq(firstLine(a.description || a.name))}`);
     });
   }
   const unique = [...new Set(overriding)];
@@ -144,6 +149,12 @@ end
 function ${fn}_at_any
     ${fn}_state
     contains -- "$${fn}_path" $argv
+end
+
+# Names only ${prog} knows (profiles, environments, hosts, tags), asked with a short timeout.
+function ${fn}_dynamic
+    command -q ${prog}; or return
+    ${prog} __complete $argv[1] (commandline -ct) 2>/dev/null
 end
 
 # No file names unless an option or argument asks for them.

@@ -21,6 +21,22 @@ export interface OptionSpec {
   defaultText?: string;
   /** The value is a file path: shells complete file names. */
   file: boolean;
+  /** Values come from `fleetctl __complete KIND` (profile and environment names, hostnames, tags). */
+  dynamic?: DynamicKind;
+}
+
+export const DYNAMIC_KINDS = ['profile', 'env', 'node', 'tag'] as const;
+export type DynamicKind = (typeof DYNAMIC_KINDS)[number];
+
+/** Which values are completed dynamically, by value name: `--env <env>`, `<node>`, `--tag <name>`... */
+function dynamicKind(valueName: string | undefined, flag?: string): DynamicKind | undefined {
+  if (flag === '--profile') return 'profile';
+  if (flag === '--tag') return 'tag';
+  const n = (valueName ?? '').replace(/\.\.\.$/, '');
+  if (n === 'env' || n === 'environment') return 'env';
+  if (n === 'node') return 'node';
+  if (n === 'tag') return 'tag';
+  return undefined;
 }
 
 export interface ArgSpec {
@@ -30,6 +46,7 @@ export interface ArgSpec {
   variadic: boolean;
   choices?: string[];
   file: boolean;
+  dynamic?: DynamicKind;
 }
 
 export interface CommandSpec {
@@ -81,6 +98,7 @@ function optionSpec(o: Option): OptionSpec {
     choices: o.argChoices?.length ? [...o.argChoices] : undefined,
     defaultText,
     file: valueName !== undefined && !o.argChoices && isFileValue(valueName, true),
+    dynamic: valueName !== undefined && !o.argChoices ? dynamicKind(valueName, o.long) : undefined,
   };
 }
 
@@ -92,6 +110,7 @@ function argSpec(a: Argument): ArgSpec {
     variadic: a.variadic,
     choices: a.argChoices?.length ? [...a.argChoices] : undefined,
     file: !a.argChoices && isFileValue(a.name(), false),
+    dynamic: a.argChoices ? undefined : dynamicKind(a.name()),
   };
 }
 

@@ -13,8 +13,10 @@ const colon = (s: string): string => firstLine(s).replace(/\\/g, '\\\\').replace
 const firstLine = (s: string): string => s.split('\n')[0]!.trim();
 
 /** The action completing a value: its choices, file names, or nothing (a message only). */
-function action(v: { choices?: string[]; file: boolean }): string {
+function action(v: { choices?: string[]; file: boolean; dynamic?: string }): string {
   if (v.file) return '_files';
+  // Names only fleetctl knows (profiles, environments, hosts, tags): asked with a short timeout.
+  if (v.dynamic) return `{compadd -- \${(f)"$(fleetctl __complete ${v.dynamic} \${(q)PREFIX} 2>/dev/null)"}}`;
   // Inside (...) a value's blanks, parentheses, quotes and colons (the spec separator) are escaped.
   if (v.choices) return `(${v.choices.map((c) => c.replace(/([\\ ()'"`$:])/g, '\\$1')).join(' ')})`;
   return ' ';

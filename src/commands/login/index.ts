@@ -126,6 +126,8 @@ export function registerLogin(program: Command): void {
       const input = { url, env, username, password, expHours: opts.expHours, flavor };
       const tokens = await obtainToken(ctx, input, { mfa, interactive: ctx.io.canPrompt() });
       const saved = await saveLogin(ctx, input, tokens);
+      const { rememberEnvironments } = await import('../completion/dynamic.js');
+      await rememberEnvironments(ctx, saved.profile);
       ctx.io.err(`Logged in to ${input.url} as ${username} (environment ${env}, profile ${saved.profile}).\nToken stored in ${saved.storedIn}${saved.expiresAt ? `; it expires ${saved.expiresAt}` : ''}.\n`);
     },
   );
