@@ -77,36 +77,42 @@ const LOGIN_HINT = 'run `fleetctl login` to sign in';
 export function mapError(err: unknown): MappedError {
   if (err instanceof CliError) return { exitCode: err.exitCode, message: err.message, hint: err.hint };
   if (err instanceof ApiError) {
-    const msg = `${err.message} (${err.code}, HTTP ${err.status})`;
-    switch (err.status) {
-      case 400:
-        return { exitCode: ExitCode.error, message: msg };
-      case 401:
-        return {
-          exitCode: ExitCode.auth,
-          message: msg,
-          hint: err.hint ?? (err.code === 'token_expired' ? 'your session has ended: run `fleetctl login` to sign in again' : LOGIN_HINT),
-        };
-      case 403:
-        return { exitCode: ExitCode.forbidden, message: msg, hint: err.code === 'csrf' ? LOGIN_HINT : undefined };
-      case 404:
-        return { exitCode: ExitCode.notFound, message: msg };
-      case 409:
-        return { exitCode: ExitCode.conflict, message: msg };
-      case 429:
-      case 503:
-        return {
-          exitCode: ExitCode.unavailable,
-          message: msg,
-          hint: err.retryAfter ? `the server asks to retry after ${err.retryAfter} s` : undefined,
-        };
-      default:
-        return { exitCode: ExitCode.error, message: msg };
-    }
+    const m = mapApiError(err);
+    // A hint the client knew better (a web page instead of the API, a refused login) wins.
+    return err.hint ? { ...m, hint: err.hint } : m;
   }
   if (err instanceof NetworkError) {
     return { exitCode: ExitCode.unavailable, message: err.message, hint: err.hint };
   }
   const e = err as Error;
   return { exitCode: ExitCode.error, message: e?.message ?? String(err) };
+}
+
+function mapApiError(err: ApiError): MappedError {
+  const msg = `${err.message} (${err.code}, HTTP ${err.status})`;
+  switch (err.status) {
+    case 400:
+      return { exitCode: ExitCode.error, message: msg };
+    case 401:
+      return {
+        exitCode: ExitCode.auth,
+        message: msg,
+        hint: err.code === 'token_expired' ? 'your session has ended: run `fleetctl login` to sign in again' : LOGIN_HINT,
+      };
+    case 403:
+      return { exitCode: ExitCode.forbidden, message: msg, hint: err.code === 'csrf' ? LOGIN_HINT : undefined };
+    case 404:
+      return { exitCode: ExitCode.notFound, message: msg };
+    case 409:
+      return { exitCode: ExitCode.conflict, message: msg };
+    case 429:
+    case 503:
+      return {
+        exitCode: ExitCode.unavailable,
+        message: msg,
+        hint: err.retryAfter ? `the server asks to retry after ${err.retryAfter} s` : undefined,
+      };
+    default:
+      return { exitCode: ExitCode.error, message: msg };
+  }
 }

@@ -272,6 +272,12 @@ export function toApiError(status: number, text: string, retryAfter?: number): A
     const code = typeof b.code === 'string' && b.code ? b.code : codeForStatus(status);
     return new ApiError(status, safeLine(code), safeLine(message?.trim() || `HTTP ${status}`), b, retryAfter);
   }
+  // A web page (a proxy, another web app, the wrong port): say so instead of dumping its HTML.
+  if (/^\s*<(!doctype|html|head|body|\?xml)/i.test(text)) {
+    const err = new ApiError(status, codeForStatus(status), 'did not answer like a Fleet API server: it sent a web page', {}, retryAfter);
+    err.hint = 'check --url (or FLEETCTL_URL, or the profile\'s URL)';
+    return err;
+  }
   // Go's http.Error and text bodies end with a newline: one trimmed line, at most 200 characters.
   const message = (typeof parsed === 'string' ? parsed : text).trim().split('\n')[0]!.slice(0, 200) || `HTTP ${status}`;
   return new ApiError(status, codeForStatus(status), safeLine(message), {}, retryAfter);

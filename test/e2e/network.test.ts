@@ -23,6 +23,10 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ items: [], page: 1, page_size: 50, total_items: 0, total_pages: 0 }));
     }
+    if (path.startsWith('/website/')) {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      return res.end('<!DOCTYPE html>\n<html><head><title>Not Found</title></head><body><h1>Not Found</h1>' + 'x'.repeat(5000) + '</body></html>\n');
+    }
     if (path === '/limited/api/v1/nodes/prod/delete') {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
       return res.end(JSON.stringify({ code: 'rate_limited', error: 'slow down' }));
@@ -73,6 +77,12 @@ describe('network failures', () => {
     expect(r.stderr).toMatch(/slow down \(rate_limited, HTTP 429\)/);
     expect(r.stderr).toMatch(/retry after 30 s/);
     expect(hits['/limited/api/v1/nodes/prod/delete']).toBe(1);
+  });
+
+  it('a URL that answers with a web page says so in one line, no HTML, with a hint about --url', async () => {
+    const r = await cli.run(['nodes', 'list', '--url', `${base}/website`], { env });
+    expect(r.exitCode).toBe(3);
+    expect(r.stderr).toBe('error: did not answer like a Fleet API server: it sent a web page (not_found, HTTP 404)\nhint: check --url (or FLEETCTL_URL, or the profile\'s URL)\n');
   });
 
   it('--debug logs requests on stderr with the token redacted', async () => {
