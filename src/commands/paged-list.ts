@@ -1,6 +1,7 @@
-// One way to print a paginated list (nodes, carves, audit entries): one page with a "Showing"
-// line, or every page (--all / --limit) streamed through the list writer with a progress line,
-// and the same "No X in Y." at a terminal when nothing matched.
+// One way to print a list: a paginated one (nodes, carves, audit entries, queries) one page with
+// a "Showing" line, or every page (--all / --limit) streamed through the list writer with a
+// progress line; a whole one (tags, environments, settings, keys, profiles) at once. Both say
+// the same "No X in Y." at a terminal when nothing matched.
 import { PAGE_SIZE_MAX } from '../api/constants.js';
 import type { Page } from '../api/index.js';
 import { pages } from '../client/paginate.js';
@@ -52,4 +53,10 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
     const shown = page.items.length ? `${first}-${first + page.items.length - 1}` : 'none';
     ctx.io.err(`Showing ${shown} of ${page.total_items} ${spec.noun} (page ${page.page} of ${page.total_pages})${more}\n`);
   }
+}
+
+/** A list the server returns whole; at a terminal, an empty one says so (`empty`, without the full stop). */
+export async function printWholeList<T>(ctx: Context, rows: readonly T[], columns: readonly Column<T>[], empty: string): Promise<void> {
+  await printList(ctx.io, ctx.output(), rows, columns);
+  if (rows.length === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`${empty}.\n`);
 }

@@ -68,6 +68,14 @@ describe('empty lists at a terminal say so', () => {
     expect(await t.exitCode()).toBe(0);
     expect(t.text().trim()).toBe(message);
   });
+
+  it('whole lists too: config list before any login', async () => {
+    const fresh = new Cli();
+    const t = new Terminal(['config', 'list'], { configDir: fresh.configDir });
+    expect(await t.exitCode()).toBe(0);
+    expect(t.text().trim()).toBe('No profiles yet: `fleetctl login` creates one.');
+    fresh.cleanup();
+  });
 });
 
 describe('nodes show', () => {
@@ -185,5 +193,17 @@ describe('--watch and the pager', () => {
     expect(await direct.exitCode()).toBe(0);
     expect(direct.text()).toMatch(/^UUID +HOSTNAME/m);
     expect(existsSync(marked)).toBe(false);
+  });
+});
+
+describe('bulk changes', () => {
+  it('tags apply over a filter shows progress at a terminal, then the summary', async () => {
+    expect((await cli.run(['tags', 'add', 'bulk-progress'])).exitCode).toBe(0);
+    const t = new Terminal(['tags', 'apply', 'bulk-progress', '--status', 'active'], { configDir: cli.configDir, env: { CI: undefined, ...NOW } });
+    await t.waitFor(/Tagged [\d,]+ of [\d,]+ nodes \([\d,]+\/s\)/);
+    expect(await t.exitCode()).toBe(0);
+    expect(t.text()).toMatch(/Tagged \d+ nodes with bulk-progress in prod/);
+    const piped = await cli.run(['tags', 'apply', 'bulk-progress', '--status', 'inactive'], { env: NOW });
+    expect(piped.stderr).toMatch(/^Tagged \d+ nodes with bulk-progress in prod\n$/);
   });
 });

@@ -3,9 +3,10 @@ import type { Command } from 'commander';
 import { group, verb } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { isValidProfileName, normalizeServerUrl, type Profile } from '../../config/profiles.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printObject, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
 import { removeStoredToken } from '../login/index.js';
+import { printWholeList } from '../paged-list.js';
 
 export interface ProfileView {
   name: string;
@@ -93,7 +94,7 @@ export function registerConfig(program: Command): void {
       const rows = Object.entries(ctx.config.list())
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([name, p]) => view(ctx, name, p));
-      await printList(ctx.io, ctx.output(), rows, COLUMNS);
+      await printWholeList(ctx, rows, COLUMNS, 'No profiles yet: `fleetctl login` creates one');
     },
   );
 

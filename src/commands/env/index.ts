@@ -6,6 +6,7 @@ import type { Environment, EnvironmentMapEntry, IntervalsBody, MapTarget } from 
 import { UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
+import { printWholeList } from '../paged-list.js';
 
 /**
  * The enroll secret is blanked in `env list`/`env show` output unless asked for (--show-secret):
@@ -94,7 +95,7 @@ export function registerEnv(program: Command): void {
       const api = await ctx.api();
       const names = Object.keys(await api.environments.map('name')).sort((a, b) => a.localeCompare(b));
       const envs = await mapLimit(names, 4, (n) => api.environments.get(n));
-      await printList(ctx.io, ctx.output(), envs.map((e) => redactSecret(e, o.showSecret)), ENV_COLUMNS);
+      await printWholeList(ctx, envs.map((e) => redactSecret(e, o.showSecret)), ENV_COLUMNS, 'No environments you can access');
     },
   );
 

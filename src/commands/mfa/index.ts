@@ -1,13 +1,14 @@
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
-import { printList, printObject, printText, safeText } from '../../output/index.js';
+import { printObject, printText, safeText } from '../../output/index.js';
 import { readStdinSecret } from '../../prompt.js';
 import { confirmDestructive } from '../confirm.js';
 import { readPassword } from '../users/secrets.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
 import type { TotpBeginResponse, WebauthnCredential } from '../../api/index.js';
+import { printWholeList } from '../paged-list.js';
 
 const CODE_RE = /^\d{6}$/;
 const PROMPT_ATTEMPTS = 3;
@@ -219,7 +220,7 @@ export function registerMfa(program: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       api.need('mfa');
-      await printList<WebauthnCredential>(ctx.io, ctx.output(), await api.mfa.webauthnList(), WEBAUTHN_COLUMNS);
+      await printWholeList<WebauthnCredential>(ctx, await api.mfa.webauthnList(), WEBAUTHN_COLUMNS, 'No WebAuthn keys (they are registered in a browser)');
     },
   );
 

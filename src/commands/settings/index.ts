@@ -3,10 +3,11 @@ import { group, verb } from '../define.js';
 import { SettingServices } from '../../api/constants.js';
 import type { Setting, SettingService } from '../../api/index.js';
 import { CliError, ExitCode } from '../../errors.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printObject, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
 import { settingBody, settingValue } from './value.js';
+import { printWholeList } from '../paged-list.js';
 
 const scopeOf = (s: Setting) => (s.environmentID === 0 ? 'global' : 'env');
 
@@ -64,7 +65,7 @@ export function registerSettings(program: Command): void {
     async (ctx, [service, env]) => {
       const api = await ctx.api();
       const list = await api.settings.list(service as SettingService, env ?? ctx.requireEnv());
-      await printList(ctx.io, ctx.output(), list, SETTING_COLUMNS);
+      await printWholeList(ctx, list, SETTING_COLUMNS, 'No settings');
     },
   );
 

@@ -5,12 +5,14 @@ import { choiceOption, group, verb } from '../define.js';
 import { NodeStatuses, Platforms, TagTypes } from '../../api/constants.js';
 import type { NodeStatus, Platform, TagBody, TagWithCount } from '../../api/index.js';
 import { CliError, ExitCode, UsageError, mapError } from '../../errors.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printObject, type Column } from '../../output/index.js';
 import { printPagedList } from '../paged-list.js';
+import { Progress } from '../progress.js';
 import { NODE_COLUMNS } from '../nodes/columns.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import { nodesToChange } from './select-nodes.js';
+import { printWholeList } from '../paged-list.js';
 
 type TagTypeName = keyof typeof TagTypes;
 const TAG_TYPE_NAMES = Object.keys(TagTypes) as TagTypeName[];
@@ -81,13 +83,17 @@ async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs
   if (action === 'untag') api.need('untag');
   const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform });
   let done = 0;
+  const progress = Progress.start(ctx.io, 'nodes', { verb: action === 'tag' ? 'Tagged' : 'Untagged', bulk: true });
   try {
     for (let i = 0; i < uuids.length; i += TAG_BATCH) {
       const batch = uuids.slice(i, i + TAG_BATCH);
       await (action === 'tag' ? api.tags.tag(env, tag, batch) : api.tags.untag(env, tag, batch));
       done += batch.length;
+      progress.update(done, uuids.length);
     }
+    progress.stop();
   } catch (e) {
+    progress.stop();
     if (done === 0) throw e;
     // Earlier batches are applied and stay so: say exactly how far it got.
     const m = mapError(e);
@@ -125,7 +131,7 @@ export function registerTags(program: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       const list = await api.tags.list(ctx.requireEnv());
-      await printList(ctx.io, ctx.output(), list, TAG_COLUMNS);
+      await printWholeList(ctx, list, TAG_COLUMNS, `No tags in ${ctx.requireEnv()}`);
     },
   );
 
