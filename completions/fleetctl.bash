@@ -43,6 +43,7 @@ __fleetctl_sub() {
     'mfa recovery-codes|regenerate') REPLY='mfa recovery-codes regenerate' ;;
     'mfa recovery-codes|help') REPLY='mfa recovery-codes help' ;;
     'mfa webauthn|list'|'mfa webauthn|ls') REPLY='mfa webauthn list' ;;
+    'mfa webauthn|show'|'mfa webauthn|get') REPLY='mfa webauthn show' ;;
     'mfa webauthn|remove'|'mfa webauthn|rm'|'mfa webauthn|delete') REPLY='mfa webauthn remove' ;;
     'mfa webauthn|help') REPLY='mfa webauthn help' ;;
     'users|list'|'users|ls') REPLY='users list' ;;
@@ -102,6 +103,7 @@ __fleetctl_sub() {
     'sinks|remove'|'sinks|rm'|'sinks|delete') REPLY='sinks remove' ;;
     'sinks|help') REPLY='sinks help' ;;
     'audit|list'|'audit|ls') REPLY='audit list' ;;
+    'audit|show'|'audit|get') REPLY='audit show' ;;
     'audit|help') REPLY='audit help' ;;
     'config|list'|'config|ls') REPLY='config list' ;;
     'config|use') REPLY='config use' ;;
@@ -122,7 +124,7 @@ __fleetctl_subs() {
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
     'mfa recovery-codes') REPLY='regenerate help' ;;
-    'mfa webauthn') REPLY='list remove help' ;;
+    'mfa webauthn') REPLY='list show remove help' ;;
     'users') REPLY='list show me add edit remove passwd help' ;;
     'env') REPLY='list show intervals map help' ;;
     'enroll') REPLY='extend expire rotate notexpire update show help' ;;
@@ -132,7 +134,7 @@ __fleetctl_subs() {
     'query') REPLY='run list show results cancel help' ;;
     'carves') REPLY='list show run download delete expire complete archive help' ;;
     'sinks') REPLY='list show clone add remove help' ;;
-    'audit') REPLY='list help' ;;
+    'audit') REPLY='list show help' ;;
     'config') REPLY='list use show remove set help' ;;
   esac
 }
@@ -141,7 +143,7 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'mfa webauthn show'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'audit show'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'auth status') REPLY='--check -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -207,7 +209,7 @@ __fleetctl_argval() {
     'auth help') case $2 in 0) REPLY='status token' ;; *) return 1 ;; esac ;;
     'mfa totp help') case $2 in 0) REPLY='setup confirm disable' ;; *) return 1 ;; esac ;;
     'mfa recovery-codes help') case $2 in 0) REPLY='regenerate' ;; *) return 1 ;; esac ;;
-    'mfa webauthn help') case $2 in 0) REPLY='list remove' ;; *) return 1 ;; esac ;;
+    'mfa webauthn help') case $2 in 0) REPLY='list show remove' ;; *) return 1 ;; esac ;;
     'mfa help') case $2 in 0) REPLY='status totp recovery-codes webauthn' ;; *) return 1 ;; esac ;;
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
     'env show'|'env intervals'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
@@ -226,7 +228,7 @@ __fleetctl_argval() {
     'carves help') case $2 in 0) REPLY='list show run download delete expire complete archive' ;; *) return 1 ;; esac ;;
     'sinks show') case $2 in 1) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
     'sinks help') case $2 in 0) REPLY='list show clone add remove' ;; *) return 1 ;; esac ;;
-    'audit help') case $2 in 0) REPLY='list' ;; *) return 1 ;; esac ;;
+    'audit help') case $2 in 0) REPLY='list show' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
     'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;

@@ -71,7 +71,7 @@ describe('audit list', () => {
     const r = await cli.run(['audit', 'list', '--user', 'admin', '-q', 'login ok']);
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
-    expect(lines[0]).toBe('TIME\tUSER\tSERVICE\tTYPE\tSEVERITY\tENV\tLINE');
+    expect(lines[0]).toBe('ID\tTIME\tUSER\tSERVICE\tTYPE\tSEVERITY\tENV\tLINE');
     expect(lines[1]).toMatch(/^\d{4}-\d{2}-\d{2}T\S+\tadmin\t\S+\tlogin\tinfo\tprod\t.*login/);
   });
 
@@ -89,6 +89,23 @@ describe('audit list', () => {
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/--follow prints a stream/);
     expect((await cli.run(['audit', 'list', '--help'])).stdout).toMatch(/Examples:\n {2}\$ fleetctl audit list/);
+  });
+});
+
+describe('audit show', () => {
+  it('shows one entry by the id that audit list prints; another user's entry is 404 for a non-admin', async () => {
+    const [first] = await listJson(['--limit', '1']);
+    const r = await cli.run(['audit', 'show', String(first!.id), '--json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(first);
+    expect((await cli.run(['audit', 'show', '99999999'])).exitCode).toBe(3);
+    expect((await cli.run(['audit', 'show', 'abc'])).exitCode).toBe(2);
+    const analyst = new Cli();
+    await analyst.login(server.url, 'analyst');
+    const adminEntry = (await listJson(['--user', 'admin', '--limit', '1']))[0]!;
+    const denied = await analyst.run(['audit', 'show', String(adminEntry.id)]);
+    expect(denied.exitCode).toBe(3);
+    analyst.cleanup();
   });
 });
 

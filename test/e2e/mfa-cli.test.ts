@@ -280,6 +280,14 @@ describe('mfa webauthn', () => {
     expect(table.stdout.split('\n')[0]!.split('\t')).toEqual(['ID', 'NAME', 'CREATED', 'LAST USED']);
   });
 
+  it('show prints one credential by id; an unknown id exits 3', async () => {
+    const list = JSON.parse((await admin.run(['mfa', 'webauthn', 'list', '--json'])).stdout) as WebauthnCredential[];
+    const one = await admin.run(['mfa', 'webauthn', 'show', list[0]!.id, '--json']);
+    expect(one.exitCode).toBe(0);
+    expect(JSON.parse(one.stdout)).toEqual(list[0]);
+    expect((await admin.run(['mfa', 'webauthn', 'show', 'no-such-cred'])).exitCode).toBe(3);
+  });
+
   it('an empty list is [] for a user without keys', async () => {
     const { cli } = await freshUser();
     const r = await cli.run(['mfa', 'webauthn', 'list', '--json']);

@@ -24,6 +24,7 @@ export const FEATURE_NAMES = {
   'env-settings': 'per-environment settings',
   'audit-search': 'audit search (-q)',
   'node-tag-filter': 'listing nodes by tag (--tag)',
+  'audit-show': 'reading one audit entry',
 } as const;
 export type Feature = keyof typeof FEATURE_NAMES;
 

@@ -270,6 +270,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const env_uuid = env ? await envUuid(env) : undefined;
         return normalisePage<AuditLogEntry>(AuditLogEntry, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
       },
+      get: () => refuse('audit-show'),
     },
   };
 }

@@ -7,7 +7,7 @@ import { paginate } from '../../client/paginate.js';
 import type { Context } from '../../context.js';
 import { parseDuration } from '../../lib/duration.js';
 import { UsageError } from '../../errors.js';
-import { createListWriter, evalJq, selectFields, setTimeStyle, validateFields, type Column, type OutputOptions } from '../../output/index.js';
+import { createListWriter, evalJq, printObject, selectFields, setTimeStyle, validateFields, type Column, type OutputOptions } from '../../output/index.js';
 import type { AuditListQuery } from '../../client/resources/audit.js';
 import { follow } from './follow.js';
 import { printPagedList } from '../paged-list.js';
@@ -19,6 +19,7 @@ export const severityName = (s: number) => nameOf(Severities, s);
 /** Table columns; `type`, `severity` and `env` show names, while json keeps the API's integers and UUID. */
 function auditColumns(envNames: Map<string, string>): Column<AuditLogEntry>[] {
   return [
+    { key: 'id', header: 'ID', kind: 'number' },
     { key: 'created_at', header: 'TIME', kind: 'time' },
     { key: 'username', header: 'USER' },
     { key: 'service', header: 'SERVICE' },
@@ -144,6 +145,25 @@ export function registerAudit(program: Command): void {
         fetchPage: (page, page_size) => api.audit.list({ ...query, page, page_size }),
         empty: `No audit entries${filtered ? ' match' : ''}`,
       });
+    },
+  );
+  verb(
+    audit,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show one audit entry by its id',
+      description: 'Show one audit entry (the ID column of `audit list`). Non-super-admins can read only their own entries. -o json prints the API object.',
+      examples: ['fleetctl audit show 42', 'fleetctl audit show 42 -o json'],
+    },
+    (cmd) => cmd.argument('<id>', 'entry id (the ID column of audit list)'),
+    async (ctx, [id]) => {
+      if (!/^[1-9]\d{0,15}$/.test(id!)) throw new UsageError(`"${id}" is not an audit entry id (a positive number)`);
+      const api = await ctx.api();
+      api.need('audit-show');
+      const entry = await api.audit.get(Number(id));
+      const columns = auditColumns(await envNames(api));
+      await printObject(ctx.io, ctx.output(), entry, ctx.wantsData() ? [] : columns);
     },
   );
 }

@@ -224,6 +224,23 @@ export function registerMfa(program: Command): void {
     },
   );
 
+  verb(
+    webauthn,
+    {
+      name: 'show',
+      aliases: ['get'],
+      summary: 'Show one of your WebAuthn credentials',
+      examples: ['fleetctl mfa webauthn show cred-1a2b', 'fleetctl mfa webauthn show cred-1a2b -o json'],
+    },
+    (cmd) => cmd.argument('<id>', 'credential ID (see `fleetctl mfa webauthn list`)'),
+    async (ctx, [id]) => {
+      const api = await ctx.api();
+      const cred = (await api.mfa.webauthnList()).find((c) => c.id === id);
+      if (!cred) throw new CliError(`no WebAuthn credential "${id}"`, ExitCode.notFound, 'run `fleetctl mfa webauthn list` to see yours');
+      await printObject(ctx.io, ctx.output(), cred, ctx.wantsData() ? [] : WEBAUTHN_COLUMNS);
+    },
+  );
+
   verb<{ yes?: boolean; passwordStdin?: boolean }>(
     webauthn,
     {

@@ -6,6 +6,7 @@ import type { AuditLogEntry, AuditQuery, Page } from '../../api/index.js';
 import { likeContains, pageOf, parsePage } from '../lib/pagination.js';
 import { requireEnv } from './environments.js';
 import { toAuditEntry } from './audit.js';
+import { notFound } from '../errors.js';
 
 export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuery): Promise<Page<AuditLogEntry>> {
   const pageReq = parsePage(query);
@@ -22,4 +23,13 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
   const totalRow = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
   const rows = await base.selectAll().orderBy('id', 'desc').limit(pageReq.pageSize).offset(pageReq.offset).execute();
   return pageOf(rows.map(toAuditEntry), pageReq, Number(totalRow?.n ?? 0));
+}
+
+/** One entry by id (added endpoint). Non-super-admins reach their own entries only: others are 404, as if absent. */
+export async function readAuditLog(deps: Deps, caller: Caller, id: number): Promise<AuditLogEntry> {
+  let q = deps.db.selectFrom('audit_logs').selectAll().where('id', '=', id);
+  if (!caller.isSuperAdmin) q = q.where('username', '=', caller.user.username);
+  const row = await q.executeTakeFirst();
+  if (!row) throw notFound(`no audit entry ${id}`);
+  return toAuditEntry(row);
 }
