@@ -72,7 +72,7 @@ describe('audit list', () => {
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('ID\tTIME\tUSER\tSERVICE\tTYPE\tSEVERITY\tENV\tLINE');
-    expect(lines[1]).toMatch(/^\d{4}-\d{2}-\d{2}T\S+\tadmin\t\S+\tlogin\tinfo\tprod\t.*login/);
+    expect(lines[1]).toMatch(/^\d+\t\d{4}-\d{2}-\d{2}T\S+\tadmin\t\S+\tlogin\tinfo\tprod\t.*login/);
   });
 
   it('shows a user who is not a super-admin only their own entries', async () => {
@@ -93,7 +93,7 @@ describe('audit list', () => {
 });
 
 describe('audit show', () => {
-  it('shows one entry by the id that audit list prints; another user's entry is 404 for a non-admin', async () => {
+  it("shows one entry by the id that audit list prints; another user's entry is 404 for a non-admin", async () => {
     const [first] = await listJson(['--limit', '1']);
     const r = await cli.run(['audit', 'show', String(first!.id), '--json']);
     expect(r.exitCode).toBe(0);
