@@ -6,7 +6,7 @@
 //   node scripts/test-deps.mjs --list    print the Debian package names (one line)
 //   node scripts/test-deps.mjs --install-only   the system part only (.ci/run, before npm ci)
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,12 +28,19 @@ const NEEDS = [
   ['fish', { cmd: 'fish' }, 'fish', 'completion tests'],
   ['man', { cmd: 'man' }, 'man-db', 'man page tests'],
   ['groff', { cmd: 'groff' }, 'groff-base', 'man page tests'],
+  ['PostgreSQL server', { glob: ['/usr/lib/postgresql', 'bin/initdb'] }, 'postgresql', 'the server suite on PostgreSQL (a throwaway cluster)'],
+  ['pg_trgm', { glob: ['/usr/share/postgresql', 'extension/pg_trgm.control'] }, 'postgresql-contrib', 'search on PostgreSQL'],
 ];
 
 const PACKAGES = [...new Set(NEEDS.map((n) => n[2]))];
 
 function has(probe) {
   if (probe.file) return existsSync(probe.file);
+  // [base, rest]: base/<any version>/rest exists (Debian keeps PostgreSQL under its major version).
+  if (probe.glob) {
+    const [base, rest] = probe.glob;
+    return existsSync(base) && readdirSync(base).some((v) => existsSync(join(base, v, rest)));
+  }
   return spawnSync('sh', ['-c', `command -v ${probe.cmd}`], { stdio: 'ignore' }).status === 0;
 }
 

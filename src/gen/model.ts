@@ -76,9 +76,10 @@ export interface ProgramSpec {
 }
 
 // Value names that mean "a path on this machine": shells then offer file names. An option's
-// <path> is one too (server --db <path>); an argument's is not (api <path> is an API path).
+// <path> is one too (server --db <path|url>: a file, or a URL typed by hand); an argument's is
+// not (api <path> is an API path).
 const FILE_VALUE = /^(file|dir|directory)$|[-_](file|dir|path)$/i;
-const isFileValue = (name: string, option: boolean): boolean => FILE_VALUE.test(name) || (option && /^path$/i.test(name));
+const isFileValue = (name: string, option: boolean): boolean => FILE_VALUE.test(name) || (option && /^path(\|url)?$/i.test(name));
 
 const help = new Help();
 

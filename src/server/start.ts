@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
-import { openSqlite, type Store } from './store/db.js';
+import { isPostgresUrl, openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
 import { checkPrivateKeyFile, prepareDatabaseFile } from './store/file-modes.js';
@@ -20,8 +20,14 @@ import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/
 export interface ServerOptions {
   host: string;
   port: number;
-  /** SQLite file; ignored with dev (a temporary database is used). */
+  /**
+   * SQLite file, or a postgres:// URL. With dev: a URL is seeded with the demo fleet (it must be
+   * a database without users); a path is ignored (a temporary SQLite database is used).
+   */
   dbPath?: string;
+  /** PostgreSQL: connections in the pool (default 10) and a CA bundle for verify-full TLS. */
+  dbPool?: number;
+  dbCaFile?: string;
   dev?: boolean;
   /** Password of super-admin `admin` in dev mode (random when absent). */
   devPassword?: string;
@@ -75,14 +81,27 @@ const fixHint = (dbPath: string, dev: boolean | undefined) => (dev ? 'fleetctl s
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let tempDir: string | undefined;
   let dbPath = opts.dbPath;
-  if (opts.dev) {
-    tempDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-'));
-    dbPath = join(tempDir, 'fleet.db');
-  }
+  const postgres = dbPath !== undefined && isPostgresUrl(dbPath);
+  // The dev certificate of the agent door lives in a temporary directory either way.
+  if (opts.dev) tempDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-'));
+  if (opts.dev && !postgres) dbPath = join(tempDir!, 'fleet.db');
   if (!dbPath) throw new ServerSetupError('no database path given');
   if (opts.tls) checkPrivateKeyFile(opts.tls.keyFile, 'TLS key');
-  const loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev));
-  const store = await openSqlite(dbPath);
+  let loosened: string[] = [];
+  let store: Store;
+  try {
+    if (postgres) {
+      const { openPostgres } = await import('./store/postgres.js');
+      store = await openPostgres(dbPath, { pool: opts.dbPool, caFile: opts.dbCaFile });
+    } else {
+      // File modes guard a local file; PostgreSQL guards its data with its own access rules.
+      loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev));
+      store = await openSqlite(dbPath);
+    }
+  } catch (e) {
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    throw e;
+  }
   const now = () => new Date();
   try {
     if (loosened.length > 0) {
@@ -94,9 +113,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           '. Enroll secrets, node keys and TOTP seeds in the file may have been read too: consider rotating them.',
       );
     }
-    await ensureSettings(store.db, now());
+    // Replicas starting together on one empty database bootstrap one after the other.
+    const secret = await store.exclusive(async () => {
+      await ensureSettings(store.db, now());
+      return jwtSecret(store.db, opts.jwtSecret);
+    });
     const config: ServerConfig = {
-      jwtSecret: await jwtSecret(store.db, opts.jwtSecret),
+      jwtSecret: secret,
       issuer: 'fleetctl',
       loginRateLimit: opts.loginRateLimit ?? 10,
       apiRateLimit: opts.apiRateLimit ?? 1200,
@@ -109,19 +132,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
-    if (opts.dev) {
-      const password = opts.devPassword ?? randomBytes(9).toString('base64url');
-      await createSuperAdmin(store.db, 'admin', password, now());
-      const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
-      demo = { ...summary, password };
-    } else if ((await userCount(store.db)) === 0) {
-      if (!opts.adminPassword) {
-        throw new ServerSetupError(
-          'new database has no users: give the first super-admin a password with --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD',
-        );
+    await store.exclusive(async () => {
+      if (opts.dev) {
+        if (postgres && (await userCount(store.db)) > 0) {
+          throw new ServerSetupError('--dev seeds a demo fleet into an empty database, and this PostgreSQL database already has users: start the other replicas without --dev');
+        }
+        const password = opts.devPassword ?? randomBytes(9).toString('base64url');
+        await createSuperAdmin(store.db, 'admin', password, now());
+        const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
+        demo = { ...summary, password };
+      } else if ((await userCount(store.db)) === 0) {
+        if (!opts.adminPassword) {
+          throw new ServerSetupError(
+            'new database has no users: give the first super-admin a password with --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD',
+          );
+        }
+        await createSuperAdmin(store.db, opts.adminUsername ?? 'admin', opts.adminPassword, now());
       }
-      await createSuperAdmin(store.db, opts.adminUsername ?? 'admin', opts.adminPassword, now());
-    }
+    });
 
     const https = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
     const lifecycle = new HttpLifecycle(config.timeouts);
@@ -135,13 +163,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir }).catch(async (e) => { await app.close(); throw e; }) : undefined;
     // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
     const hostname = agent?.address ?? new URL(url).host;
-    for (const name of opts.createEnvs ?? []) {
-      const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
-      if (!exists) {
-        await createEnvironment(store.db, name, { uuid: randomUUID(), hostname, now: now() });
-        if (agent) await store.db.updateTable('environments').set({ certificate: agent.certPem.trim() + '\n' }).where('name', '=', name).execute();
+    await store.exclusive(async () => {
+      for (const name of opts.createEnvs ?? []) {
+        const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
+        if (!exists) {
+          await createEnvironment(store.db, name, { uuid: randomUUID(), hostname, now: now() });
+          if (agent) await store.db.updateTable('environments').set({ certificate: agent.certPem.trim() + '\n' }).where('name', '=', name).execute();
+        }
       }
-    }
+    });
     // The demo environments were created before the port was known: point them at it.
     if (opts.dev) {
       await store.db.updateTable('environments').set({ hostname, ...(agent ? { certificate: agent.certPem.trim() + '\n' } : {}) }).execute();

@@ -2,6 +2,7 @@
 // process, spoken to over real HTTP. For API tests; CLI tests use test/helpers/cli.ts.
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start.js';
 import { totpCode } from '../../src/lib/totp.js';
+import { testDatabaseUrl } from './test-db.js';
 
 export const DEV_PASSWORD = 'test-password-1';
 
@@ -22,7 +23,10 @@ export interface ApiReply {
 }
 
 export async function startTestServer(opts: Partial<ServerOptions> = {}): Promise<TestServer> {
+  // In the postgres project, a dev server seeds its demo fleet into a fresh database.
+  const pgUrl = opts.dev !== false && !opts.dbPath ? await testDatabaseUrl() : undefined;
   const server = await startServer({
+    ...(pgUrl ? { dbPath: pgUrl } : {}),
     host: '127.0.0.1',
     port: 0,
     dev: true,

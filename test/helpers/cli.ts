@@ -1,6 +1,7 @@
 // Running the built `fleetctl` binary (execa) against a real `fleetctl server` process, each
 // test with its own config directory. Needs `npm run build` first (npm test does it).
 import { execa, type ResultPromise } from 'execa';
+import { testDatabaseUrl } from './test-db.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -74,6 +75,9 @@ export interface ServerProcess {
 
 /** Starts `fleetctl server --dev` (or with `args`) on a free port and waits for its URL. */
 export async function startServerProcess(args: string[] = ['--dev', '--dev-password', DEV_PASSWORD], o: { env?: Record<string, string>; input?: string } = {}): Promise<ServerProcess> {
+  // In the postgres project, a --dev server seeds its demo fleet into a fresh database.
+  const pgUrl = args.includes('--dev') && !args.includes('--db') ? await testDatabaseUrl() : undefined;
+  if (pgUrl) args = [...args, '--db', pgUrl];
   const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', '--denied-rate-limit', '10000', '--account-login-limit', '10000', ...args], {
     env: { ...o.env },
     input: o.input,

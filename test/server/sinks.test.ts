@@ -184,13 +184,21 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
   it('overwrite is one transaction: a failure half-way leaves the target as it was', async () => {
     const before = await allRows();
     // Make the second copied row fail to insert.
-    await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks WHEN NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db());
+    if (ts.server.store.dialect === 'postgres') {
+      await sql`CREATE FUNCTION fail_clone() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(db());
+      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks FOR EACH ROW WHEN (NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries') EXECUTE FUNCTION fail_clone()`.execute(db());
+    } else {
+      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks WHEN NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db());
+    }
     try {
       const r = await clone({ source_environment_id: ids.prod, target_environment_id: ids.staging, overwrite: true });
       expectError(r, 500, 'internal');
       expect(JSON.stringify(r.body)).not.toMatch(/injected|INSERT|log_sinks/);
     } finally {
-      await sql`DROP TRIGGER fail_clone`.execute(db());
+      if (ts.server.store.dialect === 'postgres') {
+        await sql`DROP TRIGGER fail_clone ON log_sinks`.execute(db());
+        await sql`DROP FUNCTION fail_clone`.execute(db());
+      } else await sql`DROP TRIGGER fail_clone`.execute(db());
     }
     expect(await allRows()).toEqual(before);
   });

@@ -9,6 +9,8 @@ import { readStdinSecret } from '../../prompt.js';
 interface ServerOpts {
   listen: string;
   db?: string;
+  dbPool?: number;
+  dbCa?: string;
   dev?: boolean;
   devPassword?: string;
   devNodes?: number;
@@ -48,12 +50,12 @@ export function parseListen(s: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
-function banner(url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>): string {
+function banner(url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>, database: string): string {
   const envs = demo.environments.map((e) => `${e.name} (${e.nodes} nodes)`).join(', ');
   const users = demo.users.map((u) => `    ${u.username.padEnd(12)} ${u.description}`).join('\n');
   const extra = demo.extra ? `\n${demo.extra}` : '';
   return [
-    'fleetctl reference server: dev mode, temporary database (deleted on exit)',
+    `fleetctl reference server: dev mode, ${database}`,
     '',
     `  URL:           ${url}`,
     `  Environments:  ${envs}`,
@@ -77,7 +79,8 @@ export function registerServer(program: Command): void {
       name: 'server',
       summary: 'Run the reference Fleet Management API server',
       description:
-        'Run the reference server on an embedded SQLite database. --dev starts it on a temporary database\n' +
+        'Run the reference server on an embedded SQLite database, or on PostgreSQL (--db postgres://...) so that\n' +
+        'several replicas serve one fleet. --dev starts it on a temporary database\n' +
         'with a demo fleet and prints how to log in. Outside --dev, the first start of a new database\n' +
         'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
         'from FLEETCTL_JWT_SECRET or is generated once and kept in the database. The database is kept 0600 in\n' +
@@ -87,12 +90,15 @@ export function registerServer(program: Command): void {
         'fleetctl server --dev',
         'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
         "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod",
+        'FLEETCTL_DB=postgres://fleet:pw@db.internal/fleet?sslmode=verify-full fleetctl server --db-ca ca.pem --listen 0.0.0.0:8080',
       ],
     },
     (cmd) =>
       cmd
         .option('--listen <host:port>', 'address to listen on', '127.0.0.1:8080')
-        .option('--db <path>', `SQLite database file (default ${defaultDbPath()})`)
+        .option('--db <path|url>', `SQLite database file, or postgres://user:pass@host:port/db for several replicas (env FLEETCTL_DB; default ${defaultDbPath()})`)
+        .option('--db-pool <n>', 'PostgreSQL: connections in the pool (default 10)', intArg(2))
+        .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server (sslmode=verify-full)')
         .option('--dev', 'temporary database with a demo fleet')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
@@ -141,6 +147,10 @@ export function registerServer(program: Command): void {
       if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
         throw new UsageError(`the admin password must have at least ${PASSWORD_MIN_LENGTH} characters`);
       }
+      const db = o.db ?? (ctx.env.FLEETCTL_DB || undefined);
+      const { isPostgresUrl } = await import('../../server/store/db.js');
+      if ((o.dbPool !== undefined || o.dbCa) && !(db && isPostgresUrl(db))) throw new UsageError('--db-pool and --db-ca need a postgres:// database (--db or FLEETCTL_DB)');
+      if (o.fixPermissions && db && isPostgresUrl(db)) throw new UsageError('--fix-permissions is for a SQLite file; PostgreSQL keeps its own access rules');
       const { startServer, ServerSetupError } = await import('../../server/start.js');
       const { MissingDependencyError } = await import('../../server/store/db.js');
       let server;
@@ -148,7 +158,9 @@ export function registerServer(program: Command): void {
         server = await startServer({
           host,
           port,
-          dbPath: o.db ?? defaultDbPath(ctx.env),
+          dbPath: db ?? defaultDbPath(ctx.env),
+          dbPool: o.dbPool,
+          dbCaFile: o.dbCa,
           dev: o.dev,
           devPassword: o.devPassword,
           devNodes: o.devNodes,
@@ -172,11 +184,13 @@ export function registerServer(program: Command): void {
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
         throw e;
       }
-      if (server.demo) ctx.io.out(banner(server.url, server.demo));
+      const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
+      if (server.demo) ctx.io.out(banner(server.url, server.demo, pgWhere ? `demo fleet seeded into ${pgWhere}` : 'temporary database (deleted on exit)'));
       else {
+        const where = pgWhere ?? db ?? defaultDbPath(ctx.env);
         const envs = await server.deps.db.selectFrom('environments').select('name').orderBy('name').execute();
         ctx.io.out(
-          `fleetctl reference server listening on ${server.url} (database ${o.db ?? defaultDbPath(ctx.env)})\n` +
+          `fleetctl reference server listening on ${server.url} (database ${where})\n` +
             `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
         );
       }

@@ -8,7 +8,7 @@ import {
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
-import { nodeGeneration, searchMatch } from '../store/node-index.js';
+import { nodeGeneration, nullableOrder, searchMatch } from '../store/node-index.js';
 import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
@@ -242,7 +242,7 @@ async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, page
   const read = async (): Promise<PageRows> => {
     const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
       .selectAll()
-      .orderBy(SORT_COLUMNS[p.sort], p.order)
+      .orderBy(SORT_COLUMNS[p.sort], SORT_COLUMNS[p.sort] === 'last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
       .orderBy('id', p.order)
       .limit(pageReq.pageSize)
       .offset(pageReq.offset)

@@ -1,5 +1,5 @@
-// Opening the database: the one query layer (Kysely) over SQLite (default) and, later,
-// PostgreSQL. Migrations run on open.
+// Opening the database: the one query layer (Kysely) over SQLite (a file path, the default) or
+// PostgreSQL (a postgres:// URL, for several replicas on one database). Migrations run on open.
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
@@ -7,7 +7,17 @@ import { migrationProvider, type Dialect } from './migrations.js';
 export interface Store {
   db: Kysely<DB>;
   dialect: Dialect;
+  /**
+   * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
+   * advisory lock), so replicas starting together migrate and bootstrap one after the other.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** Where the data lives: a postgres:// URL, or else a SQLite file path. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
 }
 
 export class MissingDependencyError extends Error {}
@@ -37,7 +47,8 @@ export async function openSqlite(path: string): Promise<Store> {
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrate(db, 'sqlite');
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  // One process at a time per file already: SQLite's own locks serialise writers.
+  return { db, dialect: 'sqlite', exclusive: (fn) => fn(), close: () => db.destroy() };
 }
 
 type SqliteDb = InstanceType<typeof import('better-sqlite3')>;

@@ -128,7 +128,13 @@ function initial(dialect: Dialect): Migration {
         ['nodes_env_bucket_lastseen', ['environment_id', 'platform_bucket', 'last_seen']],
         ['nodes_osquery_key', ['osquery_version_key']],
       ];
-      for (const [name, cols] of nodeIdx) await db.schema.createIndex(name).on('nodes').columns(cols).execute();
+      for (const [name, cols] of nodeIdx) {
+        // PostgreSQL sorts NULL last ascending; SQLite first. last_seen is the one nullable sort
+        // column: built NULLS FIRST on PostgreSQL, both directions read it in SQLite's order.
+        if (dialect === 'postgres' && cols.includes('last_seen')) {
+          await sql.raw(`create index ${name} on nodes (${cols.map((c) => (c === 'last_seen' ? 'last_seen nulls first' : c)).join(', ')})`).execute(db);
+        } else await db.schema.createIndex(name).on('nodes').columns(cols).execute();
+      }
 
       await T('tags')
         .addColumn('name', text, (c) => c.notNull())
@@ -230,7 +236,6 @@ function initial(dialect: Dialect): Migration {
         .addColumn('key', text, (c) => c.primaryKey())
         .addColumn('value', text, (c) => c.notNull())
         .execute();
-      void sql;
     },
   };
 }

@@ -1,8 +1,8 @@
-// The node search index and the node change counter: the one place with SQLite-only SQL
-// (FTS5 and triggers). Everything else reaches them through searchMatch() and nodeGeneration(),
-// so PostgreSQL (another issue) plugs in here: a pg_trgm GIN index over the same columns, ILIKE
-// in searchMatch(), and a plpgsql trigger bumping the same node_generation row.
-import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
+// The node search index and the node change counter: the one place with dialect-specific SQL.
+// SQLite: an FTS5 trigram table kept by triggers. PostgreSQL: a pg_trgm GIN index over one
+// expression joining the searched columns, and statement-level plpgsql triggers bumping the same
+// node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
+import { sql, type Expression, type Kysely, type OrderByItemBuilder, type SqlBool } from 'kysely';
 import type { Dialect } from './migrations.js';
 import { likeContains } from '../lib/pagination.js';
 
@@ -15,8 +15,34 @@ export const MIN_INDEXED_QUERY = 3;
 /** Columns whose change can change a count, a filter, a sort or a search result. */
 const WATCHED = ['environment_id', 'last_seen', 'platform_bucket', 'osquery_version_key', ...SEARCH_COLUMNS];
 
+/**
+ * PostgreSQL's indexed search text: the searched columns lower-cased, joined by a character
+ * that `q` may not hold (searchMatch rechecks each column, so a match across columns never counts).
+ */
+const pgSearchText = (prefix = '') => `lower(${SEARCH_COLUMNS.map((c) => prefix + c).join(` || chr(31) || `)})`;
+
+async function createPostgresNodeIndex(db: Kysely<any>): Promise<void> {
+  // pg_trgm is a trusted extension (PostgreSQL 13+): the database owner may create it.
+  await sql.raw(`create extension if not exists pg_trgm`).execute(db);
+  await sql.raw(`create index nodes_search_trgm on nodes using gin ((${pgSearchText()}) gin_trgm_ops)`).execute(db);
+  // Statement-level: one bump per statement, not per row (a 100k-row seed bumps once), and
+  // the bump's row lock is held only to the end of the writing transaction.
+  await sql.raw(`create function node_generation_bump() returns trigger language plpgsql as $$
+    begin
+      update node_generation set generation = generation + 1 where id = any (tg_argv[0]::int[]);
+      return null;
+    end $$`).execute(db);
+  const both = `'{1,2}'`;
+  const content = `'{2}'`;
+  await sql.raw(`create trigger nodes_ins_del after insert or delete on nodes for each statement execute function node_generation_bump(${both})`).execute(db);
+  await sql.raw(`create trigger nodes_au_generation after update of ${WATCHED.join(', ')} on nodes for each statement execute function node_generation_bump(${both})`).execute(db);
+  await sql.raw(`create trigger nodes_au_content after update on nodes for each statement execute function node_generation_bump(${content})`).execute(db);
+  for (const table of ['node_tags', 'tags'])
+    await sql.raw(`create trigger ${table}_content after insert or update or delete on ${table} for each statement execute function node_generation_bump(${content})`).execute(db);
+}
+
 export async function createNodeIndex(db: Kysely<any>, dialect: Dialect): Promise<void> {
-  if (dialect !== 'sqlite') throw new Error(`node search index for ${dialect} is not implemented`);
+  if (dialect === 'postgres') return createPostgresNodeIndex(db);
   const cols = SEARCH_COLUMNS.join(', ');
   const newCols = SEARCH_COLUMNS.map((c) => `new.${c}`).join(', ');
   const oldCols = SEARCH_COLUMNS.map((c) => `old.${c}`).join(', ');
@@ -49,7 +75,12 @@ export function searchMatch(dialect: Dialect, q: string): Expression<SqlBool> {
   }
   const pattern = likeContains(q.toLowerCase());
   const ors = SEARCH_COLUMNS.map((c) => sql`lower(${sql.ref(`nodes.${c}`)}) like ${pattern} escape '\\'`);
-  return sql<SqlBool>`(${sql.join(ors, sql` or `)})`;
+  const any = sql<SqlBool>`(${sql.join(ors, sql` or `)})`;
+  if (dialect === 'postgres' && [...q].length >= MIN_INDEXED_QUERY && !q.includes('\x1f')) {
+    // The GIN trigram index finds candidates on the joined text; the per-column test keeps only true matches.
+    return sql<SqlBool>`(${sql.raw(pgSearchText('nodes.'))} like ${pattern} escape '\\' and ${any})`;
+  }
+  return any;
 }
 
 export interface NodeGenerations {
@@ -63,4 +94,14 @@ export async function nodeGeneration(db: Kysely<any>): Promise<NodeGenerations> 
   const rows = await db.selectFrom('node_generation').select(['id', 'generation']).execute();
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
   return { counts: of(1), content: of(2) };
+}
+
+/**
+ * Ordering by last_seen, the one nullable sort column, as SQLite orders it (NULL is the
+ * smallest: first ascending, last descending). PostgreSQL's default is the other way round; its
+ * nodes_env_lastseen indexes are built NULLS FIRST so that both directions are index scans.
+ */
+export function nullableOrder(dialect: Dialect, order: 'asc' | 'desc'): (ob: OrderByItemBuilder) => OrderByItemBuilder {
+  if (dialect !== 'postgres') return (ob) => (order === 'asc' ? ob.asc() : ob.desc());
+  return (ob) => (order === 'asc' ? ob.asc().nullsFirst() : ob.desc().nullsLast());
 }

@@ -1,0 +1,11 @@
+export interface Cluster {
+  url: string;
+  port: number;
+  dir: string;
+  /** A new empty database; returns its postgres:// URL. */
+  createDatabase(name?: string): Promise<string>;
+  stop(): void;
+}
+export function postgresBinDir(): string | undefined;
+export function startCluster(opts?: { port?: number; maxConnections?: number }): Promise<Cluster>;
+export function createDatabaseAt(adminUrl: string, name?: string): Promise<string>;

@@ -1,0 +1,16 @@
+// vitest globalSetup of the `postgres` project: one throwaway PostgreSQL cluster for the run;
+// each test server gets a database of its own in it (test/helpers/test-db.ts).
+import type { TestProject } from 'vitest/node';
+import { startCluster } from '../../scripts/pg-cluster.mjs';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgAdminUrl: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const cluster = await startCluster();
+  project.provide('pgAdminUrl', cluster.url);
+  return () => cluster.stop();
+}
