@@ -116,10 +116,14 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     return parseJson(req, text, done);
   });
 
+  // Counted in the database, so the limits hold across replicas (lib/rate-limit.ts); the API
+  // limit, checked on every request, syncs its counts once a second instead of per request.
   const clock = () => deps.now().getTime();
-  const loginLimiter = new RateLimiter(deps.config.loginRateLimit, 60_000, clock);
-  const apiLimiter = new RateLimiter(deps.config.apiRateLimit, 60_000, clock);
-  const deniedLimiter = new RateLimiter(deps.config.deniedRateLimit, 60_000, clock);
+  const loginLimiter = new RateLimiter(deps.db, 'login', deps.config.loginRateLimit, 60_000, clock);
+  const apiLimiter = new RateLimiter(deps.db, 'api', deps.config.apiRateLimit, 60_000, clock, { syncMs: 1_000 });
+  const deniedLimiter = new RateLimiter(deps.db, 'denied', deps.config.deniedRateLimit, 60_000, clock);
+  apiLimiter.start();
+  app.addHook('onClose', async () => apiLimiter.stop());
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const { status, body, headers } = errorBody(err);
@@ -143,13 +147,13 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   };
 
   /** 401/403: also counted per client address; past the limit the answer is 429. */
-  const deny = (req: FastifyRequest, err: HttpError, username = '') => {
-    const wait = deniedLimiter.hit(req.ip);
+  const deny = async (req: FastifyRequest, err: HttpError, username = '') => {
+    const wait = await deniedLimiter.hit(req.ip);
     return audited(req, wait > 0 ? rateLimited(wait, 'too many denied requests from this address; try again later') : err, username);
   };
 
   const limit = async (req: FastifyRequest, limiter: RateLimiter, key: string, message?: string, username = '') => {
-    const wait = limiter.hit(key);
+    const wait = await limiter.hit(key);
     if (wait > 0) throw await audited(req, rateLimited(wait, message), username);
   };
 

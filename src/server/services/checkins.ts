@@ -8,6 +8,7 @@
 // sets last_seen again, so health and activity (hours of granularity) are unaffected.
 // With N replicas each keeps its own pending map: bytes are added (never overwritten) and
 // last_seen only moves forward, so concurrent flushes from several replicas stay correct.
+import { sql } from 'kysely';
 import type { Deps } from '../context.js';
 
 export interface Checkin {
@@ -71,7 +72,8 @@ export class CheckinBatcher {
           .updateTable('nodes')
           .set((eb) => ({
             bytes_received: eb('bytes_received', '+', p.bytes),
-            last_seen: p.lastSeen,
+            // Only forward: a replica flushing an older check-in after another's newer one.
+            last_seen: sql<string>`case when last_seen is null or last_seen < ${p.lastSeen} then ${p.lastSeen} else last_seen end`,
             ...(p.ip ? { ip_address: p.ip } : {}),
             ...(p.configHash ? { config_hash: p.configHash } : {}),
             ...(p.daemonHash ? { daemon_hash: p.daemonHash } : {}),

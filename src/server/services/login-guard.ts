@@ -6,24 +6,17 @@
 // addresses cannot lock the real user out of the places they normally log in from.
 import type { Deps } from '../context.js';
 import { rateLimited } from '../errors.js';
+import { RateLimiter } from '../lib/rate-limit.js';
 
 export const ACCOUNT_WINDOW_MS = 15 * 60_000;
 export const KNOWN_ADDRESS_DAYS = 30;
-/** Memory bound: accounts (given usernames, real or not) with failures being counted. */
-const MAX_TRACKED = 10_000;
 
 export class LoginGuard {
-  private readonly failures = new Map<string, { start: number; count: number }>();
+  /** Failures per account in 15-minute windows, shared by every replica (rate_windows). */
+  private readonly failures: RateLimiter;
 
-  constructor(private readonly deps: Deps) {}
-
-  private window(username: string) {
-    const w = this.failures.get(username);
-    if (w && this.deps.now().getTime() - w.start >= ACCOUNT_WINDOW_MS) {
-      this.failures.delete(username);
-      return undefined;
-    }
-    return w;
+  constructor(private readonly deps: Deps) {
+    this.failures = new RateLimiter(deps.db, 'account', deps.config.accountLoginLimit, ACCOUNT_WINDOW_MS, () => deps.now().getTime());
   }
 
   private async knownAddress(userId: number | undefined, ip: string): Promise<boolean> {
@@ -40,23 +33,16 @@ export class LoginGuard {
 
   /** Before the password is checked: throws 429 when this address may not try this account now. */
   async check(username: string, userId: number | undefined, ip: string): Promise<void> {
-    const w = this.window(username);
-    if (!w || w.count < this.deps.config.accountLoginLimit) return;
+    const { count, retryAfter } = await this.failures.count(username);
+    if (count < this.deps.config.accountLoginLimit) return;
     if (await this.knownAddress(userId, ip)) return;
-    const wait = (w.start + ACCOUNT_WINDOW_MS - this.deps.now().getTime()) / 1000;
-    throw rateLimited(wait, 'too many failed logins to this account from new addresses; try again later, or from an address you logged in from before');
+    throw rateLimited(retryAfter, 'too many failed logins to this account from new addresses; try again later, or from an address you logged in from before');
   }
 
   /** A wrong password (or unknown user): counted unless the address is known for the account. */
   async failed(username: string, userId: number | undefined, ip: string): Promise<void> {
     if (await this.knownAddress(userId, ip)) return;
-    let w = this.window(username);
-    if (!w) {
-      if (this.failures.size >= MAX_TRACKED) this.prune();
-      w = { start: this.deps.now().getTime(), count: 0 };
-      this.failures.set(username, w);
-    }
-    w.count++;
+    await this.failures.hit(username);
   }
 
   /** A successful login: the address becomes known for the account. */
@@ -67,11 +53,5 @@ export class LoginGuard {
       .values({ user_id: userId, source_ip: ip, last_login_at: at })
       .onConflict((oc) => oc.columns(['user_id', 'source_ip']).doUpdateSet({ last_login_at: at }))
       .execute();
-  }
-
-  private prune(): void {
-    for (const k of this.failures.keys()) this.window(k);
-    // Still full of live windows: forget the oldest (a bound on memory beats a perfect count).
-    while (this.failures.size >= MAX_TRACKED) this.failures.delete(this.failures.keys().next().value!);
   }
 }

@@ -3,6 +3,7 @@
 // small. Started and stopped by start.ts; the interval is read again before each run, so a
 // change through the settings API applies from the next run.
 import type { Deps } from '../context.js';
+import { purgeRateWindows } from '../lib/rate-limit.js';
 
 const SETTING = { service: 'admin', name: 'cleanup_sessions' } as const;
 /** How often the setting is read again, so a changed interval applies within seconds. */
@@ -12,6 +13,8 @@ export async function purgeDeadSessions(deps: Deps): Promise<number> {
   const now = deps.now().toISOString();
   const r = await deps.db.deleteFrom('sessions').where('expires_at', '<=', now).executeTakeFirst();
   await deps.db.deleteFrom('mfa_challenges').where('expires_at', '<=', now).execute();
+  // Rate-limit and denial windows: the longest is 15 minutes; an hour back is safely over.
+  await purgeRateWindows(deps.db, deps.now().getTime() - 3_600_000);
   return Number(r.numDeletedRows);
 }
 

@@ -295,6 +295,42 @@ function agents(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * 005_shared_state (issue 14): what replicas must agree on and used to count in memory. Rate-limit
+ * windows (login per address, denied per address, API per user, failed logins per account), and
+ * the audit row each denial window aggregates into, so two replicas never write two rows.
+ */
+function sharedState(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('rate_windows')
+        .addColumn('scope', text, (c) => c.notNull())
+        .addColumn('key', text, (c) => c.notNull())
+        .addColumn('window_start', big, (c) => c.notNull())
+        .addColumn('count', int, (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('rate_windows_pk', ['scope', 'key', 'window_start'])
+        .execute();
+      await db.schema.createIndex('rate_windows_start').on('rate_windows').column('window_start').execute();
+      await db.schema.createTable('denial_windows')
+        .addColumn('source_ip', text, (c) => c.notNull())
+        .addColumn('username', text, (c) => c.notNull())
+        .addColumn('window_start', big, (c) => c.notNull())
+        .addColumn('audit_id', int, (c) => c.notNull())
+        .addPrimaryKeyConstraint('denial_windows_pk', ['source_ip', 'username', 'window_start'])
+        .execute();
+      await db.schema.createIndex('denial_windows_start').on('denial_windows').column('window_start').execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
-  return { getMigrations: async () => ({ '001_initial': initial(dialect), '002_trust': trust(), '003_perf': perfMigration(dialect), '004_agents': agents(dialect) }) };
+  return {
+    getMigrations: async () => ({
+      '001_initial': initial(dialect),
+      '002_trust': trust(),
+      '003_perf': perfMigration(dialect),
+      '004_agents': agents(dialect),
+      '005_shared_state': sharedState(),
+    }),
+  };
 }

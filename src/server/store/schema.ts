@@ -301,6 +301,23 @@ export interface LoginAddressesTable {
   last_login_at: string;
 }
 
+/** Rate-limit counters shared by every replica (005_shared_state): one row per scope, key and fixed window. */
+export interface RateWindowsTable {
+  scope: string;
+  key: string;
+  /** Window start, milliseconds since the epoch (a multiple of the window length). */
+  window_start: number;
+  count: number;
+}
+
+/** The one audit row of a denial window (005_shared_state), whichever replica saw the first denial. */
+export interface DenialWindowsTable {
+  source_ip: string;
+  username: string;
+  window_start: number;
+  audit_id: number;
+}
+
 export interface DB {
   environments: EnvironmentsTable;
   users: UsersTable;
@@ -322,6 +339,8 @@ export interface DB {
   carve_blocks: CarveBlocksTable;
   server_meta: ServerMetaTable;
   login_addresses: LoginAddressesTable;
+  rate_windows: RateWindowsTable;
+  denial_windows: DenialWindowsTable;
 }
 
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
