@@ -143,7 +143,7 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
       const r = await store.db.selectFrom('audit_logs').select(['id', 'count', 'line']).where('source_ip', '=', '127.0.0.9').execute();
       return r.length === 1 && r[0]!.count === 10 ? r : undefined;
     }, 'one audit row counting all 10 denials', 20_000);
-    expect(rows[0]!.line).toMatch(/\[10 denied requests from 127\.0\.0\.9/);
+    expect(rows[0]!.line, rows[0]!.line).toMatch(/\[10 denied requests from 127\.0\.0\.9/);
   });
 
   it('an MFA challenge issued by A is answered on B, and its wrong codes count on both', async () => {

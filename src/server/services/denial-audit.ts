@@ -109,7 +109,7 @@ export class DenialAudit {
       const { id } = await w.row;
       // The count is added, never set: replicas add theirs to the same row. The line states the
       // row's total as of this update.
-      const suffix = sql<string>`${` [`} || cast(count + ${n} as text) || ${` denied requests from ${w.ip} in the minute from ${new Date(w.start).toISOString()}]`}`;
+      const suffix = sql<string>`${` [`} || cast(cast(count + ${n} as integer) as text) || ${` denied requests from ${w.ip} in the minute from ${new Date(w.start).toISOString()}]`}`;
       const base = w.line;
       await this.deps.db
         .updateTable('audit_logs')
