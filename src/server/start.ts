@@ -21,8 +21,8 @@ export interface ServerOptions {
   host: string;
   port: number;
   /**
-   * SQLite file, or a postgres:// URL. With dev: a URL is seeded with the demo fleet (it must be
-   * a database without users); a path is ignored (a temporary SQLite database is used).
+   * SQLite file, or a postgres:// URL. With dev: the demo fleet is seeded into it (it must have
+   * no users yet); without one, dev uses a temporary SQLite database.
    */
   dbPath?: string;
   /** PostgreSQL: connections in the pool (default 10) and a CA bundle for verify-full TLS. */
@@ -84,7 +84,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const postgres = dbPath !== undefined && isPostgresUrl(dbPath);
   // The dev certificate of the agent door lives in a temporary directory either way.
   if (opts.dev) tempDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-'));
-  if (opts.dev && !postgres) dbPath = join(tempDir!, 'fleet.db');
+  const seedInto = opts.dev && dbPath !== undefined;
+  if (opts.dev && !dbPath) dbPath = join(tempDir!, 'fleet.db');
   if (!dbPath) throw new ServerSetupError('no database path given');
   if (opts.tls) checkPrivateKeyFile(opts.tls.keyFile, 'TLS key');
   let loosened: string[] = [];
@@ -95,7 +96,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       store = await openPostgres(dbPath, { pool: opts.dbPool, caFile: opts.dbCaFile });
     } else {
       // File modes guard a local file; PostgreSQL guards its data with its own access rules.
-      loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev));
+      loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev && !seedInto));
       store = await openSqlite(dbPath);
     }
   } catch (e) {
@@ -134,8 +135,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     let demo: RunningServer['demo'];
     await store.exclusive(async () => {
       if (opts.dev) {
-        if (postgres && (await userCount(store.db)) > 0) {
-          throw new ServerSetupError('--dev seeds a demo fleet into an empty database, and this PostgreSQL database already has users: start the other replicas without --dev');
+        if (seedInto && (await userCount(store.db)) > 0) {
+          throw new ServerSetupError('--dev seeds a demo fleet into a database without users, and this one has users: start other replicas of it without --dev');
         }
         const password = opts.devPassword ?? randomBytes(9).toString('base64url');
         await createSuperAdmin(store.db, 'admin', password, now());

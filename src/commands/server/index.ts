@@ -99,7 +99,7 @@ export function registerServer(program: Command): void {
         .option('--db <path|url>', `SQLite database file, or postgres://user:pass@host:port/db for several replicas (env FLEETCTL_DB; default ${defaultDbPath()})`)
         .option('--db-pool <n>', 'PostgreSQL: connections in the pool (default 10)', intArg(2))
         .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server (sslmode=verify-full)')
-        .option('--dev', 'temporary database with a demo fleet')
+        .option('--dev', 'a demo fleet, in a temporary database (or seeded into --db when it has no users)')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
         .option('--dev-agents <n>', 'live simulated osquery agents enrolled in prod over the agent door (--dev)', intArg(1))
@@ -158,7 +158,8 @@ export function registerServer(program: Command): void {
         server = await startServer({
           host,
           port,
-          dbPath: db ?? defaultDbPath(ctx.env),
+          // --dev without a database: a temporary one; with one, the demo fleet is seeded into it.
+          dbPath: db ?? (o.dev ? undefined : defaultDbPath(ctx.env)),
           dbPool: o.dbPool,
           dbCaFile: o.dbCa,
           dev: o.dev,
@@ -185,7 +186,8 @@ export function registerServer(program: Command): void {
         throw e;
       }
       const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
-      if (server.demo) ctx.io.out(banner(server.url, server.demo, pgWhere ? `demo fleet seeded into ${pgWhere}` : 'temporary database (deleted on exit)'));
+      const seededInto = pgWhere ?? db;
+      if (server.demo) ctx.io.out(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
       else {
         const where = pgWhere ?? db ?? defaultDbPath(ctx.env);
         const envs = await server.deps.db.selectFrom('environments').select('name').orderBy('name').execute();

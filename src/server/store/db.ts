@@ -1,6 +1,6 @@
 // Opening the database: the one query layer (Kysely) over SQLite (a file path, the default) or
 // PostgreSQL (a postgres:// URL, for several replicas on one database). Migrations run on open.
-import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
 import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
 
@@ -45,10 +45,28 @@ export async function openSqlite(path: string): Promise<Store> {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrate(db, 'sqlite');
   // One process at a time per file already: SQLite's own locks serialise writers.
   return { db, dialect: 'sqlite', exclusive: (fn) => fn(), close: () => db.destroy() };
+}
+
+/**
+ * Transactions begin IMMEDIATE: they take the write lock up front, waiting up to busy_timeout
+ * for another process (a second server on the same file) to finish. A deferred BEGIN that reads
+ * first and then writes fails at once with SQLITE_BUSY when another process wrote meanwhile.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly cfg: SqliteDialectConfig) {
+    super(cfg);
+  }
+  override createDriver() {
+    return new (class extends SqliteDriver {
+      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+        await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+      }
+    })(this.cfg);
+  }
 }
 
 type SqliteDb = InstanceType<typeof import('better-sqlite3')>;
