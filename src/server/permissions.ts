@@ -13,6 +13,7 @@ const open: Rule = { auth: false };
 
 export const RULES = {
   login: open, // 4.1: the env level check is part of login itself
+  health: open, // GET /healthz, for load balancers (docs/api.md "Several replicas")
   mfaLogin: open, // 4.2
   error: open, // 4.21
   logout: authenticated, // POST /api/v1/logout (docs/api.md)

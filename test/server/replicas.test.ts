@@ -87,6 +87,13 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
     expect(await store.db.selectFrom('server_meta').select('key').where('key', '=', 'jwt_secret').execute()).toHaveLength(1);
   });
 
+  it('each answers GET /healthz for the load balancer, without a token', async () => {
+    for (const s of [a, b]) {
+      const r = await apiCall(s.url, 'GET', '/healthz');
+      expect(r).toEqual({ status: 200, body: { status: 'ok', database: onPostgres ? 'postgres' : 'sqlite' } });
+    }
+  });
+
   it('a token from A works on B', async () => {
     const r = await apiCall(b.url, 'GET', '/api/v1/nodes/prod', { token });
     expect(r.status).toBe(200);

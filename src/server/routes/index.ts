@@ -15,10 +15,11 @@ import { auditRoutes } from './audit.js';
 import { statsRoutes } from './stats.js';
 import { errorRoutes } from './error.js';
 import { queriesRoutes } from './queries.js';
+import { healthRoutes } from './health.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
     authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
-    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes,
+    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes,
   ]) register(app, deps);
 }

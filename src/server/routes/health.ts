@@ -1,0 +1,29 @@
+import { Type } from '@sinclair/typebox';
+import { sql } from 'kysely';
+import type { App } from '../app.js';
+import type { Deps } from '../context.js';
+import { HttpError } from '../errors.js';
+import { RULES } from '../permissions.js';
+
+/**
+ * GET /healthz for a load balancer: 200 while this replica serves and reaches its database; 503
+ * when the database does not answer, and (from the onRequest hook) while it drains on SIGTERM,
+ * so the balancer stops sending it new requests. No authentication, no rate limit, no audit.
+ */
+export function healthRoutes(app: App, deps: Deps): void {
+  app.get(
+    '/healthz',
+    {
+      config: { rule: RULES.health },
+      schema: { response: { 200: Type.Object({ status: Type.Literal('ok'), database: Type.String() }) } },
+    },
+    async () => {
+      try {
+        await sql`select 1`.execute(deps.db);
+      } catch {
+        throw new HttpError(503, 'unavailable', 'the database does not answer');
+      }
+      return { status: 'ok' as const, database: deps.dialect };
+    },
+  );
+}
