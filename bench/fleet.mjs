@@ -6,6 +6,9 @@
 //          Fastify (bench/baselines/bare-fastify.mjs) returning the same page object.
 // Prints a table (figure, value, baseline, ratio, goal, pass/fail) and writes
 // bench/results/<time>.json. Usage: npm run bench [-- --nodes 100000 --duration 5 --runs 9]
+// `--pg` adds the PostgreSQL rows (issue 14: a throwaway cluster, the same fleet seeded into it,
+// list/search/stats on one replica, then two replicas on the same database against one);
+// `--pg-only` runs only those.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -20,6 +23,8 @@ const arg = (name, def) => {
   return i > 0 ? Number(process.argv[i + 1]) : def;
 };
 const NODES = arg('--nodes', 100_000);
+const PG = process.argv.includes('--pg') || process.argv.includes('--pg-only');
+const PG_ONLY = process.argv.includes('--pg-only');
 const DURATION = arg('--duration', 5); // seconds per autocannon run
 const RUNS = arg('--runs', 9); // whole-process runs per CLI figure
 const PASSWORD = 'bench-password-1';
@@ -34,7 +39,7 @@ function startProcess(args, label) {
   const url = new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => {
       out += d;
-      const m = /URL:\s+(http:\/\/\S+)/.exec(out);
+      const m = /(?:URL:\s+|listening on )(http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]);
     });
     child.on('exit', (c) => reject(new Error(`${label} exited ${c}`)));
@@ -135,16 +140,25 @@ const f1 = (x) => x.toFixed(1);
 const f2 = (x) => x.toFixed(2);
 
 console.log(`fleetctl benchmark: ${NODES} nodes, ${cpus().length} CPUs, ${DURATION} s per load run, ${RUNS} runs per CLI figure`);
-try {
-  const server = startProcess([bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'], 'server');
-  const url = await server.url;
-  const seedSeconds = (Date.now() - started) / 1000;
-  const counts = Object.fromEntries([...server.output().matchAll(/(\w+) \((\d+) nodes\)/g)].map((m) => [m[1], Number(m[2])]));
-  console.log(`server with ${NODES} demo nodes ready in ${f1(seedSeconds)} s (${JSON.stringify(counts)})\n`);
-
+/** Logs in as the demo super-admin; returns the Authorization header. */
+async function authHeaders(url) {
   const login = await fetch(`${url}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
   const { token } = await login.json();
-  const headers = { authorization: `Bearer ${token}` };
+  return { token, headers: { authorization: `Bearer ${token}` } };
+}
+
+const raw = {};
+let seedSeconds = 0;
+let counts = {};
+
+async function sqliteRows() {
+  const server = startProcess([bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'], 'server');
+  const url = await server.url;
+  seedSeconds = (Date.now() - started) / 1000;
+  counts = Object.fromEntries([...server.output().matchAll(/(\w+) \((\d+) nodes\)/g)].map((m) => [m[1], Number(m[2])]));
+  console.log(`server with ${NODES} demo nodes ready in ${f1(seedSeconds)} s (${JSON.stringify(counts)})\n`);
+
+  const { token, headers } = await authHeaders(url);
   const env = { ...process.env, FLEETCTL_CONFIG_DIR: join(tmp, 'config'), FLEETCTL_URL: url, FLEETCTL_TOKEN: token, DBUS_SESSION_BUS_ADDRESS: 'disabled:', NO_COLOR: '1' };
   const node = process.execPath;
 
@@ -203,6 +217,55 @@ try {
   const scale = stats20.rps / stats1.rps;
   row('GET /stats req/s at 20 / at 1 connection', `${Math.round(stats20.rps)} req/s`, `${Math.round(stats1.rps)} req/s`, `${f2(scale)}x`, '>= 0.9x (does not fall)', scale >= 0.9);
 
+  Object.assign(raw, { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, stats1, stats20 });
+  server.child.kill('SIGTERM');
+}
+
+/**
+ * PostgreSQL (issue 14): the same fleet on a throwaway cluster. One replica: the list, search and
+ * stats figures with the SQLite goals. Two replicas on the same database: the list at 20
+ * connections each, summed, against one replica at 20 connections (same machine: the replicas,
+ * PostgreSQL and the load generator share its cores).
+ */
+async function postgresRows() {
+  const { startCluster } = await import('../scripts/pg-cluster.mjs');
+  const cluster = await startCluster();
+  try {
+    const db = await cluster.createDatabase('bench');
+    const t0 = Date.now();
+    const common = ['--db', db, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'];
+    const a = startProcess([bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, ...common], 'postgres replica A');
+    const urlA = await a.url;
+    const pgSeed = (Date.now() - t0) / 1000;
+    console.log(`\nPostgreSQL (${NODES} nodes seeded in ${f1(pgSeed)} s; 20 connections unless said)`);
+    const { headers } = await authHeaders(urlA);
+    const list = await load(`${urlA}/api/v1/nodes/prod?status=active`, 20, headers);
+    row('PostgreSQL: GET /nodes/prod?status=active req/s, p99', `${Math.round(list.rps)} req/s, p99 ${list.p99} ms`, '', '', 'p99 <= 25 ms', list.p99 <= 25);
+    const search = await load(`${urlA}/api/v1/nodes/prod?q=web`, 20, headers);
+    row('PostgreSQL: GET /nodes/prod?q=web p50 / p99', `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', search.p99 <= 50);
+    const stats20 = await load(`${urlA}/api/v1/stats`, 20, headers);
+    row('PostgreSQL: GET /stats p99 at 20 connections', `${stats20.p99} ms (${Math.round(stats20.rps)} req/s)`, '', '', '<= 30 ms', stats20.p99 <= 30);
+
+    const b = startProcess([bin, 'server', ...common], 'postgres replica B');
+    const urlB = await b.url;
+    const listB = `${urlB}/api/v1/nodes/prod?status=active`;
+    await load(listB, 20, headers); // warm B's caches
+    const one = await load(`${urlA}/api/v1/nodes/prod?status=active`, 20, headers);
+    const [ra, rb] = await Promise.all([load(`${urlA}/api/v1/nodes/prod?status=active`, 20, headers), load(listB, 20, headers)]);
+    const both = ra.rps + rb.rps;
+    row('PostgreSQL: list req/s, two replicas (20 connections each) / one', `${Math.round(both)} req/s (p99 ${Math.max(ra.p99, rb.p99)} ms)`, `${Math.round(one.rps)} req/s`, `${f2(both / one.rps)}x`, '>= 1.0x (scales out; same 2 cores here)', both / one.rps >= 1.0);
+    Object.assign(raw, { pg: { seedSeconds: pgSeed, list, search, stats20, one, twoReplicas: [ra, rb] } });
+    a.child.kill('SIGTERM');
+    b.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1000));
+  } finally {
+    cluster.stop();
+  }
+}
+
+try {
+  if (!PG_ONLY) await sqliteRows();
+  if (PG) await postgresRows();
   const seconds = (Date.now() - started) / 1000;
   const failed = rows.filter((r) => !r.pass).length;
   console.log(`\n${rows.length - failed}/${rows.length} figures at or past their goal; bench took ${f1(seconds)} s (seeding ${f1(seedSeconds)} s)`);
@@ -210,7 +273,6 @@ try {
   for (const r of rows) console.log(`| ${r.figure.trim()} | ${r.value} | ${r.baseline} | ${r.ratio} | ${r.goal} | ${r.pass ? 'pass' : 'FAIL'} |`);
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   const file = join(root, 'bench', 'results', `${new Date().toISOString().replaceAll(':', '-')}.json`);
-  const raw = { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, stats1, stats20 };
   writeFileSync(file, `${JSON.stringify({ nodes: NODES, counts, cpus: cpus().length, seedSeconds, seconds, rows, raw }, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
 } finally {

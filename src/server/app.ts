@@ -35,6 +35,8 @@ export interface AppOptions {
   lifecycle: HttpLifecycle;
   /** Where denied requests are audited, in aggregate. */
   denials: DenialAudit;
+  /** Proxies (addresses or CIDRs) whose X-Forwarded-For names the client: limits and audit key on it. */
+  trustProxy?: string[];
 }
 
 /** Longest path parameter (Fastify's default, 100, cut real hostnames): Node's 16 KiB header cap binds first. */
@@ -92,6 +94,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     // Shutdown closes connections itself (lifecycle.drain), after the in-flight requests.
     forceCloseConnections: false,
     bodyLimit: deps.config.bodyLimit,
+    ...(opts.trustProxy?.length ? { trustProxy: opts.trustProxy } : {}),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Wrong JSON types are errors, not coerced (contract.md 1); unknown body fields are dropped.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: true, allErrors: false } },

@@ -28,6 +28,8 @@ export interface ServerOptions {
   /** PostgreSQL: connections in the pool (default 10) and a CA bundle for verify-full TLS. */
   dbPool?: number;
   dbCaFile?: string;
+  /** Load balancers whose X-Forwarded-For is believed (addresses or CIDRs). */
+  trustProxy?: string[];
   dev?: boolean;
   /** Password of super-admin `admin` in dev mode (random when absent). */
   devPassword?: string;
@@ -156,7 +158,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const lifecycle = new HttpLifecycle(config.timeouts);
     const denials = new DenialAudit(deps);
     const purger = new SessionPurger(deps);
-    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials });
+    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();

@@ -82,3 +82,31 @@ describe('per-account login limit', () => {
     expect(Number(r.headers.get('retry-after'))).toBeLessThanOrEqual(900);
   });
 });
+
+describe('behind a load balancer (--trust-proxy)', () => {
+  const attempt = (s: TestServer, forwardedFor: string) =>
+    s.call('POST', '/api/v1/login/prod', { body: { username: 'nobody', password: 'wrong-password-1' }, headers: { 'x-forwarded-for': forwardedFor } });
+
+  it('a trusted proxy: limits and audit key on the forwarded client address', async () => {
+    const s = await startTestServer({ loginRateLimit: 3, trustProxy: ['127.0.0.1'] });
+    try {
+      for (let i = 0; i < 3; i++) expect((await attempt(s, '198.51.100.7')).status).toBe(401);
+      expect((await attempt(s, '198.51.100.7')).status).toBe(429);
+      expect((await attempt(s, '198.51.100.8')).status).toBe(401); // another client behind the same proxy
+      const ips = await s.server.deps.db.selectFrom('audit_logs').select('source_ip').where('source_ip', 'like', '198.51.100.%').execute();
+      expect(new Set(ips.map((r) => r.source_ip))).toEqual(new Set(['198.51.100.7', '198.51.100.8']));
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('without it, X-Forwarded-For is ignored: a client cannot pick its own address', async () => {
+    const s = await startTestServer({ loginRateLimit: 3 });
+    try {
+      for (let i = 0; i < 3; i++) expect((await attempt(s, `198.51.100.${10 + i}`)).status).toBe(401);
+      expect((await attempt(s, '198.51.100.99')).status).toBe(429);
+    } finally {
+      await s.close();
+    }
+  });
+});

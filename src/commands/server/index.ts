@@ -11,6 +11,7 @@ interface ServerOpts {
   db?: string;
   dbPool?: number;
   dbCa?: string;
+  trustProxy: string[];
   dev?: boolean;
   devPassword?: string;
   devNodes?: number;
@@ -99,6 +100,10 @@ export function registerServer(program: Command): void {
         .option('--db <path|url>', `SQLite database file, or postgres://user:pass@host:port/db for several replicas (env FLEETCTL_DB; default ${defaultDbPath()})`)
         .option('--db-pool <n>', 'PostgreSQL: connections in the pool (default 10)', intArg(2))
         .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server (sslmode=verify-full)')
+        .option('--trust-proxy <address>', "a load balancer (address or CIDR, repeatable) whose X-Forwarded-For names the client for limits and audit", (v: string, acc: string[]) => {
+          if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(v)) throw new InvalidArgumentError('an IP address or CIDR, e.g. 10.0.0.5 or 10.0.0.0/24');
+          return [...acc, v];
+        }, [] as string[])
         .option('--dev', 'a demo fleet, in a temporary database (or seeded into --db when it has no users)')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
@@ -162,6 +167,7 @@ export function registerServer(program: Command): void {
           dbPath: db ?? (o.dev ? undefined : defaultDbPath(ctx.env)),
           dbPool: o.dbPool,
           dbCaFile: o.dbCa,
+          trustProxy: o.trustProxy,
           dev: o.dev,
           devPassword: o.devPassword,
           devNodes: o.devNodes,

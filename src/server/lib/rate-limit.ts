@@ -1,7 +1,8 @@
-// Fixed-window rate limits kept in the database (rate_windows), so every replica counts the same
-// hits: a window is [k * windowMs, (k + 1) * windowMs) of the wall clock, one row per scope, key
-// and window, incremented by an upsert that returns the new count (atomic on SQLite and
-// PostgreSQL alike).
+// Rate limits kept in the database (rate_windows), so every replica counts the same hits. A
+// window starts at the first hit after the previous window ended and lasts `windowMs`; one row
+// per scope and key holds the current window. A hit is one upsert that either adds to the
+// current window or, when it has ended, starts a new one, and returns the count: atomic on
+// SQLite and PostgreSQL alike (SET expressions see the row as it was).
 //
 // Exact mode (login attempts, denied requests, failed logins per account): one upsert per hit;
 // these are rare, and the limit holds exactly across replicas.
@@ -9,7 +10,7 @@
 // added to the row every `syncMs`; a replica decides on the shared count of its last sync plus its
 // own unsynced hits. Over-allowance is bounded: N replicas can each let through at most the hits
 // of one sync interval beyond the limit before they see each other's counts.
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DB } from '../store/schema.js';
 
 export type RateScope = 'login' | 'denied' | 'api' | 'account';
@@ -35,73 +36,74 @@ export class RateLimiter {
     private readonly opts: { syncMs?: number } = {},
   ) {}
 
-  private windowOf(t: number): number {
-    return Math.floor(t / this.windowMs) * this.windowMs;
-  }
-
   private waitSeconds(windowStart: number, t: number): number {
     return Math.max(1, Math.ceil((windowStart + this.windowMs - t) / 1000));
   }
 
-  /** Adds n hits to the shared row and returns its new count. */
-  private async add(key: string, windowStart: number, n: number): Promise<number> {
+  /** Adds n hits at time t to the key's window (a new one if it ended); its count and start. */
+  private async add(key: string, n: number, t: number): Promise<{ count: number; windowStart: number }> {
+    const ended = t - this.windowMs;
     const row = await this.db
       .insertInto('rate_windows')
-      .values({ scope: this.scope, key, window_start: windowStart, count: n })
-      .onConflict((oc) => oc.columns(['scope', 'key', 'window_start']).doUpdateSet((eb) => ({ count: eb('rate_windows.count', '+', n) })))
-      .returning('count')
+      .values({ scope: this.scope, key, window_start: t, count: n })
+      .onConflict((oc) =>
+        oc.columns(['scope', 'key']).doUpdateSet({
+          count: sql<number>`case when rate_windows.window_start <= ${ended} then ${n} else rate_windows.count + ${n} end`,
+          window_start: sql<number>`case when rate_windows.window_start <= ${ended} then ${t} else rate_windows.window_start end`,
+        }),
+      )
+      .returning(['count', 'window_start'])
       .executeTakeFirstOrThrow();
-    return Number(row.count);
+    return { count: Number(row.count), windowStart: Number(row.window_start) };
   }
 
-  /** Counts a hit. Returns the seconds until the window resets when over the limit, else 0. */
+  /** Counts a hit. Returns the seconds until the window ends when over the limit, else 0. */
   async hit(key: string): Promise<number> {
     const t = this.now();
-    const windowStart = this.windowOf(t);
     if (this.opts.syncMs === undefined) {
-      const count = await this.add(key, windowStart, 1);
+      const { count, windowStart } = await this.add(key, 1, t);
       return count <= this.limit ? 0 : this.waitSeconds(windowStart, t);
     }
     let l = this.local.get(key);
-    if (!l || l.windowStart !== windowStart) {
-      l = { windowStart, shared: 0, pending: 0 };
+    if (!l || t - l.windowStart >= this.windowMs) {
+      l = { windowStart: t, shared: 0, pending: 0 };
       this.local.set(key, l);
     }
     l.pending++;
-    return l.shared + l.pending <= this.limit ? 0 : this.waitSeconds(windowStart, t);
+    return l.shared + l.pending <= this.limit ? 0 : this.waitSeconds(l.windowStart, t);
   }
 
-  /** The shared count of the current window, without counting a hit (0 when none). */
+  /** The count of the key's current window, without counting a hit (0 when it has ended). */
   async count(key: string): Promise<{ count: number; retryAfter: number }> {
     const t = this.now();
-    const windowStart = this.windowOf(t);
     const row = await this.db
       .selectFrom('rate_windows')
-      .select('count')
+      .select(['count', 'window_start'])
       .where('scope', '=', this.scope)
       .where('key', '=', key)
-      .where('window_start', '=', windowStart)
       .executeTakeFirst();
-    return { count: Number(row?.count ?? 0), retryAfter: this.waitSeconds(windowStart, t) };
+    if (!row || Number(row.window_start) <= t - this.windowMs) return { count: 0, retryAfter: 0 };
+    return { count: Number(row.count), retryAfter: this.waitSeconds(Number(row.window_start), t) };
   }
 
   /** Batched mode: adds every replica-local hit to the shared rows and reads their totals back. */
   sync(): Promise<void> {
     this.syncing = this.syncing.then(async () => {
-      const current = this.windowOf(this.now());
+      const t = this.now();
       for (const [key, l] of [...this.local]) {
-        if (l.windowStart !== current && l.pending === 0) {
-          this.local.delete(key);
+        const n = l.pending;
+        if (n === 0) {
+          if (t - l.windowStart >= this.windowMs) this.local.delete(key);
           continue;
         }
-        const n = l.pending;
         l.pending = 0;
         try {
-          l.shared = await this.add(key, l.windowStart, n);
+          const shared = await this.add(key, n, t);
+          l.shared = shared.count;
+          l.windowStart = shared.windowStart;
         } catch {
           l.pending += n; // the database was busy: retried at the next sync
         }
-        if (l.windowStart !== current && l.pending === 0) this.local.delete(key);
       }
     });
     return this.syncing;

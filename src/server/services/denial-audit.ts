@@ -1,8 +1,9 @@
 // Denied requests (401, 403 and 429 answers of the auth hook) audited in aggregate: one row per
 // client address (and username, when the token named one) and minute, with a count, so a flood of
-// refused requests cannot fill the disk or bury real events. Windows are minutes of the wall clock.
-// The first denial of a window, on whichever replica, writes the row and claims the window in
-// denial_windows in one transaction; a replica that loses the claim adds to the winner's row.
+// refused requests cannot fill the disk or bury real events. A window starts at the first denial
+// after the previous one ended and lasts a minute. That first denial, on whichever replica, writes
+// the row and claims the window in denial_windows in one transaction; a replica that loses the
+// claim adds to the winner's row.
 // Later denials only count in memory, and each replica adds its count to the row every few
 // seconds, when the window ends, and at shutdown. Started and stopped by start.ts.
 import { sql } from 'kysely';
@@ -42,64 +43,72 @@ export class DenialAudit {
   /** Counts a denial; writes the row when it is the first of this address's window anywhere. */
   async record(d: Denial): Promise<void> {
     const t = this.deps.now().getTime();
-    const start = Math.floor(t / DENIAL_WINDOW_MS) * DENIAL_WINDOW_MS;
     const key = `${d.ip}\u0000${d.username ?? ''}`;
     let w = this.windows.get(key);
-    if (w && w.start !== start) {
+    if (w && t - w.start >= DENIAL_WINDOW_MS) {
       await this.flushOne(key, w);
       w = undefined;
     }
     if (!w) {
-      w = { start, ip: d.ip, username: d.username ?? '', line: d.line, pending: 0 };
+      w = { start: t, ip: d.ip, username: d.username ?? '', line: d.line, pending: 0 };
       this.windows.set(key, w);
-      const row = this.claim(d, start);
+      const row = this.claim(d, t);
       w.row = row;
-      if (!(await row).own) w.pending++;
+      const claimed = await row;
+      w.start = claimed.start;
+      if (!claimed.own) w.pending++;
       return;
     }
     w.pending++;
     await w.row;
   }
 
-  private async claim(d: Denial, start: number): Promise<{ id: number; own: boolean }> {
-    const where = { source_ip: d.ip, username: d.username ?? '', window_start: start };
+  /** The window's row: inserted here (own) when no replica has a window running for this key. */
+  private async claim(d: Denial, t: number): Promise<{ id: number; own: boolean; start: number }> {
+    const ip = d.ip;
+    const username = d.username ?? '';
     try {
       return await this.deps.db.transaction().execute(async (trx) => {
         const row = await trx
           .insertInto('audit_logs')
           .values({
-            created_at: this.deps.now().toISOString(),
+            created_at: new Date(t).toISOString(),
             env_uuid: d.env?.uuid ?? '',
             environment_id: d.env?.id ?? 0,
             line: d.line,
             log_type: LogTypes.visit,
             severity: Severities.warning,
             service: 'api',
-            source_ip: d.ip,
-            username: d.username ?? '',
+            source_ip: ip,
+            username,
             count: 1,
           })
           .returning('id')
           .executeTakeFirstOrThrow();
+        // Takes the key's window unless another one is still running.
         const r = await trx
           .insertInto('denial_windows')
-          .values({ ...where, audit_id: row.id })
-          .onConflict((oc) => oc.columns(['source_ip', 'username', 'window_start']).doNothing())
+          .values({ source_ip: ip, username, window_start: t, audit_id: row.id })
+          .onConflict((oc) =>
+            oc
+              .columns(['source_ip', 'username'])
+              .doUpdateSet({ window_start: t, audit_id: row.id })
+              .where('denial_windows.window_start', '<=', t - DENIAL_WINDOW_MS),
+          )
           .executeTakeFirst();
         if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) throw new Claimed();
-        return { id: row.id, own: true };
+        return { id: row.id, own: true, start: t };
       });
     } catch (e) {
       if (!(e instanceof Claimed)) throw e;
     }
     const won = await this.deps.db
       .selectFrom('denial_windows')
-      .select('audit_id')
-      .where('source_ip', '=', where.source_ip)
-      .where('username', '=', where.username)
-      .where('window_start', '=', start)
+      .select(['audit_id', 'window_start'])
+      .where('source_ip', '=', ip)
+      .where('username', '=', username)
       .executeTakeFirstOrThrow();
-    return { id: won.audit_id, own: false };
+    return { id: won.audit_id, own: false, start: Number(won.window_start) };
   }
 
   private async flushOne(key: string, w: Window): Promise<void> {
@@ -117,7 +126,7 @@ export class DenialAudit {
         .where('id', '=', id)
         .execute();
     }
-    const ended = Math.floor(this.deps.now().getTime() / DENIAL_WINDOW_MS) * DENIAL_WINDOW_MS !== w.start;
+    const ended = this.deps.now().getTime() - w.start >= DENIAL_WINDOW_MS;
     if (ended && w.pending === 0 && this.windows.get(key) === w) this.windows.delete(key);
   }
   /** Brings every row up to date and forgets ended windows. */

@@ -308,7 +308,7 @@ function sharedState(): Migration {
         .addColumn('key', text, (c) => c.notNull())
         .addColumn('window_start', big, (c) => c.notNull())
         .addColumn('count', int, (c) => c.notNull().defaultTo(0))
-        .addPrimaryKeyConstraint('rate_windows_pk', ['scope', 'key', 'window_start'])
+        .addPrimaryKeyConstraint('rate_windows_pk', ['scope', 'key'])
         .execute();
       await db.schema.createIndex('rate_windows_start').on('rate_windows').column('window_start').execute();
       await db.schema.createTable('denial_windows')
@@ -316,7 +316,7 @@ function sharedState(): Migration {
         .addColumn('username', text, (c) => c.notNull())
         .addColumn('window_start', big, (c) => c.notNull())
         .addColumn('audit_id', int, (c) => c.notNull())
-        .addPrimaryKeyConstraint('denial_windows_pk', ['source_ip', 'username', 'window_start'])
+        .addPrimaryKeyConstraint('denial_windows_pk', ['source_ip', 'username'])
         .execute();
       await db.schema.createIndex('denial_windows_start').on('denial_windows').column('window_start').execute();
     },

@@ -301,11 +301,11 @@ export interface LoginAddressesTable {
   last_login_at: string;
 }
 
-/** Rate-limit counters shared by every replica (005_shared_state): one row per scope, key and fixed window. */
+/** Rate-limit counters shared by every replica (005_shared_state): one row per scope and key, its current window. */
 export interface RateWindowsTable {
   scope: string;
   key: string;
-  /** Window start, milliseconds since the epoch (a multiple of the window length). */
+  /** Start of the current window (the first hit after the previous one ended), ms since the epoch. */
   window_start: number;
   count: number;
 }
