@@ -185,7 +185,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
       const params = (rule.env.fromQuery ? req.query : req.params) as Record<string, string | undefined>;
       const ref = params[rule.env.param];
       if (ref === undefined) return;
-      const env = await findEnv(deps, ref);
+      const env = await findEnv(deps, ref, caller.generations?.config);
       if (!env) throw notFound(`environment "${ref}" not found`);
       req.fleetEnv = env;
       if (!hasLevel(caller.isSuperAdmin, caller.access.get(env.id), rule.env.level)) {

@@ -1,4 +1,5 @@
 // What every service receives: the store, the clock and the server's configuration.
+import type { Generations } from './store/node-index.js';
 import type { Kysely } from 'kysely';
 import type { DB, UserRow } from './store/schema.js';
 import type { Dialect } from './store/migrations.js';
@@ -52,6 +53,8 @@ export interface Caller {
   access: Map<number, EnvLevels>;
   jti: string;
   csrfToken: string;
+  /** The change counters read when this request was authenticated (services reuse them). */
+  generations?: Generations;
 }
 
 export const iso = (d: Date) => d.toISOString();

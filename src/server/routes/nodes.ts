@@ -13,7 +13,7 @@ export function nodeRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/nodes/:env',
     { config: { rule: RULES.nodesList }, schema: { params: EnvParam, querystring: NodesQuery, response: { 200: Paginated(Node) } } },
-    async (req) => listNodes(deps, envOf(req), req.query),
+    async (req) => listNodes(deps, envOf(req), req.query, callerOf(req).generations),
   );
   app.get(
     '/api/v1/nodes/:env/node/:node',

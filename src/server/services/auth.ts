@@ -1,10 +1,12 @@
 // Login, tokens and sessions (contract.md 2). A token is a signed JWT plus a session row:
 // ending a session (password change, user removal) is deleting its row.
+import { readGenerations } from '../store/node-index.js';
+import { byGeneration } from './generation-cache.js';
 import type { Deps, Caller } from '../context.js';
 import type { UserRow, EnvironmentRow } from '../store/schema.js';
 import { EXP_HOURS_DEFAULT, EXP_HOURS_MAX, LogTypes, Severities, type LoginBody, type TokenResponse } from '../../api/index.js';
 import { badRequest, forbidden, HttpError, notFound, unauthorized } from '../errors.js';
-import { dummyPasswordHash, randomHex, randomId, signJwt, verifyJwt, verifyPassword } from '../lib/crypto.js';
+import { dummyPasswordHash, randomHex, randomId, signJwt, verifyJwt, verifyPassword, type JwtClaims, type JwtResult } from '../lib/crypto.js';
 import { hasLevel, type EnvLevels } from '../permissions.js';
 import { findEnv } from './environments.js';
 import { writeAudit } from './audit.js';
@@ -111,24 +113,55 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (!header) throw unauthorized('authentication required: send Authorization: Bearer <token>');
   const m = BEARER.exec(header);
   if (!m) throw unauthorized('malformed Authorization header: expected "Bearer <token>"');
-  const v = verifyJwt(m[1]!, deps.config.jwtSecret, deps.now().getTime());
+  const v = verifiedToken(deps, m[1]!);
   if (!v.ok) {
     if (v.reason === 'expired') throw unauthorized('token expired: log in again', 'token_expired');
     throw unauthorized('invalid token');
   }
-  const session = await deps.db
-    .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.csrf_token', 'sessions.expires_at', 'users.username'])
-    .where('sessions.jti', '=', v.claims.jti)
-    .executeTakeFirst();
-  if (!session || session.username !== v.claims.sub) {
+  // One read of the change counters per request; the caller (session, user, access) is read
+  // again only after a session ended or a user or their access changed, on any replica.
+  const generations = await readGenerations(deps.db);
+  const found = await byGeneration(deps.db, 'caller', generations.auth, v.claims.jti, () => loadCaller(deps, v.claims.jti));
+  if (!found || found.caller.user.username !== v.claims.sub) {
     throw unauthorized('session ended (password changed, user removed or logged out): log in again', 'token_expired');
   }
   // The session row's own expiry, not only the JWT's: the row is what the server controls.
-  if (Date.parse(session.expires_at) <= deps.now().getTime()) throw unauthorized('session expired: log in again', 'token_expired');
-  const user = await deps.db.selectFrom('users').selectAll().where('username', '=', v.claims.sub).executeTakeFirstOrThrow();
-  return { user, isSuperAdmin: !!user.admin, access: await envLevels(deps, user.id), jti: v.claims.jti, csrfToken: session.csrf_token };
+  if (found.expiresAt <= deps.now().getTime()) throw unauthorized('session expired: log in again', 'token_expired');
+  return { ...found.caller, generations };
+}
+
+/** Tokens whose signature checked out, per signing secret: the HMAC is computed once per token. */
+const verifiedTokens = new WeakMap<Buffer, Map<string, JwtClaims>>();
+
+function verifiedToken(deps: Deps, token: string): JwtResult {
+  let known = verifiedTokens.get(deps.config.jwtSecret);
+  if (!known) verifiedTokens.set(deps.config.jwtSecret, (known = new Map()));
+  const nowMs = deps.now().getTime();
+  const claims = known.get(token);
+  if (claims) return claims.exp * 1000 <= nowMs ? { ok: false, reason: 'expired' } : { ok: true, claims };
+  const v = verifyJwt(token, deps.config.jwtSecret, nowMs);
+  if (v.ok) {
+    if (known.size >= 10_000) known.clear();
+    known.set(token, v.claims);
+  }
+  return v;
+}
+
+/** The session's caller as stored; undefined when the session is gone. Shared by requests: read-only. */
+async function loadCaller(deps: Deps, jti: string): Promise<{ caller: Caller; expiresAt: number } | undefined> {
+  const row = await deps.db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .selectAll('users')
+    .select(['sessions.csrf_token', 'sessions.expires_at'])
+    .where('sessions.jti', '=', jti)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { csrf_token, expires_at, ...user } = row;
+  return {
+    caller: { user, isSuperAdmin: !!user.admin, access: await envLevels(deps, user.id), jti, csrfToken: csrf_token },
+    expiresAt: Date.parse(expires_at),
+  };
 }
 
 /** POST /api/v1/logout: ends the calling session (its token answers 401 token_expired from now on). */

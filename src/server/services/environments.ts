@@ -1,4 +1,5 @@
 // Environments: lookup by name or UUID, the API shape, the map (4.7), read and intervals (4.6).
+import { byGeneration } from './generation-cache.js';
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import type { Environment, EnvironmentMap, IntervalsBody, MapTarget } from '../../api/index.js';
@@ -9,12 +10,15 @@ import { writeAudit } from './audit.js';
 import { genericFlags } from './enroll-scripts.js';
 
 /** `{env}` in a path: exact name or UUID (UUIDs compared case-insensitively). */
-export async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefined> {
-  return deps.db
-    .selectFrom('environments')
-    .selectAll()
-    .where((eb) => eb.or([eb('name', '=', ref), eb('uuid', '=', ref.toLowerCase())]))
-    .executeTakeFirst();
+/** `configGeneration` (the request's config counter): the row is read once per environment change. */
+export async function findEnv(deps: Deps, ref: string, configGeneration?: number): Promise<EnvironmentRow | undefined> {
+  const read = () =>
+    deps.db
+      .selectFrom('environments')
+      .selectAll()
+      .where((eb) => eb.or([eb('name', '=', ref), eb('uuid', '=', ref.toLowerCase())]))
+      .executeTakeFirst();
+  return configGeneration === undefined ? read() : byGeneration(deps.db, 'environment', configGeneration, ref, read);
 }
 
 export async function requireEnv(deps: Deps, ref: string): Promise<EnvironmentRow> {
@@ -72,8 +76,9 @@ export function toEnvironment(r: EnvironmentRow, opts: { withSecrets: boolean })
   };
 }
 
-export async function accessibleEnvs(deps: Deps, caller: Caller): Promise<EnvironmentRow[]> {
-  const all = await deps.db.selectFrom('environments').selectAll().orderBy('name').execute();
+export async function accessibleEnvs(deps: Deps, caller: Caller, configGeneration?: number): Promise<EnvironmentRow[]> {
+  const read = () => deps.db.selectFrom('environments').selectAll().orderBy('name').execute();
+  const all = configGeneration === undefined ? await read() : await byGeneration(deps.db, 'environments', configGeneration, '', read);
   return all.filter((e) => hasLevel(caller.isSuperAdmin, caller.access.get(e.id), 'user'));
 }
 

@@ -8,7 +8,7 @@ import {
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
-import { nodeGeneration, nullableOrder, searchMatch } from '../store/node-index.js';
+import { readGenerations, nullableOrder, searchMatch, type Generations } from '../store/node-index.js';
 import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
@@ -73,8 +73,8 @@ async function newestOsqueryVersion(deps: Deps, generation: number): Promise<str
 }
 
 /** Shared context for shaping node rows into API nodes. */
-async function shapeContext(deps: Deps, env: EnvironmentRow, generation: number) {
-  const [hours, newest] = await Promise.all([inactiveHours(deps, env.id), newestOsqueryVersion(deps, generation)]);
+async function shapeContext(deps: Deps, env: EnvironmentRow, gens: Generations) {
+  const [hours, newest] = await Promise.all([inactiveHours(deps, env.id, gens.config), newestOsqueryVersion(deps, gens.counts)]);
   return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newest, env };
 }
 
@@ -187,8 +187,21 @@ async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from:
   return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', lo).where('last_seen', '<', hi)));
 }
 
+type Crossed = (from: string, to: string) => Promise<number>;
+
+/** crossed() for one request: the total and the page move over the same cutoffs, counted once. */
+function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams): Crossed {
+  const seen = new Map<string, Promise<number>>();
+  return (from, to) => {
+    const key = `${from} ${to}`;
+    let n = seen.get(key);
+    if (!n) seen.set(key, (n = crossed(deps, env, p, from, to)));
+    return n;
+  };
+}
+
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
-function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number): Promise<number> {
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number, cross: Crossed): Promise<number> {
   const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tag ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
@@ -198,7 +211,7 @@ function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutof
     timed ? cutoff : '',
     () => countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
     async (n, from, to) => {
-      const moved = await crossed(deps, env, p, from, to);
+      const moved = await cross(from, to);
       return p.status === 'active' ? n - moved : n + moved;
     },
   );
@@ -238,7 +251,7 @@ const PAGE_CACHE = { name: 'pages', entries: 64 };
  * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
  * Health and uptime depend on the clock: toNode derives them per request.
  */
-async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number): Promise<PageRows> {
+async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number, cross: Crossed): Promise<PageRows> {
   const read = async (): Promise<PageRows> => {
     const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
       .selectAll()
@@ -252,19 +265,21 @@ async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, page
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const timed = p.status === 'active' || p.status === 'inactive';
   const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
-  return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await crossed(deps, env, p, from, to)) === 0 ? prev : read()), PAGE_CACHE);
+  return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE);
 }
 
-export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery): Promise<Page<Node>> {
+/** `gens`: the change counters this request's authentication read (one read per request). */
+export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery, gens?: Generations): Promise<Page<Node>> {
   const params = parseNodeQuery(query);
   const pageReq = parsePage(query);
-  const generation = await nodeGeneration(deps.db);
-  const ctx = await shapeContext(deps, env, generation.counts);
+  const generation = gens ?? (await readGenerations(deps.db));
+  const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
   // A tag filter's total changes with tagging too, which only the content generation counts.
-  const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts);
+  const cross = crossedOnce(deps, env, params);
+  const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts, cross);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
-  const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content);
+  const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content, cross);
   const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
   const memo = page.shaped;
   if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) return pageOf(memo.nodes, pageReq, total);
@@ -291,7 +306,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
   const row = rows[0]!;
-  const ctx = await shapeContext(deps, env, (await nodeGeneration(deps.db)).counts);
+  const ctx = await shapeContext(deps, env, caller.generations ?? (await readGenerations(deps.db)));
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
   return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);

@@ -1,6 +1,7 @@
 // Reading one setting's effective value: the env's own row wins over the global row (env 0).
 import type { Deps } from '../context.js';
 import type { SettingRow } from '../store/schema.js';
+import { byGeneration } from './generation-cache.js';
 
 export const INACTIVE_HOURS_DEFAULT = 72;
 
@@ -27,5 +28,8 @@ export async function booleanSetting(deps: Deps, service: string, name: string, 
   return row ? !!row.boolean_value : fallback;
 }
 
-export const inactiveHours = (deps: Deps, envId = 0) =>
-  integerSetting(deps, 'admin', 'inactive_hours', envId, INACTIVE_HOURS_DEFAULT);
+/** With the request's config counter, read once per settings change instead of per request. */
+export const inactiveHours = (deps: Deps, envId = 0, configGeneration?: number) => {
+  const read = () => integerSetting(deps, 'admin', 'inactive_hours', envId, INACTIVE_HOURS_DEFAULT);
+  return configGeneration === undefined ? read() : byGeneration(deps.db, 'inactive_hours', configGeneration, String(envId), read);
+};

@@ -7,7 +7,7 @@ import { Platforms, type DashboardStats, type EnvironmentStats, type Platform, t
 import { accessibleEnvs } from './environments.js';
 import { inactiveHours } from './settings-values.js';
 import { carveStatusSql } from './carves.js';
-import { nodeGeneration } from '../store/node-index.js';
+import { readGenerations } from '../store/node-index.js';
 import { between, cachedCount } from './node-counts.js';
 
 const zeroCounts = (): PlatformCounts => ({ darwin: 0, linux: 0, windows: 0, other: 0 });
@@ -55,8 +55,9 @@ async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], fro
 }
 
 export async function dashboardStats(deps: Deps, caller: Caller): Promise<DashboardStats> {
-  const envs = await accessibleEnvs(deps, caller);
-  const globalHours = await inactiveHours(deps, 0);
+  const gens = caller.generations ?? (await readGenerations(deps.db));
+  const envs = await accessibleEnvs(deps, caller, gens.config);
+  const globalHours = await inactiveHours(deps, 0, gens.config);
   const stats = new Map<number, EnvironmentStats>(
     envs.map((e) => [e.id, { uuid: e.uuid, name: e.name, active: 0, inactive: 0, total: 0, active_queries: 0, active_carves: 0, platform_counts: zeroCounts() }]),
   );
@@ -65,10 +66,10 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
     const nowMs = deps.now().getTime();
     const byCutoff = new Map<string, number[]>();
     for (const e of envs) {
-      const cutoff = new Date(nowMs - (await inactiveHours(deps, e.id)) * 3600_000).toISOString();
+      const cutoff = new Date(nowMs - (await inactiveHours(deps, e.id, gens.config)) * 3600_000).toISOString();
       byCutoff.set(cutoff, [...(byCutoff.get(cutoff) ?? []), e.id]);
     }
-    const generation = (await nodeGeneration(deps.db)).counts;
+    const generation = gens.counts;
     for (const [cutoff, ids] of byCutoff) {
       const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to));
       for (const r of rows) {

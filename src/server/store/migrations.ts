@@ -2,6 +2,7 @@
 // same steps run on SQLite and PostgreSQL; only the id column differs between the two.
 import { type Kysely, type Migration, type MigrationProvider, sql, type CreateTableBuilder } from 'kysely';
 import { perfMigration } from './migration-perf.js';
+import { createRequestCacheCounters } from './node-index.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -331,6 +332,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '003_perf': perfMigration(dialect),
       '004_agents': agents(dialect),
       '005_shared_state': sharedState(),
+      // Counters for the per-request caches of callers, environments and settings (issue 11).
+      '006_request_caches': { up: (db: Kysely<any>) => createRequestCacheCounters(db, dialect) },
     }),
   };
 }

@@ -2,7 +2,7 @@
 // SQLite: an FTS5 trigram table kept by triggers. PostgreSQL: a pg_trgm GIN index over one
 // expression joining the searched columns, and statement-level plpgsql triggers bumping the same
 // node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
-import { sql, type Expression, type Kysely, type OrderByItemBuilder, type SqlBool } from 'kysely';
+import { CompiledQuery, sql, type Expression, type Kysely, type OrderByItemBuilder, type SqlBool } from 'kysely';
 import type { Dialect } from './migrations.js';
 import { likeContains } from '../lib/pagination.js';
 
@@ -83,17 +83,51 @@ export function searchMatch(dialect: Dialect, q: string): Expression<SqlBool> {
   return any;
 }
 
-export interface NodeGenerations {
+export interface Generations {
   /** Changes whenever a node is added, removed, or changes a counted, filtered or searched column. */
   counts: number;
   /** Changes whenever anything a listed node shows changes (any column, its tags). */
   content: number;
+  /** Changes whenever a session ends or a user or their access changes (cached callers). */
+  auth: number;
+  /** Changes whenever an environment or a setting changes (cached environments and settings). */
+  config: number;
 }
 
-export async function nodeGeneration(db: Kysely<any>): Promise<NodeGenerations> {
-  const rows = await db.selectFrom('node_generation').select(['id', 'generation']).execute();
+/**
+ * Every change counter in one read. The counters are bumped by triggers in the writing
+ * transaction, so a request that reads them after a write committed (on any replica) sees the
+ * new values and misses every cache keyed by the old ones.
+ */
+// Compiled once: this runs on every authenticated request.
+const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_generation', []);
+
+export async function readGenerations(db: Kysely<any>): Promise<Generations> {
+  const rows = (await db.executeQuery(READ_GENERATIONS)).rows as { id: number; generation: number | string }[];
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
-  return { counts: of(1), content: of(2) };
+  return { counts: of(1), content: of(2), auth: of(3), config: of(4) };
+}
+
+/** The tables whose changes move the auth (3) and config (4) counters. */
+const REQUEST_CACHE_TABLES: [table: string, events: ('insert' | 'update' | 'delete')[], id: 3 | 4][] = [
+  ['sessions', ['update', 'delete'], 3], // a new session is a new key: no cached caller to drop
+  ['users', ['update', 'delete'], 3],
+  ['user_env_access', ['insert', 'update', 'delete'], 3],
+  ['environments', ['insert', 'update', 'delete'], 4],
+  ['settings', ['insert', 'update', 'delete'], 4],
+];
+
+/** 006_request_caches: counters 3 (auth) and 4 (config) and the triggers that move them. */
+export async function createRequestCacheCounters(db: Kysely<any>, dialect: Dialect): Promise<void> {
+  await db.insertInto('node_generation').values([{ id: 3, generation: 0 }, { id: 4, generation: 0 }]).execute();
+  for (const [table, events, id] of REQUEST_CACHE_TABLES) {
+    if (dialect === 'postgres') {
+      await sql.raw(`create trigger ${table}_generation after ${events.join(' or ')} on ${table} for each statement execute function node_generation_bump('{${id}}')`).execute(db);
+    } else {
+      for (const event of events)
+        await sql.raw(`create trigger ${table}_${event}_generation after ${event} on ${table} begin update node_generation set generation = generation + 1 where id = ${id}; end`).execute(db);
+    }
+  }
 }
 
 /**
