@@ -1,8 +1,17 @@
 // Bundles src/ into dist/ with esbuild: one entry plus lazily loaded chunks (server, prompts,
 // ...), so start-up resolves a handful of files instead of hundreds. Dependencies stay in
-// node_modules (packages: external) so native modules and wasm load as usual.
+// node_modules (external) so native modules and wasm load as usual, except BUNDLED below.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+
+// Bundled rather than loaded from node_modules: a request pays for these at start-up, and one
+// bundled chunk parses in a few milliseconds where their hundred-odd small files take 60 ms each
+// to resolve and load (issue 11: `nodes list` against a bare fetch).
+const BUNDLED = new Set(['@sinclair/typebox', 'undici']);
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+const external = Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies, ...pkg.devDependencies })
+  .filter((name) => !BUNDLED.has(name))
+  .flatMap((name) => [name, `${name}/*`]);
 
 // FLEETCTL_OUTDIR lets parallel work build elsewhere (inside the repo, so node_modules resolve).
 const outdir = process.env.FLEETCTL_OUTDIR || 'dist';
@@ -16,7 +25,9 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
+  external,
+  // undici is CommonJS and requires Node built-ins: give the ESM chunks a require.
+  banner: { js: "import { createRequire as __fleetctlRequire } from 'node:module'; const require = __fleetctlRequire(import.meta.url);" },
   sourcemap: 'linked',
   chunkNames: 'chunks/[name]-[hash]',
   logLevel: 'warning',

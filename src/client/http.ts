@@ -75,16 +75,23 @@ export interface RequestOptions {
 type Undici = typeof import('undici');
 let undici: Promise<Undici> | undefined;
 /** undici is loaded by the first request, not at start-up (`--help` and `--version` need none of it). */
-const loadUndici = () => (undici ??= import('undici'));
+const loadUndici = () => (undici ??= import('undici').then((m) => ((m as { default?: Undici }).default ?? m) as Undici));
 
 let sharedDispatcher: Dispatcher | undefined;
+
+type Send = (url: string, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) => Promise<{ status: number; text: string; retryAfter?: string }>;
+
+const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
+
+/** Node's fetch has no CA option, no --insecure and (Node 20) no proxy support. */
+const needsUndici = (opts: HttpOptions) => !!opts.caFile || !!opts.insecure || PROXY_VARIABLES.some((k) => process.env[k]);
 
 function dispatcherFor({ Agent, EnvHttpProxyAgent }: Undici, opts: HttpOptions): Dispatcher {
   const connect = {
     ...(opts.caFile ? { ca: readFileSync(opts.caFile) } : {}),
     ...(opts.insecure ? { rejectUnauthorized: false } : {}),
   };
-  const hasProxy = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((k) => process.env[k]);
+  const hasProxy = PROXY_VARIABLES.some((k) => process.env[k]);
   if (!opts.caFile && !opts.insecure && !hasProxy) return (sharedDispatcher ??= new Agent({ keepAliveTimeout: 10_000 }));
   return hasProxy ? new EnvHttpProxyAgent({ connect }) : new Agent({ connect, keepAliveTimeout: 10_000 });
 }
@@ -117,6 +124,44 @@ export class HttpClient {
     return u.toString();
   }
 
+  private sender?: Promise<Send>;
+
+  /**
+   * How requests travel. By default Node's own fetch (built into node, nothing to load: most
+   * commands make one request); undici from the package when the connection needs its options:
+   * a CA file, --insecure, or a proxy from the environment.
+   */
+  private transport(): Promise<Send> {
+    return (this.sender ??= needsUndici(this.opts) ? this.undiciSender() : Promise.resolve(this.fetchSender()));
+  }
+
+  private undiciSender(): Promise<Send> {
+    return loadUndici().then((u) => {
+      const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
+      return async (url, method, headers, body, timeoutMs) => {
+        const res = await u.request(url, { method: method as Dispatcher.HttpMethod, headers, body, dispatcher, signal: AbortSignal.timeout(timeoutMs) });
+        const ra = res.headers['retry-after'];
+        return { status: res.statusCode, text: await res.body.text(), retryAfter: Array.isArray(ra) ? ra[0] : ra };
+      };
+    });
+  }
+
+  private fetchSender(): Send {
+    return async (url, method, headers, body, timeoutMs) => {
+      let res: Response;
+      try {
+        // redirect: manual, as undici's request: a 3xx is the server's answer, not followed.
+        res = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+      } catch (e) {
+        // fetch refuses the ports browsers block (e.g. 6000, 6667): undici's request does not.
+        if ((e as { cause?: { message?: string } }).cause?.message !== 'bad port') throw e;
+        this.sender = this.undiciSender();
+        return (await this.sender)(url, method, headers, body, timeoutMs);
+      }
+      return { status: res.status, text: await res.text(), retryAfter: res.headers.get('retry-after') ?? undefined };
+    };
+  }
+
   async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {
     const url = this.url(path.replace(/^\//, ''), ro.query);
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.opts.userAgent ?? 'fleetctl' };
@@ -129,8 +174,7 @@ export class HttpClient {
     }
     const policy = this.opts.retry ?? DEFAULT_RETRY;
     const debug = this.opts.debug;
-    const u = await loadUndici();
-    const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
+    const send = await this.transport();
     for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       debug?.(`> ${method} ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
@@ -140,17 +184,10 @@ export class HttpClient {
       let text: string;
       let retryAfter: number | undefined;
       try {
-        const res = await u.request(url, {
-          method: method as Dispatcher.HttpMethod,
-          headers,
-          body,
-          dispatcher,
-          signal: AbortSignal.timeout(this.opts.timeoutMs),
-        });
-        status = res.statusCode;
-        text = await res.body.text();
-        const ra = res.headers['retry-after'];
-        retryAfter = parseRetryAfter(Array.isArray(ra) ? ra[0] : ra, Date.now());
+        const res = await send(url, method, headers, body, this.opts.timeoutMs);
+        status = res.status;
+        text = res.text;
+        retryAfter = parseRetryAfter(res.retryAfter, Date.now());
       } catch (e) {
         const err = e as Error & { code?: string; cause?: { code?: string } };
         const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError';
@@ -171,8 +208,10 @@ export class HttpClient {
         const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
         throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${reason}${tries}`, url);
       }
-      const shown = (ro.secretResponse || isSecretResponse(method, url)) && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
-      debug?.(`< ${status} (${Date.now() - started} ms) ${shown}`);
+      if (debug) {
+        const shown = (ro.secretResponse || isSecretResponse(method, url)) && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
+        debug(`< ${status} (${Date.now() - started} ms) ${shown}`);
+      }
       if (status >= 200 && status < 300) {
         if (ro.raw) return text as T;
         return parseAnswer<T>(text, ro.schema, ro.answerName);

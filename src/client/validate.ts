@@ -1,29 +1,10 @@
 // Every answer is checked against its src/api schema before a command touches it, so a server
 // that sends another shape (osctrl, an old or broken server) gives one clear line, never a
-// TypeError deep in a printer. Schemas are compiled once, on first use (a 500-node page is checked
-// in well under a millisecond; see docs/osctrl.md for the measurement).
+// TypeError deep in a printer. The check walks the schema's JSON Schema keywords directly
+// (type, properties, required, items, anyOf, const, patternProperties: all src/api uses), which
+// costs nothing to load, where TypeBox's compiler took 40 ms to load on every request (issue 11).
 import type { TSchema } from '@sinclair/typebox';
-import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { ValueErrorType } from '@sinclair/typebox/errors';
 import { CliError, ExitCode } from '../errors.js';
-
-const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
-
-function checker(schema: TSchema): TypeCheck<TSchema> {
-  let c = compiled.get(schema);
-  if (!c) compiled.set(schema, (c = TypeCompiler.Compile(schema)));
-  return c;
-}
-
-/** JSON pointer /users/0/environments -> users[0].environments (rooted at `what`). */
-function pathOf(what: string, pointer: string): string {
-  let out = what;
-  for (const part of pointer.split('/').slice(1)) {
-    const p = part.replace(/~1/g, '/').replace(/~0/g, '~');
-    out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
-  }
-  return out || 'the answer';
-}
 
 export const DEBUG_HINT = 'run the command again with --debug to see what the server sent';
 
@@ -33,13 +14,153 @@ export class UnexpectedAnswerError extends CliError {
   }
 }
 
+interface Schema {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  anyOf?: Schema[];
+  const?: unknown;
+  patternProperties?: Record<string, Schema>;
+}
+
+/** What was wrong, and where: the keys from the root, filled in on the way back up. */
+interface Mismatch {
+  at: (string | number)[];
+  missing: boolean;
+  expected: string;
+}
+
+type Check = (v: unknown) => Mismatch | undefined;
+
+const TYPE_TESTS: Record<string, (v: unknown) => boolean> = {
+  string: (v) => typeof v === 'string',
+  integer: (v) => Number.isInteger(v),
+  number: (v) => typeof v === 'number' && Number.isFinite(v),
+  boolean: (v) => typeof v === 'boolean',
+  null: (v) => v === null,
+  array: (v) => Array.isArray(v),
+  object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+};
+
+const isObject = TYPE_TESTS.object!;
+const compiled = new WeakMap<Schema, Check>();
+
+function inside(m: Mismatch | undefined, key: string | number): Mismatch | undefined {
+  if (m) m.at.unshift(key);
+  return m;
+}
+
+const wrongType = (expected: string): Mismatch => ({ at: [], missing: false, expected });
+
+/** A check closure per schema, built once: a 500-node page is checked in about as long as it is parsed. */
+function compile(s: Schema): Check {
+  let c = compiled.get(s);
+  if (c) return c;
+  c = build(s);
+  compiled.set(s, c);
+  return c;
+}
+
+function build(s: Schema): Check {
+  const checks: Check[] = [];
+  if (s.anyOf) {
+    const alts = s.anyOf.map(compile);
+    checks.push((v) => (alts.some((alt) => !alt(v)) ? undefined : wrongType('union value')));
+  }
+  if ('const' in s) checks.push((v) => (v === s.const ? undefined : wrongType(JSON.stringify(s.const))));
+  const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
+  const tests = types.map((t) => TYPE_TESTS[t]).filter((t) => t !== undefined);
+  const expected = types.join(' or ');
+  const one = tests.length === 1 ? tests[0]! : undefined;
+  if (one) checks.push((v) => (one(v) ? undefined : wrongType(expected)));
+  else if (tests.length > 1) checks.push((v) => (tests.some((t) => t(v)) ? undefined : wrongType(expected)));
+  if (s.items) {
+    const item = compile(s.items);
+    checks.push((v) => {
+      if (!Array.isArray(v)) return undefined;
+      for (let i = 0; i < v.length; i++) {
+        const m = item(v[i]);
+        if (m) return inside(m, i);
+      }
+      return undefined;
+    });
+  }
+  const required = s.required ?? [];
+  const keys = Object.keys(s.properties ?? {});
+  const props = keys.map((key) => compile(s.properties![key]!));
+  const patterns = Object.entries(s.patternProperties ?? {}).map(([re, sub]) => [new RegExp(re), compile(sub)] as const);
+  if (required.length > 0 || keys.length > 0 || patterns.length > 0) {
+    checks.push((v) => {
+      if (!isObject(v)) return undefined;
+      const o = v as Record<string, unknown>;
+      for (let i = 0; i < required.length; i++) if (o[required[i]!] === undefined) return { at: [required[i]!], missing: true, expected: '' };
+      for (let i = 0; i < keys.length; i++) {
+        const value = o[keys[i]!];
+        if (value === undefined) continue;
+        const m = props[i]!(value);
+        if (m) return inside(m, keys[i]!);
+      }
+      if (patterns.length > 0) {
+        for (const key of Object.keys(o)) {
+          const m = patterns.find(([re]) => re.test(key))?.[1](o[key]);
+          if (m) return inside(m, key);
+        }
+      }
+      return undefined;
+    });
+  }
+  if (checks.length === 0) return () => undefined;
+  if (checks.length === 1) return checks[0]!;
+  if (checks.length === 2) {
+    const [first, second] = checks as [Check, Check];
+    return (v) => first(v) ?? second(v);
+  }
+  return (v) => {
+    for (const check of checks) {
+      const m = check(v);
+      if (m) return m;
+    }
+    return undefined;
+  };
+}
+
+const pathOf = (root: string, at: (string | number)[]) =>
+  at.reduce<string>((path, key) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key), root);
+
 /** Returns `value` typed as the schema's type, or throws UnexpectedAnswerError naming the first mismatch. */
 export function checkAnswer<T>(schema: TSchema, value: unknown, what = ''): T {
-  const c = checker(schema);
-  if (c.Check(value)) return value as T;
-  const first = c.Errors(value).First();
-  if (!first) throw new UnexpectedAnswerError(`${what || 'the answer'} does not match`);
-  const where = pathOf(what, first.path);
-  const missing = first.type === ValueErrorType.ObjectRequiredProperty || (first.value === undefined && first.path !== '');
-  throw new UnexpectedAnswerError(missing ? `${where} is missing` : `${where}: ${first.message.toLowerCase()}`);
+  const m = compile(schema as Schema)(value);
+  if (!m) return value as T;
+  const where = pathOf(what, m.at) || 'the answer';
+  throw new UnexpectedAnswerError(m.missing ? `${where} is missing` : `${where}: expected ${m.expected}`);
+}
+
+/**
+ * The empty value of a schema (what a field the server left out stands for): '' for strings, 0
+ * for numbers, false, null, [] and objects of their required properties, the first choice of a
+ * union. The osctrl flavour fills the fields osctrl does not send with it.
+ */
+export function emptyValue(schema: TSchema): unknown {
+  const s = schema as Schema;
+  if ('const' in s) return s.const;
+  if (s.anyOf) return s.anyOf.length > 0 ? emptyValue(s.anyOf[0] as TSchema) : undefined;
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  switch (type) {
+    case 'string':
+      return '';
+    case 'integer':
+    case 'number':
+      return 0;
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    case 'array':
+      return [];
+    case 'object':
+      return Object.fromEntries((s.required ?? []).map((key) => [key, emptyValue(s.properties?.[key] as TSchema)]));
+    default:
+      return undefined;
+  }
 }

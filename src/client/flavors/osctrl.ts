@@ -3,7 +3,6 @@
 // src/api shapes (then checked against them), and what osctrl lacks is refused before any
 // request. Wire facts are from osctrl's Go handlers at commit 3c1c5ab4 (docs/osctrl.md).
 import { Type, type TSchema } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
 import {
   AuditLogEntry, CarveDetail, CarveQuery, DataResponse, Environment, EnvironmentMap, MessageResponse, Node, Paginated, Setting,
   TagTypes, TagWithCount, TokenResponse, User, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
@@ -11,7 +10,7 @@ import {
 import type { Setting as SettingT } from '../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../errors.js';
 import type { HttpClient } from '../http.js';
-import { checkAnswer } from '../validate.js';
+import { checkAnswer, emptyValue } from '../validate.js';
 import type { FleetResources } from '../index.js';
 import { FEATURE_NAMES, NotSupportedError, type Feature } from './index.js';
 
@@ -20,7 +19,7 @@ const seg = encodeURIComponent;
 /** osctrl leaves out fields this API always has: fill them with the schema's zero values, keep what came, then check. */
 function normalise<T>(schema: TSchema, raw: unknown, what = ''): T {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return checkAnswer<T>(schema, raw, what);
-  return checkAnswer<T>(schema, { ...(Value.Create(schema) as object), ...(raw as object) }, what);
+  return checkAnswer<T>(schema, { ...(emptyValue(schema) as object), ...(raw as object) }, what);
 }
 const normaliseAll = <T>(schema: TSchema, raw: unknown, what: string): T[] =>
   Array.isArray(raw) ? raw.map((r, i) => normalise<T>(schema, r, `${what}[${i}]`)) : checkAnswer<T[]>(Type.Array(schema), raw, what);
