@@ -83,8 +83,8 @@ type Send = (url: string, method: string, headers: Record<string, string>, body:
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
 
-/** Node's fetch has no CA option, no --insecure and (Node 20) no proxy support. */
-const needsUndici = (opts: HttpOptions) => !!opts.caFile || !!opts.insecure || PROXY_VARIABLES.some((k) => process.env[k]);
+/** node:http has no proxy support: a proxy from the environment goes through undici's agent. */
+const needsUndici = () => PROXY_VARIABLES.some((k) => process.env[k]);
 
 function dispatcherFor({ Agent, EnvHttpProxyAgent }: Undici, opts: HttpOptions): Dispatcher {
   const connect = {
@@ -127,12 +127,12 @@ export class HttpClient {
   private sender?: Promise<Send>;
 
   /**
-   * How requests travel. By default Node's own fetch (built into node, nothing to load: most
-   * commands make one request); undici from the package when the connection needs its options:
-   * a CA file, --insecure, or a proxy from the environment.
+   * How requests travel. By default node:http(s): built into node, nothing to load (most
+   * commands make one request) and a native parser (a fetch-based client holds about 40 MiB more:
+   * its parser is WebAssembly). undici, bundled, when a proxy from the environment is set.
    */
   private transport(): Promise<Send> {
-    return (this.sender ??= needsUndici(this.opts) ? this.undiciSender() : Promise.resolve(this.fetchSender()));
+    return (this.sender ??= needsUndici() ? this.undiciSender() : this.nodeSender());
   }
 
   private undiciSender(): Promise<Send> {
@@ -146,20 +146,37 @@ export class HttpClient {
     });
   }
 
-  private fetchSender(): Send {
-    return async (url, method, headers, body, timeoutMs) => {
-      let res: Response;
-      try {
-        // redirect: manual, as undici's request: a 3xx is the server's answer, not followed.
-        res = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
-      } catch (e) {
-        // fetch refuses the ports browsers block (e.g. 6000, 6667): undici's request does not.
-        if ((e as { cause?: { message?: string } }).cause?.message !== 'bad port') throw e;
-        this.sender = this.undiciSender();
-        return (await this.sender)(url, method, headers, body, timeoutMs);
-      }
-      return { status: res.status, text: await res.text(), retryAfter: res.headers.get('retry-after') ?? undefined };
-    };
+  /** node:http(s): built into node, native HTTP parser, keep-alive; a CA file and --insecure are TLS options. */
+  private nodeSender(): Promise<Send> {
+    return Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => {
+      const tls = {
+        ...(this.opts.caFile ? { ca: readFileSync(this.opts.caFile) } : {}),
+        ...(this.opts.insecure ? { rejectUnauthorized: false } : {}),
+      };
+      const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true, ...tls }) };
+      return (url, method, headers, body, timeoutMs) =>
+        new Promise((resolve, reject) => {
+          const u = new URL(url);
+          const send = u.protocol === 'https:' ? https.request : http.request;
+          const agent = u.protocol === 'https:' ? agents['https:'] : agents['http:'];
+          const req = send(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+            res.setEncoding('utf8');
+            let text = '';
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => {
+              const ra = res.headers['retry-after'];
+              resolve({ status: res.statusCode ?? 0, text, retryAfter: Array.isArray(ra) ? ra[0] : ra });
+            });
+            res.on('error', reject);
+          });
+          req.on('error', (e: Error) => {
+            // An abort by the timeout signal: say so as the other transports do.
+            const reason = (e as { cause?: unknown }).cause;
+            reject(e.name === 'AbortError' && reason instanceof Error && reason.name === 'TimeoutError' ? reason : e);
+          });
+          req.end(body);
+        });
+    });
   }
 
   async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {
