@@ -189,13 +189,40 @@ async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from:
 
 type Crossed = (from: string, to: string) => Promise<number>;
 
-/** crossed() for one request: the total and the page move over the same cutoffs, counted once. */
-function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams): Crossed {
+/**
+ * Where the next node of a filter crosses the activity cutoff: the earliest last_seen at or after
+ * `from`, per filter and node generation. Until the cutoff reaches it no node can change side,
+ * so most requests need no query to move their counts and pages along with the clock.
+ */
+const QUIET = new WeakMap<object, Map<string, { generation: number; from: string; next: string | null }>>();
+
+/** crossed() for one request: counted once for the total and the page, skipped while quiet. */
+function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams, generation: number): Crossed {
   const seen = new Map<string, Promise<number>>();
+  let quiet = QUIET.get(deps.db);
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
+  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tag ?? '']);
+  const count = async (from: string, to: string): Promise<number> => {
+    if (from < to) {
+      let q = quiet.get(key);
+      if (!q || q.generation !== generation || from < q.from) {
+        const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
+        const row = await applyFilters(deps, base, { ...p, status: undefined }, to)
+          .where('last_seen', '>=', from)
+          .select((eb) => eb.fn.min<string>('last_seen').as('next'))
+          .executeTakeFirst();
+        q = { generation, from, next: row?.next ?? null };
+        if (quiet.size >= 1000) quiet.clear();
+        quiet.set(key, q);
+      }
+      if (q.next === null || to <= q.next) return 0;
+    }
+    return crossed(deps, env, p, from, to);
+  };
   return (from, to) => {
-    const key = `${from} ${to}`;
-    let n = seen.get(key);
-    if (!n) seen.set(key, (n = crossed(deps, env, p, from, to)));
+    const k = `${from} ${to}`;
+    let n = seen.get(k);
+    if (!n) seen.set(k, (n = count(from, to)));
     return n;
   };
 }
@@ -276,7 +303,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
   // A tag filter's total changes with tagging too, which only the content generation counts.
-  const cross = crossedOnce(deps, env, params);
+  const cross = crossedOnce(deps, env, params, params.tag ? generation.content : generation.counts);
   const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts, cross);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
   const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content, cross);
