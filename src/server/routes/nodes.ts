@@ -9,11 +9,22 @@ import { deleteNode, listNodes, readNode } from '../services/nodes.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 
+/**
+ * Serialised bodies of cached list pages: listNodes answers with the very same object while
+ * neither the page nor its total changed, so its JSON text is made once, not per request.
+ */
+const bodies = new WeakMap<object, string>();
+
 export function nodeRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/nodes/:env',
     { config: { rule: RULES.nodesList }, schema: { params: EnvParam, querystring: NodesQuery, response: { 200: Paginated(Node) } } },
-    async (req) => listNodes(deps, envOf(req), req.query, callerOf(req).generations),
+    async (req, reply) => {
+      const page = await listNodes(deps, envOf(req), req.query, callerOf(req).generations);
+      let body = bodies.get(page);
+      if (body === undefined) bodies.set(page, (body = reply.serialize(page) as string));
+      return reply.type('application/json; charset=utf-8').send(body as never);
+    },
   );
   app.get(
     '/api/v1/nodes/:env/node/:node',

@@ -249,7 +249,7 @@ interface PageRows {
   systemInfo: SystemInfo[];
   tags: Map<number, Tag[]>;
   /** The page shaped into API nodes, reusable while no node's health can have changed. */
-  shaped?: { key: string; validUntil: number; nodes: Node[] };
+  shaped?: { key: string; validUntil: number; nodes: Node[]; page?: Page<Node> };
 }
 
 /**
@@ -309,7 +309,11 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content, cross);
   const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
   const memo = page.shaped;
-  if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) return pageOf(memo.nodes, pageReq, total);
+  if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) {
+    // The same answer object while nothing changed, so the route can reuse its serialised body.
+    if (memo.page?.total_items !== total) memo.page = pageOf(memo.nodes, pageReq, total);
+    return memo.page;
+  }
   const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
   page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), nodes };
   return pageOf(nodes, pageReq, total);
