@@ -6,9 +6,9 @@
 //          Fastify (bench/baselines/bare-fastify.mjs) returning the same page object.
 // Prints a table (figure, value, baseline, ratio, goal, pass/fail) and writes
 // bench/results/<time>.json. Usage: npm run bench [-- --nodes 100000 --duration 5 --runs 9]
-// `--pg` adds the PostgreSQL rows (issue 14: a throwaway cluster, the same fleet seeded into it,
-// list/search/stats on one replica, then two replicas on the same database against one);
-// `--pg-only` runs only those.
+// The PostgreSQL rows (issue 14: a throwaway cluster, the same fleet seeded into it, list,
+// search and stats on one replica, then two replicas on one database against one) run when
+// PostgreSQL's server binaries are installed (`--no-pg` skips them; `--pg-only` runs only those).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -23,8 +23,10 @@ const arg = (name, def) => {
   return i > 0 ? Number(process.argv[i + 1]) : def;
 };
 const NODES = arg('--nodes', 100_000);
-const PG = process.argv.includes('--pg') || process.argv.includes('--pg-only');
+const { postgresBinDir } = await import('../scripts/pg-cluster.mjs');
 const PG_ONLY = process.argv.includes('--pg-only');
+const PG = PG_ONLY || (!process.argv.includes('--no-pg') && postgresBinDir() !== undefined);
+if (!PG) console.log('PostgreSQL rows skipped (--no-pg, or no PostgreSQL server binaries: apt-get install postgresql)');
 const DURATION = arg('--duration', 5); // seconds per autocannon run
 const RUNS = arg('--runs', 9); // whole-process runs per CLI figure
 const PASSWORD = 'bench-password-1';
