@@ -93,6 +93,21 @@ describe('targets', () => {
     expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body.status).toBe('EXPIRED');
   });
 
+  it('deleting a node drops what it owed to live queries, and the delete is audited in the same write', async () => {
+    const uuid = randomUUID();
+    await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'doomed-host') });
+    const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 5', uuid_list: [uuid] } });
+    expect(run.status).toBe(200);
+    const db = t.server.deps.db;
+    const owed = () =>
+      db.selectFrom('node_queries').innerJoin('nodes', 'nodes.id', 'node_queries.node_id').select('node_queries.status').where('nodes.uuid', '=', uuid).execute();
+    const nodeId = (await db.selectFrom('nodes').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow()).id;
+    expect(await owed()).toHaveLength(1);
+    expect((await t.call('POST', '/api/v1/nodes/prod/delete', { token: admin, body: { uuid } })).status).toBe(200);
+    expect(await db.selectFrom('node_queries').select('query_id').where('node_id', '=', nodeId).execute()).toEqual([]);
+    expect(await db.selectFrom('audit_logs').select('line').where('line', 'like', `node ${uuid} (doomed-host) deleted%`).execute()).toHaveLength(1);
+  });
+
   it('rows that are not objects are dropped from an answer; a non-zero status counts as an error', async () => {
     const uuid = randomUUID();
     const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'odd-host') });

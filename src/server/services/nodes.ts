@@ -8,6 +8,7 @@ import {
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
+import { inTransaction } from '../store/db.js';
 import { readGenerations, nullableOrder, searchMatch, type Generations } from '../store/node-index.js';
 import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
@@ -352,16 +353,18 @@ export async function deleteNode(deps: Deps, caller: Caller, env: EnvironmentRow
     .where((eb) => eb.or([eb('uuid', '=', uuid.toLowerCase()), eb('uuid', '=', uuid.toUpperCase())]))
     .executeTakeFirst();
   if (!node) throw notFound(`node ${uuid} not found in environment ${env.name}`);
-  await deps.db.transaction().execute(async (trx) => {
+  // The delete (with its live-query assignments) and its audit row commit together.
+  await inTransaction(deps.db, async (trx) => {
     await trx.deleteFrom('node_tags').where('node_id', '=', node.id).execute();
+    await trx.deleteFrom('node_queries').where('node_id', '=', node.id).execute();
     await trx.deleteFrom('nodes').where('id', '=', node.id).execute();
-  });
-  await writeAudit(deps, {
-    line: `node ${node.uuid} (${node.hostname}) deleted from ${env.name}`,
-    logType: LogTypes.node,
-    username: caller.user.username,
-    sourceIp,
-    env,
+    await writeAudit({ ...deps, db: trx }, {
+      line: `node ${node.uuid} (${node.hostname}) deleted from ${env.name}`,
+      logType: LogTypes.node,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
   });
   return `node ${node.uuid} deleted`;
 }

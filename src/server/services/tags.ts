@@ -1,6 +1,7 @@
 // Tags of an environment (4.10 actions, and the list of contract.md 5).
 import { randomInt } from 'node:crypto';
 import type { Updateable } from 'kysely';
+import { inTransaction } from '../store/db.js';
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow, TagRow, TagsTable } from '../store/schema.js';
 import { LogTypes, TagActions, TagTypes, type TagBody, type TagWithCount } from '../../api/index.js';
@@ -125,7 +126,7 @@ async function editTag(deps: Deps, env: EnvironmentRow, body: TagBody): Promise<
 
 async function removeTag(deps: Deps, env: EnvironmentRow, body: TagBody): Promise<{ message: string; untagged: number }> {
   const tag = await findTag(deps, env, tagName(body));
-  const untagged = await deps.db.transaction().execute(async (trx) => {
+  const untagged = await inTransaction(deps.db, async (trx) => {
     const r = await trx.deleteFrom('node_tags').where('tag_id', '=', tag.id).executeTakeFirst();
     await trx.deleteFrom('tags').where('id', '=', tag.id).execute();
     return Number(r.numDeletedRows);
@@ -143,7 +144,7 @@ function nodeUuids(body: TagBody): string[] {
 async function applyTag(deps: Deps, env: EnvironmentRow, body: TagBody, untag: boolean): Promise<{ message: string; count: number }> {
   const tag = await findTag(deps, env, tagName(body));
   const uuids = nodeUuids(body);
-  const count = await deps.db.transaction().execute(async (trx) => {
+  const count = await inTransaction(deps.db, async (trx) => {
     const found = new Map<string, number>();
     for (let i = 0; i < uuids.length; i += 250) {
       const chunk = uuids.slice(i, i + 250);
@@ -190,6 +191,11 @@ async function applyTag(deps: Deps, env: EnvironmentRow, body: TagBody, untag: b
 export async function tagAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, body: TagBody, sourceIp: string): Promise<string> {
   if (!(TagActions as readonly string[]).includes(action)) throw invalidAction(action, TagActions);
   checkBodyEnv(env, body.env);
+  // The change and its audit row commit together: a crash between them cannot keep one alone.
+  return inTransaction(deps.db, async (trx) => applyTagAction({ ...deps, db: trx }, caller, env, action, body, sourceIp));
+}
+
+async function applyTagAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, body: TagBody, sourceIp: string): Promise<string> {
   let message: string;
   let line: string;
   switch (action) {

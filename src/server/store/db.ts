@@ -107,3 +107,12 @@ export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<void> {
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
   }
 }
+
+/**
+ * Runs fn in a transaction, or inside the one `db` already is: a service that changes several
+ * rows can join the transaction of a caller that also writes its audit row, so the change and
+ * its audit commit together or not at all.
+ */
+export function inTransaction<T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
