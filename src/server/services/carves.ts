@@ -2,6 +2,7 @@
 // with type 'carve'; its status is derived, never stored, by one SQL expression so the list
 // filter, the read and the stats all agree.
 import { sql, type RawBuilder } from 'kysely';
+import { atomically, inTransaction } from '../store/db.js';
 import type { Caller, Deps } from '../context.js';
 import type { CarveFileRow, EnvironmentRow, QueryRow } from '../store/schema.js';
 import {
@@ -150,46 +151,49 @@ export async function carveAction(
   name: string,
   sourceIp: string,
 ): Promise<string> {
-  if (!(CarveActions as readonly string[]).includes(action)) throw invalidAction(action, CarveActions);
-  const row = await findCarve(deps, env, name);
-  if (row.deleted) throw conflict(`carve "${name}" is deleted; it cannot be changed any more`);
-  const ts = deps.now().toISOString();
-  let message: string;
-  switch (action as CarveAction) {
-    case 'delete':
-      await deps.db.updateTable('queries').set({ deleted: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-      message = `carve ${name} deleted`;
-      break;
-    case 'expire':
-      await deps.db.updateTable('queries').set({ expired: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-      message = `carve ${name} expired`;
-      break;
-    case 'complete':
-      await deps.db.updateTable('queries').set({ completed: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-      message = `carve ${name} completed`;
-      break;
-    case 'archive': {
-      const n = await deps.db.transaction().execute(async (trx) => {
-        const r = await trx
-          .updateTable('carve_files')
-          .set({ archived: 1 })
-          .where('query_id', '=', row.id)
-          .where('status', '=', 'COMPLETED')
-          .where('archived', '=', 0)
-          .executeTakeFirst();
-        await trx.updateTable('queries').set({ updated_at: ts }).where('id', '=', row.id).execute();
-        return Number(r.numUpdatedRows);
-      });
-      message = `carve ${name}: ${n} completed file${n === 1 ? '' : 's'} archived`;
-      break;
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    if (!(CarveActions as readonly string[]).includes(action)) throw invalidAction(action, CarveActions);
+    const row = await findCarve(deps, env, name);
+    if (row.deleted) throw conflict(`carve "${name}" is deleted; it cannot be changed any more`);
+    const ts = deps.now().toISOString();
+    let message: string;
+    switch (action as CarveAction) {
+      case 'delete':
+        await deps.db.updateTable('queries').set({ deleted: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
+        message = `carve ${name} deleted`;
+        break;
+      case 'expire':
+        await deps.db.updateTable('queries').set({ expired: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
+        message = `carve ${name} expired`;
+        break;
+      case 'complete':
+        await deps.db.updateTable('queries').set({ completed: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
+        message = `carve ${name} completed`;
+        break;
+      case 'archive': {
+        const n = await inTransaction(deps.db, async (trx) => {
+          const r = await trx
+            .updateTable('carve_files')
+            .set({ archived: 1 })
+            .where('query_id', '=', row.id)
+            .where('status', '=', 'COMPLETED')
+            .where('archived', '=', 0)
+            .executeTakeFirst();
+          await trx.updateTable('queries').set({ updated_at: ts }).where('id', '=', row.id).execute();
+          return Number(r.numUpdatedRows);
+        });
+        message = `carve ${name}: ${n} completed file${n === 1 ? '' : 's'} archived`;
+        break;
+      }
     }
-  }
-  await writeAudit(deps, {
-    line: `${message} (environment ${env.name})`,
-    logType: LogTypes.carve,
-    username: caller.user.username,
-    sourceIp,
-    env,
+    await writeAudit(deps, {
+      line: `${message} (environment ${env.name})`,
+      logType: LogTypes.carve,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
+    return message;
   });
-  return message;
 }

@@ -2,6 +2,7 @@
 // packages) and the helper texts of 4.9.
 import { X509Certificate } from 'node:crypto';
 import type { Updateable } from 'kysely';
+import { atomically } from '../store/db.js';
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow, EnvironmentsTable } from '../store/schema.js';
 import { EnrollActionAliases, EnrollActions, EnrollTargets, LogTypes, NEVER, type EnrollBody } from '../../api/index.js';
@@ -90,50 +91,53 @@ export async function enrollAction(
   body: EnrollBody,
   sourceIp: string,
 ): Promise<string> {
-  if (!(ALL_ACTIONS as readonly string[]).includes(action)) throw invalidAction(action, ALL_ACTIONS);
-  const now = deps.now();
-  const plus24h = new Date(now.getTime() + DAY_MS).toISOString();
-  let changes: Updateable<EnvironmentsTable>;
-  let message: string;
-  let auditLine: string;
-  switch (action) {
-    case 'extend':
-      changes = { enroll_expire: plus24h };
-      message = auditLine = `enrollment of ${env.name} extended until ${plus24h}`;
-      break;
-    case 'expire':
-      changes = { enroll_expire: now.toISOString() };
-      message = auditLine = `enrollment of ${env.name} expired`;
-      break;
-    case 'notexpire':
-      changes = { enroll_expire: NEVER };
-      message = auditLine = `enrollment of ${env.name} set to never expire`;
-      break;
-    case 'rotate':
-      changes = { secret: randomHex(24), enroll_secret_path: randomHex(16), enroll_expire: plus24h };
-      message = auditLine = `enroll secret of ${env.name} rotated; enrollment expires ${plus24h}`;
-      break;
-    default: {
-      // update, or one of osctrl's single-field names
-      const fields = action === 'update' ? BODY_FIELDS.filter((f) => body[f] !== undefined) : [ALIAS_FIELD[action as keyof typeof ALIAS_FIELD]];
-      if (fields.length === 0) throw badRequest(`nothing to update: give one or more of ${BODY_FIELDS.join(', ')}`);
-      changes = {};
-      for (const f of fields) {
-        const v = body[f];
-        if (v === undefined) throw badRequest(`${action} needs ${f}`);
-        changes[FIELD_COLUMN[f]] = checkField(f, v);
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    if (!(ALL_ACTIONS as readonly string[]).includes(action)) throw invalidAction(action, ALL_ACTIONS);
+    const now = deps.now();
+    const plus24h = new Date(now.getTime() + DAY_MS).toISOString();
+    let changes: Updateable<EnvironmentsTable>;
+    let message: string;
+    let auditLine: string;
+    switch (action) {
+      case 'extend':
+        changes = { enroll_expire: plus24h };
+        message = auditLine = `enrollment of ${env.name} extended until ${plus24h}`;
+        break;
+      case 'expire':
+        changes = { enroll_expire: now.toISOString() };
+        message = auditLine = `enrollment of ${env.name} expired`;
+        break;
+      case 'notexpire':
+        changes = { enroll_expire: NEVER };
+        message = auditLine = `enrollment of ${env.name} set to never expire`;
+        break;
+      case 'rotate':
+        changes = { secret: randomHex(24), enroll_secret_path: randomHex(16), enroll_expire: plus24h };
+        message = auditLine = `enroll secret of ${env.name} rotated; enrollment expires ${plus24h}`;
+        break;
+      default: {
+        // update, or one of osctrl's single-field names
+        const fields = action === 'update' ? BODY_FIELDS.filter((f) => body[f] !== undefined) : [ALIAS_FIELD[action as keyof typeof ALIAS_FIELD]];
+        if (fields.length === 0) throw badRequest(`nothing to update: give one or more of ${BODY_FIELDS.join(', ')}`);
+        changes = {};
+        for (const f of fields) {
+          const v = body[f];
+          if (v === undefined) throw badRequest(`${action} needs ${f}`);
+          changes[FIELD_COLUMN[f]] = checkField(f, v);
+        }
+        message = `enrollment of ${env.name} updated: ${fields.join(', ')}`;
+        auditLine = `enrollment of ${env.name} updated: ${fields.map((f) => (f === 'certificate' ? f : `${f}=${changes[FIELD_COLUMN[f]]}`)).join(', ')}`;
       }
-      message = `enrollment of ${env.name} updated: ${fields.join(', ')}`;
-      auditLine = `enrollment of ${env.name} updated: ${fields.map((f) => (f === 'certificate' ? f : `${f}=${changes[FIELD_COLUMN[f]]}`)).join(', ')}`;
     }
-  }
-  await deps.db
-    .updateTable('environments')
-    .set({ ...changes, updated_at: now.toISOString() })
-    .where('id', '=', env.id)
-    .execute();
-  await writeAudit(deps, { line: auditLine, logType: LogTypes.environment, username: caller.user.username, sourceIp, env });
-  return message;
+    await deps.db
+      .updateTable('environments')
+      .set({ ...changes, updated_at: now.toISOString() })
+      .where('id', '=', env.id)
+      .execute();
+    await writeAudit(deps, { line: auditLine, logType: LogTypes.environment, username: caller.user.username, sourceIp, env });
+    return message;
+  });
 }
 
 /** 4.9: the text of one target. */

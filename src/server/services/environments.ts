@@ -1,5 +1,6 @@
 // Environments: lookup by name or UUID, the API shape, the map (4.7), read and intervals (4.6).
 import { byGeneration } from './generation-cache.js';
+import { atomically } from '../store/db.js';
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import type { Environment, EnvironmentMap, IntervalsBody, MapTarget } from '../../api/index.js';
@@ -110,28 +111,31 @@ const INTERVAL_FIELDS = ['config_interval', 'log_interval', 'query_interval'] as
 
 /** 4.6: each given interval an integer >= 1; omitted ones keep their value. */
 export async function updateIntervals(deps: Deps, caller: Caller, env: EnvironmentRow, body: IntervalsBody, sourceIp: string): Promise<Environment> {
-  const changes: Partial<Record<(typeof INTERVAL_FIELDS)[number], number>> = {};
-  for (const f of INTERVAL_FIELDS) {
-    const v = body[f];
-    if (v === undefined) continue;
-    if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX) throw badRequest(`${f} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
-    changes[f] = v;
-  }
-  const given = Object.keys(changes);
-  if (given.length === 0) return toEnvironment(env, { withSecrets: true });
-  await deps.db
-    .updateTable('environments')
-    .set({ ...changes, updated_at: deps.now().toISOString() })
-    .where('id', '=', env.id)
-    .execute();
-  await writeAudit(deps, {
-    line: `intervals of ${env.name} set: ${given.map((f) => `${f}=${changes[f as keyof typeof changes]}`).join(', ')}`,
-    logType: LogTypes.environment,
-    username: caller.user.username,
-    sourceIp,
-    env,
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    const changes: Partial<Record<(typeof INTERVAL_FIELDS)[number], number>> = {};
+    for (const f of INTERVAL_FIELDS) {
+      const v = body[f];
+      if (v === undefined) continue;
+      if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX) throw badRequest(`${f} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
+      changes[f] = v;
+    }
+    const given = Object.keys(changes);
+    if (given.length === 0) return toEnvironment(env, { withSecrets: true });
+    await deps.db
+      .updateTable('environments')
+      .set({ ...changes, updated_at: deps.now().toISOString() })
+      .where('id', '=', env.id)
+      .execute();
+    await writeAudit(deps, {
+      line: `intervals of ${env.name} set: ${given.map((f) => `${f}=${changes[f as keyof typeof changes]}`).join(', ')}`,
+      logType: LogTypes.environment,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
+    return toEnvironment(await reloadEnv(deps, env.id), { withSecrets: true });
   });
-  return toEnvironment(await reloadEnv(deps, env.id), { withSecrets: true });
 }
 
 export async function reloadEnv(deps: Deps, id: number): Promise<EnvironmentRow> {

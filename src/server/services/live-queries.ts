@@ -2,6 +2,7 @@
 // is its type 'carve' case. The admin door starts, reads and acts on them; the agent door
 // (src/server/agent) asks which queries a node owes and records answers and carve blocks.
 import { createHash, randomBytes } from 'node:crypto';
+import { atomically, inTransaction } from '../store/db.js';
 import type { Caller, Deps } from '../context.js';
 import type { EnvironmentRow, NodeRow, QueryRow } from '../store/schema.js';
 import { LogTypes, NEVER } from '../../api/index.js';
@@ -76,65 +77,68 @@ export async function startLiveQuery(
   kind: 'query' | 'carve',
   sourceIp: string,
 ): Promise<{ query_name: string; expected: number }> {
-  let text: string;
-  let path = '';
-  if (kind === 'carve') {
-    if (typeof body.path !== 'string' || body.path.trim() === '') throw badRequest('path can not be empty');
-    path = body.path.trim();
-    if (path.includes('\0')) throw badRequest('path must not contain NUL');
-    text = carveSql(path);
-  } else {
-    if (typeof body.query !== 'string' || body.query.trim() === '') throw badRequest('query can not be empty');
-    text = body.query.trim();
-  }
-  const exp = body.exp_hours ?? 0;
-  if (typeof exp !== 'number' || !Number.isInteger(exp) || exp < 0 || exp > 8760) throw badRequest('exp_hours must be an integer from 0 to 8760');
-  if (body.hidden !== undefined && typeof body.hidden !== 'boolean') throw badRequest('hidden must be a boolean');
-  const { ids, targets } = await targetNodes(deps, env, body);
-  if (ids.length === 0) throw badRequest('no nodes match the targets');
-  const now = deps.now();
-  const ts = now.toISOString();
-  const name = `${kind}_${createHash('md5').update(randomBytes(16)).digest('hex')}`;
-  await deps.db.transaction().execute(async (trx) => {
-    const q = await trx
-      .insertInto('queries')
-      .values({
-        name,
-        query: text,
-        path,
-        type: kind,
-        target: targets.map((t) => t.type).join(','),
-        targets: JSON.stringify(targets),
-        creator: caller.user.username,
-        environment_id: env.id,
-        active: 1,
-        completed: 0,
-        deleted: 0,
-        expired: 0,
-        hidden: body.hidden ? 1 : 0,
-        protected: 0,
-        errors: 0,
-        executions: 0,
-        expected: ids.length,
-        expiration: exp ? new Date(now.getTime() + exp * 3600_000).toISOString() : '',
-        extra_data: '',
-        created_at: ts,
-        updated_at: ts,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    for (let i = 0; i < ids.length; i += 500) {
-      await trx.insertInto('node_queries').values(ids.slice(i, i + 500).map((node_id) => ({ query_id: q.id, node_id, status: 'pending' }))).execute();
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    let text: string;
+    let path = '';
+    if (kind === 'carve') {
+      if (typeof body.path !== 'string' || body.path.trim() === '') throw badRequest('path can not be empty');
+      path = body.path.trim();
+      if (path.includes('\0')) throw badRequest('path must not contain NUL');
+      text = carveSql(path);
+    } else {
+      if (typeof body.query !== 'string' || body.query.trim() === '') throw badRequest('query can not be empty');
+      text = body.query.trim();
     }
+    const exp = body.exp_hours ?? 0;
+    if (typeof exp !== 'number' || !Number.isInteger(exp) || exp < 0 || exp > 8760) throw badRequest('exp_hours must be an integer from 0 to 8760');
+    if (body.hidden !== undefined && typeof body.hidden !== 'boolean') throw badRequest('hidden must be a boolean');
+    const { ids, targets } = await targetNodes(deps, env, body);
+    if (ids.length === 0) throw badRequest('no nodes match the targets');
+    const now = deps.now();
+    const ts = now.toISOString();
+    const name = `${kind}_${createHash('md5').update(randomBytes(16)).digest('hex')}`;
+    await inTransaction(deps.db, async (trx) => {
+      const q = await trx
+        .insertInto('queries')
+        .values({
+          name,
+          query: text,
+          path,
+          type: kind,
+          target: targets.map((t) => t.type).join(','),
+          targets: JSON.stringify(targets),
+          creator: caller.user.username,
+          environment_id: env.id,
+          active: 1,
+          completed: 0,
+          deleted: 0,
+          expired: 0,
+          hidden: body.hidden ? 1 : 0,
+          protected: 0,
+          errors: 0,
+          executions: 0,
+          expected: ids.length,
+          expiration: exp ? new Date(now.getTime() + exp * 3600_000).toISOString() : '',
+          extra_data: '',
+          created_at: ts,
+          updated_at: ts,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      for (let i = 0; i < ids.length; i += 500) {
+        await trx.insertInto('node_queries').values(ids.slice(i, i + 500).map((node_id) => ({ query_id: q.id, node_id, status: 'pending' }))).execute();
+      }
+    });
+    await writeAudit(deps, {
+      line: `${kind === 'carve' ? `carve of ${path}` : 'query'} ${name} started on ${ids.length} node${ids.length === 1 ? '' : 's'} (environment ${env.name})`,
+      logType: kind === 'carve' ? LogTypes.carve : LogTypes.query,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
+    return { query_name: name, expected: ids.length };
   });
-  await writeAudit(deps, {
-    line: `${kind === 'carve' ? `carve of ${path}` : 'query'} ${name} started on ${ids.length} node${ids.length === 1 ? '' : 's'} (environment ${env.name})`,
-    logType: kind === 'carve' ? LogTypes.carve : LogTypes.query,
-    username: caller.user.username,
-    sourceIp,
-    env,
-  });
-  return { query_name: name, expected: ids.length };
 }
 
 /** Status of a live query: DELETED > EXPIRED (flag or past expiration) > COMPLETED (flag or every node answered) > ACTIVE. */
@@ -205,16 +209,19 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
 }
 
 export async function liveQueryAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, name: string, sourceIp: string) {
-  if (!(QueryActions as readonly string[]).includes(action)) throw invalidAction(action, QueryActions);
-  const row = await findQuery(deps, env, name);
-  if (row.deleted) throw conflict(`query "${name}" is deleted; it cannot be changed any more`);
-  const ts = deps.now().toISOString();
-  const set = action === 'delete' ? { deleted: 1 } : action === 'complete' ? { completed: 1 } : { expired: 1 };
-  await deps.db.updateTable('queries').set({ ...set, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-  const verb = { delete: 'deleted', complete: 'completed', expire: 'expired', cancel: 'cancelled' }[action as (typeof QueryActions)[number]];
-  const message = `query ${name} ${verb}`;
-  await writeAudit(deps, { line: `${message} (environment ${env.name})`, logType: row.type === 'carve' ? LogTypes.carve : LogTypes.query, username: caller.user.username, sourceIp, env });
-  return message;
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    if (!(QueryActions as readonly string[]).includes(action)) throw invalidAction(action, QueryActions);
+    const row = await findQuery(deps, env, name);
+    if (row.deleted) throw conflict(`query "${name}" is deleted; it cannot be changed any more`);
+    const ts = deps.now().toISOString();
+    const set = action === 'delete' ? { deleted: 1 } : action === 'complete' ? { completed: 1 } : { expired: 1 };
+    await deps.db.updateTable('queries').set({ ...set, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
+    const verb = { delete: 'deleted', complete: 'completed', expire: 'expired', cancel: 'cancelled' }[action as (typeof QueryActions)[number]];
+    const message = `query ${name} ${verb}`;
+    await writeAudit(deps, { line: `${message} (environment ${env.name})`, logType: row.type === 'carve' ? LogTypes.carve : LogTypes.query, username: caller.user.username, sourceIp, env });
+    return message;
+  });
 }
 
 /** The reassembled bytes of a completed carve file (see docs/api.md: raw bytes, not re-wrapped). */
@@ -269,7 +276,7 @@ export async function recordAnswers(
   if (names.length === 0) return [];
   const ts = deps.now().toISOString();
   const recorded: { name: string; rows: unknown[] }[] = [];
-  await deps.db.transaction().execute(async (trx) => {
+  await inTransaction(deps.db, async (trx) => {
     const owed = await trx
       .selectFrom('node_queries')
       .innerJoin('queries', 'queries.id', 'node_queries.query_id')
@@ -337,7 +344,7 @@ export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promis
   const data = typeof b.data === 'string' ? b.data : undefined;
   if (!session || !Number.isInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/=\r\n]*$/.test(data)) return false;
   const ts = deps.now().toISOString();
-  return deps.db.transaction().execute(async (trx) => {
+  return inTransaction(deps.db, async (trx) => {
     const f = await trx.selectFrom('carve_files').select(['total_blocks', 'completed_blocks', 'status']).where('session_id', '=', session).executeTakeFirst();
     if (!f || blockId >= f.total_blocks) return false;
     const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data }).onConflict((oc) => oc.doNothing()).executeTakeFirst();

@@ -1,5 +1,6 @@
 // Settings (4.14 read, 4.15 update): global rows (environment 0) and per-environment overrides.
 import type { Updateable } from 'kysely';
+import { atomically } from '../store/db.js';
 import type { Deps, Caller } from '../context.js';
 import type { EnvironmentRow, SettingRow, SettingsTable } from '../store/schema.js';
 import { LogTypes, SettingServices, type Setting, type SettingUpdateBody } from '../../api/index.js';
@@ -106,47 +107,50 @@ export async function updateSetting(
   body: SettingUpdateBody,
   sourceIp: string,
 ): Promise<Setting> {
-  checkService(service);
-  if (envRef !== undefined && envRef.trim() === '') throw badRequest('env must name an environment (name or UUID) when given');
-  const env = envRef === undefined ? undefined : await requireEnv(deps, envRef);
-  const live = (envId: number) =>
-    deps.db
-      .selectFrom('settings')
-      .selectAll()
-      .where('service', '=', service)
-      .where('name', '=', name)
-      .where('environment_id', '=', envId)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-  const global = await live(0);
-  const current = (env ? await live(env.id) : undefined) ?? global;
-  if (!current) throw notFound(`setting ${service}/${name} not found`);
-  const value = valueFor(current, body);
-  const ts = deps.now().toISOString();
-  let id: number;
-  if (env && current.environment_id !== env.id) {
-    // The environment's first override. A soft-deleted override row is revived rather than duplicated.
-    const row = await deps.db
-      .insertInto('settings')
-      .values({
-        name, service, type: current.type, info: current.info, environment_id: env.id,
-        boolean_value: current.boolean_value, integer_value: current.integer_value, string_value: current.string_value,
-        ...value, created_at: ts, updated_at: ts, deleted_at: null,
-      })
-      .onConflict((oc) => oc.columns(['service', 'name', 'environment_id']).doUpdateSet({ ...value, updated_at: ts, deleted_at: null }))
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    id = row.id;
-  } else {
-    await deps.db.updateTable('settings').set({ ...value, updated_at: ts }).where('id', '=', current.id).execute();
-    id = current.id;
-  }
-  await writeAudit(deps, {
-    line: `setting ${service}/${name} set to ${shownValue(value)} (${env ? `environment ${env.name}` : 'global'})`,
-    logType: LogTypes.setting,
-    username: caller.user.username,
-    sourceIp,
-    env: env ?? null,
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    checkService(service);
+    if (envRef !== undefined && envRef.trim() === '') throw badRequest('env must name an environment (name or UUID) when given');
+    const env = envRef === undefined ? undefined : await requireEnv(deps, envRef);
+    const live = (envId: number) =>
+      deps.db
+        .selectFrom('settings')
+        .selectAll()
+        .where('service', '=', service)
+        .where('name', '=', name)
+        .where('environment_id', '=', envId)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+    const global = await live(0);
+    const current = (env ? await live(env.id) : undefined) ?? global;
+    if (!current) throw notFound(`setting ${service}/${name} not found`);
+    const value = valueFor(current, body);
+    const ts = deps.now().toISOString();
+    let id: number;
+    if (env && current.environment_id !== env.id) {
+      // The environment's first override. A soft-deleted override row is revived rather than duplicated.
+      const row = await deps.db
+        .insertInto('settings')
+        .values({
+          name, service, type: current.type, info: current.info, environment_id: env.id,
+          boolean_value: current.boolean_value, integer_value: current.integer_value, string_value: current.string_value,
+          ...value, created_at: ts, updated_at: ts, deleted_at: null,
+        })
+        .onConflict((oc) => oc.columns(['service', 'name', 'environment_id']).doUpdateSet({ ...value, updated_at: ts, deleted_at: null }))
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      id = row.id;
+    } else {
+      await deps.db.updateTable('settings').set({ ...value, updated_at: ts }).where('id', '=', current.id).execute();
+      id = current.id;
+    }
+    await writeAudit(deps, {
+      line: `setting ${service}/${name} set to ${shownValue(value)} (${env ? `environment ${env.name}` : 'global'})`,
+      logType: LogTypes.setting,
+      username: caller.user.username,
+      sourceIp,
+      env: env ?? null,
+    });
+    return toSetting(await deps.db.selectFrom('settings').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
   });
-  return toSetting(await deps.db.selectFrom('settings').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
 }

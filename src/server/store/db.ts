@@ -116,3 +116,12 @@ export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<void> {
 export function inTransaction<T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
   return db.isTransaction ? fn(db) : db.transaction().execute(fn);
 }
+
+/**
+ * Runs a service with `deps.db` as one transaction: the rows it changes and its audit row commit
+ * together or not at all (a crash or an error half-way leaves nothing behind). For services that
+ * audit only what succeeded; failures audited before a refusal must not be rolled back with it.
+ */
+export function atomically<D extends { db: Kysely<DB> }, T>(deps: D, fn: (deps: D) => Promise<T>): Promise<T> {
+  return inTransaction(deps.db, (trx) => fn({ ...deps, db: trx }));
+}
