@@ -1,5 +1,6 @@
 // Passwords of API users: the rules for a new one, confirming the caller's own before a
 // sensitive change, and changing one's own password (4.3).
+import { inTransaction } from '../store/db.js';
 import type { Deps, Caller } from '../context.js';
 import type { Kysely } from 'kysely';
 import type { DB, UserRow } from '../store/schema.js';
@@ -49,12 +50,15 @@ export async function changeOwnPassword(deps: Deps, caller: Caller, body: Passwo
   const next = checkNewPassword(body.new_password, 'new_password');
   await confirmPassword(deps, caller.user, body.current_password, 'password change', sourceIp);
   const hash = await hashPassword(next);
-  await deps.db.transaction().execute((trx) => storePassword(deps, trx, caller.user.id, hash, caller.jti));
-  await writeAudit(deps, {
-    line: `${caller.user.username} changed their password; their other sessions were ended`,
-    logType: LogTypes.user,
-    username: caller.user.username,
-    sourceIp,
+  // The new password, the ended sessions and the audit row commit together.
+  await inTransaction(deps.db, async (trx) => {
+    await storePassword(deps, trx, caller.user.id, hash, caller.jti);
+    await writeAudit({ ...deps, db: trx }, {
+      line: `${caller.user.username} changed their password; their other sessions were ended`,
+      logType: LogTypes.user,
+      username: caller.user.username,
+      sourceIp,
+    });
   });
   return 'password changed; your other sessions were ended';
 }
