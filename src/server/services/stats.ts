@@ -39,8 +39,40 @@ async function countByBucket(deps: Deps, ids: number[], cutoff: string): Promise
   return rows.map((r) => ({ environment_id: r.environment_id, platform_bucket: r.platform_bucket, total: Number(r.total), active: Number(r.active ?? 0) }));
 }
 
+/**
+ * The earliest last_seen at or after a cutoff, per set of environments and node generation:
+ * until the cutoff passes it no node changes side, and the counts move without a query.
+ */
+const QUIET = new WeakMap<object, Map<string, { generation: number; from: string; next: string | null }>>();
+
+async function quietUntil(deps: Deps, ids: number[], from: string, generation: number): Promise<string | null> {
+  let quiet = QUIET.get(deps.db);
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
+  const key = ids.join(',');
+  const q = quiet.get(key);
+  if (q && q.generation === generation && q.from <= from) return q.next;
+  // One lookup per environment: each is the first entry of an index range.
+  let next: string | null = null;
+  for (const id of ids) {
+    const row = await deps.db
+      .selectFrom('nodes')
+      .select((eb) => eb.fn.min<string>('last_seen').as('next'))
+      .where('environment_id', '=', id)
+      .where('last_seen', '>=', from)
+      .executeTakeFirst();
+    if (row?.next && (next === null || row.next < next)) next = row.next;
+  }
+  if (quiet.size >= 1000) quiet.clear();
+  quiet.set(key, { generation, from, next });
+  return next;
+}
+
 /** Moves active counts from cutoff `from` to `to`: nodes last seen in between changed sides. */
-async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], from: string, to: string): Promise<BucketCount[]> {
+async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], from: string, to: string, generation: number): Promise<BucketCount[]> {
+  if (from < to) {
+    const next = await quietUntil(deps, ids, from, generation);
+    if (next === null || to <= next) return prev;
+  }
   const { lo, hi, sign } = between(from, to);
   const moved = await deps.db
     .selectFrom('nodes')
@@ -71,7 +103,7 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
     }
     const generation = gens.counts;
     for (const [cutoff, ids] of byCutoff) {
-      const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to));
+      const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to, generation));
       for (const r of rows) {
         const s = stats.get(r.environment_id)!;
         s.total += r.total;
