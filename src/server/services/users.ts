@@ -154,27 +154,26 @@ export async function userAction(deps: Deps, caller: Caller, username: string, a
   if (body.username !== username) {
     throw badRequest(`the body's username ("${body.username ?? ''}") must equal the one in the path ("${username}")`);
   }
-  const audit = (line: string) => writeAudit(deps, { line, logType: LogTypes.user, username: caller.user.username, sourceIp });
+  // Written inside each change's transaction: the change and its audit row commit together.
+  const audit: Audit = (trx, what, after = '') =>
+    writeAudit({ ...deps, db: trx }, { line: `${what} by ${caller.user.username}${after}`, logType: LogTypes.user, username: caller.user.username, sourceIp });
   switch (action as UserAction) {
-    case 'add': {
-      const line = await addUser(deps, username, body);
-      await audit(`${line} by ${caller.user.username}`);
+    case 'add':
+      await addUser(deps, username, body, audit);
       return `user ${username} added`;
-    }
-    case 'edit': {
-      const line = await editUser(deps, caller, username, body);
-      await audit(`${line} by ${caller.user.username}`);
+    case 'edit':
+      await editUser(deps, caller, username, body, audit);
       return `user ${username} updated`;
-    }
-    case 'remove': {
-      await removeUser(deps, caller, username);
-      await audit(`user ${username} removed by ${caller.user.username}; their sessions were ended`);
+    case 'remove':
+      await removeUser(deps, caller, username, audit);
       return `user ${username} removed`;
-    }
   }
 }
 
-async function addUser(deps: Deps, username: string, body: UserBody): Promise<string> {
+/** Writes a change's audit row ("WHAT by CALLER AFTER") in the change's own transaction. */
+type Audit = (trx: Kysely<DB>, what: string, after?: string) => Promise<void>;
+
+async function addUser(deps: Deps, username: string, body: UserBody, audit: Audit): Promise<void> {
   if (!USERNAME.test(username) || RESERVED_USERNAMES.has(username.toLowerCase())) {
     throw badRequest(`invalid username "${username}": use 1 to 64 letters, digits and . _ @ - (not "me")`);
   }
@@ -210,14 +209,14 @@ async function addUser(deps: Deps, username: string, body: UserBody): Promise<st
       .returning('id')
       .executeTakeFirstOrThrow();
     if (access) await applyAccess(trx, id, access);
+    const what = [body.admin ? 'super-admin' : '', body.service ? 'service account' : '', access ? `access ${describeAccess(access)}` : '']
+      .filter(Boolean)
+      .join('; ');
+    await audit(trx, `user ${username} added${what ? ` (${what})` : ''}`);
   });
-  const what = [body.admin ? 'super-admin' : '', body.service ? 'service account' : '', access ? `access ${describeAccess(access)}` : '']
-    .filter(Boolean)
-    .join('; ');
-  return `user ${username} added${what ? ` (${what})` : ''}`;
 }
 
-async function editUser(deps: Deps, caller: Caller, username: string, body: UserBody): Promise<string> {
+async function editUser(deps: Deps, caller: Caller, username: string, body: UserBody, audit: Audit): Promise<void> {
   checkFlags(body);
   const password = body.password === undefined ? undefined : checkNewPassword(body.password, 'password');
   const accessReq = accessRequest(body);
@@ -252,13 +251,13 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
     if (access) await applyAccess(trx, target.id, access);
     // A super-admin resetting their own password keeps the session they are using.
     if (hash !== undefined) await storePassword(deps, trx, target.id, hash, target.id === caller.user.id ? caller.jti : undefined);
+    if (password !== undefined) changed.push('password (sessions ended)');
+    if (access) changed.push(`access ${describeAccess(access)}`);
+    await audit(trx, `user ${username} updated: ${changed.join(', ')}`);
   });
-  if (password !== undefined) changed.push('password (sessions ended)');
-  if (access) changed.push(`access ${describeAccess(access)}`);
-  return `user ${username} updated: ${changed.join(', ')}`;
 }
 
-async function removeUser(deps: Deps, caller: Caller, username: string): Promise<void> {
+async function removeUser(deps: Deps, caller: Caller, username: string, audit: Audit): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
     const target = await trx.selectFrom('users').select(['id', 'admin']).where('username', '=', username).executeTakeFirst();
     if (!target) throw notFound(`user ${username} not found`);
@@ -267,5 +266,6 @@ async function removeUser(deps: Deps, caller: Caller, username: string): Promise
     // Sessions, access, recovery codes, WebAuthn credentials and challenges go with the row
     // (ON DELETE CASCADE): the user's tokens stop working at once.
     await trx.deleteFrom('users').where('id', '=', target.id).execute();
+    await audit(trx, `user ${username} removed`, '; their sessions were ended');
   });
 }
