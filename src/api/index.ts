@@ -11,3 +11,4 @@ export * from './carve.js';
 export * from './audit.js';
 export * from './stats.js';
 export * from './query.js';
+export * from './osquery-config.js';

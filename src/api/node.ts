@@ -57,6 +57,8 @@ export const Node = Type.Object({
   memory: Type.String(),
   hardware_serial: Type.String(),
   config_hash: Type.String(),
+  /** Issue 22: when the node last fetched the configuration whose hash is config_hash ("never": 0001-01-01). */
+  config_fetched_at: Type.Optional(Timestamp),
   daemon_hash: Type.String(),
   extra_data: Type.String(),
   bytes_received: Type.Integer(),
@@ -85,6 +87,8 @@ export const NodesQuery = Type.Object({
   page_size: Type.Optional(Type.String()),
   q: Type.Optional(Type.String()),
   tag: Type.Optional(Type.String()),
+  /** Issue 22: `stale` (not on the environment's current configuration) or `current`. */
+  config: Type.Optional(Type.String()),
   status: Type.Optional(Type.String()),
   platform: Type.Optional(Type.String()),
   sort: Type.Optional(Type.String()),

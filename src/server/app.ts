@@ -10,7 +10,7 @@ import { authenticate } from './services/auth.js';
 import { findEnv } from './services/environments.js';
 import { RateLimiter } from './lib/rate-limit.js';
 import { HttpLifecycle } from './lib/http-lifecycle.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from './lib/json-depth.js';
+import { MAX_JSON_DEPTH, duplicateKey, nestsDeeperThan } from './lib/json-depth.js';
 import type { DenialAudit } from './services/denial-audit.js';
 import { registerRoutes } from './routes/index.js';
 
@@ -19,10 +19,14 @@ declare module 'fastify' {
     rule?: Rule;
     /** 'login' routes are limited per client IP instead of per user. */
     limit?: 'login';
+    /** A body whose objects repeat a key is refused (osquery configurations: docs/api.md). */
+    uniqueKeys?: boolean;
   }
   interface FastifyRequest {
     caller?: Caller;
     fleetEnv?: EnvironmentRow;
+    /** The path of a key the JSON body gives twice in one object (routes with uniqueKeys). */
+    duplicateKey?: string;
   }
 }
 
@@ -116,6 +120,8 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
       return done(new HttpError(400, 'invalid_json', `request body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     }
+    // Where a route asks, a key given twice is kept for the handler to refuse with its path.
+    if (req.routeOptions.config.uniqueKeys) req.duplicateKey = duplicateKey(text);
     return parseJson(req, text, done);
   });
 

@@ -22,6 +22,7 @@ export const RULES = {
   users: superAdmin, // 4.5 and users list
   me: authenticated,
   intervals: envRule('admin'), // 4.6
+  osqueryConfig: envRule('admin'), // issue 22: an environment's osquery configuration, read and changed
   envMap: authenticated, // 4.7: filtered to the caller's envs
   envRead: envRule('user'),
   enrollAction: envRule('admin'), // 4.8

@@ -44,7 +44,7 @@ export async function createEnvironment(db: Kysely<DB>, name: string, opts: { uu
       secret: opts.secret ?? randomHex(24),
       certificate: '',
       flags: '',
-      options: '{"options":{"host_identifier":"uuid","disable_distributed":false}}',
+      options: '{"disable_distributed":false,"host_identifier":"uuid"}',
       schedule: '{}',
       packs: '{}',
       decorators: '{}',

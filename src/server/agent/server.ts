@@ -12,7 +12,8 @@ import type { Deps } from '../context.js';
 import type { EnvironmentRow, NodeRow } from '../store/schema.js';
 import type { CheckinBatcher } from '../services/checkins.js';
 import type { LogDelivery } from '../services/log-delivery.js';
-import { enrollNode, enrollRefusal, nodeByKey, osqueryConfig } from '../services/agent-nodes.js';
+import { enrollNode, enrollRefusal, nodeByKey } from '../services/agent-nodes.js';
+import { agentConfig } from '../services/osquery-config.js';
 import { carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
 import { enrollRead } from '../services/enroll.js';
 import { NEVER } from '../../api/index.js';
@@ -132,8 +133,13 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
 
 async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>) {
   switch (ep) {
-    case 'config':
-      return env.config_tls ? { ...osqueryConfig(env), ...OK } : OK;
+    case 'config': {
+      if (!env.config_tls) return OK;
+      // The hash the node now has, and when it fetched it (nodes show, nodes list --config-stale).
+      const { config, hash } = agentConfig(env);
+      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true });
+      return { ...config, ...OK };
+    }
     case 'log': {
       if (!env.logging_tls) return OK;
       const type = body.log_type === 'status' || body.log_type === 'result' ? body.log_type : undefined;

@@ -20,3 +20,44 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   }
   return false;
 }
+
+/**
+ * The path of the first object key that appears twice in the same object of `text` (valid JSON),
+ * or undefined. JSON.parse keeps the last silently; for an osquery configuration that would drop
+ * a scheduled query without a word, so those bodies are refused instead.
+ */
+export function duplicateKey(text: string): string | undefined {
+  // One frame per open object or array: the keys seen (objects) and the path to it.
+  const stack: { keys?: Set<string>; path: string; index: number; key?: string }[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (expectKey && top?.keys) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        const at = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${top.path}${top.path ? '.' : ''}${key}` : `${top.path}[${JSON.stringify(key)}]`;
+        if (top.keys.has(key)) return at;
+        top.keys.add(key);
+        top.key = at;
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === '{' || c === '[') {
+      const top = stack[stack.length - 1];
+      const path = !top ? '' : top.keys ? (top.key ?? top.path) : `${top.path}[${top.index}]`;
+      stack.push(c === '{' ? { keys: new Set(), path, index: 0 } : { path, index: 0 });
+      expectKey = c === '{';
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+      expectKey = false;
+    } else if (c === ',') {
+      const top = stack[stack.length - 1];
+      if (top?.keys) expectKey = true;
+      else if (top) top.index++;
+    }
+  }
+  return undefined;
+}

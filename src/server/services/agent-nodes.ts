@@ -80,22 +80,3 @@ export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): 
   const n = await deps.db.selectFrom('nodes').selectAll().where('node_key', '=', key).executeTakeFirst();
   return n && n.environment_id === env.id ? n : undefined;
 }
-
-/** The osquery configuration of the environment, from its stored JSON parts. */
-export function osqueryConfig(env: EnvironmentRow): Record<string, unknown> {
-  const part = (text: string, key?: string) => {
-    try {
-      const v = obj(JSON.parse(text || '{}'));
-      return key && key in v ? obj(v[key]) : v;
-    } catch {
-      return {};
-    }
-  };
-  return {
-    options: part(env.options, 'options'),
-    schedule: part(env.schedule),
-    packs: part(env.packs),
-    decorators: part(env.decorators),
-    auto_table_construction: part(env.atc),
-  };
-}

@@ -16,6 +16,8 @@ export interface Checkin {
   ip?: string;
   configHash?: string;
   daemonHash?: string;
+  /** A config fetch (issue 22): config_fetched_at becomes this check-in's time. */
+  configFetched?: boolean;
 }
 
 interface Pending {
@@ -24,6 +26,7 @@ interface Pending {
   ip?: string;
   configHash?: string;
   daemonHash?: string;
+  configFetchedAt?: string;
 }
 
 export class CheckinBatcher {
@@ -50,8 +53,9 @@ export class CheckinBatcher {
       if (c.ip) p.ip = c.ip;
       if (c.configHash) p.configHash = c.configHash;
       if (c.daemonHash) p.daemonHash = c.daemonHash;
+      if (c.configFetched) p.configFetchedAt = lastSeen;
     } else {
-      this.pending.set(nodeId, { ...c, lastSeen });
+      this.pending.set(nodeId, { bytes: c.bytes, ip: c.ip, configHash: c.configHash, daemonHash: c.daemonHash, lastSeen, configFetchedAt: c.configFetched ? lastSeen : undefined });
     }
     if (this.pending.size >= this.opts.maxNodes) void this.flush();
   }
@@ -77,6 +81,7 @@ export class CheckinBatcher {
             ...(p.ip ? { ip_address: p.ip } : {}),
             ...(p.configHash ? { config_hash: p.configHash } : {}),
             ...(p.daemonHash ? { daemon_hash: p.daemonHash } : {}),
+            ...(p.configFetchedAt ? { config_fetched_at: p.configFetchedAt } : {}),
           }))
           .where('id', '=', id)
           .execute();

@@ -3,7 +3,7 @@ import type { SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
 import {
-  NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes,
+  NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes, NEVER,
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -16,6 +16,7 @@ import { inactiveHours } from './settings-values.js';
 import { writeAudit } from './audit.js';
 import { hasLevel } from '../permissions.js';
 import { toTag } from './tag-shape.js';
+import { agentConfig } from './osquery-config.js';
 
 const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
   hostname: 'hostname',
@@ -42,6 +43,9 @@ export interface NodeListParams {
   q?: string;
   /** Only nodes carrying the tag of this name (issue 10: `nodes list --tag`). */
   tag?: string;
+  /** Issue 22: nodes not (stale) or already (current) on the configuration whose hash is configHash. */
+  config?: 'stale' | 'current';
+  configHash?: string;
   sort: NodeSort;
   order: 'asc' | 'desc';
 }
@@ -55,6 +59,7 @@ export function parseNodeQuery(q: NodesQuery): NodeListParams {
     platform: oneOf('platform', q.platform, Platforms),
     q: q.q === undefined || q.q === '' ? undefined : q.q,
     tag: q.tag === undefined || q.tag === '' ? undefined : q.tag,
+    config: oneOf('config', q.config, ['stale', 'current'] as const),
     sort,
     order,
   };
@@ -99,6 +104,7 @@ function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeCon
     memory: r.memory,
     hardware_serial: r.hardware_serial,
     config_hash: r.config_hash,
+    config_fetched_at: r.config_fetched_at ?? NEVER,
     daemon_hash: r.daemon_hash,
     extra_data: r.extra_data,
     bytes_received: Number(r.bytes_received),
@@ -173,6 +179,12 @@ function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: st
       eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', '=', tag).where('tags.environment_id', '=', eb.ref('nodes.environment_id')),
     );
   }
+  // A node is on the current configuration once it fetched it: its recorded hash is the env's.
+  if (p.config === 'stale') {
+    const hash = p.configHash ?? '';
+    q = q.where((eb) => eb.or([eb('config_fetched_at', 'is', null), eb('config_hash', '!=', hash)]));
+  }
+  if (p.config === 'current') q = q.where('config_fetched_at', 'is not', null).where('config_hash', '=', p.configHash ?? '');
   return q;
 }
 
@@ -202,7 +214,7 @@ function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams, generat
   const seen = new Map<string, Promise<number>>();
   let quiet = QUIET.get(deps.db);
   if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
-  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tag ?? '']);
+  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tag ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
     if (from < to) {
       let q = quiet.get(key);
@@ -230,7 +242,7 @@ function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams, generat
 
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
 function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number, cross: Crossed): Promise<number> {
-  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tag ?? '']);
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tag ?? '', p.config ?? '', p.configHash ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
     deps.db,
@@ -299,6 +311,7 @@ async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, page
 /** `gens`: the change counters this request's authentication read (one read per request). */
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery, gens?: Generations): Promise<Page<Node>> {
   const params = parseNodeQuery(query);
+  if (params.config) params.configHash = agentConfig(env).hash;
   const pageReq = parsePage(query);
   const generation = gens ?? (await readGenerations(deps.db));
   const ctx = await shapeContext(deps, env, generation);

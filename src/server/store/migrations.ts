@@ -324,6 +324,32 @@ function sharedState(): Migration {
   };
 }
 
+/**
+ * 007_osquery_config (issue 22): when each node last fetched its configuration (its hash is
+ * `config_hash`), and the options part stored as osquery reads it (the options object itself,
+ * as osctrl stores it) instead of the {"options": {...}} of older rows.
+ */
+function osqueryConfig(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('nodes').addColumn('config_fetched_at', text).execute();
+      const envs = (await db.selectFrom('environments').select(['id', 'options']).execute()) as { id: number; options: string }[];
+      for (const e of envs) {
+        let v: unknown;
+        try {
+          v = JSON.parse(e.options || '{}');
+        } catch {
+          continue;
+        }
+        const o = v as Record<string, unknown>;
+        if (o && typeof o === 'object' && Object.keys(o).length === 1 && o.options && typeof o.options === 'object' && !Array.isArray(o.options)) {
+          await db.updateTable('environments').set({ options: JSON.stringify(o.options) }).where('id', '=', e.id).execute();
+        }
+      }
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     getMigrations: async () => ({
@@ -334,6 +360,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '005_shared_state': sharedState(),
       // Counters for the per-request caches of callers, environments and settings (issue 11).
       '006_request_caches': { up: (db: Kysely<any>) => createRequestCacheCounters(db, dialect) },
+      '007_osquery_config': osqueryConfig(),
     }),
   };
 }

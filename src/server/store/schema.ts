@@ -143,6 +143,8 @@ export interface NodesTable {
   last_seen: string | null;
   uptime_seconds: number;
   config_valid: Bool;
+  /** When the node last fetched its configuration (issue 22); null: never. */
+  config_fetched_at: string | null;
   /** JSON of api-spec 2.6 system_info. */
   system_info: string;
   created_at: string;
