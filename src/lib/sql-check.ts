@@ -1,7 +1,14 @@
 // SQL of scheduled queries, discovery queries, decorators and ATC tables, checked by a real
 // parser of SQLite's grammar (osquery runs SQLite): syntax only, so tables we do not know
 // (osquery's are not ours to know, and extensions add more) are fine.
-import parseSqlite from '@appland/sql-parser';
+import { createRequire } from 'node:module';
+
+// Loaded on first use: only the commands and routes that check SQL pay for the grammar.
+let parser: ((sql: string) => unknown) | undefined;
+function parseSqlite(sql: string): unknown {
+  parser ??= createRequire(import.meta.url)('@appland/sql-parser') as (sql: string) => unknown;
+  return parser(sql);
+}
 
 /** Longest SQL accepted in one place (osquery's own queries are a few hundred characters). */
 export const SQL_MAX = 64 * 1024;
