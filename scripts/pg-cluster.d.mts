@@ -5,6 +5,10 @@ export interface Cluster {
   /** A new empty database; returns its postgres:// URL. */
   createDatabase(name?: string): Promise<string>;
   stop(): void;
+  /** Stops the server (fast shutdown) keeping its data and port: a real outage for fault tests. */
+  pause(): void;
+  /** Starts it again after pause(). */
+  resume(): void;
 }
 export function postgresBinDir(): string | undefined;
 export function startCluster(opts?: { port?: number; maxConnections?: number }): Promise<Cluster>;

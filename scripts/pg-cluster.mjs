@@ -48,7 +48,7 @@ function run(owner, cmd, args) {
 }
 
 /**
- * Starts a cluster; returns { url, port, dir, createDatabase(name?), stop() }. `url` points at
+ * Starts a cluster; returns { url, port, dir, createDatabase(name?), stop(), pause(), resume() }. `url` points at
  * the database `postgres` as superuser `postgres` (trust authentication on loopback only).
  */
 export async function startCluster(opts = {}) {
@@ -67,16 +67,27 @@ export async function startCluster(opts = {}) {
   run(owner, join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', settings, 'start']);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let stopped = false;
+  let paused = false;
   const stop = () => {
     if (stopped) return;
     stopped = true;
     try {
-      run(owner, join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      if (!paused) run(owner, join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
-  return { url, port, dir, createDatabase: (name) => createDatabaseAt(url, name), stop };
+  // A real outage for fault tests: the server process stops (fast shutdown: connections are
+  // terminated as in a restart) and starts again on the same port with the same data.
+  const pause = () => {
+    run(owner, join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
+    paused = true;
+  };
+  const resume = () => {
+    run(owner, join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', settings, 'start']);
+    paused = false;
+  };
+  return { url, port, dir, createDatabase: (name) => createDatabaseAt(url, name), stop, pause, resume };
 }
 
 let made = 0;

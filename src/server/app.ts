@@ -135,8 +135,17 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   app.addHook('onClose', async () => apiLimiter.stop());
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const { status, body, headers } = errorBody(err);
-    if (status === 500) req.log.error({ err }, 'request failed');
+    let { status, body, headers } = errorBody(err);
+    if (status === 500) {
+      // The server's own trouble: logged and counted (lib/faults.ts); a database that is down,
+      // busy or full is 503 with Retry-After (clients retry), anything else a 500 without internals.
+      const kind = deps.faults.report(`api ${req.method} ${req.routeOptions.url ?? 'request'}`, err);
+      if (kind) {
+        status = 503;
+        body = { code: 'unavailable', error: kind === 'no_space' ? 'the database is out of space: changes cannot be stored now; reads still work' : 'the database is unavailable; retry shortly' };
+        headers = { 'retry-after': '5' };
+      }
+    }
     if (headers) void reply.headers(headers);
     return reply.status(status).type('application/json').send(body);
   });

@@ -5,6 +5,7 @@ import type { DB, UserRow } from './store/schema.js';
 import type { Dialect } from './store/migrations.js';
 import type { EnvLevels } from './permissions.js';
 import type { LoginGuard } from './services/login-guard.js';
+import type { Faults } from './lib/faults.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -43,6 +44,13 @@ export interface Deps {
   config: ServerConfig;
   /** The per-account login limit (its counts live in memory). */
   loginGuard: LoginGuard;
+  /** Where requests and background tasks report the server's own trouble (logged, counted, /healthz). */
+  faults: Faults;
+  /**
+   * SQLite: why writes would fail for lack of space now (file system nearly full, page limit
+   * reached), else undefined. PostgreSQL has no such question: /healthz uses Faults instead.
+   */
+  outOfSpace?: () => Promise<string | undefined>;
 }
 
 /** The authenticated user of a request. */

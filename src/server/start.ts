@@ -16,6 +16,7 @@ import { ServerSetupError } from './setup-error.js';
 import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
 import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
+import { Faults } from './lib/faults.js';
 
 export interface ServerOptions {
   host: string;
@@ -92,10 +93,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (opts.tls) checkPrivateKeyFile(opts.tls.keyFile, 'TLS key');
   let loosened: string[] = [];
   let store: Store;
+  // The server's own trouble (database down or full, a failing task): logged, counted, /healthz.
+  const faults = new Faults(opts.warn ?? ((line) => console.error(line)));
   try {
     if (postgres) {
       const { openPostgres } = await import('./store/postgres.js');
-      store = await openPostgres(dbPath, { pool: opts.dbPool, caFile: opts.dbCaFile });
+      store = await openPostgres(dbPath, { pool: opts.dbPool, caFile: opts.dbCaFile, onError: (e) => void faults.report('database connection', e) });
     } else {
       // File modes guard a local file; PostgreSQL guards its data with its own access rules.
       loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev && !seedInto));
@@ -131,7 +134,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       bodyLimit: 1024 * 1024,
       timeouts: { ...DEFAULT_TIMEOUTS, ...opts.timeouts },
     };
-    const deps = { db: store.db, dialect: store.dialect, now, config } as Deps;
+    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
@@ -196,6 +199,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await denials.stop();
         await app.close();
         await store.close();
+        faults.stop();
         if (tempDir) rmSync(tempDir, { recursive: true, force: true });
       },
     };

@@ -6,9 +6,11 @@ import { HttpError } from '../errors.js';
 import { RULES } from '../permissions.js';
 
 /**
- * GET /healthz for a load balancer: 200 while this replica serves and reaches its database; 503
- * when the database does not answer, and (from the onRequest hook) while it drains on SIGTERM,
- * so the balancer stops sending it new requests. No authentication, no rate limit, no audit.
+ * GET /healthz for a load balancer: 200 while this replica serves, reaches its database and can
+ * write to it; 503 when the database does not answer, when it is out of space (writes would be
+ * refused: SQLite's file system or page limit, checked on every call; on PostgreSQL, a write
+ * refused for space in the last seconds), and (from the onRequest hook) while it drains on
+ * SIGTERM, so the balancer stops sending it new requests. No authentication, no rate limit, no audit.
  */
 export function healthRoutes(app: App, deps: Deps): void {
   app.get(
@@ -23,6 +25,8 @@ export function healthRoutes(app: App, deps: Deps): void {
       } catch {
         throw new HttpError(503, 'unavailable', 'the database does not answer');
       }
+      const full = deps.outOfSpace ? await deps.outOfSpace().catch(() => undefined) : deps.faults.recentlyOutOfSpace() ? 'a write was refused for lack of space' : undefined;
+      if (full) throw new HttpError(503, 'unavailable', `the database is out of space (${full}): writes are refused, reads still work`);
       return { status: 'ok' as const, database: deps.dialect };
     },
   );

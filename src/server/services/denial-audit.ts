@@ -9,6 +9,7 @@
 import { sql } from 'kysely';
 import type { Deps } from '../context.js';
 import { LogTypes, Severities } from './audit.js';
+import { Periodic } from '../lib/periodic.js';
 
 export const DENIAL_WINDOW_MS = 60_000;
 const FLUSH_MS = 5_000;
@@ -36,9 +37,11 @@ class Claimed extends Error {}
 
 export class DenialAudit {
   private readonly windows = new Map<string, Window>();
-  private timer?: NodeJS.Timeout;
+  private readonly task: Periodic;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {
+    this.task = new Periodic('denied-request audit', FLUSH_MS, () => this.flush(), deps.faults);
+  }
 
   /** Counts a denial; writes the row when it is the first of this address's window anywhere. */
   async record(d: Denial): Promise<void> {
@@ -54,7 +57,14 @@ export class DenialAudit {
       this.windows.set(key, w);
       const row = this.claim(d, t);
       w.row = row;
-      const claimed = await row;
+      let claimed: Awaited<typeof row>;
+      try {
+        claimed = await row;
+      } catch (e) {
+        // The database is down: forget the window, so the next denial claims it again.
+        if (this.windows.get(key) === w) this.windows.delete(key);
+        throw e;
+      }
       w.start = claimed.start;
       if (!claimed.own) w.pending++;
       return;
@@ -115,16 +125,21 @@ export class DenialAudit {
     if (w.pending > 0 && w.row) {
       const n = w.pending;
       w.pending = 0;
-      const { id } = await w.row;
-      // The count is added, never set: replicas add theirs to the same row. The line states the
-      // row's total as of this update.
-      const suffix = sql<string>`${` [`} || cast(cast(count + ${n} as integer) as text) || ${` denied requests from ${w.ip} in the minute from ${new Date(w.start).toISOString()}]`}`;
-      const base = w.line;
-      await this.deps.db
-        .updateTable('audit_logs')
-        .set((eb) => ({ count: eb('count', '+', n), line: sql<string>`${base} || ${suffix}` }))
-        .where('id', '=', id)
-        .execute();
+      try {
+        const { id } = await w.row;
+        // The count is added, never set: replicas add theirs to the same row. The line states the
+        // row's total as of this update.
+        const suffix = sql<string>`${` [`} || cast(cast(count + ${n} as integer) as text) || ${` denied requests from ${w.ip} in the minute from ${new Date(w.start).toISOString()}]`}`;
+        const base = w.line;
+        await this.deps.db
+          .updateTable('audit_logs')
+          .set((eb) => ({ count: eb('count', '+', n), line: sql<string>`${base} || ${suffix}` }))
+          .where('id', '=', id)
+          .execute();
+      } catch (e) {
+        w.pending += n; // counted again at the next flush
+        throw e;
+      }
     }
     const ended = this.deps.now().getTime() - w.start >= DENIAL_WINDOW_MS;
     if (ended && w.pending === 0 && this.windows.get(key) === w) this.windows.delete(key);
@@ -135,12 +150,10 @@ export class DenialAudit {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), FLUSH_MS);
-    this.timer.unref();
+    this.task.start();
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+    await this.task.stop();
   }
 }

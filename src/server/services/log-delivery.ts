@@ -9,6 +9,7 @@
 // counters are added, never overwritten.
 import { appendFile } from 'node:fs/promises';
 import type { Deps } from '../context.js';
+import { Periodic } from '../lib/periodic.js';
 import type { EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
 import { LogTypes, Severities } from '../../api/index.js';
 import { writeAudit } from './audit.js';
@@ -41,13 +42,15 @@ interface SinkState {
 
 export class LogDelivery {
   private states = new Map<number, SinkState>();
-  private timer?: NodeJS.Timeout;
+  /** The counters' flush: a database that is down or full is retried with a backoff, never fatal. */
+  private readonly task: Periodic;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {
+    this.task = new Periodic('log sink counters', 1000, () => this.flushCounters(), deps.faults);
+  }
 
   start(): void {
-    this.timer = setInterval(() => void this.flushCounters(), 1000);
-    this.timer.unref();
+    this.task.start();
   }
 
   /**
@@ -90,7 +93,10 @@ export class LogDelivery {
     while (st.queue.length > 0) {
       const batch = st.queue.splice(0, BATCH);
       try {
-        st.bytes += await send(st.sink, batch);
+        // Read after the await: `st.bytes += await send()` would add to the value read before the
+        // send, undoing a counter flush that ran meanwhile (bytes_sent counted 2-3 times).
+        const sent = await send(st.sink, batch);
+        st.bytes += sent;
         st.exports += 1;
       } catch (e) {
         st.failures += 1;
@@ -107,33 +113,44 @@ export class LogDelivery {
         const { bytes, exports } = st;
         st.bytes = 0;
         st.exports = 0;
-        await this.deps.db
-          .updateTable('log_sinks')
-          .set((eb) => ({ bytes_sent: eb('bytes_sent', '+', bytes), exports_count: eb('exports_count', '+', exports) }))
-          .where('id', '=', st.sink.id)
-          .execute();
+        try {
+          await this.deps.db
+            .updateTable('log_sinks')
+            .set((eb) => ({ bytes_sent: eb('bytes_sent', '+', bytes), exports_count: eb('exports_count', '+', exports) }))
+            .where('id', '=', st.sink.id)
+            .execute();
+        } catch (e) {
+          // Kept for the next flush: the counts are added, so a late write is still exact.
+          st.bytes += bytes;
+          st.exports += exports;
+          throw e;
+        }
       }
       if (st.drops && Date.now() - st.lastAudit >= AUDIT_EVERY_MS) {
         const drops = st.drops;
         st.drops = 0;
-        st.lastAudit = Date.now();
-        const env = st.sink.environment_id ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', st.sink.environment_id).executeTakeFirst() : null;
-        await writeAudit(this.deps, {
-          line: `log sink ${st.sink.name} dropped ${drops} entr${drops === 1 ? 'y' : 'ies'}${st.lastError ? `: ${st.lastError}` : ' (queue full or sink type without delivery)'}`,
-          logType: LogTypes.environment,
-          severity: Severities.error,
-          service: 'tls',
-          env: env ?? null,
-        });
+        try {
+          const env = st.sink.environment_id ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', st.sink.environment_id).executeTakeFirst() : null;
+          await writeAudit(this.deps, {
+            line: `log sink ${st.sink.name} dropped ${drops} entr${drops === 1 ? 'y' : 'ies'}${st.lastError ? `: ${st.lastError}` : ' (queue full or sink type without delivery)'}`,
+            logType: LogTypes.environment,
+            severity: Severities.error,
+            service: 'tls',
+            env: env ?? null,
+          });
+          st.lastAudit = Date.now();
+        } catch (e) {
+          st.drops += drops;
+          throw e;
+        }
       }
     }
   }
 
   /** Delivers what is queued (bounded by the sinks' own speed) and writes the counters. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
     await Promise.all([...this.states.values()].map((st) => st.draining));
-    await this.flushCounters();
+    await this.task.stop();
   }
 }
 

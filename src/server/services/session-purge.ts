@@ -58,8 +58,8 @@ export class SessionPurger {
       await this.sleep(Math.min(due, TICK_MS));
       if (this.stopped || ms === undefined || Date.now() - last < ms) continue;
       last = Date.now();
-      // A failed run (database busy) is retried at the next interval.
-      await purgeDeadSessions(this.deps).catch(() => undefined);
+      // A failed run (database busy, down or full) is reported and retried at the next interval.
+      await purgeDeadSessions(this.deps).catch((e) => void this.deps.faults.report('session purge', e));
     }
   }
 

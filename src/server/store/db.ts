@@ -1,6 +1,8 @@
 // Opening the database: the one query layer (Kysely) over SQLite (a file path, the default) or
 // PostgreSQL (a postgres:// URL, for several replicas on one database). Migrations run on open.
 import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
+import { statfs } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
 
@@ -12,8 +14,13 @@ export interface Store {
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /** SQLite: why a write would fail for lack of space now (see Deps.outOfSpace). */
+  outOfSpace?: () => Promise<string | undefined>;
   close(): Promise<void>;
 }
+
+/** Below this much free space on the database's file system, SQLite writes are expected to fail. */
+export const MIN_FREE_BYTES = 1024 * 1024;
 
 /** Where the data lives: a postgres:// URL, or else a SQLite file path. */
 export function isPostgresUrl(db: string): boolean {
@@ -47,8 +54,19 @@ export async function openSqlite(path: string): Promise<Store> {
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrate(db, 'sqlite');
+  const outOfSpace = async (): Promise<string | undefined> => {
+    // The page limit (PRAGMA max_page_count) and the file system's free space.
+    const pages = Number(sqlite.pragma('page_count', { simple: true }));
+    const max = Number(sqlite.pragma('max_page_count', { simple: true }));
+    const free = Number(sqlite.pragma('freelist_count', { simple: true }));
+    if (pages >= max && free === 0) return `the database reached its page limit (${max} pages)`;
+    const fs = await statfs(dirname(resolve(path)));
+    const avail = Number(fs.bavail) * Number(fs.bsize);
+    if (avail < MIN_FREE_BYTES) return `${avail} bytes free on the database's file system`;
+    return undefined;
+  };
   // One process at a time per file already: SQLite's own locks serialise writers.
-  return { db, dialect: 'sqlite', exclusive: (fn) => fn(), close: () => db.destroy() };
+  return { db, dialect: 'sqlite', exclusive: (fn) => fn(), outOfSpace, close: () => db.destroy() };
 }
 
 /**

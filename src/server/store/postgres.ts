@@ -13,6 +13,8 @@ export interface PostgresOptions {
   caFile?: string;
   /** Sees every statement run (tests EXPLAIN them). */
   onQuery?: (sql: string, params: readonly unknown[]) => void;
+  /** Told of connection errors (a restart, a dropped connection); they never end the process. */
+  onError?: (e: Error) => void;
 }
 
 /** Arbitrary but fixed: the advisory lock every replica takes around migrations and bootstrap. */
@@ -100,8 +102,16 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     connectionTimeoutMillis: 10_000,
     application_name: 'fleetctl-server',
   } as import('pg').PoolConfig);
-  // An idle connection the server dropped must not take the process down.
-  pool.on('error', () => {});
+  // A connection the server dropped must not take the process down: the pool reports it for an
+  // idle client, and a client in use (a query or transaction in progress, the start-up lock)
+  // emits 'error' itself, which without a listener would be an uncaught exception. Its query
+  // fails (answered 503 / retried by the task), the pool discards it, and the next checkout
+  // connects anew: a database that comes back is used again without a restart.
+  const onError = opts.onError ?? (() => {});
+  pool.on('error', (e) => onError(e));
+  pool.on('connect', (client) => {
+    client.on('error', (e) => onError(e));
+  });
   try {
     const c = await pool.connect();
     c.release();
