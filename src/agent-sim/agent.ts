@@ -17,6 +17,8 @@ export interface AgentEnv {
   stats: Stats;
   /** Read real files for carves (a single agent on this machine); else synthetic content. */
   localFiles: boolean;
+  /** Called with every batch of log entries the server acknowledged (200), for loss checks. */
+  onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
   /** Called with every archive uploaded (to record it). */
   onCarve?: (c: { requestId: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
   now(): number;
@@ -139,7 +141,15 @@ export class SimAgent {
     for (const [type, buf] of [['status', this.statusLogs], ['result', this.resultLogs]] as const) {
       if (buf.length === 0) continue;
       const data = buf.splice(0, buf.length);
-      await this.call('log', this.env.flags.logger, { node_key: this.nodeKey, log_type: type, data }, this.env.flags.loggerCompress);
+      try {
+        await this.call('log', this.env.flags.logger, { node_key: this.nodeKey, log_type: type, data }, this.env.flags.loggerCompress);
+      } catch (e) {
+        // As osquery's buffered log forwarder: a batch the server did not acknowledge stays
+        // buffered (before anything newer) and is sent again at the next period.
+        buf.unshift(...data);
+        throw e;
+      }
+      this.env.onLogs?.(this.host.uuid, type, data);
       sent = true;
     }
     return sent;

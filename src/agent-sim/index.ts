@@ -39,6 +39,8 @@ export interface SimulatorOptions {
   spread?: boolean;
   /** Progress and carve lines (stderr of the command). */
   log?: (line: string) => void;
+  /** Every batch of log entries the server acknowledged (fault tests check none goes missing). */
+  onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
 }
 
 type Task = 'enroll' | 'config' | 'log' | 'read';
@@ -126,6 +128,7 @@ export class Simulator {
       stats: this.stats,
       localFiles: Boolean(o.local),
       now: () => Date.now(),
+      onLogs: o.onLogs,
       onCarve: async (c) => {
         this.carves++;
         o.log?.(`carve ${c.requestId}: ${c.hostname} uploaded ${c.path} (${c.archive.length} bytes, session ${c.sessionId})`);

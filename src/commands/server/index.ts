@@ -191,6 +191,10 @@ export function registerServer(program: Command): void {
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
         throw e;
       }
+      // The last line of defence behind each task's own error handling (issue 18): a promise
+      // nobody awaited must not end a server that thousands of agents depend on. It is a bug,
+      // so it is logged as one (with its stack) and counted, and the server goes on.
+      process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
       const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
       const seededInto = pgWhere ?? db;
       if (server.demo) ctx.io.out(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));

@@ -24,6 +24,8 @@ export interface AgentDoor {
   url: string;
   certFile: string;
   certPem: string;
+  /** Writes the check-ins waiting in the batch now (a failure is reported, never thrown). */
+  flushCheckins(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
     url: `https://${address}`,
     certFile: files.certFile,
     certPem: cert.toString('utf8'),
+    flushCheckins: () => checkins.flush(),
     async close() {
       await app.close();
       await checkins.stop();

@@ -3,12 +3,18 @@
 // POST /{env uuid or name}/{the environment's stored path}. Calls the same services and store
 // as the admin API; never imports the admin routes.
 //
-// Every refusal is osquery's own answer, {"node_invalid": true}, never a 4xx/5xx body osquery
-// cannot read: bad JSON, a body too large, an unknown node key, a hostile gzip bomb.
+// What each answer tells osquery (issue 18, docs/api.md "Failure semantics"):
+// - 200 {"node_invalid": true} only when the server does not know the node key (unknown,
+//   deleted, another environment's), or refuses an enroll: osquery then drops its key and enrolls.
+// - 5xx for the server's own trouble (database down or full: 503 with Retry-After; anything
+//   else 500), logged and counted: osquery keeps its key and its buffered logs and retries.
+// - 4xx for a request the agent got wrong (not JSON, too large, unknown path): never node_invalid,
+//   so a hostile or broken request cannot make the server look like it forgot the node.
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { gunzipSync } from 'node:zlib';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../context.js';
+import { HttpError } from '../errors.js';
 import type { EnvironmentRow, NodeRow } from '../store/schema.js';
 import type { CheckinBatcher } from '../services/checkins.js';
 import type { LogDelivery } from '../services/log-delivery.js';
@@ -30,6 +36,12 @@ export interface AgentServices {
 
 const INVALID = { node_invalid: true };
 const OK = { node_invalid: false };
+
+/** A request the agent got wrong: 4xx with `{code, error}`, never node_invalid. */
+const agentError = (status: number, message: string) => new HttpError(status, status === 404 ? 'not_found' : 'bad_request', message);
+
+/** Seconds a 503 asks the agent to wait (osquery retries at its own interval anyway). */
+const RETRY_AFTER_SECONDS = 5;
 
 type Endpoint = 'enroll' | 'config' | 'log' | 'read' | 'write' | 'carve_init' | 'carve_block';
 
@@ -53,26 +65,29 @@ async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefi
   return byUuid ?? (await deps.db.selectFrom('environments').selectAll().where('name', '=', ref).executeTakeFirst());
 }
 
-/** The JSON object of the body (gunzipped when sent so), or undefined for anything else. */
-function bodyOf(req: FastifyRequest): Record<string, unknown> | undefined {
+/** The JSON object of the body (gunzipped when sent so); a 4xx HttpError for anything else. */
+function bodyOf(req: FastifyRequest): Record<string, unknown> {
   let raw = req.body as Buffer | undefined;
-  if (!Buffer.isBuffer(raw)) return undefined;
+  if (!Buffer.isBuffer(raw)) throw agentError(400, 'the body must be a JSON object');
   const enc = String(req.headers['content-encoding'] ?? '').toLowerCase();
   if (enc === 'gzip') {
     try {
       raw = gunzipSync(raw, { maxOutputLength: AGENT_INFLATED_LIMIT });
-    } catch {
-      return undefined;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw agentError(413, `the body inflates to more than ${AGENT_INFLATED_LIMIT} bytes`);
+      throw agentError(400, 'the body is not valid gzip');
     }
   } else if (enc !== '' && enc !== 'identity') {
-    return undefined;
+    throw agentError(415, `unsupported Content-Encoding "${enc}" (gzip or none)`);
   }
+  let v: unknown;
   try {
-    const v: unknown = JSON.parse(raw.toString('utf8'));
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+    v = JSON.parse(raw.toString('utf8'));
   } catch {
-    return undefined;
+    throw agentError(400, 'the body is not valid JSON');
   }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw agentError(400, 'the body must be a JSON object');
+  return v as Record<string, unknown>;
 }
 
 const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -84,11 +99,12 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
   // Every body is taken as bytes: osquery's content type varies, and gzip is decoded here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    if ((err.statusCode ?? 500) >= 500) console.error(`agent ${req.method} ${req.url.split('?')[0]} failed:`, err);
-    return reply.status(200).send(INVALID);
+  app.setErrorHandler((err: FastifyError | HttpError, req, reply) => {
+    const a = answerForError(deps, err, req);
+    if (a.headers) void reply.headers(a.headers);
+    return reply.status(a.status).send(a.body);
   });
-  app.setNotFoundHandler((_req, reply) => reply.status(404).send(INVALID));
+  app.setNotFoundHandler((req, reply) => reply.status(404).send({ code: 'not_found', error: `no agent endpoint ${req.method} ${req.url.split('?')[0]}` }));
 
   // osctrl's one-liners: GET /{env}/{enroll_secret_path}/enroll.sh (or .ps1) and
   // /{env}/{remove_secret_path}/remove.sh, each while its secret path has not expired
@@ -104,12 +120,12 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     return reply.type('text/plain; charset=utf-8').send(await enrollRead(deps, env, script));
   });
 
-  app.post<{ Params: { env: string; '*': string } }>('/:env/*', async (req, reply) => {
+  app.post<{ Params: { env: string; '*': string } }>('/:env/*', async (req) => {
     const env = await findEnv(deps, req.params.env);
     const ep = env && endpointOf(env, req.params['*']);
-    if (!env || !ep) return reply.status(404).send(INVALID);
+    if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
+    (req as FastifyRequest & { agentEndpoint?: string }).agentEndpoint = ep;
     const body = bodyOf(req);
-    if (!body) return INVALID;
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
 
     if (ep === 'enroll') {
@@ -125,7 +141,9 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     }
     const node = await nodeByKey(deps, env, body.node_key);
     if (!node) return INVALID;
-    services.checkins.record(node.id, { bytes: wire, ip: req.ip });
+    // osquery enrolls before it has a configuration (config_valid "0" at enroll): a node that
+    // fetched the configuration we serve has one, so health follows the config fetch.
+    services.checkins.record(node.id, { bytes: wire, ip: req.ip, ...(ep === 'config' && env.config_tls ? { configValid: true } : {}) });
     return handle(deps, services, env, node, ep, body);
   });
   return app;
@@ -164,4 +182,33 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
     default:
       return INVALID;
   }
+}
+
+/**
+ * The answer to an error of the agent door. Fastify's own client errors (body too large, bad
+ * content length, wrong media type) and ours (HttpError 4xx) are the agent's fault: 4xx. Anything
+ * else is the server's: reported to Faults (logged, counted) and answered 503 when the database is
+ * down, busy or full (osquery retries), 500 otherwise. Never node_invalid.
+ */
+function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyRequest): { status: number; body: object; headers?: Record<string, string> } {
+  if (err instanceof HttpError && err.status < 500) return { status: err.status, body: { code: err.code, error: err.message } };
+  const fastifyStatus = err instanceof HttpError ? err.status : err.statusCode;
+  if (!(err instanceof HttpError) && err.code?.startsWith('FST_') && fastifyStatus !== undefined && fastifyStatus < 500) {
+    const tooLarge = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
+    return { status: tooLarge ? 413 : 400, body: { code: 'bad_request', error: tooLarge ? `the body is larger than ${AGENT_BODY_LIMIT} bytes` : err.message } };
+  }
+  const kind = deps.faults.report(`agent ${endpointName(req)}`, err);
+  if (kind) {
+    return {
+      status: 503,
+      body: { code: 'unavailable', error: kind === 'no_space' ? 'the server cannot store this now (out of space); retry later' : 'the server cannot reach its database; retry later' },
+      headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    };
+  }
+  return { status: 500, body: { code: 'internal', error: 'internal server error' } };
+}
+
+/** A short label of the request for logs and metrics: the endpoint's kind, never the secret paths. */
+function endpointName(req: FastifyRequest): string {
+  return (req as FastifyRequest & { agentEndpoint?: string }).agentEndpoint ?? (req.method === 'GET' ? 'script' : 'request');
 }
