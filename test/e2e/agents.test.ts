@@ -85,6 +85,22 @@ describe('enroll and check-in', () => {
   });
 });
 
+describe('health follows the configuration', () => {
+  it('a node that enrolled before its first config (config_valid "0", as osquery does) is healthy once it fetched one', async () => {
+    const uuid = randomUUID();
+    const details = hostDetails(uuid, `fresh-${uuid.slice(0, 8)}`);
+    const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: { ...details, osquery_info: { ...details.osquery_info, config_valid: '0' } } });
+    const fresh = (await api('GET', `/api/v1/nodes/prod/node/${uuid}`)).body;
+    expect(fresh.health.signals).toContain('config_invalid');
+    expect((await post('config', { node_key: r.body.node_key })).status).toBe(200);
+    const after = await eventually(async () => {
+      const n = (await api('GET', `/api/v1/nodes/prod/node/${uuid}`)).body;
+      return n.health.signals.includes('config_invalid') ? undefined : n;
+    }, 'config_invalid to clear after the config fetch');
+    expect(after.health.status).toBe('healthy');
+  });
+});
+
 describe('logs', () => {
   it('gzipped status logs land in the file sink as JSON lines and count as exports', async () => {
     const n = await enroll();

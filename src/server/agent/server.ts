@@ -141,9 +141,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     }
     const node = await nodeByKey(deps, env, body.node_key);
     if (!node) return INVALID;
-    // osquery enrolls before it has a configuration (config_valid "0" at enroll): a node that
-    // fetched the configuration we serve has one, so health follows the config fetch.
-    services.checkins.record(node.id, { bytes: wire, ip: req.ip, ...(ep === 'config' && env.config_tls ? { configValid: true } : {}) });
+    services.checkins.record(node.id, { bytes: wire, ip: req.ip });
     return handle(deps, services, env, node, ep, body);
   });
   return app;
@@ -155,7 +153,10 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       if (!env.config_tls) return OK;
       // The hash the node now has, and when it fetched it (nodes show, nodes list --config-stale).
       const { config, hash } = agentConfig(env);
-      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true });
+      // osquery enrolls before it has a configuration (config_valid "0" at enroll): a node that
+      // fetched the configuration we serve (validated when it was stored) has one, so health
+      // follows the config fetch, not the enroll (issue 18).
+      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true, configValid: true });
       return { ...config, ...OK };
     }
     case 'log': {
