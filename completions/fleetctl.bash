@@ -25,9 +25,12 @@ __fleetctl_sub() {
     '|api') REPLY='api' ;;
     '|config') REPLY='config' ;;
     '|completion') REPLY='completion' ;;
+    '|version') REPLY='version' ;;
     '|server') REPLY='server' ;;
     '|options') REPLY='options' ;;
     '|help') REPLY='help' ;;
+    'auth|login') REPLY='auth login' ;;
+    'auth|logout') REPLY='auth logout' ;;
     'auth|status') REPLY='auth status' ;;
     'auth|token') REPLY='auth token' ;;
     'auth|help') REPLY='auth help' ;;
@@ -119,8 +122,8 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options help' ;;
-    'auth') REPLY='status token help' ;;
+    '') REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion version server options help' ;;
+    'auth') REPLY='login logout status token help' ;;
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
     'mfa recovery-codes') REPLY='regenerate help' ;;
@@ -143,9 +146,8 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'mfa webauthn show'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'audit show'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'auth status') REPLY='--check -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    ''|'logout'|'auth'|'auth logout'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'mfa webauthn show'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'audit show'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'version'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'login'|'auth login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -179,8 +181,8 @@ __fleetctl_opts() {
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
-    'login|--mfa-method') REPLY='totp recovery' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'auth login|-u'|'auth login|--username'|'auth login|--exp-hours'|'auth login|--totp-code'|'auth login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen') REPLY='' ;;
+    'login|--mfa-method'|'auth login|--mfa-method') REPLY='totp recovery' ;;
     'users add|--environment'|'users edit|--environment'|'sinks clone|--from'|'sinks clone|--to') REPLY=':dyn:env' ;;
     'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'api|--input'|'server|--db'|'server|--db-ca'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key') REPLY=':file' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
@@ -206,7 +208,7 @@ __fleetctl_optval() {
 # Completions for positional argument $2 (from 0) of command "$1", in REPLY.
 __fleetctl_argval() {
   case "$1" in
-    'auth help') case $2 in 0) REPLY='status token' ;; *) return 1 ;; esac ;;
+    'auth help') case $2 in 0) REPLY='login logout status token' ;; *) return 1 ;; esac ;;
     'mfa totp help') case $2 in 0) REPLY='setup confirm disable' ;; *) return 1 ;; esac ;;
     'mfa recovery-codes help') case $2 in 0) REPLY='regenerate' ;; *) return 1 ;; esac ;;
     'mfa webauthn help') case $2 in 0) REPLY='list show remove' ;; *) return 1 ;; esac ;;
@@ -231,7 +233,7 @@ __fleetctl_argval() {
     'audit help') case $2 in 0) REPLY='list show' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion version server options' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }

@@ -12,13 +12,16 @@ import { randomBytes } from 'node:crypto';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
 const configDir = mkdtempSync(join(tmpdir(), 'fleetctl-demo-'));
-const password = randomBytes(9).toString('base64url');
+// Letters and digits only: a password starting with "-" would be read as an option (1 run in 64
+// with base64url), and it also goes into a shell command line in the hints below.
+const ALNUM = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+const password = Array.from(randomBytes(14), (b) => ALNUM[b % ALNUM.length]).join('');
 const env = { ...process.env, FLEETCTL_CONFIG_DIR: configDir };
 const interactive = Boolean(process.stdout.isTTY && process.stdin.isTTY);
 const say = (s) => process.stderr.write(`${s}\n`);
 
 say('==> Starting the reference server with a demo fleet (fleetctl server --dev)');
-const server = spawn(process.execPath, [bin, 'server', '--dev', '--dev-password', password, '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
+const server = spawn(process.execPath, [bin, 'server', '--dev', `--dev-password=${password}`, '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
   env,
   stdio: ['ignore', 'pipe', 'inherit'],
 });

@@ -55,7 +55,8 @@ let missing = missingTools();
 const hasApt = spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0;
 if (missing.length > 0 && hasApt && process.getuid?.() === 0) {
   const pkgs = [...new Set(missing.map((m) => m[2]))];
-  process.stderr.write(`test-deps: installing ${pkgs.join(' ')}\n`);
+  // One line before anything is installed, so nobody is surprised by apt-get running as root.
+  process.stderr.write(`npm test: installing system packages the tests need, with apt-get as root: ${pkgs.join(' ')}\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
   spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: ['ignore', 'ignore', 'inherit'], env });

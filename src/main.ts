@@ -3,6 +3,7 @@ import { CommanderError } from 'commander';
 import { buildProgram } from './program.js';
 import { ExitCode, mapError } from './errors.js';
 import { safeText } from './output/sanitize.js';
+import { foreignCommandHint } from './commands/foreign.js';
 
 function writeError(message: string, hint?: string): void {
   // Messages carry server text (error messages, names): never a control sequence on the terminal.
@@ -23,13 +24,25 @@ async function main(argv: string[]): Promise<number> {
   });
 
   const program = buildProgram();
+  const args = argv.slice(2);
+  // Bare `fleetctl` is a request for help, not a mistake: on stdout, exit 0 (as gh and kubectl).
+  if (args.length === 0) {
+    process.stdout.write(program.helpInformation());
+    return ExitCode.ok;
+  }
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (e) {
     if (e instanceof CommanderError) {
       if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(e.code)) return ExitCode.ok;
-      return ExitCode.usage; // commander already printed the message and the usage hint
+      // commander already printed the message and the usage hint; a spelling from kubectl or
+      // Fleet DM's fleetctl gets the command to use instead.
+      if (e.code === 'commander.unknownCommand' || e.code === 'commander.unknownOption') {
+        const hint = foreignCommandHint(args);
+        if (hint) process.stderr.write(`hint: ${hint}\n`);
+      }
+      return ExitCode.usage;
     }
     const m = mapError(e);
     if (m.exitCode === ExitCode.interrupted) return m.exitCode;

@@ -16,6 +16,7 @@ import { registerAudit } from './audit/index.js';
 import { registerStats } from './stats/index.js';
 import { registerApi } from './api/index.js';
 import { registerConfig } from './config/index.js';
+import { registerVersion } from './version/index.js';
 import { registerCompletion } from './completion/index.js';
 import { registerServer } from './server/index.js';
 import { registerDev } from './dev/index.js';
@@ -24,6 +25,6 @@ export function registerCommands(program: Command): void {
   for (const register of [
     registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerEnroll, registerTags, registerNodes,
     registerSettings, registerQuery, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
-    registerCompletion, registerServer, registerDev,
+    registerCompletion, registerVersion, registerServer, registerDev,
   ]) register(program);
 }

@@ -5,7 +5,7 @@
 import { PAGE_SIZE_MAX } from '../api/constants.js';
 import type { Page } from '../api/index.js';
 import { pages } from '../client/paginate.js';
-import { createListWriter, printList, type Column } from '../output/index.js';
+import { createListWriter, printList, validateFields, type Column } from '../output/index.js';
 import { Progress } from './progress.js';
 import type { Context } from '../context.js';
 
@@ -30,13 +30,17 @@ export interface PagedListSpec<T> {
   fetchPage(page: number | undefined, pageSize: number | undefined): Promise<Page<T>>;
   /** Said at a terminal when the list is empty, e.g. "No nodes in prod" or "No nodes in prod match". */
   empty: string;
+  /** The item's schema (src/api): --fields is checked against it, before the first request. */
+  schema?: object;
 }
 
 export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedListSpec<T>): Promise<void> {
   const human = ctx.io.stdoutIsTTY && !ctx.wantsData();
+  const out = { ...ctx.output(), schema: spec.schema };
+  if (out.fields && spec.schema) validateFields(out.fields, undefined, spec.columns, spec.schema);
   if (o.all || o.limit !== undefined) {
     const pageSize = Math.min(o.pageSize ?? STREAM_PAGE_SIZE, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-    const writer = createListWriter(ctx.io, ctx.output(), spec.columns);
+    const writer = createListWriter(ctx.io, out, spec.columns);
     const progress = Progress.start(ctx.io, spec.noun);
     try {
       for await (const { items, total } of pages((page, size) => spec.fetchPage(page, size), { pageSize, limit: o.limit })) {
@@ -51,7 +55,7 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
     return;
   }
   const page = await spec.fetchPage(o.page, o.pageSize);
-  await printList(ctx.io, ctx.output(), page.items, spec.columns);
+  await printList(ctx.io, out, page.items, spec.columns);
   if (!human) return;
   if (page.total_items === 0) ctx.io.err(`${spec.empty}.\n`);
   else if (page.total_pages > 1 || page.items.length === 0) {
@@ -63,7 +67,7 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
 }
 
 /** A list the server returns whole; at a terminal, an empty one says so (`empty`, without the full stop). */
-export async function printWholeList<T>(ctx: Context, rows: readonly T[], columns: readonly Column<T>[], empty: string): Promise<void> {
-  await printList(ctx.io, ctx.output(), rows, columns);
+export async function printWholeList<T>(ctx: Context, rows: readonly T[], columns: readonly Column<T>[], empty: string, schema?: object): Promise<void> {
+  await printList(ctx.io, { ...ctx.output(), schema }, rows, columns);
   if (rows.length === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`${empty}.\n`);
 }

@@ -62,7 +62,8 @@ export function validFieldNames(sample: unknown, columns: readonly { key: string
  * With no sample (empty list) only the declared columns count; with no columns either,
  * everything is accepted (nothing to check against).
  */
-export function validateFields(fields: readonly string[], sample: unknown, columns: readonly { key: string }[]): void {
+export function validateFields(fields: readonly string[], sample: unknown, columns: readonly { key: string }[], schema?: object): void {
+  if (schema) return validateFieldsBySchema(fields, schema as SchemaNode, columns);
   const hasSample = sample !== undefined;
   if (!hasSample && columns.length === 0) return;
   const columnKeys = new Set(columns.map((c) => c.key));
@@ -107,4 +108,68 @@ export function selectFields<T>(row: T, fields: readonly string[], columns: read
   const out: Record<string, unknown> = {};
   for (const f of fields) out[f] = fieldValue(row, f, columns);
   return out;
+}
+
+/** The JSON Schema keywords a field path walks through (TypeBox's output for src/api). */
+interface SchemaNode {
+  type?: string | string[];
+  properties?: Record<string, SchemaNode>;
+  patternProperties?: Record<string, SchemaNode>;
+  additionalProperties?: boolean | SchemaNode;
+  items?: SchemaNode;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  allOf?: SchemaNode[];
+}
+
+type PathCheck = { ok: true } | { ok: false; at: string; keys: string[] };
+
+/** Whether `segs[i..]` exists below `s`; on failure, the prefix and the keys that exist there. */
+function checkPath(s: SchemaNode, segs: readonly string[], i: number): PathCheck {
+  if (i >= segs.length) return { ok: true };
+  const branches = s.anyOf ?? s.oneOf;
+  if (branches) {
+    let fail: PathCheck = { ok: false, at: segs.slice(0, i).join('.'), keys: [] };
+    for (const b of branches) {
+      const r = checkPath(b, segs, i);
+      if (r.ok) return r;
+      if (!fail.ok && !r.ok && r.keys.length > fail.keys.length) fail = r;
+    }
+    return fail;
+  }
+  if (s.allOf) {
+    const properties = Object.assign({}, ...s.allOf.map((b) => b.properties ?? {})) as Record<string, SchemaNode>;
+    return checkPath({ properties, patternProperties: s.allOf.find((b) => b.patternProperties)?.patternProperties }, segs, i);
+  }
+  const seg = segs[i]!;
+  if (s.items || s.type === 'array') {
+    // Through a list: an index picks an element, any other segment applies to every element.
+    return checkPath(s.items ?? {}, segs, INDEX.test(seg) ? i + 1 : i);
+  }
+  if (s.properties && Object.hasOwn(s.properties, seg)) return checkPath(s.properties[seg]!, segs, i + 1);
+  // A record (patternProperties) or an open object: any key may be there.
+  if (s.patternProperties || (s.additionalProperties !== undefined && s.additionalProperties !== false)) return { ok: true };
+  if (s.properties) return { ok: false, at: segs.slice(0, i).join('.'), keys: Object.keys(s.properties) };
+  // No type at all (unknown): anything below may exist. A scalar has nothing below it.
+  if (s.type === undefined) return { ok: true };
+  return { ok: false, at: segs.slice(0, i).join('.'), keys: [] };
+}
+
+/**
+ * `--fields` checked against the item's schema (src/api), not the data: `tags.nope` fails even
+ * when the first rows carry no tags, and before any request is made. Declared column keys
+ * (computed columns such as `type`) are valid too.
+ */
+export function validateFieldsBySchema(fields: readonly string[], schema: object, columns: readonly { key: string }[]): void {
+  const columnKeys = new Set(columns.map((c) => c.key));
+  const root = schema as SchemaNode;
+  const topLevel = [...Object.keys(root.properties ?? {}), ...columns.map((c) => c.key).filter((k) => !Object.hasOwn(root.properties ?? {}, k))];
+  for (const field of fields) {
+    if (columnKeys.has(field)) continue;
+    if (root.properties && Object.hasOwn(root.properties, field)) continue; // a key holding dots
+    const r = checkPath(root, field.split('.'), 0);
+    if (r.ok) continue;
+    if (r.at === '') throw new FieldError(field, topLevel);
+    throw new FieldError(field, r.keys.length ? r.keys.map((k) => `${r.at}.${k}`) : [r.at]);
+  }
 }

@@ -14,6 +14,11 @@ export interface OutputOptions {
   noHeaders?: boolean;
   /** `-o wide`: a table with every column, none dropped or cut for the terminal's width. */
   wide?: boolean;
+  /**
+   * The JSON Schema of one item (or of the object printed): `--fields` is checked against it
+   * rather than against the data. Without one, the first item is the reference.
+   */
+  schema?: object;
 }
 
 /**

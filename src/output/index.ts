@@ -10,6 +10,7 @@ import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
 import { evalJq } from './jq.js';
 import { safeJson, safeText } from './sanitize.js';
+import { neverAsWord } from './time.js';
 import { renderObjectPlain, renderObjectTTY, resolveColumns } from './table.js';
 import { createListWriter, drained, loadYaml } from './writer.js';
 
@@ -17,7 +18,7 @@ export { OUTPUT_FORMATS, parseOutputFormat, isOutputFormat } from './format.js';
 export type { Column, ColumnKind, OutputFormat, OutputOptions } from './format.js';
 export { FieldError, FormatError, JqError } from './errors.js';
 export { parseFields, getPath, selectFields, validateFields } from './fields.js';
-export { relativeTime, isNever, isTimestamp, setTimeStyle, tableTime, TIME_STYLES, type TimeStyle } from './time.js';
+export { relativeTime, isNever, isTimestamp, neverAsWord, setTimeStyle, tableTime, TIME_STYLES, type TimeStyle } from './time.js';
 export { colorsFor, colorStatus, statusTone, type Colors, type StatusTone } from './color.js';
 export { cellText } from './cell.js';
 export { evalJq } from './jq.js';
@@ -45,7 +46,7 @@ export async function printList<T>(io: IO, opts: OutputOptions, rows: readonly T
  */
 export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, columns: readonly Column<T>[] = []): Promise<void> {
   const fields = opts.fields && opts.fields.length > 0 ? opts.fields : undefined;
-  if (fields) validateFields(fields, obj, columns);
+  if (fields) validateFields(fields, obj, columns, opts.schema);
   const value: unknown = fields ? selectFields(obj, fields, columns) : obj;
   let text: string;
   if (opts.jq !== undefined) {
@@ -63,7 +64,7 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
         break;
       case 'csv': {
         const cols = resolveColumns(columns, fields, obj);
-        text = (opts.noHeaders ? '' : csvRow(cols.map((c) => c.key))) + csvRow(cols.map((c) => c.value(obj)));
+        text = (opts.noHeaders ? '' : csvRow(cols.map((c) => c.key))) + csvRow(cols.map((c) => neverAsWord(c.value(obj), c.kind === 'time')));
         break;
       }
       case 'table': {

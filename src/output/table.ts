@@ -7,7 +7,7 @@ import { cellText, displayWidth, sanitize, truncate } from './cell.js';
 import { colorStatus, type Colors } from './color.js';
 import { isPlainObject, lookupPath } from './fields.js';
 import { defaultHeader, type Column, type ColumnKind } from './format.js';
-import { isNever, isTimestamp, relativeTime, tableTime } from './time.js';
+import { isNever, isTimestamp, neverAsWord, relativeTime, tableTime } from './time.js';
 
 export interface ResolvedColumn<T> {
   key: string;
@@ -63,9 +63,9 @@ export function ttyCellText(kind: ColumnKind | undefined, v: unknown, now: Date)
   return cellText(v, ', ');
 }
 
-/** Cell text when piped: the raw value, lists joined with a bare comma. */
-export function plainCellText(v: unknown): string {
-  return cellText(v, ',');
+/** Cell text when piped: the raw value ("never" for the zero time), lists joined with a bare comma. */
+export function plainCellText(v: unknown, kind?: ColumnKind): string {
+  return cellText(neverAsWord(v, kind === 'time'), ',');
 }
 
 export const COLUMN_GAP = 2;
@@ -240,7 +240,7 @@ export function tsvHeaderLine<T>(cols: readonly ResolvedColumn<T>[]): string {
 }
 
 export function tsvRowLine<T>(cols: readonly ResolvedColumn<T>[], row: T): string {
-  return `${cols.map((c) => plainCellText(c.value(row))).join('\t')}\n`;
+  return `${cols.map((c) => plainCellText(c.value(row), c.kind)).join('\t')}\n`;
 }
 
 // ---- single objects: FIELD  value ----
@@ -305,6 +305,6 @@ export function renderObjectTTY<T>(obj: T, cols: readonly ResolvedColumn<T>[] | 
 /** Piped view: `key<TAB>value` lines, raw values. */
 export function renderObjectPlain<T>(obj: T, cols: readonly ResolvedColumn<T>[] | undefined): string {
   return objectEntries(obj, cols)
-    .map((e) => `${sanitize(e.key)}\t${plainCellText(e.value)}\n`)
+    .map((e) => `${sanitize(e.key)}\t${plainCellText(e.value, e.kind)}\n`)
     .join('');
 }

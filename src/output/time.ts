@@ -13,6 +13,16 @@ export function isNever(v: unknown): boolean {
   return typeof v === 'string' && v.startsWith('0001-01-01');
 }
 
+/**
+ * A value as text outside JSON and YAML (piped tables, csv, key/value views): the API's zero time
+ * reads "never". In a time column an empty value is "never" too; elsewhere only the zero time is
+ * (an empty string in another column is just empty). JSON and YAML keep the API's value.
+ */
+export function neverAsWord(v: unknown, timeColumn = false): unknown {
+  if (timeColumn ? isNever(v) : typeof v === 'string' && v.startsWith('0001-01-01T')) return 'never';
+  return v;
+}
+
 function plural(n: number, unit: string): string {
   return `${n} ${unit}${n === 1 ? '' : 's'}`;
 }

@@ -9,6 +9,7 @@ import { selectFields, validateFields } from './fields.js';
 import type { Column, OutputOptions } from './format.js';
 import { evalJq, JsonText } from './jq.js';
 import { safeJson, safeYaml } from './sanitize.js';
+import { neverAsWord } from './time.js';
 import {
   layoutTable,
   resolveColumns,
@@ -64,6 +65,8 @@ export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readon
   const withHeader = !opts.noHeaders;
   const project = (row: T): unknown => (fields ? selectFields(row, fields, columns) : row);
   const sink = makeSink<T>(io, opts, columns, fields, withHeader, project);
+  // With a schema, a bad field is refused before anything is printed (or fetched).
+  if (fields && opts.schema) validateFields(fields, undefined, columns, opts.schema);
 
   let first: T | undefined;
   let hasFirst = false;
@@ -78,7 +81,7 @@ export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readon
       if (ended) throw new Error('ListWriter: write() after end()');
       if (items.length === 0) return;
       if (!hasFirst) {
-        if (fields) validateFields(fields, items[0], columns);
+        if (fields && !opts.schema) validateFields(fields, items[0], columns);
         first = items[0] as T;
         hasFirst = true;
       }
@@ -92,7 +95,7 @@ export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readon
     async end() {
       if (ended) return;
       ended = true;
-      if (!hasFirst && fields) validateFields(fields, undefined, columns);
+      if (!hasFirst && fields && !opts.schema) validateFields(fields, undefined, columns);
       const text = await sink.end(hasFirst ? first : undefined);
       if (text !== '') {
         io.out(text);
@@ -166,7 +169,7 @@ function makeSink<T>(
             if (withHeader) s += csvRow(cols.map((c) => c.key));
           }
           const cs = cols;
-          for (const it of items) s += csvRow(cs.map((c) => c.value(it)));
+          for (const it of items) s += csvRow(cs.map((c) => neverAsWord(c.value(it), c.kind === 'time')));
           return s;
         },
         end(first) {

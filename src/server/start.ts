@@ -78,6 +78,15 @@ export interface RunningServer {
 
 export { ServerSetupError };
 
+/**
+ * A random demo password of letters and digits: it is printed into a shell command line, and one
+ * starting with "-" would be read as an option when passed back as `--dev-password VALUE`.
+ */
+export function demoPassword(): string {
+  const alnum = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  return Array.from(randomBytes(14), (b) => alnum[b % alnum.length]).join('');
+}
+
 /** How the refusal tells the operator to fix a database open to other users. */
 const fixHint = (dbPath: string, dev: boolean | undefined) => (dev ? 'fleetctl server --dev' : `fleetctl server --db ${dbPath} --fix-permissions`);
 
@@ -143,7 +152,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (seedInto && (await userCount(store.db)) > 0) {
           throw new ServerSetupError('--dev seeds a demo fleet into a database without users, and this one has users: start other replicas of it without --dev');
         }
-        const password = opts.devPassword ?? randomBytes(9).toString('base64url');
+        const password = opts.devPassword ?? demoPassword();
         await createSuperAdmin(store.db, 'admin', password, now());
         const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
         demo = { ...summary, password };

@@ -4,6 +4,7 @@
 // machine is refused unless --insecure (warned once).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { Cli, DEV_PASSWORD } from '../helpers/cli.js';
@@ -94,15 +95,32 @@ describe('auth status asks the server', () => {
     expect(r.stderr).toMatch(/does not accept the token in FLEETCTL_TOKEN/);
   });
 
-  it('an unreachable server: "not verified: server unreachable", exit 0; with --check exit 7', async () => {
+  it('an unreachable server: the local state is printed, "not verified: server unreachable", exit 7 (--check too)', async () => {
     const env = { FLEETCTL_TOKEN: 'whatever', FLEETCTL_URL: 'http://127.0.0.1:9' };
     const r = await newCli().run(['auth', 'status', '-o', 'json', '--timeout', '2s'], { env });
-    expect(r.exitCode).toBe(0);
+    expect(r.exitCode).toBe(7);
     expect(JSON.parse(r.stdout)).toMatchObject({ verified: false });
-    expect(r.stderr).toMatch(/not verified: server unreachable/);
+    expect(r.stderr).toMatch(/error: not verified: server unreachable/);
     const c = await newCli().run(['auth', 'status', '--check', '--timeout', '2s'], { env });
     expect(c.exitCode).toBe(7);
     expect(c.stderr).toMatch(/error: not verified: server unreachable/);
+  });
+
+  it('a server error other than 401 while verifying: the error\'s exit code (1 for a 500), not 0', async () => {
+    const broken = createServer((_req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 'internal', error: 'database unavailable' }));
+    });
+    await new Promise<void>((r) => broken.listen(0, '127.0.0.1', r));
+    try {
+      const env = { FLEETCTL_TOKEN: 'whatever', FLEETCTL_URL: `http://127.0.0.1:${(broken.address() as { port: number }).port}` };
+      const r = await newCli().run(['auth', 'status', '-o', 'json'], { env });
+      expect(r.exitCode).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ verified: false });
+      expect(r.stderr).toMatch(/error: not verified: database unavailable/);
+    } finally {
+      broken.close();
+    }
   });
 });
 

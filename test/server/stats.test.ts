@@ -1,5 +1,6 @@
 // Dashboard statistics (4.20) over real HTTP, checked against counts computed here directly
-// from the tables (not through the server's code), including a 100,000-node environment.
+// from the tables (not through the server's code), including a 20,000-node environment (the
+// 100,000-node figures are npm run bench's: a test proves the counts, not the speed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
@@ -164,16 +165,16 @@ describe('GET /api/v1/stats', () => {
     expectError(await ts.call('GET', '/api/v1/stats'), 401, 'unauthorized');
   });
 
-  it('counts 100,000 nodes right (aggregated in SQL)', async () => {
+  it('counts 20,000 nodes right (aggregated in SQL)', async () => {
     const now = Date.now();
     const envId = await createEnvironment(db(), 'bulk', { uuid: '00000000-0000-4000-a000-0000000b0001', hostname: 'h', now: new Date(now) });
-    for (let batch = 0; batch < 10; batch++) await insertNodes(db(), generateNodes(1000 + batch, 'bulk', envId, 10_000, now));
+    for (let batch = 0; batch < 2; batch++) await insertNodes(db(), generateNodes(1000 + batch, 'bulk', envId, 10_000, now));
     const started = performance.now();
     const r = await stats();
     const ms = performance.now() - started;
     expect(r.status).toBe(200);
     const expected = await Promise.all(['bulk', 'dev', 'prod', 'staging'].map((n) => expectedFor(n, 72)));
-    expect(expected[0]!.total).toBe(100_000);
+    expect(expected[0]!.total).toBe(20_000);
     expectTotals(r.body, expected);
     const all = Number((await db().selectFrom('nodes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
     expect(r.body.total_nodes).toBe(all);

@@ -30,6 +30,18 @@ function open(url: string, first?: string): Promise<Conn> {
   });
 }
 
+/** Whether a new connection is refused (the server stopped listening). */
+function refused(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
 const bodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
 const HALF_BODY = 'POST /api/v1/login/prod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"username":';
 const CONTINUE = '100 Continue\r\n\r\n';
@@ -72,7 +84,9 @@ describe('SIGTERM', () => {
     const stalled = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? halfBody(s.url) : open(s.url, HALF_HEADERS))));
     const started = Date.now();
     process.kill(s.proc.pid!, 'SIGTERM'); // not proc.kill: execa follows it with SIGKILL after 5 s
-    await new Promise((r) => setTimeout(r, 300));
+    // The drain has begun once the server refuses new connections: from then on the kept-alive
+    // connection must get a 503 (waited for, not guessed with a sleep).
+    while (!(await refused(s.url))) await new Promise((r) => setTimeout(r, 20));
     const seen = keep.data().length;
     keep.socket.write('GET /error?status=404 HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(await keep.closed).toBe(true);

@@ -194,3 +194,10 @@ describe('passwords and JWTs', () => {
     expect(verifyJwt(none, secret, 150_000).ok).toBe(false);
   });
 });
+
+describe('the demo password', () => {
+  it('is letters and digits only, so it never starts with "-" (it is passed as --dev-password VALUE)', async () => {
+    const { demoPassword } = await import('../../src/server/start.js');
+    for (let i = 0; i < 2000; i++) expect(demoPassword()).toMatch(/^[A-Za-z0-9]{14}$/);
+  });
+});

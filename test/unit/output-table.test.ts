@@ -99,15 +99,28 @@ describe('TTY table', () => {
 });
 
 describe('piped table', () => {
-  it('is TSV with raw timestamps, no padding and no ANSI even when color is forced', async () => {
+  it('is TSV with raw timestamps ("never" for the zero time), no padding and no ANSI even when color is forced', async () => {
     const io = memoryIO({ tty: false, color: true });
     await printList(io, { format: 'table' }, rows, columns);
     const out = io.stdoutText();
     expect(out).not.toMatch(ANSI);
     const lines = out.trimEnd().split('\n');
     expect(lines[0]).toBe('UUID\tHOSTNAME\tSTATUS\tLAST SEEN\tBYTES');
-    expect(lines[2]).toBe(`${rows[1]!.uuid}\tdb-1\tinactive\t0001-01-01T00:00:00Z\t123456`);
+    expect(lines[2]).toBe(`${rows[1]!.uuid}\tdb-1\tinactive\tnever\t123456`);
+    expect(lines[1]).toContain(rows[0]!.last_seen);
     for (const l of lines) expect(l.split('\t')).toHaveLength(5);
+  });
+
+  it('csv and the piped key/value view say "never" too; json keeps the API\'s zero time', async () => {
+    const csv = memoryIO({ tty: false });
+    await printList(csv, { format: 'csv' }, rows, columns);
+    expect(csv.stdoutText().split('\n')[2]).toBe(`${rows[1]!.uuid},db-1,inactive,never,123456`);
+    const kv = memoryIO({ tty: false });
+    await printObject(kv, { format: 'table' }, rows[1]!, columns);
+    expect(kv.stdoutText()).toContain('last_seen\tnever\n');
+    const json = memoryIO({ tty: false });
+    await printList(json, { format: 'json' }, rows, columns);
+    expect(JSON.parse(json.stdoutText())[1].last_seen).toBe('0001-01-01T00:00:00Z');
   });
 });
 

@@ -60,17 +60,15 @@ async function runFollow(ctx: Context, api: FleetApi, query: AuditListQuery, o: 
   const base = ctx.output();
   if (base.format === 'yaml' && base.jq === undefined) throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
   // A JSON array would never close: a stream of entries is JSON lines.
-  const out: OutputOptions = { ...base, format: base.format === 'json' ? 'jsonl' : base.format };
+  const out: OutputOptions = { ...base, format: base.format === 'json' ? 'jsonl' : base.format, schema: (await import('../../api/index.js')).AuditLogEntry };
+  if (out.fields) validateFields(out.fields, undefined, columns, out.schema);
   // A followed log reads by the clock: "just now" on every new line says nothing.
   if (!ctx.globals.time) setTimeStyle('local');
   let emit: (entries: AuditLogEntry[]) => Promise<void>;
   if (out.jq !== undefined) {
     const jq = out.jq;
-    let checked = false;
     emit = async (entries) => {
       for (const e of entries) {
-        if (out.fields && !checked) validateFields(out.fields, e, columns);
-        checked = true;
         const text = await evalJq(out.fields ? selectFields(e, out.fields, columns) : e, jq);
         if (text) ctx.io.out(text);
       }
@@ -142,6 +140,7 @@ export function registerAudit(program: Command): void {
       await printPagedList(ctx, o, {
         noun: 'entries',
         columns,
+        schema: (await import('../../api/index.js')).AuditLogEntry,
         fetchPage: (page, page_size) => api.audit.list({ ...query, page, page_size }),
         empty: `No audit entries${filtered ? ' match' : ''}`,
       });
@@ -163,7 +162,7 @@ export function registerAudit(program: Command): void {
       api.need('audit-show');
       const entry = await api.audit.get(Number(id));
       const columns = auditColumns(await envNames(api));
-      await printObject(ctx.io, ctx.output(), entry, ctx.wantsData() ? [] : columns);
+      await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).AuditLogEntry }, entry, ctx.wantsData() ? [] : columns);
     },
   );
 }

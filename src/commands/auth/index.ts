@@ -1,5 +1,6 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
+import { registerLogin } from '../login/index.js';
 import { ApiError, CliError, ExitCode, NetworkError, mapError } from '../../errors.js';
 import { tokenExpiry, tokenSubject } from '../../auth/credentials.js';
 import { printObject, printText, type Column } from '../../output/index.js';
@@ -66,9 +67,11 @@ const loginHint = (ctx: Context) => `run \`fleetctl login${ctx.globals.profile ?
 export function registerAuth(program: Command): void {
   const auth = group(program, {
     name: 'auth',
-    summary: 'Show the login state of a profile, or print its token',
-    examples: ['fleetctl auth status', 'fleetctl auth status --json', 'export FLEETCTL_TOKEN="$(fleetctl auth token)"'],
+    summary: 'Log in and out, show the login state of a profile, or print its token',
+    examples: ['fleetctl auth login --url https://fleet.example.com --env prod', 'fleetctl auth status', 'export FLEETCTL_TOKEN="$(fleetctl auth token)"'],
   });
+  // `auth login` / `auth logout` as gh spells them: the same verbs as the top-level ones.
+  registerLogin(auth);
 
   verb(
     auth,
@@ -78,13 +81,14 @@ export function registerAuth(program: Command): void {
       description:
         'Show the login state of the current profile (or --profile): server URL, environment, user, when the\n' +
         'token expires and where it is kept (OS keychain, file, or FLEETCTL_TOKEN). Never the token itself.\n' +
-        'The token is checked with the server (verified: true|false). Exits 4 when not logged in, when the token\n' +
-        'has expired or when the server refuses it (session ended, invalid token). An unreachable server prints\n' +
-        '"not verified: server unreachable" on stderr and exits 0; with --check it exits 7.',
-      examples: ['fleetctl auth status', 'fleetctl auth status --profile staging -o json', 'fleetctl auth status --check'],
+        'The token is checked with the server (verified: true|false), and the exit code says whether it could be:\n' +
+        '0 verified, 4 not logged in, expired or refused by the server (session ended, invalid token), 7 server\n' +
+        'unreachable (the local state is still printed), another code for another server error.',
+      examples: ['fleetctl auth status', 'fleetctl auth status --profile staging -o json', 'fleetctl auth status >/dev/null && echo ok'],
     },
-    (cmd) => cmd.option('--check', 'exit 7 when the server cannot be reached to verify the token (default: say so and exit 0)'),
-    async (ctx, _args, o: { check?: boolean }) => {
+    // --check was how scripts asked for the exit code that is now the default; still accepted.
+    (cmd) => cmd.addOption(new Option('--check').hideHelp()),
+    async (ctx) => {
       const { status: s } = await status(ctx);
       // The local view (a token exists and has not expired) is not the truth: the server may have
       // ended the session (logout, password change) or never issued the token. Ask it.
@@ -106,8 +110,8 @@ export function registerAuth(program: Command): void {
       if (unverified) {
         const m = mapError(unverified);
         const what = unverified instanceof NetworkError ? `server unreachable (${m.message})` : m.message;
-        if (o.check) throw new CliError(`not verified: ${what}`, unverified instanceof NetworkError ? ExitCode.unavailable : m.exitCode, m.hint);
-        ctx.io.err(`not verified: ${what}\n`);
+        // Not verified is not "logged in" for a script: the token may be dead on the server.
+        throw new CliError(`not verified: ${what}`, unverified instanceof NetworkError ? ExitCode.unavailable : m.exitCode, m.hint);
       }
       if (!s.logged_in) throw new CliError(s.token_expired ? `the token of profile "${s.profile}" has expired` : `not logged in (profile "${s.profile}")`, ExitCode.auth, loginHint(ctx));
     },

@@ -100,6 +100,7 @@ export function registerCarves(program: Command): void {
       await printPagedList(ctx, o, {
         noun: 'carves',
         columns: CARVE_COLUMNS,
+        schema: (await import('../../api/index.js')).CarveQuery,
         fetchPage: (page, page_size) => api.carves.list(env, { ...filters, page, page_size }),
         empty: `No carves in ${env}${o.status || o.search ? ' match' : ''}`,
       });
@@ -120,7 +121,7 @@ export function registerCarves(program: Command): void {
       const api = await ctx.api();
       const detail = await api.carves.get(ctx.requireEnv(), name!);
       if (ctx.wantsData() || ctx.output().fields) {
-        await printObject(ctx.io, ctx.output(), detail);
+        await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).CarveDetail }, detail);
         return;
       }
       await printObject(ctx.io, ctx.output(), detail.query, CARVE_DETAIL_COLUMNS);

@@ -84,9 +84,11 @@ export function registerNodes(program: Command): void {
       const filters = { status: o.status, platform: o.platform, q: o.search, tag: o.tag, sort: o.sort, order: o.order };
       const filtered = o.status || o.platform || o.search || o.tag;
       if (o.tag !== undefined) api.need('node-tag-filter');
+      const { Node } = await import('../../api/index.js');
       await printPagedList(ctx, o, {
         noun: 'nodes',
         columns: NODE_COLUMNS,
+        schema: Node,
         fetchPage: (page, page_size) => api.nodes.list(env, { ...filters, page, page_size }),
         empty: `No nodes in ${env}${filtered ? ' match' : ''}`,
       });
@@ -111,7 +113,7 @@ export function registerNodes(program: Command): void {
     async (ctx, [ref], o: { showSecret?: boolean }) => {
       const api = await ctx.api();
       const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!), o.showSecret);
-      const out = ctx.output();
+      const out = { ...ctx.output(), schema: (await import('../../api/index.js')).Node };
       if (ctx.io.stdoutIsTTY && !ctx.wantsData() && !out.fields) ctx.io.out(renderNodeView(node, colorsFor(ctx.io)));
       else await printObject(ctx.io, out, node);
     },

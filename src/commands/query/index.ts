@@ -131,6 +131,7 @@ export function registerQuery(program: Command): void {
       await printPagedList(ctx, o, {
         noun: 'queries',
         columns: QUERY_COLUMNS,
+        schema: (await import('../../api/index.js')).DistributedQuery,
         fetchPage: (page, page_size) => api.queries.list(env, { status: o.status, page, page_size }),
         empty: `No ${o.status ? `${o.status} ` : ''}queries in ${env}`,
       });
@@ -150,7 +151,7 @@ export function registerQuery(program: Command): void {
     async (ctx, [name]) => {
       const api = await ctx.api();
       const q = await api.queries.get(ctx.requireEnv(), name!);
-      await printObject(ctx.io, ctx.output(), q, ctx.wantsData() ? [] : QUERY_DETAIL_COLUMNS);
+      await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).DistributedQuery }, q, ctx.wantsData() ? [] : QUERY_DETAIL_COLUMNS);
     },
   );
 

@@ -131,7 +131,7 @@ export function registerTags(program: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       const list = await api.tags.list(ctx.requireEnv());
-      await printWholeList(ctx, list, TAG_COLUMNS, `No tags in ${ctx.requireEnv()}`);
+      await printWholeList(ctx, list, TAG_COLUMNS, `No tags in ${ctx.requireEnv()}`, (await import('../../api/index.js')).TagWithCount);
     },
   );
 
@@ -159,6 +159,7 @@ export function registerTags(program: Command): void {
       await printPagedList(ctx, { all: o.all }, {
         noun: 'nodes',
         columns: NODE_COLUMNS,
+        schema: (await import('../../api/index.js')).Node,
         fetchPage: (page, page_size) => api.nodes.list(env, { tag: name, page, page_size }),
         empty: `No nodes in ${env} carry ${name}`,
       });
