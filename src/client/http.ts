@@ -70,6 +70,8 @@ export interface RequestOptions {
   schema?: TSchema;
   /** How a mismatch names the answer's root, e.g. `users` -> "users[0].api is missing". */
   answerName?: string;
+  /** Extra request headers (e.g. If-Match for a conditional write). */
+  headers?: Record<string, string>;
 }
 
 type Undici = typeof import('undici');
@@ -184,6 +186,7 @@ export class HttpClient {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.opts.userAgent ?? 'fleetctl' };
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
     if (this.opts.csrfToken && method !== 'GET') headers['x-csrf-token'] = this.opts.csrfToken;
+    if (ro.headers) Object.assign(headers, ro.headers);
     let body: string | undefined;
     if (ro.body !== undefined) {
       body = JSON.stringify(ro.body);

@@ -14,12 +14,13 @@ import { statsApi } from './resources/stats.js';
 import { need, type Feature, type ServerFlavor } from './flavors/index.js';
 import { osctrlResources } from './flavors/osctrl.js';
 import { queriesApi } from './resources/queries.js';
+import { osqueryConfigApi } from './resources/osquery-config.js';
 
 function fleetResources(http: HttpClient) {
   return {
     auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
     tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
-    queries: queriesApi(http),
+    queries: queriesApi(http), config: osqueryConfigApi(http),
   };
 }
 /** The typed API of this server; a flavour replaces some methods (src/client/flavors/), never the shape. */
@@ -38,6 +39,7 @@ export class FleetApi {
   readonly audit: FleetResources['audit'];
   readonly stats: FleetResources['stats'];
   readonly queries: FleetResources['queries'];
+  readonly config: FleetResources['config'];
 
   constructor(
     readonly http: HttpClient,
@@ -57,6 +59,7 @@ export class FleetApi {
     this.audit = r.audit;
     this.stats = r.stats;
     this.queries = r.queries;
+    this.config = r.config;
   }
 
   /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */

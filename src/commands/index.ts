@@ -20,11 +20,13 @@ import { registerVersion } from './version/index.js';
 import { registerCompletion } from './completion/index.js';
 import { registerServer } from './server/index.js';
 import { registerDev } from './dev/index.js';
+import { registerSchedule } from './schedule/index.js';
+import { registerApply } from './apply/index.js';
 
 export function registerCommands(program: Command): void {
   for (const register of [
-    registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerEnroll, registerTags, registerNodes,
-    registerSettings, registerQuery, registerCarves, registerSinks, registerAudit, registerStats, registerApi, registerConfig,
+    registerLogin, registerAuth, registerMfa, registerUsers, registerEnv, registerSchedule, registerEnroll, registerTags, registerNodes,
+    registerSettings, registerQuery, registerCarves, registerSinks, registerAudit, registerStats, registerApply, registerApi, registerConfig,
     registerCompletion, registerVersion, registerServer, registerDev,
   ]) register(program);
 }

@@ -25,7 +25,7 @@ export interface OptionSpec {
   dynamic?: DynamicKind;
 }
 
-export const DYNAMIC_KINDS = ['profile', 'env', 'node', 'tag'] as const;
+export const DYNAMIC_KINDS = ['profile', 'env', 'node', 'tag', 'scheduled-query'] as const;
 export type DynamicKind = (typeof DYNAMIC_KINDS)[number];
 
 /** Which values are completed dynamically, by value name: `--env <env>`, `<node>`, `--tag <name>`... */
@@ -36,6 +36,7 @@ function dynamicKind(valueName: string | undefined, flag?: string): DynamicKind 
   if (n === 'env' || n === 'environment') return 'env';
   if (n === 'node') return 'node';
   if (n === 'tag') return 'tag';
+  if (n === 'query-name') return 'scheduled-query';
   return undefined;
 }
 

@@ -25,6 +25,7 @@ export const FEATURE_NAMES = {
   'audit-search': 'audit search (-q)',
   'node-tag-filter': 'listing nodes by tag (--tag)',
   'audit-show': 'reading one audit entry',
+  'node-config-filter': 'listing nodes by configuration (--config-stale)',
 } as const;
 export type Feature = keyof typeof FEATURE_NAMES;
 

@@ -10,6 +10,8 @@ export interface NodeListQuery {
   q?: string;
   /** Only nodes carrying this tag. */
   tag?: string;
+  /** Issue 22: `stale` (not on the environment's current osquery configuration) or `current`. */
+  config?: 'stale' | 'current';
   status?: NodeStatus;
   platform?: Platform;
   sort?: NodeSort;

@@ -24,6 +24,11 @@ export async function completeValues(ctx: Context, kind: string, prefix: string)
       const api = await ctx.api({ check: true });
       return (await api.tags.list(ctx.requireEnv())).map((t) => t.name);
     }
+    case 'scheduled-query': {
+      // The environment of --env or the profile (the words typed before are not passed here).
+      const api = await ctx.api({ check: true });
+      return Object.keys((await api.config.get(ctx.requireEnv(), 'schedule')).schedule ?? {});
+    }
     default:
       return [];
   }

@@ -73,8 +73,8 @@ function envArg(ctx: Context, arg: string | undefined): string {
 export function registerEnv(program: Command): void {
   const env = group(program, {
     name: 'env',
-    summary: 'Environments: list, show, map, intervals',
-    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600'],
+    summary: 'Environments: list, show, map, intervals, osquery configuration',
+    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
   });
 
   verb<{ showSecret?: boolean }>(
@@ -169,5 +169,38 @@ export function registerEnv(program: Command): void {
         await printObject(ctx.io, o, map);
       }
     },
+  );
+
+  verb<{ edit?: boolean; set?: string; agent?: boolean }>(
+    env,
+    {
+      name: 'config',
+      summary: 'Show, set or edit the osquery configuration agents of an environment get',
+      description:
+        'Print the osquery configuration of an environment (options, schedule, packs, decorators, atc), or one PART\n' +
+        'of it, as an apply document (YAML; -o json for JSON): `-o yaml` output applies back unchanged with\n' +
+        '`fleetctl apply -f`. --edit opens it in $VISUAL or $EDITOR (else vi), like `kubectl edit`: on save it is\n' +
+        'checked and stored if it changed, or reopened with the error on top; it is refused if someone changed the\n' +
+        'configuration meanwhile. --set PART FILE replaces one part with the YAML or JSON in FILE (- for stdin).\n' +
+        '--agent prints the configuration exactly as agents receive it, with its hash (`nodes list --config-stale`\n' +
+        'lists the nodes not on it yet). Needs env admin. Agents pick changes up at their next config refresh.',
+      examples: [
+        'fleetctl env config prod',
+        'fleetctl env config prod schedule -o json',
+        'fleetctl env config prod -o yaml > prod.yaml',
+        'fleetctl env config prod --edit',
+        'fleetctl env config prod --set packs packs.yaml',
+        'fleetctl env config prod --agent --jq .hash',
+      ],
+    },
+    (cmd) =>
+      cmd
+        .argument('<env>', 'environment name or UUID')
+        .argument('[part]', 'one part: options, schedule, packs, decorators, atc (with --set: the FILE)')
+        .argument('[file]', 'with --set: the file with the new part (- for stdin)')
+        .option('--edit', 'edit it in $EDITOR; checked and stored on save')
+        .option('--set <part>', 'replace PART with the content of FILE')
+        .option('--agent', 'the configuration as agents receive it, with its hash'),
+    async (ctx, [name, ...rest], o) => (await import('./config.js')).runEnvConfig(ctx, name!, rest, o),
   );
 }

@@ -15,6 +15,7 @@ interface ListOpts {
   platform?: Platform;
   search?: string;
   tag?: string;
+  configStale?: boolean;
   sort?: NodeSort;
   order?: SortOrder;
   page?: number;
@@ -63,6 +64,7 @@ export function registerNodes(program: Command): void {
         'fleetctl nodes list --tag pci --all --json',
         'fleetctl nodes list --platform linux --sort osquery --order desc --limit 20',
         'fleetctl nodes list --all --json > nodes.json',
+        'fleetctl nodes list --config-stale',
         "fleetctl nodes list --status inactive --all -o jsonl --fields uuid,hostname,last_seen",
       ],
     },
@@ -72,6 +74,7 @@ export function registerNodes(program: Command): void {
         .addOption(choiceOption('--platform <platform>', 'platform family', Platforms))
         .option('-t, --tag <name>', 'only nodes carrying this tag')
         .option('-q, --search <text>', 'substring of uuid, hostname, localname, IP, user, platform or osquery version')
+        .option('--config-stale', 'only nodes not yet on the environment\'s current osquery configuration (see `env config --agent`)')
         .addOption(choiceOption('--sort <field>', 'sort field (default lastseen)', NodeSorts))
         .addOption(choiceOption('--order <order>', 'sort order (default: desc for lastseen/firstseen, else asc)', SortOrders))
         .option('--page <n>', 'page number', intArg(1))
@@ -81,9 +84,10 @@ export function registerNodes(program: Command): void {
     async (ctx, _args, o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const filters = { status: o.status, platform: o.platform, q: o.search, tag: o.tag, sort: o.sort, order: o.order };
-      const filtered = o.status || o.platform || o.search || o.tag;
+      const filters = { status: o.status, platform: o.platform, q: o.search, tag: o.tag, config: o.configStale ? ('stale' as const) : undefined, sort: o.sort, order: o.order };
+      const filtered = o.status || o.platform || o.search || o.tag || o.configStale;
       if (o.tag !== undefined) api.need('node-tag-filter');
+      if (o.configStale) api.need('node-config-filter');
       const { Node } = await import('../../api/index.js');
       await printPagedList(ctx, o, {
         noun: 'nodes',

@@ -1,0 +1,163 @@
+// `fleetctl env config ENV [PART]` (issue 22): print an environment's osquery configuration as
+// an apply document, replace a part from a file (--set), show what agents receive (--agent), or
+// edit it in $EDITOR the way `kubectl edit` does (checked on save, reopened with the error).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Context } from '../../context.js';
+import { CONFIG_PARTS, type ConfigPart, type OsqueryConfigParts } from '../../api/index.js';
+import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
+import { printObject, printText } from '../../output/index.js';
+import { ConfigError, isConfigPart, validatePart } from '../../lib/osquery-config.js';
+import { DocumentError, documentYaml, parseDocuments, plan, summary, toDocument } from '../apply/documents.js';
+import { partsOf } from '../apply/run.js';
+
+export interface ConfigOpts {
+  edit?: boolean;
+  set?: string;
+  agent?: boolean;
+}
+
+function partArg(part: string | undefined, flag = 'PART'): ConfigPart | undefined {
+  if (part === undefined) return undefined;
+  if (!isConfigPart(part)) throw new UsageError(`invalid ${flag} "${part}"; valid: ${CONFIG_PARTS.join(', ')}`);
+  return part;
+}
+
+export async function runEnvConfig(ctx: Context, env: string, rest: string[], o: ConfigOpts): Promise<void> {
+  const modes = [o.edit, o.set !== undefined, o.agent].filter(Boolean).length;
+  if (modes > 1) throw new UsageError('use one of --edit, --set and --agent');
+  if (o.set !== undefined) {
+    const part = partArg(o.set, '--set part')!;
+    const [file, extra] = rest;
+    if (!file) throw new UsageError(`--set ${part} needs the file with the new ${part} (or - for stdin)`, `fleetctl env config ${env} --set ${part} ${part}.yaml`);
+    if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
+    return setPart(ctx, env, part, file);
+  }
+  if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
+  const part = partArg(rest[0]);
+  if (o.agent) {
+    if (part) throw new UsageError('--agent shows the whole configuration agents receive: leave out PART');
+    const api = await ctx.api();
+    const view = await api.config.agent(env);
+    if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), view);
+    const { loadYaml } = await import('../../output/writer.js');
+    printText(ctx.io, (await loadYaml())(view));
+    return;
+  }
+  if (o.edit) return edit(ctx, env, part);
+  const api = await ctx.api();
+  const doc = toDocument(await api.config.get(env, part));
+  if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), doc);
+  printText(ctx.io, await documentYaml(doc));
+}
+
+/** A part's new content from a file: YAML or JSON (a key given twice is an error, not dropped). */
+async function setPart(ctx: Context, env: string, part: ConfigPart, file: string): Promise<void> {
+  const { readInput } = await import('../read-input.js');
+  const text = await readInput(ctx.io, file, `--set ${part}`);
+  const YAML = await import('yaml');
+  const doc = YAML.parseDocument(text, { uniqueKeys: true });
+  const name = file === '-' ? '(stdin)' : file;
+  const err = doc.errors[0];
+  if (err) {
+    const at = err.linePos?.[0];
+    throw new CliError(`${name}${at ? `:${at.line}:${at.col}` : ''}: ${err.code === 'DUPLICATE_KEY' ? 'duplicate name: a key given twice in one map' : err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`);
+  }
+  let value: OsqueryConfigParts[ConfigPart];
+  try {
+    const raw: unknown = doc.toJS({ maxAliasCount: 100 });
+    value = validatePart(part, raw === null ? {} : raw);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new CliError(`${name}: ${e.message}`);
+    throw e;
+  }
+  const api = await ctx.api();
+  const before = await api.config.get(env, part);
+  const after = await api.config.put(env, part, value, { ifMatch: before.hash });
+  if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), toDocument(after));
+  ctx.io.err(after.changed?.length ? `Set ${part} of ${after.environment} (config hash ${before.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n` : `${part} of ${after.environment} unchanged\n`);
+}
+
+const HEADER = (env: string) =>
+  `# The osquery configuration of ${env}. Lines starting with # are ignored; an empty file cancels.\n` +
+  '# When you save and close the editor it is checked, then stored if it changed; entries you delete are removed.\n';
+
+function editorCommand(ctx: Context): string {
+  const e = process.env.VISUAL || process.env.EDITOR;
+  if (e) return e;
+  if (!ctx.io.stdin.isTTY || !ctx.io.stdout.isTTY) throw new UsageError('--edit needs a terminal (or $EDITOR set to a program that edits a file)');
+  return 'vi';
+}
+
+function runEditor(cmd: string, file: string): void {
+  // As git and kubectl do: the editor command goes through the shell, the file as one argument.
+  const r = spawnSync('/bin/sh', ['-c', `${cmd} "$1"`, 'fleetctl-edit', file], { stdio: 'inherit' });
+  if (r.error) throw new CliError(`cannot start the editor (${cmd}): ${r.error.message}`);
+  if (r.status !== 0) throw new CliError(`the editor (${cmd}) exited with ${r.status ?? r.signal}; nothing changed`);
+}
+
+const withoutComments = (text: string) => text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').trim();
+
+async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Promise<void> {
+  const cmd = editorCommand(ctx);
+  const api = await ctx.api();
+  const view = await api.config.get(env, part);
+  const current = partsOf(view);
+  const original = `${HEADER(view.environment)}${await documentYaml(toDocument(view, false))}`;
+  const dir = mkdtempSync(join(tmpdir(), 'fleetctl-edit-'));
+  const file = join(dir, `${view.environment}-osquery-config.yaml`);
+  let shown = original;
+  let lastError: string | undefined;
+  let keep = false;
+  try {
+    for (;;) {
+      writeFileSync(file, shown, { mode: 0o600 });
+      runEditor(cmd, file);
+      const edited = readFileSync(file, 'utf8');
+      if (withoutComments(edited) === '') {
+        ctx.io.err('Edit cancelled: the file was empty; nothing changed.\n');
+        return;
+      }
+      if (withoutComments(edited) === withoutComments(shown)) {
+        if (lastError) {
+          keep = true;
+          throw new CliError(`edit cancelled: the configuration still does not hold (${lastError}); nothing changed`, ExitCode.error, `your edit is kept in ${file}`);
+        }
+        ctx.io.err('Edit cancelled: no changes made.\n');
+        return;
+      }
+      try {
+        const docs = await parseDocuments(file, edited);
+        if (docs.length !== 1) throw new DocumentError(`${file}: edit one document, not ${docs.length}`);
+        const doc = docs[0]!;
+        if (doc.environment !== view.environment && doc.environment !== env) throw new DocumentError(`metadata.environment: this edits ${view.environment}, not ${doc.environment}`);
+        // What the editor showed is the whole truth: a part deleted from the file becomes empty.
+        const spec: Partial<OsqueryConfigParts> = {};
+        for (const p of part ? [part] : CONFIG_PARTS) (spec as Record<string, unknown>)[p] = doc.spec[p] ?? {};
+        const extra = Object.keys(doc.spec).find((p) => !(p in spec));
+        if (extra) throw new DocumentError(`spec.${extra}: this edits ${part} only`);
+        const p = plan(current, spec, true);
+        if (p.changes.length === 0) {
+          ctx.io.err('Edit cancelled: no changes made.\n');
+          return;
+        }
+        const after = await api.config.patch(env, p.parts, { ifMatch: view.hash });
+        if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), toDocument(after));
+        ctx.io.err(`osqueryconfig/${after.environment} edited (${summary(p.changes)}; config hash ${view.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n`);
+        return;
+      } catch (e) {
+        // Checked on save: a problem reopens the editor with it on top (kubectl edit's way).
+        const problem = e instanceof DocumentError ? e.message.replace(`${file}: `, '') : e instanceof ApiError && e.status === 400 ? e.message : undefined;
+        if (problem === undefined) throw e;
+        lastError = problem;
+        if (!ctx.io.stdin.isTTY) ctx.io.err(`error: ${problem}\n`);
+        shown = `# error: ${problem.replace(/\n/g, ' ')}\n#\n${edited.split('\n').filter((l) => !l.startsWith('# error:') && l !== '#').join('\n')}`;
+      }
+    }
+  } finally {
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
