@@ -25,10 +25,47 @@ export interface AgentEnv {
 }
 
 interface ScheduledQuery {
+  /** As osquery names it in result logs: the schedule's own name, pack_<pack>_<query> for a pack's. */
   name: string;
   query: string;
   interval: number;
+  snapshot: boolean;
+  removed: boolean;
   due: number;
+  /** The previous run's rows (differential results), as JSON texts. */
+  last?: Set<string>;
+  /** osquery's epoch and counter of a differential query's runs. */
+  counter: number;
+}
+
+/** osquery's limits on a scheduled query's interval (packs.cpp): others are dropped. */
+const MAX_INTERVAL = 604_800;
+
+/** osquery's checkPlatform(): empty, any/all, linux (and ubuntu, centos), posix, or the platform itself. */
+export function platformMatches(want: unknown, host: SimHost): boolean {
+  if (typeof want !== 'string' || want === '' || want === 'null') return true;
+  if (want.includes('any') || want.includes('all')) return true;
+  const family = host.platform === 'darwin' ? 'darwin' : host.platform === 'windows' ? 'windows' : 'linux';
+  if (family === 'linux' && /linux|ubuntu|centos/.test(want)) return true;
+  if (family !== 'windows' && want.includes('posix')) return true;
+  return want.includes(family);
+}
+
+/** osquery's getMachineShard(): the first byte of SHA-1(hostname) scaled to 0..100. */
+export function machineShard(hostname: string): number {
+  return Math.floor((createHash('sha1').update(hostname).digest()[0]! * 100) / 255);
+}
+
+/** osquery's checkVersion(): true when `want` is a newer version than `have`. */
+function newer(want: string, have: string): boolean {
+  const a = want.split('.').map(Number);
+  const b = have.split('.').map(Number);
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    if (x !== y) return x > y;
+  }
+  return false;
 }
 
 export class NodeInvalid extends Error {}
@@ -38,10 +75,13 @@ export class SimAgent {
   enrollFailures = 0;
   /** A node_invalid answer scheduled one re-enrollment; others must not add more. */
   reenrolling = false;
+  /** When the simulator's pending 'query' task for this agent runs (one at a time). */
+  queryAt?: number;
   private statusLogs: object[] = [];
   private resultLogs: object[] = [];
   private schedule: ScheduledQuery[] = [];
   private configHash = '';
+  private decorators: { load?: unknown; always?: unknown } = {};
 
   constructor(
     readonly host: SimHost,
@@ -75,7 +115,16 @@ export class SimAgent {
 
   private decorations() {
     const h = this.host;
-    return { host_uuid: h.uuid, hostname: h.hostname, osquery_version: h.osqueryInfo.version, config_hash: this.configHash };
+    const out: Record<string, string | undefined> = { host_uuid: h.uuid, hostname: h.hostname, osquery_version: h.osqueryInfo.version, config_hash: this.configHash };
+    // The config's load and always decorators: the first row of each, its columns added.
+    for (const list of [this.decorators.load, this.decorators.always]) {
+      if (!Array.isArray(list)) continue;
+      for (const q of list) {
+        const a = typeof q === 'string' ? answer(q, h, this.env.now()) : undefined;
+        if (a?.kind === 'rows' && a.rows[0]) Object.assign(out, a.rows[0]);
+      }
+    }
+    return out;
   }
 
   private status(message: string, severity = 0): void {
@@ -106,37 +155,88 @@ export class SimAgent {
     if (!this.env.flags.config) return;
     const res = await this.call('config', this.env.flags.config, { node_key: this.nodeKey });
     this.configHash = createHash('sha1').update(JSON.stringify(res)).digest('hex');
-    const now = this.env.now();
-    const schedule: ScheduledQuery[] = [];
-    const add = (prefix: string, queries: unknown) => {
-      if (!queries || typeof queries !== 'object') return;
-      for (const [name, q] of Object.entries(queries as Record<string, any>)) {
-        if (typeof q?.query !== 'string') continue;
-        const interval = Math.max(10, Number(q.interval) || 3600);
-        const old = this.schedule.find((s) => s.name === prefix + name);
-        schedule.push({ name: prefix + name, query: q.query, interval, due: old?.due ?? now + interval * 1000 });
-      }
-    };
-    add('', res?.schedule);
-    if (res?.packs && typeof res.packs === 'object') for (const [pack, p] of Object.entries(res.packs as Record<string, any>)) add(`pack/${pack}/`, p?.queries);
-    this.schedule = schedule.slice(0, 100);
+    this.loadSchedule(res);
     this.status('Config refreshed');
   }
 
-  /** Runs due scheduled queries into result logs, then sends the buffered logs (nothing to send: no request). */
-  async log(): Promise<boolean> {
-    if (!this.env.flags.logger) return false;
+  /**
+   * The schedule osquery would run from a config: the schedule's queries under their names, each
+   * pack's as pack_<pack>_<query> (osquery's default delimiter), minus what osquery drops (an
+   * interval of 0 or over a week, another platform, a shard or version that excludes this host,
+   * a pack whose discovery queries return nothing). A query keeps its next run across refreshes.
+   */
+  loadSchedule(res: any): void {
     const now = this.env.now();
+    const h = this.host;
+    const shard = machineShard(h.hostname);
+    const schedule: ScheduledQuery[] = [];
+    const excluded = (q: any) => !platformMatches(q?.platform, h) || (Number(q?.shard) > 0 && Number(q.shard) < shard) || (typeof q?.version === 'string' && newer(q.version, h.osqueryInfo.version!));
+    const add = (prefix: string, queries: unknown) => {
+      if (!queries || typeof queries !== 'object') return;
+      for (const [name, q] of Object.entries(queries as Record<string, any>)) {
+        if (typeof q?.query !== 'string' || excluded(q)) continue;
+        const interval = Number(q.interval);
+        if (!Number.isInteger(interval) || interval <= 0 || interval > MAX_INTERVAL) continue;
+        const full = prefix + name;
+        const old = this.schedule.find((s) => s.name === full && s.query === q.query && s.interval === interval);
+        schedule.push({
+          name: full, query: q.query, interval, snapshot: q.snapshot === true, removed: q.removed !== false,
+          due: old?.due ?? now + interval * 1000, last: old?.last, counter: old?.counter ?? 0,
+        });
+      }
+    };
+    add('', res?.schedule);
+    if (res?.packs && typeof res.packs === 'object') {
+      for (const [pack, p] of Object.entries(res.packs as Record<string, any>)) {
+        if (!p || typeof p !== 'object' || excluded(p)) continue;
+        const discovery = Array.isArray(p.discovery) ? p.discovery : [];
+        if (discovery.some((d: unknown) => typeof d !== 'string' || answer(d, h, now).kind !== 'rows' || (answer(d, h, now) as { rows: Row[] }).rows.length === 0)) continue;
+        add(`pack_${pack}_`, p.queries);
+      }
+    }
+    this.schedule = schedule.slice(0, 1000);
+    this.decorators = res?.decorators && typeof res.decorators === 'object' ? res.decorators : {};
+  }
+
+  /** When the next scheduled query is due (ms), if any. */
+  nextDue(): number | undefined {
+    let next: number | undefined;
+    for (const s of this.schedule) if (next === undefined || s.due < next) next = s.due;
+    return next;
+  }
+
+  /**
+   * Runs the scheduled queries that are due into result logs, as osquery logs them: a snapshot
+   * query's whole result as one `snapshot` entry; a differential one's rows as `added` (and
+   * `removed`, unless removed is false) events, one entry per row, the first run adding all.
+   */
+  runDue(): number {
+    const now = this.env.now();
+    let ran = 0;
     for (const s of this.schedule) {
       if (s.due > now) continue;
       s.due = now + s.interval * 1000;
       const a = answer(s.query, this.host, now);
       if (a.kind !== 'rows') continue;
-      this.resultLogs.push({
-        name: s.name, hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: Math.floor(now / 1000),
-        epoch: 0, counter: 0, numerics: false, decorations: this.decorations(), snapshot: a.rows, action: 'snapshot',
-      });
+      ran++;
+      const base = { name: s.name, hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: Math.floor(now / 1000), epoch: 0, numerics: false, decorations: this.decorations() };
+      if (s.snapshot) {
+        this.resultLogs.push({ ...base, counter: 0, snapshot: a.rows, action: 'snapshot' });
+        continue;
+      }
+      const rows = new Set(a.rows.map((r) => JSON.stringify(r)));
+      const counter = s.counter++;
+      for (const r of rows) if (!s.last?.has(r)) this.resultLogs.push({ ...base, counter, columns: JSON.parse(r), action: 'added' });
+      if (s.removed && s.last) for (const r of s.last) if (!rows.has(r)) this.resultLogs.push({ ...base, counter, columns: JSON.parse(r), action: 'removed' });
+      s.last = rows;
     }
+    if (this.resultLogs.length > 10_000) this.resultLogs.splice(0, this.resultLogs.length - 10_000);
+    return ran;
+  }
+
+  /** Sends the buffered status and result logs (nothing to send: no request). */
+  async log(): Promise<boolean> {
+    if (!this.env.flags.logger) return false;
     let sent = false;
     for (const [type, buf] of [['status', this.statusLogs], ['result', this.resultLogs]] as const) {
       if (buf.length === 0) continue;

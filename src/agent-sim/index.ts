@@ -43,7 +43,7 @@ export interface SimulatorOptions {
   onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
 }
 
-type Task = 'enroll' | 'config' | 'log' | 'read';
+type Task = 'enroll' | 'config' | 'log' | 'read' | 'query';
 interface Item {
   at: number;
   agent: number;
@@ -106,8 +106,9 @@ export class Simulator {
   private env: AgentEnv;
   private transport: Transport;
   private failed = 0;
-  /** Distributed queries answered, carves uploaded. */
+  /** Distributed queries answered, carves uploaded, scheduled query runs (with rows). */
   answered = 0;
+  scheduledRuns = 0;
   carves = 0;
 
   constructor(private o: SimulatorOptions) {
@@ -220,9 +221,19 @@ export class Simulator {
       }
       return;
     }
+    if (item.task === 'query') {
+      // Scheduled queries run on their own clock (no request): results wait for the next log flush.
+      if (agent.queryAt === item.at) agent.queryAt = undefined;
+      this.scheduledRuns += agent.runDue();
+      this.scheduleQueries(item.agent);
+      return;
+    }
     if (!agent.nodeKey) return; // re-enrolling: that task reschedules the rest
     try {
-      if (item.task === 'config') await agent.config();
+      if (item.task === 'config') {
+        await agent.config();
+        this.scheduleQueries(item.agent);
+      }
       else if (item.task === 'log') await agent.log();
       else this.answered += await agent.distributed();
     } catch (e) {
@@ -236,6 +247,15 @@ export class Simulator {
       }
     }
     next(item.task, this.ms(item.task));
+  }
+
+  /** One pending 'query' task per agent, at its next due scheduled query. */
+  private scheduleQueries(index: number): void {
+    const agent = this.agents[index]!;
+    const due = agent.nextDue();
+    if (due === undefined || (agent.queryAt !== undefined && agent.queryAt <= due)) return;
+    agent.queryAt = due;
+    this.heap.push({ at: due, agent: index, task: 'query' });
   }
 
   /** Stops scheduling, waits (at most `graceMs`) for requests in flight, closes the connections. */

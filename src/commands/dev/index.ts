@@ -136,6 +136,7 @@ export function registerDev(program: Command): void {
         gave_up: sim.gaveUp,
         seconds: Math.round((Date.now() - started) / 100) / 10,
         queries_answered: sim.answered,
+        scheduled_query_runs: sim.scheduledRuns,
         carves_uploaded: sim.carves,
         requests: sim.stats.summary(),
         last_error: sim.stats.lastError ?? '',

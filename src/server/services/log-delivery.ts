@@ -23,8 +23,16 @@ export interface LogEntry {
   node_uuid: string;
   hostname: string;
   log_type: string;
+  /** The scheduled (or live) query a result is of, as osquery names it (issue 22). */
+  name?: string;
   received_at: string;
   entry: unknown;
+}
+
+/** The query name osquery puts in a result log entry (and live answers carry), if any. */
+function queryName(entry: unknown): string | undefined {
+  const n = typeof entry === 'object' && entry !== null ? (entry as { name?: unknown }).name : undefined;
+  return typeof n === 'string' ? n.slice(0, 1024) : undefined;
 }
 
 interface SinkState {
@@ -74,7 +82,10 @@ export class LogDelivery {
     if (entries.length === 0) return;
     const sinks = await this.sinksFor(env.id, logType);
     const received_at = this.deps.now().toISOString();
-    const lines = entries.map((entry) => ({ environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, received_at, entry }));
+    const lines = entries.map((entry): LogEntry => {
+      const name = logType === 'status' ? undefined : queryName(entry);
+      return { environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, ...(name === undefined ? {} : { name }), received_at, entry };
+    });
     for (const sink of sinks) {
       let st = this.states.get(sink.id);
       if (!st) {

@@ -1,0 +1,175 @@
+// Issue 22's done-checks, end to end: a fresh `fleetctl server` (not --dev) with simulated agents
+// (`fleetctl dev agents`) enrolled in prod and a file sink for results; `fleetctl apply -f` of a
+// YAML file with a schedule and a pack; the agents fetch the new configuration (their recorded
+// hash moves to the new one and `nodes list --config-stale` empties), the scheduled queries'
+// results land in the file sink with the query name and the node, `diff -f` then exits 0 and
+// `apply` again changes nothing; every change is in the audit log with who made it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execa, type ResultPromise } from 'execa';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+
+const PASSWORD = 'first-admin-password';
+const AGENTS = 3;
+/** The scheduled queries' interval: results are due within two of them after the apply. */
+const INTERVAL = 10;
+let dir: string;
+let server: ServerProcess;
+let cli: Cli;
+let agents: ResultPromise;
+let agentsOut = '';
+let sinkFile: string;
+
+async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; simulator said:\n${agentsOut}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const DOC = `# The osquery configuration of prod, as a GitOps repository would keep it.
+apiVersion: fleetctl/v1
+kind: OsqueryConfig
+metadata:
+  environment: prod
+spec:
+  schedule:
+    users_query:
+      query: SELECT uid, username FROM users
+      interval: ${INTERVAL}
+  packs:
+    web:
+      platform: all
+      queries:
+        uptime:
+          query: SELECT total_seconds FROM uptime
+          interval: ${INTERVAL}
+          snapshot: true
+`;
+
+interface NodeView {
+  uuid: string;
+  config_hash: string;
+  config_fetched_at: string;
+}
+interface SinkLine {
+  environment: string;
+  node_uuid: string;
+  hostname: string;
+  log_type: string;
+  name?: string;
+  received_at: string;
+  entry: { name: string; action: string; hostIdentifier: string };
+}
+
+const nodes = async () => JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as NodeView[];
+const agentHash = async () => JSON.parse((await cli.run(['env', 'config', 'prod', '--agent', '-o', 'json'])).stdout).hash as string;
+const sinkLines = (): SinkLine[] => (existsSync(sinkFile) ? readFileSync(sinkFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as SinkLine) : []);
+const configAudit = async () =>
+  (JSON.parse((await cli.run(['audit', 'list', '--all', '--json'])).stdout) as { line: string; username: string }[]).filter((a) => a.line.startsWith('osquery configuration of prod'));
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fleetctl-gitops-'));
+  sinkFile = join(dir, 'results.jsonl');
+  const key = join(dir, 'agent.key');
+  const cert = join(dir, 'agent.crt');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  server = await startServerProcess(
+    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key],
+    { input: PASSWORD },
+  );
+  cli = new Cli();
+  await cli.login(server.url, 'admin', 'prod', PASSWORD);
+  const sink = await cli.run(['sinks', 'add', 'prod', '--name', 'results', '--type', 'file', '--source', 'result', '--config', JSON.stringify({ path: sinkFile })]);
+  expect(sink.exitCode, sink.stderr).toBe(0);
+  writeFileSync(join(dir, 'prod.flags'), (await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout);
+  writeFileSync(join(dir, 'prod.secret'), (await cli.run(['enroll', 'show', 'prod', 'secret'])).stdout);
+  agents = execa(
+    'node',
+    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', cert, '--count', String(AGENTS),
+      '--config-interval', '1s', '--log-interval', '1s', '--distributed-interval', '5s', '--duration', '5m'],
+    { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
+  );
+  agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
+  await until(() => (/Enrolled \d+\/\d+ agents/.test(agentsOut) ? true : undefined), 'enrollment');
+}, 120_000);
+
+afterAll(async () => {
+  agents?.kill('SIGTERM');
+  await agents;
+  await server?.stop();
+  cli?.cleanup();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('apply -f to an environment with agents', () => {
+  it('agents fetch the new configuration, results reach the file sink, then diff is clean and apply changes nothing', async () => {
+    const file = join(dir, 'prod.yaml');
+    writeFileSync(file, DOC);
+    // Before: every agent is on the empty configuration, nothing scheduled, no results.
+    const before = await agentHash();
+    await until(async () => ((await nodes()).filter((n) => n.config_hash === before).length === AGENTS ? true : undefined), 'every agent on the first configuration');
+    expect(sinkLines()).toEqual([]);
+    const diffBefore = await cli.run(['diff', '-f', file]);
+    expect(diffBefore.exitCode, diffBefore.stderr).toBe(1);
+
+    const applied = Date.now();
+    const apply = await cli.run(['apply', '-f', file]);
+    expect(apply.exitCode, apply.stderr).toBe(0);
+    expect(apply.stdout).toContain('+    users_query:');
+    expect(apply.stdout).toMatch(/osqueryconfig\/prod configured \(schedule \+1, packs \+1; hash [0-9a-f]{12} -> [0-9a-f]{12}\)/);
+    const after = await agentHash();
+    expect(after).not.toBe(before);
+
+    // The agents fetch it at their next refresh: their recorded hash is the new one.
+    await until(async () => {
+      const stale = await cli.run(['nodes', 'list', '--config-stale', '--json']);
+      return stale.exitCode === 0 && JSON.parse(stale.stdout).length === 0 ? true : undefined;
+    }, 'no node on an older configuration');
+    const current = await nodes();
+    expect(current.map((n) => n.config_hash)).toEqual(Array(AGENTS).fill(after));
+    const uuids = new Set(current.map((n) => n.uuid));
+
+    // Results of both scheduled queries, from every agent, with the query name and the node.
+    const lines = await until(() => {
+      const l = sinkLines();
+      const from = (name: string) => new Set(l.filter((x) => x.name === name).map((x) => x.node_uuid));
+      return from('users_query').size === AGENTS && from('pack_web_uptime').size === AGENTS ? l : undefined;
+    }, 'results of users_query and pack_web_uptime from every agent');
+    for (const l of lines) {
+      expect(l.environment).toBe('prod');
+      expect(l.log_type).toBe('result');
+      expect(uuids.has(l.node_uuid)).toBe(true);
+      expect(l.entry.name).toBe(l.name);
+      expect(l.entry.hostIdentifier.toLowerCase()).toBe(l.node_uuid);
+    }
+    expect(lines.find((l) => l.name === 'users_query')!.entry.action).toBe('added');
+    expect(lines.find((l) => l.name === 'pack_web_uptime')!.entry.action).toBe('snapshot');
+    // Within two intervals of the apply (the agents refresh every second, flush logs every second).
+    const first = Math.min(...lines.map((l) => Date.parse(l.received_at)));
+    console.log(`first scheduled result ${((first - applied) / 1000).toFixed(1)} s after apply (interval ${INTERVAL} s)`);
+    expect(first - applied).toBeLessThanOrEqual(2 * INTERVAL * 1000);
+
+    // Nothing left to do: diff exits 0, apply again changes nothing.
+    const diff = await cli.run(['diff', '-f', file]);
+    expect(diff.exitCode, diff.stdout + diff.stderr).toBe(0);
+    expect(diff.stdout).toBe('');
+    const audits = (await configAudit()).length;
+    const again = await cli.run(['apply', '-f', file]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toBe('osqueryconfig/prod unchanged\n');
+    expect(await agentHash()).toBe(after);
+    expect((await configAudit()).length).toBe(audits);
+
+    // The change is in the audit log with who made it.
+    const [row] = await configAudit();
+    expect(row).toMatchObject({ username: 'admin' });
+    expect(row!.line).toContain('osquery configuration of prod changed: schedule (+users_query), packs (+web)');
+  });
+});
