@@ -13,6 +13,7 @@ import type { HttpClient } from '../http.js';
 import { checkAnswer, emptyValue } from '../validate.js';
 import type { FleetResources } from '../index.js';
 import { FEATURE_NAMES, NotSupportedError, type Feature } from './index.js';
+import { osctrlConfig } from './osctrl-config.js';
 
 const seg = encodeURIComponent;
 
@@ -271,6 +272,8 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
       },
       get: () => refuse('audit-show'),
     },
+    // Issue 22: GET/PATCH /api/v1/environments/config/{env} (osctrl-config.ts).
+    config: osctrlConfig(http),
   };
 }
 
