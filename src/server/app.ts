@@ -41,6 +41,8 @@ export interface AppOptions {
   denials: DenialAudit;
   /** Proxies (addresses or CIDRs) whose X-Forwarded-For names the client: limits and audit key on it. */
   trustProxy?: string[];
+  /** Admin requests in progress at once before 503 (the admin door's own budget, apart from the agents'). */
+  maxInFlight?: number;
 }
 
 /** Longest path parameter (Fastify's default, 100, cut real hostnames): Node's 16 KiB header cap binds first. */
@@ -152,6 +154,31 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: 'not_found', error: `no such endpoint: ${req.method} ${req.url.split('?')[0]}` }),
   );
+
+  // The admin door's own budget (issue 18): agents are bounded by theirs on the agent door, so an
+  // agent flood cannot take these slots; past this many admin requests at once the answer is 503.
+  let inFlight = 0;
+  const maxInFlight = opts.maxInFlight ?? 256;
+  app.addHook('onRequest', async (req, reply) => {
+    (req as FastifyRequest & { t0?: number }).t0 = performance.now();
+    if (req.url === '/healthz') return;
+    if (inFlight >= maxInFlight) {
+      deps.metrics?.adminShed();
+      throw new HttpError(503, 'unavailable', 'the server is busy; retry shortly', {}, { 'retry-after': '1' });
+    }
+    inFlight++;
+    let done = false;
+    reply.raw.once('close', () => {
+      if (!done) {
+        done = true;
+        inFlight--;
+      }
+    });
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const t0 = (req as FastifyRequest & { t0?: number }).t0;
+    deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, t0 === undefined ? 0 : (performance.now() - t0) / 1000);
+  });
 
   // While shutting down, answers in progress end their connection (no more requests on it).
   app.addHook('onSend', async (_req, reply) => {

@@ -6,6 +6,7 @@ import type { Dialect } from './store/migrations.js';
 import type { EnvLevels } from './permissions.js';
 import type { LoginGuard } from './services/login-guard.js';
 import type { Faults } from './lib/faults.js';
+import type { Metrics } from './lib/metrics.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -21,7 +22,17 @@ export interface ServerConfig {
   /** Failed logins per account per window from addresses that never logged in to it (docs/api.md). */
   accountLoginLimit: number;
   timeouts: ServerTimeouts;
+  /** Largest carve an agent may announce, bytes (--carve-max-size; default DEFAULT_CARVE_MAX_BYTES). */
+  carveMaxBytes: number;
+  /** The one directory file sinks write in (--sink-dir); relative sink paths resolve here. */
+  sinkDir: string;
+  /** Log bytes queued per sink, and per node over all sinks, before agents are answered 503. */
+  sinkQueueBytes: number;
+  nodeQueueBytes: number;
 }
+
+/** 1 GiB: carves are kept in the database (base64), so the default is a size an operator plans for. */
+export const DEFAULT_CARVE_MAX_BYTES = 1024 * 1024 * 1024;
 
 /** HTTP timeouts, milliseconds (docs/api.md "Timeouts and shutdown"). */
 export interface ServerTimeouts {
@@ -51,6 +62,8 @@ export interface Deps {
    * reached), else undefined. PostgreSQL has no such question: /healthz uses Faults instead.
    */
   outOfSpace?: () => Promise<string | undefined>;
+  /** Prometheus metrics of this server (absent in unit tests that build Deps by hand). */
+  metrics?: Metrics;
 }
 
 /** The authenticated user of a request. */

@@ -14,6 +14,7 @@ const open: Rule = { auth: false };
 export const RULES = {
   login: open, // 4.1: the env level check is part of login itself
   health: open, // GET /healthz, for load balancers (docs/api.md "Several replicas")
+  metrics: superAdmin, // GET /metrics (issue 18); --metrics-listen serves it without a token
   mfaLogin: open, // 4.2
   error: open, // 4.21
   logout: authenticated, // POST /api/v1/logout (docs/api.md)

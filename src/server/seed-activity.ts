@@ -132,7 +132,7 @@ interface DemoSink {
 }
 
 const GLOBAL_SINKS: DemoSink[] = [
-  { name: 'local-file', type: 'file', source: 'result', info: 'Query results to a rotated local file', config: { path: '/var/log/osquery/results.log', rotate: true, max_size_mb: 100 } },
+  { name: 'local-file', type: 'file', source: 'result', info: 'Query results to a rotated local file', config: { path: 'results.log', max_size_mb: 100, max_files: 5 } },
   { name: 'central-syslog', type: 'syslog', source: 'status', info: 'Agent status logs to the central syslog', config: { host: 'syslog.internal', port: 514, protocol: 'udp', facility: 'local3' } },
 ];
 

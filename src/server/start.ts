@@ -1,9 +1,9 @@
 // Starting the reference server: open the store, bootstrap, build the app, listen.
-import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
+import { DEFAULT_CARVE_MAX_BYTES, DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
 import { isPostgresUrl, openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
@@ -17,6 +17,9 @@ import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
 import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
 import { Faults } from './lib/faults.js';
+import { NODE_QUEUE_BYTES, SINK_QUEUE_BYTES } from './services/log-delivery.js';
+import { Metrics } from './lib/metrics.js';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 
 export interface ServerOptions {
   host: string;
@@ -48,6 +51,17 @@ export interface ServerOptions {
   deniedRateLimit?: number;
   /** Failed logins per account per 15 minutes from unknown addresses (default 10). */
   accountLoginLimit?: number;
+  /**
+   * The directory file sinks write in (--sink-dir). Default: `sinks` beside a SQLite database,
+   * in the temporary directory of --dev, or `defaultSinkDir` (the command's data directory) on PostgreSQL.
+   */
+  sinkDir?: string;
+  defaultSinkDir?: string;
+  /** Log queue budgets in bytes (defaults: 64 MiB per sink, 16 MiB per node). */
+  sinkQueueBytes?: number;
+  nodeQueueBytes?: number;
+  /** Largest carve an agent may announce, bytes (default 1 GiB). */
+  carveMaxBytes?: number;
   /** Overrides of DEFAULT_TIMEOUTS (milliseconds). */
   timeouts?: Partial<ServerTimeouts>;
   /**
@@ -59,7 +73,11 @@ export interface ServerOptions {
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
   /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
-  agent?: Omit<AgentListenOptions, 'selfSignedDir'>;
+  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog'>;
+  /** Prometheus metrics on a listener of their own, without authentication (--metrics-listen). */
+  metricsListen?: { host: string; port: number };
+  /** Admin requests handled at once before the admin door answers 503 (default 256). */
+  adminMaxInFlight?: number;
 }
 
 export interface RunningServer {
@@ -73,6 +91,8 @@ export interface RunningServer {
   denials: DenialAudit;
   /** The agent door when --agent-listen was given. */
   agent?: AgentDoor;
+  /** http://host:port of the metrics listener (--metrics-listen). */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -104,6 +124,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let store: Store;
   // The server's own trouble (database down or full, a failing task): logged, counted, /healthz.
   const faults = new Faults(opts.warn ?? ((line) => console.error(line)));
+  const metrics = new Metrics();
+  faults.onFault((where, kind) => metrics.fault(where, kind));
   try {
     if (postgres) {
       const { openPostgres } = await import('./store/postgres.js');
@@ -142,8 +164,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       accountLoginLimit: opts.accountLoginLimit ?? 10,
       bodyLimit: 1024 * 1024,
       timeouts: { ...DEFAULT_TIMEOUTS, ...opts.timeouts },
+      carveMaxBytes: opts.carveMaxBytes ?? DEFAULT_CARVE_MAX_BYTES,
+      sinkQueueBytes: opts.sinkQueueBytes ?? SINK_QUEUE_BYTES,
+      nodeQueueBytes: opts.nodeQueueBytes ?? NODE_QUEUE_BYTES,
+      sinkDir: resolve(
+        opts.sinkDir ??
+          (tempDir ? join(tempDir, 'sinks') : postgres ? (opts.defaultSinkDir ?? join(tmpdir(), 'fleetctl-sinks')) : join(dirname(resolve(dbPath)), 'sinks')),
+      ),
     };
-    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace } as Deps;
+    // Only the server's user reaches the logs agents sent (issue 18).
+    mkdirSync(config.sinkDir, { recursive: true, mode: 0o700 });
+    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace, metrics } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
@@ -170,12 +201,38 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const lifecycle = new HttpLifecycle(config.timeouts);
     const denials = new DenialAudit(deps);
     const purger = new SessionPurger(deps);
-    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy });
+    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();
     const url = address.replace('[::1]', 'localhost');
-    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    // --log: the agent door writes its request lines where Fastify's logger writes the admin door's.
+    const requestLog = opts.logger ? (line: string) => void process.stderr.write(`${line}\n`) : undefined;
+    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    let metricsServer: HttpServer | undefined;
+    let metricsUrl: string | undefined;
+    if (opts.metricsListen) {
+      metricsServer = createHttpServer((req, res) => {
+        if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+          res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+          return;
+        }
+        metrics.text().then(
+          (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+          (e) => {
+            faults.report('metrics', e);
+            res.writeHead(500).end();
+          },
+        );
+      });
+      const { host, port } = opts.metricsListen;
+      await new Promise<void>((resolve, reject) => {
+        metricsServer!.once('error', reject);
+        metricsServer!.listen(port, host, () => resolve());
+      });
+      const a = metricsServer.address();
+      metricsUrl = `http://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}/metrics`;
+    }
     // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
     const hostname = agent?.address ?? new URL(url).host;
     await store.exclusive(async () => {
@@ -199,6 +256,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       demo,
       denials,
       agent,
+      metricsUrl,
       async close() {
         // The agent door first (it flushes check-ins), then requests in progress finish (bounded
         // by the grace), then the services stop, then the store.
@@ -209,6 +267,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await app.close();
         await store.close();
         faults.stop();
+        if (metricsServer) await new Promise((r) => metricsServer!.close(r));
         if (tempDir) rmSync(tempDir, { recursive: true, force: true });
       },
     };

@@ -36,13 +36,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile];
+  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
   server = await startServerProcess(serverArgs, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
   sinkFile = join(dir, 'status.jsonl');
-  const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: sinkFile } });
+  const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: 'status.jsonl' } });
   expect(sink.status).toBe(200);
 }, 60_000);
 

@@ -34,7 +34,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
     server = await startServerProcess(
       ['--db', url, '--db-pool', '4', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
-        '--shutdown-grace', '1'],
+        '--sink-dir', dir, '--shutdown-grace', '1'],
       { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
     );
     void server.proc.then(() => (exited = true));
@@ -51,7 +51,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
   it('no agent re-enrolls, no acknowledged log line is lost, the server stays up', async () => {
     const token = await apiToken(server.url, 'admin', PASSWORD);
     const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: sinkFile } });
+    const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: 'status.jsonl' } });
     expect(sink.status).toBe(200);
     const flags = parseAgentFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
     const secret = String((await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data).trim();

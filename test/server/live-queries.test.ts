@@ -133,11 +133,17 @@ describe('http sink', () => {
     expect(r.body).toEqual({ node_invalid: false });
     const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
-    // The sink that cannot be reached loses the entry, but not silently: counted and audited.
-    await eventually(async () => {
-      const audit = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });
-      return audit.body.items.length > 0 ? audit.body.items[0] : undefined;
-    }, 'an audit row for the drops');
+    // The sink that cannot be reached loses nothing (issue 18): the entry stays queued and is
+    // retried with a backoff; the failures are counted (metrics) and logged.
+    const metrics = await eventually(async () => {
+      const m = await t.call('GET', '/metrics', { token: admin });
+      return /fleetctl_faults_total\{where="log sink down",kind="error"\} [1-9]/.test(m.body) ? String(m.body) : undefined;
+    }, 'the failing sink counted in /metrics');
+    expect(metrics).toMatch(/fleetctl_log_queue_bytes\{sink="down"\} [1-9]/);
+    expect(metrics).toMatch(/fleetctl_log_queue_bytes\{sink="collector"\} 0/);
+    const drops = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });
+    expect(drops.body.items).toEqual([]);
+    expect((await t.call('DELETE', `/api/v1/log-sinks/${bad.body.id}`, { token: admin })).status).toBe(200);
   });
 });
 

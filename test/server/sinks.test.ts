@@ -109,9 +109,24 @@ describe('POST /api/v1/log-sinks', () => {
     expect(await sinkCount()).toBe(count);
   });
 
+  it('a file sink writes inside the sink directory only: a path outside it, or none, is 400 and nothing is stored (issue 18)', async () => {
+    const count = await sinkCount();
+    for (const path of ['/etc/profile.d/x.sh', '../outside.log', '/root/.bashrc', '', 'a/../../b.log']) {
+      const r = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: `f-${Math.random()}`, type: 'file', source: 'result', environment_id: 0, config: { path } } });
+      expect(r.status, path).toBe(400);
+      expect(r.body.code).toBe('bad_request');
+    }
+    const none = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'no-path', type: 'file', source: 'result', environment_id: 0 } });
+    expect(none.status).toBe(400);
+    expect(await sinkCount()).toBe(count);
+    const inside = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'inside', type: 'file', source: 'result', environment_id: 0, config: { path: 'sub/results.log' } } });
+    expect(inside.status).toBe(200);
+    expect((await ts.call('DELETE', `/api/v1/log-sinks/${inside.body.id}`, { token: admin })).status).toBe(200);
+  });
+
   it('a second sink with the same name in the same scope is 409', async () => {
     const count = await sinkCount();
-    const r = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'local-file', type: 'file', source: 'result', environment_id: 0 } });
+    const r = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'local-file', type: 'file', source: 'result', environment_id: 0, config: { path: 'other.log' } } });
     expectError(r, 409, 'conflict');
     expect(await sinkCount()).toBe(count);
   });

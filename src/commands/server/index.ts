@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { verb, intArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
@@ -34,6 +34,21 @@ interface ServerOpts {
   agentTlsCert?: string;
   agentTlsKey?: string;
   log?: boolean;
+  sinkDir?: string;
+  carveMaxSize?: number;
+  agentMaxInFlight?: number;
+  metricsListen?: string;
+  sinkQueueSize?: number;
+  nodeLogQueueSize?: number;
+}
+
+/** A size: bytes, or a number with K, M, G (KiB, MiB, GiB: powers of 1024), e.g. 512M, 2GiB. */
+export function sizeArg(v: string): number {
+  const m = /^(\d+)\s*([KMGT]?)(i?B)?$/i.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('a size in bytes, or with K, M, G (e.g. 512M, 1G)');
+  const n = Number(m[1]) * 1024 ** 'BKMGT'.indexOf((m[2] || 'B').toUpperCase());
+  if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('a size of at least 1 byte');
+  return n;
 }
 
 /** Default database: the user's data directory (XDG_DATA_HOME on Linux). */
@@ -128,7 +143,13 @@ export function registerServer(program: Command): void {
         .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address")
         .option('--agent-tls-cert <file>', 'certificate (PEM) of the agent listener (--dev: self-signed when absent)')
         .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
-        .option('--log', 'structured request logs (JSON) on stderr'),
+        .option('--log', 'structured request logs (JSON) on stderr, of both doors (agent lines: endpoint, status, ms, node)')
+        .option('--sink-dir <dir>', 'the only directory file log sinks write in; relative sink paths resolve here (default: sinks/ beside the database)')
+        .option('--sink-queue-size <size>', 'log bytes queued per sink before agents are answered 503 (they resend), e.g. 64M (default 64M)', sizeArg)
+        .option('--node-log-queue-size <size>', 'log bytes one node may have queued over all sinks before its requests are answered 503 (default 16M)', sizeArg)
+        .option('--carve-max-size <size>', 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)', sizeArg)
+        .option('--agent-max-in-flight <n>', 'agent requests handled at once; more are answered 503 and retried by osquery (default 128)', intArg(1))
+        .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)'),
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
@@ -184,7 +205,13 @@ export function registerServer(program: Command): void {
           warn: (line) => ctx.io.err(`${line}\n`),
           logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
           tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
-          agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey } : undefined,
+          agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, maxInFlight: o.agentMaxInFlight } : undefined,
+          sinkDir: o.sinkDir,
+          defaultSinkDir: join(dirname(defaultDbPath(ctx.env)), 'sinks'),
+          carveMaxBytes: o.carveMaxSize,
+          sinkQueueBytes: o.sinkQueueSize,
+          nodeQueueBytes: o.nodeLogQueueSize,
+          metricsListen: o.metricsListen ? parseListen(o.metricsListen) : undefined,
         });
       } catch (e) {
         if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
@@ -209,6 +236,7 @@ export function registerServer(program: Command): void {
       if (server.agent) {
         ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
+      if (server.metricsUrl) ctx.io.out(`Prometheus metrics at ${server.metricsUrl}\n`);
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
       let agents: { stop(): Promise<void> } | undefined;
       if (o.devAgents && server.demo && server.agent) {

@@ -17,10 +17,11 @@ import type { Deps } from '../context.js';
 import { HttpError } from '../errors.js';
 import type { EnvironmentRow, NodeRow } from '../store/schema.js';
 import type { CheckinBatcher } from '../services/checkins.js';
-import type { LogDelivery } from '../services/log-delivery.js';
+import { LogBackpressure, type LogDelivery } from '../services/log-delivery.js';
 import { enrollNode, enrollRefusal, nodeByKey } from '../services/agent-nodes.js';
 import { agentConfig } from '../services/osquery-config.js';
-import { carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
+import { CarveRefusal, MAX_CARVE_BLOCK, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
+import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import { enrollRead } from '../services/enroll.js';
 import { NEVER } from '../../api/index.js';
 
@@ -94,11 +95,129 @@ const sameText = (a: string, b: string) => a.length === b.length && timingSafeEq
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
-export async function buildAgentApp(deps: Deps, services: AgentServices, https: { cert: Buffer; key: Buffer }): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, https, bodyLimit: AGENT_BODY_LIMIT, return503OnClosing: false });
-  // Every body is taken as bytes: osquery's content type varies, and gzip is decoded here.
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The agent door's view of a POST: its environment, endpoint and (once known) node. */
+    agentEnv?: EnvironmentRow;
+    agentEndpoint?: Endpoint;
+    agentNode?: string;
+    /** Answered node_invalid for an unknown node key (counted: agents told to re-enroll). */
+    agentInvalid?: boolean;
+  }
+}
+
+/** What the agent door is given besides deps and services (start.ts / listener.ts). */
+export interface AgentDoorOptions {
+  https: { cert: Buffer; key: Buffer };
+  /** Timeouts and the bounded drain on SIGTERM (the same rules as the admin door). */
+  lifecycle: HttpLifecycle;
+  /** Agent requests handled at once; more are answered 503 at once (osquery retries). */
+  maxInFlight: number;
+  /** Called when a request ends: request log and metrics. */
+  onDone?: (r: { endpoint: string; status: number; ms: number; node?: string; shed?: boolean; invalid?: boolean }) => void;
+  /** Tells the owner how to read the number of requests in progress (metrics). */
+  exposeInFlight?: (read: () => number) => void;
+}
+
+/** Carve blocks (up to MAX_CARVE_BLOCK, ~11 MB as base64) received at once; others wait their turn. */
+const CARVE_BLOCKS_AT_ONCE = 4;
+/** The body limit of a carve block: the largest block in base64 plus the JSON around it. */
+export const CARVE_BLOCK_BODY_LIMIT = Math.ceil(MAX_CARVE_BLOCK / 3) * 4 + 64 * 1024;
+
+export async function buildAgentApp(deps: Deps, services: AgentServices, o: AgentDoorOptions): Promise<FastifyInstance> {
+  const { lifecycle } = o;
+  const app = Fastify({
+    logger: false,
+    https: { ...o.https, ...lifecycle.serverOptions() },
+    requestTimeout: lifecycle.timeouts.requestMs,
+    keepAliveTimeout: lifecycle.timeouts.keepAliveMs,
+    forceCloseConnections: false,
+    bodyLimit: CARVE_BLOCK_BODY_LIMIT,
+    return503OnClosing: false,
+    clientErrorHandler: lifecycle.clientError,
+  });
+  lifecycle.attach(app.server);
+  let inFlight = 0;
+  o.exposeInFlight?.(() => inFlight);
+  const carveSlots = new Semaphore(CARVE_BLOCKS_AT_ONCE);
+
+  // Admission, before any body is read: a request beyond the in-flight bound, or one arriving
+  // while the server drains, is answered 503 at once, so the requests admitted keep their latency
+  // and the server recovers as soon as the load falls (issue 18). The environment and endpoint
+  // are resolved here too, so an unknown path costs no body and each endpoint gets its own limit.
+  app.addHook('onRequest', async (req, reply) => {
+    (req as FastifyRequest & { t0?: number }).t0 = performance.now();
+    if (lifecycle.closing) {
+      const e = HttpLifecycle.shutdownError();
+      throw new HttpError(e.status, e.code, e.message, {}, e.headers);
+    }
+    if (inFlight >= o.maxInFlight) {
+      (req as FastifyRequest & { shed?: boolean }).shed = true;
+      throw new HttpError(503, 'unavailable', 'the server is busy; retry later', {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+    }
+    inFlight++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        inFlight--;
+      }
+    };
+    reply.raw.once('close', release);
+    if (req.method !== 'POST') return;
+    const [, envRef = '', ...rest] = (req.url.split('?')[0] ?? '').split('/');
+    const env = await findEnv(deps, decodeURIComponent(envRef));
+    const ep = env && endpointOf(env, rest.join('/'));
+    if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
+    req.agentEnv = env;
+    req.agentEndpoint = ep;
+    if (ep === 'carve_block') {
+      const free = await carveSlots.acquire();
+      reply.raw.once('close', free);
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    o.onDone?.({
+      endpoint: req.agentEndpoint ?? (req.method === 'GET' ? 'script' : 'unknown'),
+      status: reply.statusCode,
+      ms: performance.now() - ((req as FastifyRequest & { t0?: number }).t0 ?? performance.now()),
+      node: req.agentNode,
+      shed: (req as FastifyRequest & { shed?: boolean }).shed,
+      invalid: req.agentInvalid,
+    });
+  });
+  // While draining, answers end their connection.
+  app.addHook('onSend', async (_req, reply) => {
+    if (lifecycle.closing) void reply.header('connection', 'close');
+  });
+
+  // Every body is taken as bytes (osquery's content type varies; gzip is decoded later), read
+  // with the endpoint's own limit: 1 MiB, or a carve block's size.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', (req, payload, done) => {
+    const limit = req.agentEndpoint === 'carve_block' ? CARVE_BLOCK_BODY_LIMIT : AGENT_BODY_LIMIT;
+    const declared = Number(req.headers['content-length']);
+    if (declared > limit) return done(agentError(413, `the body is larger than ${limit} bytes`), undefined);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    const finish = (err: Error | null, body?: Buffer) => {
+      if (finished) return;
+      finished = true;
+      done(err, body);
+    };
+    payload.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        payload.removeAllListeners('data');
+        payload.resume();
+        return finish(agentError(413, `the body is larger than ${limit} bytes`));
+      }
+      chunks.push(c);
+    });
+    payload.on('end', () => finish(null, Buffer.concat(chunks, size)));
+    payload.on('error', (e) => finish(e));
+  });
   app.setErrorHandler((err: FastifyError | HttpError, req, reply) => {
     const a = answerForError(deps, err, req);
     if (a.headers) void reply.headers(a.headers);
@@ -120,11 +239,9 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     return reply.type('text/plain; charset=utf-8').send(await enrollRead(deps, env, script));
   });
 
-  app.post<{ Params: { env: string; '*': string } }>('/:env/*', async (req) => {
-    const env = await findEnv(deps, req.params.env);
-    const ep = env && endpointOf(env, req.params['*']);
-    if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
-    (req as FastifyRequest & { agentEndpoint?: string }).agentEndpoint = ep;
+  app.post('/:env/*', async (req) => {
+    const env = req.agentEnv!;
+    const ep = req.agentEndpoint!;
     const body = bodyOf(req);
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
 
@@ -137,14 +254,48 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, https: 
     // carver continue carries no node key in osquery's protocol: the session id is the credential.
     if (ep === 'carve_block') {
       if (!env.carves_tls) return { success: false };
-      return { success: await carveBlock(deps, body) };
+      await refusedAs400(carveBlock(deps, body));
+      return { success: true };
     }
     const node = await nodeByKey(deps, env, body.node_key);
-    if (!node) return INVALID;
+    if (!node) {
+      req.agentInvalid = true;
+      return INVALID;
+    }
+    req.agentNode = node.uuid;
     services.checkins.record(node.id, { bytes: wire, ip: req.ip });
     return handle(deps, services, env, node, ep, body);
   });
   return app;
+}
+
+/** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it). */
+async function refusedAs400<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof CarveRefusal) throw new HttpError(400, 'bad_request', e.message, { success: false });
+    throw e;
+  }
+}
+
+/** At most n holders; acquire() waits for a free slot and returns its release. */
+class Semaphore {
+  private held = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly n: number) {}
+  async acquire(): Promise<() => void> {
+    if (this.held >= this.n) await new Promise<void>((r) => this.waiting.push(r));
+    else this.held++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.held--;
+    };
+  }
 }
 
 async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>) {
@@ -172,13 +323,16 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
     case 'write': {
       if (!env.query_tls) return OK;
       const recorded = await recordAnswers(deps, node, obj(body.queries), obj(body.statuses), obj(body.messages));
-      for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }]);
+      // The answers are stored (the API serves them) before they go to the query sinks, so a
+      // full queue here cannot ask osquery to resend: those sink entries are dropped on purpose,
+      // counted and audited.
+      for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }], { dropWhenFull: true });
       return OK;
     }
     case 'carve_init': {
       if (!env.carves_tls) return { success: false, ...OK };
-      const session = await carveStart(deps, node, body);
-      return session ? { session_id: session, success: true } : { success: false };
+      const session = await refusedAs400(carveStart(deps, node, body));
+      return { session_id: session, success: true };
     }
     default:
       return INVALID;
@@ -192,7 +346,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
  * down, busy or full (osquery retries), 500 otherwise. Never node_invalid.
  */
 function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyRequest): { status: number; body: object; headers?: Record<string, string> } {
-  if (err instanceof HttpError && err.status < 500) return { status: err.status, body: { code: err.code, error: err.message } };
+  if (err instanceof LogBackpressure) {
+    // Not a fault: the agent sends faster than the sinks take. osquery keeps the batch and resends.
+    return { status: 503, body: { code: 'unavailable', error: `log queue full (${err.message}); retry later` }, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
+  }
+  if (err instanceof HttpError && (err.status < 500 || err.code === 'unavailable')) {
+    return { status: err.status, body: { code: err.code, error: err.message, ...err.extra }, headers: Object.keys(err.headers).length ? err.headers : undefined };
+  }
   const fastifyStatus = err instanceof HttpError ? err.status : err.statusCode;
   if (!(err instanceof HttpError) && err.code?.startsWith('FST_') && fastifyStatus !== undefined && fastifyStatus < 500) {
     const tooLarge = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
@@ -211,5 +371,5 @@ function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyR
 
 /** A short label of the request for logs and metrics: the endpoint's kind, never the secret paths. */
 function endpointName(req: FastifyRequest): string {
-  return (req as FastifyRequest & { agentEndpoint?: string }).agentEndpoint ?? (req.method === 'GET' ? 'script' : 'request');
+  return req.agentEndpoint ?? (req.method === 'GET' ? 'script' : 'request');
 }

@@ -31,3 +31,16 @@ export function healthRoutes(app: App, deps: Deps): void {
     },
   );
 }
+
+/**
+ * GET /metrics: Prometheus' text format (lib/metrics.ts), for super-admins (Prometheus sends the
+ * token as `authorization: Bearer ...`). --metrics-listen serves the same without a token on a
+ * listener of its own.
+ */
+export function metricsRoutes(app: App, deps: Deps): void {
+  app.get('/metrics', { config: { rule: RULES.metrics } }, async (_req, reply) => {
+    if (!deps.metrics) throw new HttpError(404, 'not_found', 'metrics are not collected by this server');
+    const text = await deps.metrics.text();
+    return reply.type(deps.metrics.contentType).send(text);
+  });
+}

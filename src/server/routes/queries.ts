@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { callerOf, envOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
 import { RULES } from '../permissions.js';
+import contentDisposition from 'content-disposition';
 import {
   carveArchive, liveQueryAction, liveQueryResults, listLiveQueries, readLiveQuery, startLiveQuery, type LiveQueryRequest,
 } from '../services/live-queries.js';
@@ -52,11 +53,19 @@ export function queriesRoutes(app: App, deps: Deps): void {
       const a = await carveArchive(deps, envOf(req), req.params.name, req.query.session);
       return reply
         .header('content-type', 'application/octet-stream')
-        .header('content-disposition', `attachment; filename="${a.filename.replace(/["\\\r\n]/g, '_')}"`)
+        // RFC 6266: an ASCII fallback name plus filename* (RFC 5987, UTF-8) for any path, control
+        // and bidi characters included, so no path can break the header (it was a 500).
+        .header('content-disposition', contentDisposition(a.filename, { type: 'attachment', fallback: asciiFallback(a.filename) }))
+        .header('content-length', String(a.size))
         .header('x-carve-size', String(a.size))
         .header('x-carve-blocks', String(a.blocks))
         .header('x-carve-sha256', a.sha256)
-        .send(a.bytes);
+        .send(a.stream);
     },
   );
+}
+
+/** The file name in printable ASCII, without quotes or backslashes ('_' for anything else). */
+function asciiFallback(name: string): string {
+  return name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
 }

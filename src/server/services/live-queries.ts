@@ -2,6 +2,8 @@
 // is its type 'carve' case. The admin door starts, reads and acts on them; the agent door
 // (src/server/agent) asks which queries a node owes and records answers and carve blocks.
 import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { sql } from 'kysely';
 import { atomically, inTransaction } from '../store/db.js';
 import type { Caller, Deps } from '../context.js';
 import type { EnvironmentRow, NodeRow, QueryRow } from '../store/schema.js';
@@ -224,11 +226,36 @@ export async function liveQueryAction(deps: Deps, caller: Caller, env: Environme
   });
 }
 
-/** The reassembled bytes of a completed carve file (see docs/api.md: raw bytes, not re-wrapped). */
+/** Blocks read from the database per step of a download: memory stays at this many blocks. */
+const DOWNLOAD_BLOCKS_PER_READ = 4;
+
+/** The blocks of a carve session in order, decoded, read a few at a time (constant memory). */
+async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> {
+  let next = 0;
+  for (;;) {
+    const rows = await deps.db
+      .selectFrom('carve_blocks')
+      .select(['block_id', 'data'])
+      .where('session_id', '=', session)
+      .where('block_id', '>=', next)
+      .orderBy('block_id')
+      .limit(DOWNLOAD_BLOCKS_PER_READ)
+      .execute();
+    if (rows.length === 0) return;
+    for (const r of rows) yield Buffer.from(r.data, 'base64');
+    next = rows[rows.length - 1]!.block_id + 1;
+  }
+}
+
+/**
+ * A completed carve file, streamed (docs/api.md: the raw bytes osquery sent, not re-wrapped). The
+ * SHA-256 header needs every byte before the first is sent: it is computed by one streaming pass
+ * at the first download and kept in the row, so later downloads make one pass.
+ */
 export async function carveArchive(deps: Deps, env: EnvironmentRow, name: string, session?: string) {
   const row = await findQuery(deps, env, name);
   if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
-  const files = await deps.db.selectFrom('carve_files').selectAll().where('query_id', '=', row.id).where('status', '=', 'COMPLETED').orderBy('created_at').execute();
+  const files = await deps.db.selectFrom('carve_files').selectAll().where('query_id', '=', row.id).where('status', '=', 'COMPLETED').orderBy('created_at').orderBy('id').execute();
   if (files.length === 0) throw notFound('no carved files yet');
   let file = files[0]!;
   if (session) {
@@ -238,10 +265,15 @@ export async function carveArchive(deps: Deps, env: EnvironmentRow, name: string
   } else if (files.length > 1) {
     throw conflict(`carve has ${files.length} files; pass ?session=<id> to select one (sessions: ${files.map((f) => f.session_id).join(', ')})`, { sessions: files.map((f) => f.session_id) });
   }
-  const blocks = await deps.db.selectFrom('carve_blocks').select(['block_id', 'data']).where('session_id', '=', file.session_id).orderBy('block_id').execute();
-  const bytes = Buffer.concat(blocks.map((b) => Buffer.from(b.data, 'base64')));
+  let sha256 = file.sha256;
+  if (!sha256) {
+    const h = createHash('sha256');
+    for await (const chunk of carveBytes(deps, file.session_id)) h.update(chunk);
+    sha256 = h.digest('hex');
+    await deps.db.updateTable('carve_files').set({ sha256 }).where('id', '=', file.id).execute();
+  }
   const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar`;
-  return { bytes, filename, size: Number(file.carve_size), blocks: file.total_blocks, sha256: createHash('sha256').update(bytes).digest('hex') };
+  return { stream: Readable.from(carveBytes(deps, file.session_id)), filename, size: Number(file.carve_size), blocks: file.total_blocks, sha256 };
 }
 
 // ---- the agent door's side ----
@@ -306,15 +338,49 @@ export async function recordAnswers(
   return recorded;
 }
 
-/** carver start: a session for a carve the node was asked for (request_id = query name). */
-export async function carveStart(deps: Deps, node: NodeRow, b: Record<string, unknown>): Promise<string | undefined> {
+/** Largest carve block accepted (osctrl's flags ask for 5,120,000-byte blocks). */
+export const MAX_CARVE_BLOCK = 8 * 1024 * 1024;
+/** Carve sessions a node may have in progress at once (any number one after the other). */
+export const MAX_OPEN_CARVE_SESSIONS = 16;
+
+/** Why a carve start or block is refused (the agent door answers it 400). */
+export class CarveRefusal extends Error {}
+
+/**
+ * carver start: a session for a carve this node was targeted by (request_id = the carve's query
+ * name). Refused unless the carve is still running, the node is one of its targets, and the
+ * announced sizes are consistent and within the limits (block size, server-wide carve size).
+ */
+export async function carveStart(deps: Deps, node: NodeRow, b: Record<string, unknown>): Promise<string> {
   const name = typeof b.request_id === 'string' ? b.request_id : '';
   const blockCount = Number(b.block_count);
   const blockSize = Number(b.block_size);
   const carveSize = Number(b.carve_size);
-  if (![blockCount, blockSize, carveSize].every((n) => Number.isInteger(n) && n >= 0) || blockCount > 100_000) return undefined;
-  const q = await deps.db.selectFrom('queries').select(['id', 'path']).where('name', '=', name).where('type', '=', 'carve').where('environment_id', '=', node.environment_id).where('deleted', '=', 0).executeTakeFirst();
-  if (!q) return undefined;
+  if (![blockCount, blockSize, carveSize].every((n) => Number.isSafeInteger(n) && n >= 0)) throw new CarveRefusal('block_count, block_size and carve_size must be whole numbers');
+  if (blockSize < 1 || blockSize > MAX_CARVE_BLOCK) throw new CarveRefusal(`block_size must be from 1 to ${MAX_CARVE_BLOCK} bytes`);
+  if (carveSize > deps.config.carveMaxBytes) throw new CarveRefusal(`carve_size ${carveSize} is over this server's limit of ${deps.config.carveMaxBytes} bytes (--carve-max-size)`);
+  if (blockCount !== Math.ceil(carveSize / blockSize)) throw new CarveRefusal(`block_count ${blockCount} does not match carve_size ${carveSize} in blocks of ${blockSize}`);
+  const now = deps.now().toISOString();
+  const q = await deps.db
+    .selectFrom('queries')
+    .select(['id', 'path', 'expiration'])
+    .where('name', '=', name)
+    .where('type', '=', 'carve')
+    .where('environment_id', '=', node.environment_id)
+    .where('deleted', '=', 0)
+    .where('expired', '=', 0)
+    .where('completed', '=', 0)
+    .executeTakeFirst();
+  if (!q || (q.expiration && q.expiration !== NEVER && q.expiration <= now)) throw new CarveRefusal(`no running carve "${name.slice(0, 80)}" in this environment`);
+  const targeted = await deps.db.selectFrom('node_queries').select('node_id').where('query_id', '=', q.id).where('node_id', '=', node.id).executeTakeFirst();
+  if (!targeted) throw new CarveRefusal('this node is not a target of the carve');
+  const open = await deps.db
+    .selectFrom('carve_files')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('uuid', '=', node.uuid)
+    .where('status', '=', 'IN PROGRESS')
+    .executeTakeFirst();
+  if (Number(open?.n ?? 0) >= MAX_OPEN_CARVE_SESSIONS) throw new CarveRefusal(`this node has ${MAX_OPEN_CARVE_SESSIONS} carve sessions in progress already`);
   const session = randomBytes(16).toString('hex');
   await deps.db
     .insertInto('carve_files')
@@ -330,31 +396,45 @@ export async function carveStart(deps: Deps, node: NodeRow, b: Record<string, un
       carve_size: carveSize,
       total_blocks: blockCount,
       completed_blocks: 0,
-      created_at: deps.now().toISOString(),
-      completed_at: blockCount === 0 ? deps.now().toISOString() : '',
+      created_at: now,
+      completed_at: blockCount === 0 ? now : '',
     })
     .execute();
   return session;
 }
 
-/** carver continue: store one block; the file completes when every block has arrived. */
-export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promise<boolean> {
+/**
+ * carver continue: stores one block, checked against what its session announced (block id in
+ * range, exactly block_size bytes, the last block the rest of carve_size). The count is added in
+ * the database in the same statement that completes the file, so blocks arriving at once on
+ * several connections or replicas are each counted once (a retried block is accepted, not counted).
+ */
+export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promise<void> {
   const session = typeof b.session_id === 'string' ? b.session_id : '';
   const blockId = Number(b.block_id);
   const data = typeof b.data === 'string' ? b.data : undefined;
-  if (!session || !Number.isInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/=\r\n]*$/.test(data)) return false;
+  if (!session || !Number.isSafeInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/[\r\n]/g, ''))) {
+    throw new CarveRefusal('session_id, block_id and base64 data are required');
+  }
+  const clean = data.replace(/[\r\n]/g, '');
+  const f = await deps.db.selectFrom('carve_files').select(['total_blocks', 'block_size', 'carve_size', 'status']).where('session_id', '=', session).executeTakeFirst();
+  if (!f) throw new CarveRefusal('unknown carve session');
+  if (blockId >= f.total_blocks) throw new CarveRefusal(`block_id ${blockId} is past the session's ${f.total_blocks} blocks`);
+  const size = Buffer.byteLength(clean, 'base64');
+  const want = blockId === f.total_blocks - 1 ? Number(f.carve_size) - Number(f.block_size) * (f.total_blocks - 1) : Number(f.block_size);
+  if (size !== want) throw new CarveRefusal(`block ${blockId} has ${size} bytes; the session announced ${want}`);
   const ts = deps.now().toISOString();
-  return inTransaction(deps.db, async (trx) => {
-    const f = await trx.selectFrom('carve_files').select(['total_blocks', 'completed_blocks', 'status']).where('session_id', '=', session).executeTakeFirst();
-    if (!f || blockId >= f.total_blocks) return false;
-    const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data }).onConflict((oc) => oc.doNothing()).executeTakeFirst();
-    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return true; // a retried block
-    const done = f.completed_blocks + 1 >= f.total_blocks;
+  await inTransaction(deps.db, async (trx) => {
+    const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data: clean }).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return; // a retried block
     await trx
       .updateTable('carve_files')
-      .set({ completed_blocks: f.completed_blocks + 1, ...(done ? { status: 'COMPLETED', completed_at: ts } : {}) })
+      .set((eb) => ({
+        completed_blocks: eb('completed_blocks', '+', 1),
+        status: sql<string>`case when completed_blocks + 1 >= total_blocks then 'COMPLETED' else status end`,
+        completed_at: sql<string>`case when completed_blocks + 1 >= total_blocks then ${ts} else completed_at end`,
+      }))
       .where('session_id', '=', session)
       .execute();
-    return true;
   });
 }

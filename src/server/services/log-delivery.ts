@@ -1,22 +1,47 @@
-// Log delivery (issue 13): status and result logs from agents go to the environment's sinks
-// and the global ones. Asynchronous, so a slow or failing sink never blocks an agent: each sink
-// has a bounded queue drained by its own loop; when full, entries are dropped and counted.
-// Drops and failures are audited at most once a minute per sink. Counters (bytes_sent,
-// exports_count) are added to the sink rows by `flushCounters`, not per entry.
+// Log delivery (issues 13, 18): status and result logs from agents go to the environment's sinks
+// and the global ones, asynchronously, through a queue per sink drained by its own loop, so a slow
+// sink never makes an agent wait. Bounded in bytes, losing nothing:
 //
-// The queues are in memory: a kill -9 loses what was queued but not yet delivered (at most
-// QUEUE_LIMIT entries a sink); with N replicas each delivers what its own agents sent, and the
-// counters are added, never overwritten.
-import { appendFile } from 'node:fs/promises';
+// - Admission is all or nothing: a log request is queued for every matching sink, or, when one
+//   sink's queue (SINK_QUEUE_BYTES) or the node's share (NODE_QUEUE_BYTES) has no room, for none,
+//   and the agent is answered 503 (LogBackpressure): osquery keeps the batch and sends it again.
+//   One flooding agent fills its own share and is slowed; the others go on.
+// - A failed delivery stays at the head of its queue and is retried with a backoff (1 s doubling
+//   to 30 s): a sink that is down fills its queue, then agents are answered 503, never silence.
+// - What is dropped on purpose is counted (metrics) and audited once a minute per sink: entries
+//   for a sink that cannot deliver by its configuration (a type the reference server does not
+//   deliver, a file path outside --sink-dir, an http sink without a URL), and, at shutdown, what a
+//   sink still down could not take within the grace.
+// - File sinks live under one directory (--sink-dir): relative paths resolve there, anything
+//   outside is refused (here and by the sink API); files are created 0600, written through a
+//   handle kept open, and rotated by size (config.max_size_mb, default 100; config.max_files
+//   rotated files kept, default 5), so a file sink takes at most (max_files + 1) x max_size_mb.
+// - Counters (bytes_sent: bytes written or POSTed, exactly; exports_count: batches) are added to
+//   the sink rows every second; a failed write keeps them for the next.
+//
+// The queues are in memory: a kill -9 loses what was queued but not yet delivered; with N
+// replicas each delivers what its own agents sent, and the counters are added, never overwritten.
+import { constants, type PathLike } from 'node:fs';
+import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Deps } from '../context.js';
 import { Periodic } from '../lib/periodic.js';
 import type { EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
 import { LogTypes, Severities } from '../../api/index.js';
 import { writeAudit } from './audit.js';
 
-export const QUEUE_LIMIT = 10_000;
-const BATCH = 500;
+/** Bytes (of serialised entries) one sink may hold queued. */
+export const SINK_QUEUE_BYTES = 64 * 1024 * 1024;
+/** Bytes one node may have queued over all sinks: its requests beyond are answered 503. */
+export const NODE_QUEUE_BYTES = 16 * 1024 * 1024;
+/** One delivery: at most this many entries or bytes. */
+const BATCH_ENTRIES = 1000;
+const BATCH_BYTES = 1024 * 1024;
 const AUDIT_EVERY_MS = 60_000;
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+const DEFAULT_FILE_MAX_MB = 100;
+const DEFAULT_FILE_KEEP = 5;
 
 export interface LogEntry {
   environment: string;
@@ -35,26 +60,85 @@ function queryName(entry: unknown): string | undefined {
   return typeof n === 'string' ? n.slice(0, 1024) : undefined;
 }
 
+/** A queue has no room: the agent is answered 503 and osquery sends the batch again. */
+export class LogBackpressure extends Error {}
+
+interface Queued {
+  text: string;
+  node: number;
+}
+
 interface SinkState {
   sink: LogSinkRow;
-  queue: LogEntry[];
-  /** The drain loop while it runs (one per sink), so stop() can wait for it. */
-  draining?: Promise<void>;
+  queue: Queued[];
+  /** Index of the first undelivered entry (the queue is compacted as it drains). */
+  head: number;
   bytes: number;
+  draining?: Promise<void>;
+  /** Counters not yet added to the row. */
+  sent: number;
   exports: number;
+  /** Dropped on purpose since the last audit, and why. */
   drops: number;
+  dropReason: string;
   failures: number;
   lastError: string;
   lastAudit: number;
+  file?: OpenFile;
+}
+
+interface OpenFile {
+  path: string;
+  handle: FileHandle;
+  size: number;
+}
+
+/** Why a sink cannot deliver by its configuration (a deliberate drop), or undefined. */
+export function sinkConfigProblem(sink: Pick<LogSinkRow, 'type' | 'config'>, sinkDir: string): string | undefined {
+  let config: Record<string, unknown>;
+  try {
+    config = JSON.parse(sink.config || '{}') as Record<string, unknown>;
+  } catch {
+    return 'sink config is not JSON';
+  }
+  if (sink.type === 'file') {
+    if (typeof config.path !== 'string' || config.path === '') return 'file sink without config.path';
+    return filePathProblem(config.path, sinkDir);
+  }
+  if (sink.type === 'http') {
+    if (typeof config.url !== 'string' || !/^https?:\/\//.test(config.url)) return 'http sink without an http(s) config.url';
+    return undefined;
+  }
+  return `sink type ${sink.type} has no delivery in the reference server`;
+}
+
+/** A file sink path resolves inside the sink directory, or this says why not. */
+export function filePathProblem(path: string, sinkDir: string): string | undefined {
+  if (path.includes('\0')) return 'the file sink path contains NUL';
+  const full = resolve(sinkDir, path);
+  const rel = relative(sinkDir, full);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return `file sinks write inside the sink directory ${sinkDir} (--sink-dir): "${path}" is outside it`;
+  return undefined;
 }
 
 export class LogDelivery {
   private states = new Map<number, SinkState>();
+  /** Bytes queued per node over all sinks. */
+  private nodeBytes = new Map<number, number>();
+  private stopped = false;
   /** The counters' flush: a database that is down or full is retried with a backoff, never fatal. */
   private readonly task: Periodic;
 
+  private readonly limits: { sinkBytes: number; nodeBytes: number };
+
   constructor(private readonly deps: Deps) {
+    this.limits = { sinkBytes: deps.config.sinkQueueBytes ?? SINK_QUEUE_BYTES, nodeBytes: deps.config.nodeQueueBytes ?? NODE_QUEUE_BYTES };
     this.task = new Periodic('log sink counters', 1000, () => this.flushCounters(), deps.faults);
+    if (deps.metrics) deps.metrics.sources.sinkQueueBytes = () => new Map([...this.states.values()].map((st) => [st.sink.name, st.bytes]));
+  }
+
+  private get sinkDir(): string {
+    return this.deps.config.sinkDir;
   }
 
   start(): void {
@@ -77,62 +161,193 @@ export class LogDelivery {
       .execute();
   }
 
-  /** Queues entries for every matching sink; never waits for delivery. */
-  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[]): Promise<void> {
+  private state(sink: LogSinkRow): SinkState {
+    let st = this.states.get(sink.id);
+    if (!st) {
+      st = { sink, queue: [], head: 0, bytes: 0, sent: 0, exports: 0, drops: 0, dropReason: '', failures: 0, lastError: '', lastAudit: 0 };
+      this.states.set(sink.id, st);
+    }
+    if (st.sink.config !== sink.config && st.file) {
+      // The sink was changed (another path): the next write opens the new one.
+      void st.file.handle.close().catch(() => undefined);
+      st.file = undefined;
+    }
+    st.sink = sink;
+    return st;
+  }
+
+  /**
+   * Queues entries for every matching sink, or for none: throws LogBackpressure when a queue or
+   * the node's share has no room (the caller answers 503). Never waits for delivery.
+   */
+  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[], o: { dropWhenFull?: boolean } = {}): Promise<void> {
     if (entries.length === 0) return;
     const sinks = await this.sinksFor(env.id, logType);
+    if (sinks.length === 0) return;
     const received_at = this.deps.now().toISOString();
-    const lines = entries.map((entry): LogEntry => {
+    const texts = entries.map((entry) => {
       const name = logType === 'status' ? undefined : queryName(entry);
-      return { environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, ...(name === undefined ? {} : { name }), received_at, entry };
+      return JSON.stringify({ environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, ...(name === undefined ? {} : { name }), received_at, entry } satisfies LogEntry);
     });
+    const size = texts.reduce((n, t) => n + t.length + 1, 0);
+    const deliverable: SinkState[] = [];
     for (const sink of sinks) {
-      let st = this.states.get(sink.id);
-      if (!st) {
-        st = { sink, queue: [], bytes: 0, exports: 0, drops: 0, failures: 0, lastError: '', lastAudit: 0 };
-        this.states.set(sink.id, st);
+      const st = this.state(sink);
+      const problem = sinkConfigProblem(sink, this.sinkDir);
+      if (problem) {
+        this.drop(st, texts.length, problem);
+        continue;
       }
-      st.sink = sink;
-      const room = QUEUE_LIMIT - st.queue.length;
-      st.queue.push(...lines.slice(0, Math.max(0, room)));
-      if (lines.length > room) st.drops += lines.length - Math.max(0, room);
-      if (!st.draining) st.draining = this.drain(st).finally(() => (st!.draining = undefined));
+      deliverable.push(st);
+    }
+    if (deliverable.length === 0) return;
+    // An empty queue always takes one request (so no request is too big to ever get in; the
+    // request itself is bounded by the body limits).
+    const full = deliverable.find((st) => st.bytes > 0 && st.bytes + size > this.limits.sinkBytes);
+    const had = this.nodeBytes.get(node.id) ?? 0;
+    const mine = had + size * deliverable.length;
+    const refusal = full
+      ? `log sink ${full.sink.name} has ${full.bytes} bytes queued (limit ${this.limits.sinkBytes})`
+      : had > 0 && mine > this.limits.nodeBytes
+        ? `this node has ${mine - size * deliverable.length} bytes of logs queued (limit ${this.limits.nodeBytes})`
+        : undefined;
+    if (refusal) {
+      if (!o.dropWhenFull) throw new LogBackpressure(refusal);
+      for (const st of deliverable) this.drop(st, texts.length, `queue full: ${refusal}`);
+      return;
+    }
+    this.nodeBytes.set(node.id, mine);
+    for (const st of deliverable) {
+      for (const text of texts) st.queue.push({ text, node: node.id });
+      st.bytes += size;
+      if (!st.draining) st.draining = this.drain(st).finally(() => (st.draining = undefined));
+    }
+  }
+
+  /** Entries dropped on purpose: counted, audited at the next counter flush (once a minute a sink). */
+  private drop(st: SinkState, n: number, reason: string): void {
+    st.drops += n;
+    st.dropReason = reason;
+    const kind = reason.startsWith('sink type') ? 'no_delivery' : reason.startsWith('shutdown') ? 'shutdown' : reason.startsWith('queue full') ? 'queue_full' : 'config';
+    this.deps.metrics?.dropped(st.sink.name, kind, n);
+  }
+
+  private release(st: SinkState, items: Queued[]): void {
+    for (const q of items) {
+      const left = (this.nodeBytes.get(q.node) ?? 0) - (q.text.length + 1);
+      if (left > 0) this.nodeBytes.set(q.node, left);
+      else this.nodeBytes.delete(q.node);
+      st.bytes -= q.text.length + 1;
     }
   }
 
   private async drain(st: SinkState): Promise<void> {
-    while (st.queue.length > 0) {
-      const batch = st.queue.splice(0, BATCH);
+    let backoff = RETRY_MIN_MS;
+    while (st.head < st.queue.length) {
+      let bytes = 0;
+      let end = st.head;
+      while (end < st.queue.length && end - st.head < BATCH_ENTRIES && bytes < BATCH_BYTES) bytes += st.queue[end++]!.text.length + 1;
+      const batch = st.queue.slice(st.head, end);
+      const problem = sinkConfigProblem(st.sink, this.sinkDir);
       try {
-        // Read after the await: `st.bytes += await send()` would add to the value read before the
-        // send, undoing a counter flush that ran meanwhile (bytes_sent counted 2-3 times).
-        const sent = await send(st.sink, batch);
-        st.bytes += sent;
-        st.exports += 1;
+        if (problem) {
+          // Reconfigured meanwhile into something that cannot deliver: a deliberate drop.
+          this.drop(st, batch.length, problem);
+        } else {
+          const sent = await this.send(st, batch);
+          st.sent += sent;
+          st.exports += 1;
+        }
+        backoff = RETRY_MIN_MS;
       } catch (e) {
         st.failures += 1;
-        st.drops += batch.length;
         st.lastError = (e as Error).message;
+        this.deps.faults.report(`log sink ${st.sink.name}`, e);
+        if (this.stopped) return;
+        // Kept at the head of the queue and retried: nothing acknowledged is dropped.
+        await new Promise((r) => setTimeout(r, backoff).unref());
+        backoff = Math.min(RETRY_MAX_MS, backoff * 2);
+        continue;
+      }
+      st.head = end;
+      this.release(st, batch);
+      if (st.head > 4096 && st.head * 2 > st.queue.length) {
+        st.queue = st.queue.slice(st.head);
+        st.head = 0;
       }
     }
+    st.queue = [];
+    st.head = 0;
   }
 
-  /** Adds the counters to the sink rows and audits drops (once a minute per sink). */
+  /** Sends one batch; returns the bytes written or POSTed. */
+  private async send(st: SinkState, batch: Queued[]): Promise<number> {
+    const config = JSON.parse(st.sink.config || '{}') as Record<string, unknown>;
+    if (st.sink.type === 'file') {
+      const text = batch.map((q) => q.text).join('\n') + '\n';
+      const data = Buffer.from(text, 'utf8');
+      const f = await this.fileFor(st, String(config.path), config, data.length);
+      await f.handle.write(data);
+      f.size += data.length;
+      return data.length;
+    }
+    // http: a JSON array of the entries, built from their serialised texts.
+    const body = Buffer.from(`[${batch.map((q) => q.text).join(',')}]`, 'utf8');
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (typeof config.headers === 'object' && config.headers !== null) {
+      for (const [k, v] of Object.entries(config.headers)) if (typeof v === 'string') headers[k] = v;
+    }
+    const res = await fetch(String(config.url), { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`http sink answered ${res.status}`);
+    return body.length;
+  }
+
+  /** The sink's open file, rotated first when this write would take it past its size. */
+  private async fileFor(st: SinkState, path: string, config: Record<string, unknown>, adding: number): Promise<OpenFile> {
+    const full = resolve(this.sinkDir, path);
+    const maxBytes = Math.max(1, Number(config.max_size_mb) || DEFAULT_FILE_MAX_MB) * 1024 * 1024;
+    const keep = Math.min(100, Math.max(0, Number.isInteger(config.max_files) ? Number(config.max_files) : DEFAULT_FILE_KEEP));
+    if (st.file && st.file.path !== full) {
+      await st.file.handle.close().catch(() => undefined);
+      st.file = undefined;
+    }
+    if (st.file && st.file.size > 0 && st.file.size + adding > maxBytes) {
+      await st.file.handle.close().catch(() => undefined);
+      st.file = undefined;
+      await rotate(full, keep);
+    }
+    if (!st.file) {
+      await mkdir(join(full, '..'), { recursive: true, mode: 0o700 });
+      // O_NOFOLLOW: a symlink planted at the path is refused, not written through.
+      const handle = await open(full, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+      st.file = { path: full, handle, size: (await handle.stat()).size };
+      if (st.file.size > 0 && st.file.size + adding > maxBytes) {
+        await handle.close();
+        st.file = undefined;
+        await rotate(full, keep);
+        return this.fileFor(st, path, config, adding);
+      }
+    }
+    return st.file;
+  }
+
+  /** Adds the counters to the sink rows and audits deliberate drops (once a minute per sink). */
   async flushCounters(): Promise<void> {
     for (const st of this.states.values()) {
-      if (st.bytes || st.exports) {
-        const { bytes, exports } = st;
-        st.bytes = 0;
+      if (st.sent || st.exports) {
+        const { sent, exports } = st;
+        st.sent = 0;
         st.exports = 0;
         try {
           await this.deps.db
             .updateTable('log_sinks')
-            .set((eb) => ({ bytes_sent: eb('bytes_sent', '+', bytes), exports_count: eb('exports_count', '+', exports) }))
+            .set((eb) => ({ bytes_sent: eb('bytes_sent', '+', sent), exports_count: eb('exports_count', '+', exports) }))
             .where('id', '=', st.sink.id)
             .execute();
         } catch (e) {
           // Kept for the next flush: the counts are added, so a late write is still exact.
-          st.bytes += bytes;
+          st.sent += sent;
           st.exports += exports;
           throw e;
         }
@@ -143,7 +358,7 @@ export class LogDelivery {
         try {
           const env = st.sink.environment_id ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', st.sink.environment_id).executeTakeFirst() : null;
           await writeAudit(this.deps, {
-            line: `log sink ${st.sink.name} dropped ${drops} entr${drops === 1 ? 'y' : 'ies'}${st.lastError ? `: ${st.lastError}` : ' (queue full or sink type without delivery)'}`,
+            line: `log sink ${st.sink.name} dropped ${drops} entr${drops === 1 ? 'y' : 'ies'}: ${st.dropReason}`,
             logType: LogTypes.environment,
             severity: Severities.error,
             service: 'tls',
@@ -158,41 +373,38 @@ export class LogDelivery {
     }
   }
 
-  /** Delivers what is queued (bounded by the sinks' own speed) and writes the counters. */
-  async stop(): Promise<void> {
-    await Promise.all([...this.states.values()].map((st) => st.draining));
+  /**
+   * Delivers what is queued, for at most `graceMs` (a sink that is down cannot hold shutdown);
+   * what is left is counted and audited as dropped at shutdown; then the counters are written.
+   */
+  async stop(graceMs = 5_000): Promise<void> {
+    const pending = [...this.states.values()].map((st) => st.draining).filter(Boolean);
+    if (pending.length > 0) await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    this.stopped = true;
+    for (const st of this.states.values()) {
+      const left = st.queue.length - st.head;
+      if (left > 0) {
+        this.drop(st, left, `shutdown: the sink did not take them within ${graceMs / 1000} s (${st.lastError || 'still delivering'})`);
+        st.queue = [];
+        st.head = 0;
+      }
+      if (st.file) await st.file.handle.close().catch(() => undefined);
+      st.file = undefined;
+    }
+    // The audit of shutdown drops is written now, whatever the minute's rhythm.
+    for (const st of this.states.values()) if (st.drops) st.lastAudit = 0;
     await this.task.stop();
   }
 }
 
-/** Sends one batch; returns the bytes sent. Types without delivery throw (counted as drops). */
-async function send(sink: LogSinkRow, batch: LogEntry[]): Promise<number> {
-  let config: Record<string, unknown> = {};
-  try {
-    config = JSON.parse(sink.config || '{}') as Record<string, unknown>;
-  } catch {
-    throw new Error('sink config is not JSON');
+/** path -> path.1 -> ... -> path.keep (the oldest deleted); keep 0 just truncates by deletion. */
+async function rotate(path: string, keep: number): Promise<void> {
+  const exists = (p: PathLike) => stat(p).then(() => true, () => false);
+  if (keep === 0) {
+    await unlink(path).catch(() => undefined);
+    return;
   }
-  switch (sink.type) {
-    case 'file': {
-      if (typeof config.path !== 'string' || config.path === '') throw new Error('file sink without config.path');
-      const text = batch.map((e) => JSON.stringify(e)).join('\n') + '\n';
-      await appendFile(config.path, text);
-      return Buffer.byteLength(text);
-    }
-    case 'http': {
-      if (typeof config.url !== 'string' || !/^https?:\/\//.test(config.url)) throw new Error('http sink without an http(s) config.url');
-      const body = JSON.stringify(batch);
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (typeof config.headers === 'object' && config.headers !== null) {
-        for (const [k, v] of Object.entries(config.headers)) if (typeof v === 'string') headers[k] = v;
-      }
-      const res = await fetch(config.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
-      await res.arrayBuffer();
-      if (!res.ok) throw new Error(`http sink answered ${res.status}`);
-      return Buffer.byteLength(body);
-    }
-    default:
-      throw new Error(`sink type ${sink.type} has no delivery in the reference server`);
-  }
+  await unlink(`${path}.${keep}`).catch(() => undefined);
+  for (let i = keep - 1; i >= 1; i--) if (await exists(`${path}.${i}`)) await rename(`${path}.${i}`, `${path}.${i + 1}`);
+  if (await exists(path)) await rename(path, `${path}.1`);
 }

@@ -5,6 +5,7 @@ import type { Caller, Deps } from '../context.js';
 import type { LogSinkRow } from '../store/schema.js';
 import { LogTypes, SinkSources, SinkTypes, type LogSink, type SinkCloneBody, type SinkCreateBody } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
+import { filePathProblem } from './log-delivery.js';
 import { writeAudit } from './audit.js';
 
 /** Sink changes are environment configuration: audit log_type 7 (environment). */
@@ -98,6 +99,14 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
     const source = oneOf('source', body.source, SinkSources);
     if (body.order !== undefined && body.order < 0) throw badRequest('order must be 0 or more');
     const config = configText(body.config);
+    if (type === 'file') {
+      // File sinks write inside --sink-dir only (issue 18): a path elsewhere (a shell start-up
+      // file, the database's directory) is refused here, and again at delivery.
+      const path = (JSON.parse(config) as { path?: unknown }).path;
+      if (typeof path !== 'string' || path === '') throw badRequest('a file sink needs config.path: a file name inside the sink directory');
+      const problem = filePathProblem(path, deps.config.sinkDir);
+      if (problem) throw badRequest(problem);
+    }
     const env = await envById(deps, body.environment_id);
     if (!env) throw badRequest(`environment_id ${body.environment_id} is not an environment (0 means global)`);
     const ts = deps.now().toISOString();

@@ -350,6 +350,43 @@ function osqueryConfig(): Migration {
   };
 }
 
+/**
+ * 008_carve_sessions (issue 18): carve_files was keyed by the node's UUID, so a node could be
+ * carved once, ever (a second carve hit the primary key). Rebuilt with an id of its own: any
+ * number of carves and sessions per node, the session id unique (it is the agent's credential
+ * for its blocks), and the archive's sha256 kept once computed (downloads stream, so the header
+ * cannot be computed from bytes in memory any more).
+ */
+function carveSessions(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await withId(db.schema.createTable('carve_files_new') as CreateTableBuilder<string, never>, dialect)
+        .addColumn('uuid', text, (c) => c.notNull())
+        .addColumn('query_id', int, (c) => c.notNull().references('queries.id').onDelete('cascade'))
+        .addColumn('carve_id', text, (c) => c.notNull())
+        .addColumn('session_id', text, (c) => c.notNull())
+        .addColumn('path', text, (c) => c.notNull())
+        .addColumn('status', text, (c) => c.notNull())
+        .addColumn('archived', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('block_size', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('carve_size', big, (c) => c.notNull().defaultTo(0))
+        .addColumn('total_blocks', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('completed_blocks', int, (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', text, (c) => c.notNull())
+        .addColumn('completed_at', text, (c) => c.notNull().defaultTo(''))
+        .addColumn('sha256', text, (c) => c.notNull().defaultTo(''))
+        .execute();
+      const cols = ['uuid', 'query_id', 'carve_id', 'session_id', 'path', 'status', 'archived', 'block_size', 'carve_size', 'total_blocks', 'completed_blocks', 'created_at', 'completed_at'];
+      await db.insertInto('carve_files_new').columns(cols).expression(db.selectFrom('carve_files').select(cols).orderBy('created_at')).execute();
+      await db.schema.dropTable('carve_files').execute();
+      await db.schema.alterTable('carve_files_new').renameTo('carve_files').execute();
+      await db.schema.createIndex('carve_files_query').on('carve_files').columns(['query_id', 'created_at']).execute();
+      await db.schema.createIndex('carve_files_session').unique().on('carve_files').column('session_id').execute();
+      await db.schema.createIndex('carve_files_node').on('carve_files').columns(['uuid', 'status']).execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     getMigrations: async () => ({
@@ -361,6 +398,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       // Counters for the per-request caches of callers, environments and settings (issue 11).
       '006_request_caches': { up: (db: Kysely<any>) => createRequestCacheCounters(db, dialect) },
       '007_osquery_config': osqueryConfig(),
+      '008_carve_sessions': carveSessions(dialect),
     }),
   };
 }

@@ -232,6 +232,8 @@ export interface QueriesTable {
 }
 
 export interface CarveFilesTable {
+  /** 008_carve_sessions: a node may have any number of carve files. */
+  id: Generated<number>;
   uuid: string;
   query_id: number;
   carve_id: string;
@@ -245,6 +247,8 @@ export interface CarveFilesTable {
   completed_blocks: number;
   created_at: string;
   completed_at: string;
+  /** Hex SHA-256 of the reassembled archive, computed at the first download ('' until then). */
+  sha256: Generated<string>;
 }
 
 /** A live query owed by a node (0004_agents): pending until its answer arrives. */

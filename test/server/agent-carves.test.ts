@@ -1,0 +1,140 @@
+// Carves as a security team uses them (issue 18), on SQLite and PostgreSQL: a node carved again
+// and again, only targeted nodes uploading, every block checked against its session, counts
+// exact under concurrent blocks, downloads streamed with a Content-Disposition for any path.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes, randomUUID } from 'node:crypto';
+import contentDisposition from 'content-disposition';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { agentPost, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+
+let t: TestServer;
+let admin: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+const MAX = 64 * 1024;
+
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+
+async function enroll() {
+  const uuid = randomUUID();
+  const hostname = `carve-${uuid.slice(0, 8)}`;
+  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+  expect(r.body.node_key).toBeTruthy();
+  return { uuid, hostname, key: r.body.node_key as string };
+}
+
+async function startCarve(path: string, hosts: string[]) {
+  const r = await t.call('POST', '/api/v1/carves/prod', { token: admin, body: { path, host_list: hosts } });
+  expect(r.status).toBe(201);
+  return r.body.query_name as string;
+}
+
+/** The node answers the carve query (as osquery does) and opens a session. */
+async function session(node: { key: string }, name: string, content: Buffer, blockSize: number) {
+  await post('read', { node_key: node.key });
+  await post('write', { node_key: node.key, queries: { [name]: [] }, statuses: { [name]: 0 } });
+  return post('carveStart', { node_key: node.key, block_count: Math.ceil(content.length / blockSize), block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
+}
+
+const block = (sessionId: string, name: string, content: Buffer, blockSize: number, i: number) =>
+  post('carveBlock', { block_id: i, session_id: sessionId, request_id: name, data: content.subarray(i * blockSize, (i + 1) * blockSize).toString('base64') });
+
+async function download(name: string, sessionId: string) {
+  const res = await fetch(`${t.url}/api/v1/carves/prod/archive/${name}?session=${sessionId}`, { headers: { authorization: `Bearer ${admin}` } });
+  return { res, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+beforeAll(async () => {
+  t = await startTestServer({ devNodes: 20, agent: { host: '127.0.0.1', port: 0 }, carveMaxBytes: MAX });
+  admin = await t.login('admin');
+  ca = t.server.agent!.certPem;
+  flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
+  secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
+}, 60_000);
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('carves', () => {
+  it('one node carved three times: each carve completes and downloads byte for byte', async () => {
+    const n = await enroll();
+    for (let round = 0; round < 3; round++) {
+      const name = await startCarve(`/etc/file-${round}`, [n.hostname]);
+      const content = randomBytes(2500 + round);
+      const s = await session(n, name, content, 1000);
+      expect(s.status).toBe(200);
+      for (const i of [2, 0, 1]) expect((await block(s.body.session_id, name, content, 1000, i)).body).toEqual({ success: true });
+      const d = await download(name, s.body.session_id);
+      expect(d.res.status).toBe(200);
+      expect(d.bytes.equals(content)).toBe(true);
+      expect((await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body.query.carve_status).toBe('COMPLETED');
+    }
+  });
+
+  it('a node the carve does not target cannot open a session (400), and nothing is stored', async () => {
+    const target = await enroll();
+    const other = await enroll();
+    const name = await startCarve('/etc/shadow', [target.hostname]);
+    const s = await session(other, name, Buffer.from('attacker bytes'), 1000);
+    expect(s.status).toBe(400);
+    expect(s.body.success).toBe(false);
+    expect(s.body.node_invalid).toBeUndefined();
+    const carve = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
+    expect(carve.files).toEqual([]);
+    expect(carve.query.carve_status).toBe('ACTIVE');
+  });
+
+  it('sizes are checked: block count, each block against block_size, the server-wide maximum', async () => {
+    const n = await enroll();
+    const name = await startCarve('/var/log/x', [n.hostname]);
+    await post('read', { node_key: n.key });
+    const start = (b: object) => post('carveStart', { node_key: n.key, carve_id: randomUUID(), request_id: name, ...b });
+    expect((await start({ block_count: 1, block_size: 10, carve_size: 377_000_000 })).status).toBe(400); // over --carve-max-size
+    expect((await start({ block_count: 1, block_size: 10, carve_size: 100 })).status).toBe(400); // 100 bytes are 10 blocks
+    expect((await start({ block_count: 1, block_size: 0, carve_size: 0 })).status).toBe(400);
+    const ok = await start({ block_count: 2, block_size: 10, carve_size: 15 });
+    expect(ok.status).toBe(200);
+    const sid = ok.body.session_id as string;
+    const put = (i: number, data: Buffer) => post('carveBlock', { block_id: i, session_id: sid, request_id: name, data: data.toString('base64') });
+    expect((await put(0, randomBytes(11))).status).toBe(400); // not block_size
+    expect((await put(1, randomBytes(10))).status).toBe(400); // the last block is the rest: 5 bytes
+    expect((await put(2, randomBytes(10))).status).toBe(400); // past the last block
+    expect((await put(0, randomBytes(10))).status).toBe(200);
+    expect((await put(1, randomBytes(5))).status).toBe(200);
+    const file = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body.files[0];
+    expect(file).toMatchObject({ status: 'COMPLETED', completed_blocks: 2, total_blocks: 2, carve_size: 15 });
+  });
+
+  it('40 blocks sent at once are each counted once and the carve completes', async () => {
+    const n = await enroll();
+    const name = await startCarve('/srv/big', [n.hostname]);
+    const content = randomBytes(40 * 512);
+    const s = await session(n, name, content, 512);
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => block(s.body.session_id, name, content, 512, i)));
+    expect(answers.every((a) => a.body.success === true)).toBe(true);
+    // A retried block is accepted and not counted again.
+    expect((await block(s.body.session_id, name, content, 512, 7)).body).toEqual({ success: true });
+    const file = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body.files[0];
+    expect(file).toMatchObject({ status: 'COMPLETED', completed_blocks: 40, total_blocks: 40 });
+    const d = await download(name, s.body.session_id);
+    expect(d.bytes.equals(content)).toBe(true);
+    expect(d.res.headers.get('x-carve-sha256')).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('any path downloads with an RFC 6266 Content-Disposition (non-Latin-1, control and bidi characters)', async () => {
+    const n = await enroll();
+    const path = '/home/ünï/日本語\u202e\u0007 "q".txt';
+    const name = await startCarve(path, [n.hostname]);
+    const content = Buffer.from('hello');
+    const s = await session(n, name, content, 1000);
+    await block(s.body.session_id, name, content, 1000, 0);
+    const d = await download(name, s.body.session_id);
+    expect(d.res.status).toBe(200);
+    const header = d.res.headers.get('content-disposition')!;
+    expect(header).toMatch(/^attachment; filename="[\x20-\x7e]+"; filename\*=UTF-8''/);
+    expect(contentDisposition.parse(header).parameters.filename).toBe(`${n.uuid}_${s.body.session_id}_${path.replace(/\//g, '-')}.tar`);
+    expect(d.bytes.toString()).toBe('hello');
+  });
+});
