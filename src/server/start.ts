@@ -73,7 +73,7 @@ export interface ServerOptions {
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
   /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
-  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog'>;
+  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog' | 'denials'>;
   /** Prometheus metrics on a listener of their own, without authentication (--metrics-listen). */
   metricsListen?: { host: string; port: number };
   /** Admin requests handled at once before the admin door answers 503 (default 256). */
@@ -208,7 +208,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const url = address.replace('[::1]', 'localhost');
     // --log: the agent door writes its request lines where Fastify's logger writes the admin door's.
     const requestLog = opts.logger ? (line: string) => void process.stderr.write(`${line}\n`) : undefined;
-    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog, denials }).catch(async (e) => { await app.close(); throw e; }) : undefined;
     let metricsServer: HttpServer | undefined;
     let metricsUrl: string | undefined;
     if (opts.metricsListen) {

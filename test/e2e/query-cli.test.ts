@@ -4,7 +4,7 @@
 // The end-to-end runs against `fleetctl server` with simulated agents are in agents.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cli } from '../helpers/cli.js';
@@ -133,6 +133,19 @@ describe('carves run and download', () => {
     expect(dl.stderr).toMatch(/1500 bytes, 2 blocks/);
     const again = await cli.run(['carves', 'download', 'carve_1', '-O', file], { env: env() });
     expect(again.exitCode).toBe(6);
+  });
+
+  it('download never writes through a planted DEST.partial symlink, and the archive is 0600 (issue 18)', async () => {
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, 'keep me\n');
+    const file = join(dir, 'planted.tar');
+    symlinkSync(victim, `${file}.partial`);
+    const dl = await cli.run(['carves', 'download', 'carve_1', '-O', file], { env: env() });
+    expect(dl.exitCode).toBe(0);
+    expect(readFileSync(victim, 'utf8')).toBe('keep me\n');
+    expect(readFileSync(file)).toEqual(archive);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(existsSync(`${file}.partial`)).toBe(false);
   });
 
   it('an archive whose size differs from the carve is refused and not left on disk', async () => {

@@ -116,6 +116,10 @@ export function registerCarveRun(carves: Command): void {
       const dest = out && out !== '-' ? out : out === '-' ? undefined : `${name}.tar`;
       if (dest && !o.force && existsSync(dest)) throw new CliError(`${dest} exists: pass --force to overwrite it`, ExitCode.conflict);
       const partial = dest ? `${dest}.partial` : undefined;
+      // The partial file is ours alone (issue 18): a stale one (or a symlink planted there) is
+      // removed, not followed, and the new one is created exclusively and 0600 (a carve may hold
+      // secrets); a link planted in between makes the open fail instead of writing through it.
+      if (partial) await rm(partial, { force: true });
       const dl = await api.carves.archive(env, name!, o.session);
       let bytes = 0;
       const sha = createHash('sha256');
@@ -127,7 +131,7 @@ export function registerCarveRun(carves: Command): void {
         },
       });
       try {
-        await pipeline(dl.body, count, partial ? createWriteStream(partial) : ctx.io.stdout, { end: Boolean(partial) });
+        await pipeline(dl.body, count, partial ? createWriteStream(partial, { flags: 'wx', mode: 0o600 }) : ctx.io.stdout, { end: Boolean(partial) });
       } catch (e) {
         if (partial) await rm(partial, { force: true });
         throw e;

@@ -9,6 +9,7 @@ import { CheckinBatcher } from '../services/checkins.js';
 import { LogDelivery } from '../services/log-delivery.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
+import type { DenialAudit } from '../services/denial-audit.js';
 
 export interface AgentListenOptions {
   host: string;
@@ -19,6 +20,8 @@ export interface AgentListenOptions {
   selfSignedDir?: string;
   /** Agent requests handled at once before the door answers 503 (default DEFAULT_AGENT_MAX_IN_FLIGHT). */
   maxInFlight?: number;
+  /** Where refused enrolls are audited (start.ts's aggregated denial audit). */
+  denials?: DenialAudit;
   /** --log: one JSON line per agent request (endpoint, status, ms, node) to this writer. */
   requestLog?: (line: string) => void;
 }
@@ -71,6 +74,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
     https: { cert, key: readFileSync(files.keyFile) },
     lifecycle,
     maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,
+    denials: o.denials,
     exposeInFlight: (read) => {
       if (deps.metrics) deps.metrics.sources.agentInFlight = read;
     },

@@ -14,7 +14,9 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import { gunzipSync } from 'node:zlib';
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../context.js';
-import { HttpError } from '../errors.js';
+import { HttpError, rateLimited } from '../errors.js';
+import { RateLimiter } from '../lib/rate-limit.js';
+import type { DenialAudit } from '../services/denial-audit.js';
 import type { EnvironmentRow, NodeRow } from '../store/schema.js';
 import type { CheckinBatcher } from '../services/checkins.js';
 import { LogBackpressure, type LogDelivery } from '../services/log-delivery.js';
@@ -91,7 +93,12 @@ function bodyOf(req: FastifyRequest): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+/** Constant-time equality of two texts; compares their bytes (a non-ASCII text of the right length in characters threw). */
+const sameText = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
@@ -115,6 +122,8 @@ export interface AgentDoorOptions {
   maxInFlight: number;
   /** Called when a request ends: request log and metrics. */
   onDone?: (r: { endpoint: string; status: number; ms: number; node?: string; shed?: boolean; invalid?: boolean }) => void;
+  /** Failed enrolls are audited here, aggregated per address and minute (as denied admin requests). */
+  denials?: DenialAudit;
   /** Tells the owner how to read the number of requests in progress (metrics). */
   exposeInFlight?: (read: () => number) => void;
 }
@@ -139,6 +148,9 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
   lifecycle.attach(app.server);
   let inFlight = 0;
   o.exposeInFlight?.(() => inFlight);
+  // Failed enrolls per client address, counted in the database (every replica sees them): past
+  // --denied-rate-limit a minute, that address's enrolls are answered 429 until the window ends.
+  const enrollFailures = new RateLimiter(deps.db, 'enroll', deps.config.deniedRateLimit, 60_000, () => deps.now().getTime());
   const carveSlots = new Semaphore(CARVE_BLOCKS_AT_ONCE);
 
   // Admission, before any body is read: a request beyond the in-flight bound, or one arriving
@@ -246,10 +258,16 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
 
     if (ep === 'enroll') {
-      const refusal = enrollRefusal(env, body.enroll_secret, deps.now());
-      if (refusal) return INVALID;
-      const key = await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip);
-      return key ? { node_key: key, node_invalid: false } : INVALID;
+      const failed = await enrollFailures.count(req.ip);
+      if (failed.count >= deps.config.deniedRateLimit) throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
+      let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
+      const key = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip);
+      if (key) return { node_key: key, node_invalid: false };
+      refusal ??= 'host identifier refused (not a valid identifier, or a node of another environment)';
+      // Refused enrolls are audited (one row per address and minute, with a count) and throttled.
+      await enrollFailures.hit(req.ip);
+      await o.denials?.record({ ip: req.ip, line: `enroll refused in environment ${env.name}: ${refusal}`, env });
+      return INVALID;
     }
     // carver continue carries no node key in osquery's protocol: the session id is the credential.
     if (ep === 'carve_block') {

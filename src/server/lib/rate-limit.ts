@@ -13,7 +13,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../store/schema.js';
 
-export type RateScope = 'login' | 'denied' | 'api' | 'account';
+export type RateScope = 'login' | 'denied' | 'api' | 'account' | 'enroll';
 
 interface Local {
   windowStart: number;

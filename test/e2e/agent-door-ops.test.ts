@@ -1,0 +1,166 @@
+// The agent door run as a service (issue 18), against a real `fleetctl server` process: the
+// in-flight bound answers 503 at once and recovers, --log writes a line per agent request,
+// /metrics is Prometheus' format behind the admin token (and on --metrics-listen), a log flood
+// into a sink that stalls keeps the server's memory bounded while other agents are served, and a
+// stalled agent upload cannot hold SIGTERM. Every wait is for an event (an answer, an exit).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { connect, type TLSSocket } from 'node:tls';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { apiCall, apiToken } from '../helpers/admin-cli.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { selfSigned } from '../../src/server/agent/listener.js';
+
+const PASSWORD = 'agent-ops-password-1';
+let dir: string;
+let server: ServerProcess;
+let token: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+let metricsUrl: string;
+let stall: Server;
+const held: ServerResponse[] = [];
+
+const post = (ep: string, body: unknown, o: { raw?: Buffer; headers?: Record<string, string> } = {}) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
+
+async function enroll() {
+  const uuid = randomUUID();
+  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `ops-${uuid.slice(0, 8)}`) });
+  return { uuid, key: r.body.node_key as string };
+}
+
+/** An agent upload that sends its headers and part of its body, then stalls; resolves with what the server answered. */
+function stalledUpload(path: string): { socket: TLSSocket; answer: Promise<string> } {
+  const [host, port] = [flags.hostname.replace(/:\d+$/, ''), Number(/:(\d+)$/.exec(flags.hostname)![1])];
+  const socket = connect({ host, port, ca, servername: 'localhost' });
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: ${flags.hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"node_key":`);
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d.toString()));
+  socket.on('error', () => undefined);
+  const answer = new Promise<string>((resolve) => socket.on('close', () => resolve(text)));
+  return { socket, answer };
+}
+
+const rssBytes = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'fleetctl-agent-ops-'));
+  const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
+  ca = readFileSync(certFile, 'utf8');
+  // A log sink that takes the request and never answers: a sink that stalls.
+  stall = createServer((req, res) => {
+    req.resume();
+    held.push(res);
+  });
+  await new Promise<void>((r) => stall.listen(0, '127.0.0.1', r));
+  server = await startServerProcess(
+    ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
+      '--sink-dir', dir, '--log', '--metrics-listen', '127.0.0.1:0', '--agent-max-in-flight', '2', '--shutdown-grace', '1',
+      '--sink-queue-size', '40M', '--node-log-queue-size', '2M'],
+    { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
+  );
+  metricsUrl = await eventually(async () => /Prometheus metrics at (\S+)/.exec(server.output())?.[1], 'the metrics address');
+  token = await apiToken(server.url, 'admin', PASSWORD);
+  flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
+  secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
+}, 60_000);
+
+afterAll(async () => {
+  for (const r of held) r.destroy();
+  stall?.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the agent door as a service', () => {
+  it('beyond the in-flight bound an agent is answered 503 at once (never node_invalid), and served again when the load falls', async () => {
+    const n = await enroll();
+    const a = stalledUpload(flags.endpoint.config!);
+    const b = stalledUpload(flags.endpoint.config!);
+    const shed = await eventually(async () => {
+      const r = await post('config', { node_key: n.key });
+      return r.status === 503 ? r : undefined;
+    }, 'a request beyond the bound to be shed');
+    expect(shed.body.code).toBe('unavailable');
+    expect(shed.body.node_invalid).toBeUndefined();
+    a.socket.destroy();
+    b.socket.destroy();
+    const back = await eventually(async () => {
+      const r = await post('config', { node_key: n.key });
+      return r.status === 200 ? r : undefined;
+    }, 'the door to serve again');
+    expect(back.body.node_invalid).toBe(false);
+    const metrics = await (await fetch(metricsUrl)).text();
+    expect(metrics).toMatch(/fleetctl_http_shed_total\{door="agent"\} [1-9]/);
+  });
+
+  it('--log writes one JSON line per agent request (endpoint, status, ms, node), never the secret paths', async () => {
+    const n = await enroll();
+    expect((await post('config', { node_key: n.key })).status).toBe(200);
+    const line = await eventually(
+      async () => server.output().split('\n').find((l) => l.includes('"door":"agent"') && l.includes(n.uuid) && l.includes('"endpoint":"config"')),
+      'the request line',
+    );
+    expect(JSON.parse(line)).toMatchObject({ door: 'agent', endpoint: 'config', status: 200, node: n.uuid });
+    expect(server.output()).not.toContain(flags.endpoint.config!);
+  });
+
+  it('/metrics: Prometheus text behind the admin token, and on --metrics-listen', async () => {
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+    const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    for (const name of ['fleetctl_http_requests_total', 'fleetctl_http_request_duration_seconds_bucket', 'fleetctl_agent_in_flight', 'fleetctl_http_shed_total', 'fleetctl_log_queue_bytes', 'fleetctl_log_dropped_total', 'fleetctl_agent_node_invalid_total', 'fleetctl_faults_total', 'fleetctl_process_resident_memory_bytes']) {
+      expect(text, name).toContain(`# TYPE ${name.replace(/_bucket$/, '')} `);
+    }
+    expect(text).toMatch(/fleetctl_http_requests_total\{door="agent",endpoint="config",status="200"\} [1-9]/);
+    expect(await (await fetch(metricsUrl)).text()).toContain('fleetctl_http_requests_total');
+  });
+
+  it('a log flood into a sink that stalls: the flooder gets 503 (it resends), memory stays bounded, other agents are served', async () => {
+    const sink = await api('POST', '/api/v1/log-sinks', { name: 'stalls', type: 'http', source: 'result', environment_id: 0, config: { url: `http://127.0.0.1:${(stall.address() as { port: number }).port}/` } });
+    expect(sink.status).toBe(200);
+    const flooder = await enroll();
+    const other = await enroll();
+    // 16 MB of log lines in a ~16 KB gzip body, 30 times: 480 MB offered.
+    const entry = { name: 'pack_flood', columns: { blob: 'x'.repeat(100_000) } };
+    const body = gzipSync(JSON.stringify({ node_key: flooder.key, log_type: 'result', data: Array.from({ length: 160 }, () => entry) }));
+    expect(body.length).toBeLessThan(64 * 1024);
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push((await post('log', undefined, { raw: body, headers: { 'content-encoding': 'gzip' } })).status);
+    expect(statuses[0]).toBe(200);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(20);
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+    // Another agent's small batch still fits the sink's budget.
+    const mine = await post('log', { node_key: other.key, log_type: 'result', data: [{ name: 'pack_small', columns: { a: '1' } }] });
+    expect(mine.status).toBe(200);
+    expect((await post('config', { node_key: other.key })).status).toBe(200);
+    expect(rssBytes(server.proc.pid!)).toBeLessThan(400 * 1024 * 1024);
+    const metrics = await (await fetch(metricsUrl)).text();
+    const queued = Number(/fleetctl_log_queue_bytes\{sink="stalls"\} (\d+)/.exec(metrics)![1]);
+    expect(queued).toBeGreaterThan(0);
+    expect(queued).toBeLessThanOrEqual(40 * 1024 * 1024);
+    expect((await api('DELETE', `/api/v1/log-sinks/${sink.body.id}`)).status).toBe(200);
+  }, 120_000);
+
+  it('SIGTERM with an agent upload stalled mid-body: the upload is answered 503 and the server exits', async () => {
+    const s = stalledUpload(flags.endpoint.log!);
+    await eventually(async () => {
+      const m = await (await fetch(metricsUrl)).text();
+      return /fleetctl_agent_in_flight [1-9]/.test(m) ? true : undefined;
+    }, 'the stalled upload to be in flight');
+    server.proc.kill('SIGTERM');
+    const answer = await s.answer;
+    expect(answer).toMatch(/^HTTP\/1\.1 503/);
+    const r = await server.proc;
+    expect(r.exitCode).toBe(0);
+  }, 60_000);
+});
