@@ -13,6 +13,7 @@ __fleetctl_sub() {
     '|mfa') REPLY='mfa' ;;
     '|users') REPLY='users' ;;
     '|env') REPLY='env' ;;
+    '|schedule') REPLY='schedule' ;;
     '|enroll') REPLY='enroll' ;;
     '|tags') REPLY='tags' ;;
     '|nodes') REPLY='nodes' ;;
@@ -22,12 +23,17 @@ __fleetctl_sub() {
     '|sinks') REPLY='sinks' ;;
     '|audit') REPLY='audit' ;;
     '|stats') REPLY='stats' ;;
+    '|apply') REPLY='apply' ;;
+    '|diff') REPLY='diff' ;;
     '|api') REPLY='api' ;;
     '|config') REPLY='config' ;;
     '|completion') REPLY='completion' ;;
+    '|version') REPLY='version' ;;
     '|server') REPLY='server' ;;
     '|options') REPLY='options' ;;
     '|help') REPLY='help' ;;
+    'auth|login') REPLY='auth login' ;;
+    'auth|logout') REPLY='auth logout' ;;
     'auth|status') REPLY='auth status' ;;
     'auth|token') REPLY='auth token' ;;
     'auth|help') REPLY='auth help' ;;
@@ -58,7 +64,14 @@ __fleetctl_sub() {
     'env|show'|'env|get') REPLY='env show' ;;
     'env|intervals') REPLY='env intervals' ;;
     'env|map') REPLY='env map' ;;
+    'env|config') REPLY='env config' ;;
     'env|help') REPLY='env help' ;;
+    'schedule|list'|'schedule|ls') REPLY='schedule list' ;;
+    'schedule|show'|'schedule|get') REPLY='schedule show' ;;
+    'schedule|add'|'schedule|create') REPLY='schedule add' ;;
+    'schedule|edit'|'schedule|update') REPLY='schedule edit' ;;
+    'schedule|remove'|'schedule|rm'|'schedule|delete') REPLY='schedule remove' ;;
+    'schedule|help') REPLY='schedule help' ;;
     'enroll|extend') REPLY='enroll extend' ;;
     'enroll|expire') REPLY='enroll expire' ;;
     'enroll|rotate') REPLY='enroll rotate' ;;
@@ -119,14 +132,15 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options help' ;;
-    'auth') REPLY='status token help' ;;
+    '') REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves sinks audit stats apply diff api config completion version server options help' ;;
+    'auth') REPLY='login logout status token help' ;;
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
     'mfa recovery-codes') REPLY='regenerate help' ;;
     'mfa webauthn') REPLY='list show remove help' ;;
     'users') REPLY='list show me add edit remove passwd help' ;;
-    'env') REPLY='list show intervals map help' ;;
+    'env') REPLY='list show intervals map config help' ;;
+    'schedule') REPLY='list show add edit remove help' ;;
     'enroll') REPLY='extend expire rotate notexpire update show help' ;;
     'tags') REPLY='list show add edit remove apply unapply help' ;;
     'nodes') REPLY='list show delete help' ;;
@@ -143,10 +157,9 @@ __fleetctl_subs() {
 __fleetctl_opts() {
   REPLY=
   case "$1" in
-    ''|'logout'|'auth'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'mfa webauthn show'|'users'|'users show'|'users me'|'env'|'env map'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'audit show'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'auth status') REPLY='--check -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    ''|'logout'|'auth'|'auth logout'|'auth status'|'auth token'|'mfa'|'mfa status'|'mfa totp'|'mfa recovery-codes'|'mfa webauthn'|'mfa webauthn list'|'mfa webauthn show'|'users'|'users show'|'users me'|'env'|'env map'|'schedule'|'enroll'|'enroll extend'|'enroll notexpire'|'enroll show'|'tags'|'nodes'|'settings'|'settings set'|'query'|'query show'|'query results'|'query cancel'|'carves'|'carves show'|'carves complete'|'carves archive'|'sinks'|'sinks show'|'audit'|'audit show'|'config'|'config list'|'config use'|'config show'|'config remove'|'config set'|'completion'|'version'|'options') REPLY='-h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'login'|'auth login') REPLY='-u --username --password-stdin --exp-hours --totp-code --recovery-code --mfa-code-stdin --mfa-method -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'auth help'|'mfa totp help'|'mfa recovery-codes help'|'mfa webauthn help'|'mfa help'|'users help'|'env help'|'schedule help'|'enroll help'|'tags help'|'nodes help'|'settings help'|'query help'|'carves help'|'sinks help'|'audit help'|'config help'|'help') REPLY='-V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp setup') REPLY='--code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp confirm') REPLY='--code --code-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'mfa totp disable'|'users passwd') REPLY='--password-stdin -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -158,11 +171,17 @@ __fleetctl_opts() {
     'env list') REPLY='--show-secret -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'env show'|'nodes show') REPLY='--show-secret -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'env intervals') REPLY='--config --log --query -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'env config') REPLY='--edit --set --agent -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule list') REPLY='--pack -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule show') REPLY='--pack -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule add') REPLY='--query --query-file --interval --platform --min-version --shard --description --pack --snapshot --no-removed --no-denylist -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule edit') REPLY='--query --query-file --interval --platform --min-version --shard --description --pack --snapshot --no-snapshot --removed --no-removed --denylist --no-denylist -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule remove') REPLY='--pack -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'enroll update') REPLY='--certificate --deb-url --rpm-url --msi-url --pkg-url -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags show') REPLY='--nodes --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags add'|'tags edit') REPLY='-d --description --color --icon --type --custom -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags apply'|'tags unapply') REPLY='-q --search --status --platform -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'nodes list') REPLY='--status --platform -t --tag -q --search --sort --order --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'nodes list') REPLY='--status --platform -t --tag -q --search --config-stale --sort --order --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'query run') REPLY='-t --target --wait --expire-hours --hidden -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'query list') REPLY='--status --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'carves list') REPLY='--status -q --search --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -171,18 +190,20 @@ __fleetctl_opts() {
     'sinks clone') REPLY='--from --to --overwrite -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks add') REPLY='--name --type --source --info --disabled --order --config -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'audit list') REPLY='-q --search --service --user --page --page-size --limit --all -f --follow --interval --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'apply') REPLY='-f --file -R --recursive --dry-run --prune -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'diff') REPLY='-f --file -R --recursive --prune -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'api') REPLY='-f --raw-field -F --field --input --paginate -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
-    'server') REPLY='--listen --db --db-pool --db-ca --trust-proxy --dev --dev-password --dev-nodes --dev-agents --admin-password-stdin --admin-username --create-env --login-rate-limit --api-rate-limit --denied-rate-limit --account-login-limit --request-timeout --headers-timeout --keep-alive-timeout --shutdown-grace --fix-permissions --tls-cert --tls-key --agent-listen --agent-tls-cert --agent-tls-key --log --sink-dir --carve-max-size --agent-max-in-flight --metrics-listen -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'server') REPLY='--listen --db --db-pool --db-ca --trust-proxy --dev --dev-password --dev-nodes --dev-agents --admin-password-stdin --admin-username --create-env --login-rate-limit --api-rate-limit --denied-rate-limit --account-login-limit --request-timeout --headers-timeout --keep-alive-timeout --shutdown-grace --fix-permissions --tls-cert --tls-key --agent-listen --agent-tls-cert --agent-tls-key --log --sink-dir --sink-queue-size --node-log-queue-size --carve-max-size --agent-max-in-flight --metrics-listen -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
   esac
 }
 
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen'|'server|--carve-max-size'|'server|--agent-max-in-flight'|'server|--metrics-listen') REPLY='' ;;
-    'login|--mfa-method') REPLY='totp recovery' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'auth login|-u'|'auth login|--username'|'auth login|--exp-hours'|'auth login|--totp-code'|'auth login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'env config|--set'|'schedule list|--pack'|'schedule list|-w'|'schedule list|--watch'|'schedule show|--pack'|'schedule add|--query'|'schedule add|--interval'|'schedule add|--platform'|'schedule add|--min-version'|'schedule add|--shard'|'schedule add|--description'|'schedule add|--pack'|'schedule edit|--query'|'schedule edit|--interval'|'schedule edit|--platform'|'schedule edit|--min-version'|'schedule edit|--shard'|'schedule edit|--description'|'schedule edit|--pack'|'schedule remove|--pack'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire-hours'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire-hours'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen'|'server|--sink-queue-size'|'server|--node-log-queue-size'|'server|--carve-max-size'|'server|--agent-max-in-flight'|'server|--metrics-listen') REPLY='' ;;
+    'login|--mfa-method'|'auth login|--mfa-method') REPLY='totp recovery' ;;
     'users add|--environment'|'users edit|--environment'|'sinks clone|--from'|'sinks clone|--to') REPLY=':dyn:env' ;;
-    'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'api|--input'|'server|--db'|'server|--db-ca'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key'|'server|--sink-dir') REPLY=':file' ;;
+    'schedule add|--query-file'|'schedule edit|--query-file'|'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'apply|-f'|'apply|--file'|'diff|-f'|'diff|--file'|'api|--input'|'server|--db'|'server|--db-ca'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key'|'server|--sink-dir') REPLY=':file' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
     'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
     'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
@@ -206,14 +227,18 @@ __fleetctl_optval() {
 # Completions for positional argument $2 (from 0) of command "$1", in REPLY.
 __fleetctl_argval() {
   case "$1" in
-    'auth help') case $2 in 0) REPLY='status token' ;; *) return 1 ;; esac ;;
+    'auth help') case $2 in 0) REPLY='login logout status token' ;; *) return 1 ;; esac ;;
     'mfa totp help') case $2 in 0) REPLY='setup confirm disable' ;; *) return 1 ;; esac ;;
     'mfa recovery-codes help') case $2 in 0) REPLY='regenerate' ;; *) return 1 ;; esac ;;
     'mfa webauthn help') case $2 in 0) REPLY='list show remove' ;; *) return 1 ;; esac ;;
     'mfa help') case $2 in 0) REPLY='status totp recovery-codes webauthn' ;; *) return 1 ;; esac ;;
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
-    'env show'|'env intervals'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
-    'env help') case $2 in 0) REPLY='list show intervals map' ;; *) return 1 ;; esac ;;
+    'env show'|'env intervals'|'schedule list'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
+    'env config') case $2 in 0) REPLY=':dyn:env' ;; 2) REPLY=':file' ;; *) return 1 ;; esac ;;
+    'env help') case $2 in 0) REPLY='list show intervals map config' ;; *) return 1 ;; esac ;;
+    'schedule show'|'schedule add'|'schedule edit') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
+    'schedule remove') case $2 in 0) REPLY=':dyn:env' ;; 1|[1-9]*) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
+    'schedule help') case $2 in 0) REPLY='list show add edit remove' ;; *) return 1 ;; esac ;;
     'enroll show') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
     'enroll help') case $2 in 0) REPLY='extend expire rotate notexpire update show' ;; *) return 1 ;; esac ;;
     'tags apply'|'tags unapply') case $2 in 0) REPLY=':dyn:tag' ;; *) return 1 ;; esac ;;
@@ -231,7 +256,7 @@ __fleetctl_argval() {
     'audit help') case $2 in 0) REPLY='list show' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env enroll tags nodes settings query carves sinks audit stats api config completion server options' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves sinks audit stats apply diff api config completion version server options' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }
