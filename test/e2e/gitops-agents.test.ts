@@ -81,7 +81,7 @@ beforeAll(async () => {
   const cert = join(dir, 'agent.crt');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key],
+    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key, '--sink-dir', dir],
     { input: PASSWORD },
   );
   cli = new Cli();
