@@ -215,13 +215,19 @@ async function sqliteRows() {
   const search = await load(`${url}/api/v1/nodes/prod?q=web`, 20, headers);
   row('GET /nodes/prod?q=web p50 / p99', `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s${search.timeouts ? `, ${search.timeouts} requests timed out after 10 s` : ''})`, '', '', 'p99 <= 50 ms', search.p99 <= 50);
 
+  // Issue 20: the security filters, derived from check-ins, on the nodes_env_health index.
+  const risk = await load(`${url}/api/v1/nodes/prod?risk=high`, 20, headers);
+  row('GET /nodes/prod?risk=high p50 / p99', `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', risk.p99 <= 50);
+  const healthy = await load(`${url}/api/v1/nodes/prod?health=healthy`, 20, headers);
+  row('GET /nodes/prod?health=healthy p50 / p99', `${healthy.p50} / ${healthy.p99} ms (${healthy.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', healthy.p99 <= 50);
+
   const stats1 = await load(`${url}/api/v1/stats`, 1, headers);
   const stats20 = await load(`${url}/api/v1/stats`, 20, headers);
   row('GET /stats p99 at 20 connections', `${stats20.p99} ms`, '', '', '<= 30 ms', stats20.p99 <= 30);
   const scale = stats20.rps / stats1.rps;
   row('GET /stats req/s at 20 / at 1 connection', `${Math.round(stats20.rps)} req/s`, `${Math.round(stats1.rps)} req/s`, `${f2(scale)}x`, '>= 0.9x (does not fall)', scale >= 0.9);
 
-  Object.assign(raw, { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, stats1, stats20 });
+  Object.assign(raw, { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, risk, healthy, stats1, stats20 });
   server.child.kill('SIGTERM');
 }
 
@@ -247,6 +253,8 @@ async function postgresRows() {
     row('PostgreSQL: GET /nodes/prod?status=active req/s, p99', `${Math.round(list.rps)} req/s, p99 ${list.p99} ms`, '', '', 'p99 <= 25 ms', list.p99 <= 25);
     const search = await load(`${urlA}/api/v1/nodes/prod?q=web`, 20, headers);
     row('PostgreSQL: GET /nodes/prod?q=web p50 / p99', `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', search.p99 <= 50);
+    const risk = await load(`${urlA}/api/v1/nodes/prod?risk=high`, 20, headers);
+    row('PostgreSQL: GET /nodes/prod?risk=high p50 / p99', `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', risk.p99 <= 50);
     const stats20 = await load(`${urlA}/api/v1/stats`, 20, headers);
     row('PostgreSQL: GET /stats p99 at 20 connections', `${stats20.p99} ms (${Math.round(stats20.rps)} req/s)`, '', '', '<= 30 ms', stats20.p99 <= 30);
 
@@ -260,7 +268,7 @@ async function postgresRows() {
     // Reported, not judged: on one machine the replicas, PostgreSQL and the load generator share
     // the same cores, so a second replica adds no CPU; it shows the replicas share the work.
     row('PostgreSQL: list req/s, two replicas (20 connections each) / one', `${Math.round(both)} req/s (p99 ${Math.max(ra.p99, rb.p99)} ms)`, `${Math.round(one.rps)} req/s`, `${f2(both / one.rps)}x`, 'reported (one machine)', null);
-    Object.assign(raw, { pg: { seedSeconds: pgSeed, list, search, stats20, one, twoReplicas: [ra, rb] } });
+    Object.assign(raw, { pg: { seedSeconds: pgSeed, list, search, risk, stats20, one, twoReplicas: [ra, rb] } });
     a.child.kill('SIGTERM');
     b.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1000));

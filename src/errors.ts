@@ -10,6 +10,11 @@ export const ExitCode = {
   unavailable: 7,
   /** The server does not have the feature (e.g. osctrl has no MFA): refused before any request. */
   unsupported: 8,
+  /**
+   * A live query or carve ended incomplete (issue 20): some targets did not answer (offline, or
+   * not within --wait), answered with an error, or did not upload their file.
+   */
+  incomplete: 9,
   interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];

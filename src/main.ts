@@ -4,6 +4,7 @@ import { buildProgram } from './program.js';
 import { ExitCode, mapError } from './errors.js';
 import { safeText } from './output/sanitize.js';
 import { foreignCommandHint } from './commands/foreign.js';
+import { runEarlyExitHooks } from './lib/exit-hooks.js';
 
 function writeError(message: string, hint?: string): void {
   // Messages carry server text (error messages, names): never a control sequence on the terminal.
@@ -19,8 +20,9 @@ async function main(argv: string[]): Promise<number> {
   });
   // `fleetctl ... | head` closes stdout early: not an error.
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(0);
-    throw e;
+    // A live query this command started is still cancelled before the exit (exit-hooks.ts).
+    if (e.code === 'EPIPE') void runEarlyExitHooks().finally(() => process.exit(0));
+    else throw e;
   });
 
   const program = buildProgram();

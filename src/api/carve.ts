@@ -33,6 +33,8 @@ export type CarveQuery = Static<typeof CarveQuery>;
 /** api-spec.md 2.8 */
 export const CarveFile = Type.Object({
   uuid: Type.String(),
+  /** Issue 20: the hostname of the node the file came from ('' when the node is gone); fleetctl's server adds it. */
+  hostname: Type.Optional(Type.String()),
   carve_id: Type.String(),
   session_id: Type.String(),
   path: Type.String(),

@@ -20,6 +20,9 @@ export const EnrollTargets = [
 export const Platforms = ['linux', 'darwin', 'windows', 'other'] as const;
 /** 4.11 query values (contract.md 4.11) */
 export const NodeStatuses = ['all', 'active', 'inactive'] as const;
+/** Derived node health and posture (docs/api.md, Nodes), also list filters (`?health=`, `?risk=`). */
+export const HealthStatuses = ['healthy', 'degraded', 'unhealthy', 'unknown'] as const;
+export const RiskLevels = ['low', 'medium', 'high', 'unknown'] as const;
 export const SortOrders = ['asc', 'desc'] as const;
 export const NodeSorts = ['hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery', 'lastseen', 'firstseen'] as const;
 export const SettingServices = ['tls', 'admin', 'api'] as const;

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Timestamp } from './common.js';
 import { Tag } from './tag.js';
-import { Platforms, NodeStatuses, SortOrders, NodeSorts } from './constants.js';
-export { Platforms, NodeStatuses, SortOrders, NodeSorts };
+import { Platforms, NodeStatuses, SortOrders, NodeSorts, HealthStatuses, RiskLevels } from './constants.js';
+export { Platforms, NodeStatuses, SortOrders, NodeSorts, HealthStatuses, RiskLevels };
 
 const Str = Type.String();
 const strings = <K extends string>(keys: readonly K[]) =>
@@ -20,8 +20,6 @@ export const SystemInfo = Type.Object({
 });
 export type SystemInfo = Static<typeof SystemInfo>;
 
-export const HealthStatuses = ['healthy', 'degraded', 'unhealthy', 'unknown'] as const;
-export const RiskLevels = ['low', 'medium', 'high', 'unknown'] as const;
 
 export const Health = Type.Object({
   status: Type.String(),
@@ -89,6 +87,9 @@ export const NodesQuery = Type.Object({
   tag: Type.Optional(Type.String()),
   /** Issue 22: `stale` (not on the environment's current configuration) or `current`. */
   config: Type.Optional(Type.String()),
+  /** Issue 20: derived health.status (healthy|degraded|unhealthy|unknown) and posture.risk_level (low|medium|high|unknown). */
+  health: Type.Optional(Type.String()),
+  risk: Type.Optional(Type.String()),
   status: Type.Optional(Type.String()),
   platform: Type.Optional(Type.String()),
   sort: Type.Optional(Type.String()),

@@ -7,7 +7,13 @@ export { QueryListStatuses };
  * A distributed (live) query: the carve query object (api-spec.md 2.7) with type `query`, plus
  * `status` (ACTIVE, COMPLETED, EXPIRED, DELETED; derived like `carve_status`).
  */
-export const DistributedQuery = Type.Object({ ...CarveQuery.properties, status: Type.Optional(Type.String()) });
+export const DistributedQuery = Type.Object({
+  ...CarveQuery.properties,
+  status: Type.Optional(Type.String()),
+  /** Issue 20 (fleetctl's server): targeted nodes online now, and those of them that have not answered yet. */
+  online: Type.Optional(Type.Integer()),
+  online_pending: Type.Optional(Type.Integer()),
+});
 export type DistributedQuery = Static<typeof DistributedQuery>;
 
 /**
@@ -22,8 +28,14 @@ export const QueryRunRequest = Type.Object({
   platform_list: Type.Optional(Type.Array(Type.String())),
   environment_list: Type.Optional(Type.Array(Type.String())),
   tag_list: Type.Optional(Type.Array(Type.String())),
+  /** Issue 20 (fleetctl's server): by activity, derived health and risk, as the nodes list filters. */
+  status_list: Type.Optional(Type.Array(Type.String())),
+  health_list: Type.Optional(Type.Array(Type.String())),
+  risk_list: Type.Optional(Type.Array(Type.String())),
   hidden: Type.Optional(Type.Boolean()),
   exp_hours: Type.Optional(Type.Integer()),
+  /** Issue 20 (fleetctl's server): expiry in seconds, wins over exp_hours. */
+  expire_seconds: Type.Optional(Type.Integer()),
 });
 export type QueryRunRequest = Static<typeof QueryRunRequest>;
 
@@ -53,6 +65,10 @@ export const QueryResultsPage = Type.Object({
   expected: Type.Optional(Type.Integer()),
   answered: Type.Optional(Type.Integer()),
   query_status: Type.Optional(Type.String()),
+  /** Issue 20 (fleetctl's server): targets online now; of those, not answered yet; the longest targeted hostname. */
+  online: Type.Optional(Type.Integer()),
+  online_pending: Type.Optional(Type.Integer()),
+  hostname_width: Type.Optional(Type.Integer()),
 });
 export type QueryResultsPage = Static<typeof QueryResultsPage>;
 

@@ -130,6 +130,7 @@ const EXIT_STATUS: Record<keyof typeof ExitCode, string> = {
   conflict: 'Conflict (HTTP 409): for example the object exists already, or the change would remove the last super-admin.',
   unavailable: 'Rate limited or unavailable (HTTP 429 or 503), or the server could not be reached, after retries.',
   unsupported: 'Not supported by this server: the feature does not exist there (e.g. MFA on osctrl); refused before any request.',
+  incomplete: 'A live query or carve ended incomplete: some targets did not answer (offline, or not within --wait), answered with an error, or (carves) did not upload their file. What did arrive was printed.',
   interrupted: 'Interrupted (Ctrl-C).',
 };
 

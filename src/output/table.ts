@@ -15,6 +15,8 @@ export interface ResolvedColumn<T> {
   kind: ColumnKind | undefined;
   id?: boolean;
   drop?: number;
+  /** A width known before the rows (a stream's hint): the column is at least this wide. */
+  minWidth?: number;
   value(row: T): unknown;
 }
 
@@ -151,7 +153,7 @@ const READABLE = 8;
  */
 export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonly TtyCell[][], withHeader: boolean, columns: number, wide = false): number[] {
   const natural = cols.map((c, i) => {
-    let w = withHeader ? displayWidth(c.header) : 0;
+    let w = Math.max(withHeader ? displayWidth(c.header) : 0, c.minWidth ?? 0);
     for (const r of rows) w = Math.max(w, displayWidth(r[i]?.text ?? ''));
     return Math.max(w, 1);
   });
@@ -174,6 +176,35 @@ export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonl
     }
     shown[dropOrder.shift()!] = false;
   }
+}
+
+/**
+ * A stream's widths (issue 20): the first batch fixed them, but later rows may be longer, and a
+ * terminal table cuts free text at its column's width. So the room the first batch left unused is
+ * given to the free-text columns now: each may grow by up to its own width again, and the last
+ * one (never padded) reaches the terminal's edge. Identifiers and numbers are never cut anyway.
+ */
+export function growForStream<T>(cols: readonly ResolvedColumn<T>[], widths: readonly number[], columns: number): number[] {
+  const out = [...widths];
+  const shown = out.map((w, i) => (w > 0 ? i : -1)).filter((i) => i >= 0);
+  if (shown.length === 0) return out;
+  let spare = columns - out.reduce((s, w) => s + w, 0) - COLUMN_GAP * (shown.length - 1);
+  if (spare <= 0) return out;
+  const text = (i: number) => !neverCut(cols[i]!) && (cols[i]!.kind === undefined || cols[i]!.kind === 'text');
+  const last = shown[shown.length - 1]!;
+  const middle = shown.filter((i) => i !== last && text(i));
+  const wanted = middle.reduce((s, i) => s + out[i]!, 0);
+  if (wanted > 0) {
+    // Shared in proportion to the widths, but leave at least half of the spare room for the last column.
+    const share = Math.min(1, spare / 2 / wanted);
+    for (const i of middle) {
+      const add = Math.floor(out[i]! * share);
+      out[i] = out[i]! + add;
+      spare -= add;
+    }
+  }
+  if (text(last)) out[last] = out[last]! + spare;
+  return out;
 }
 
 /** Identifiers and numbers: a cut one would read as another value. */

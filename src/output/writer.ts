@@ -11,6 +11,7 @@ import { evalJq, JsonText } from './jq.js';
 import { safeJson, safeYaml } from './sanitize.js';
 import { neverAsWord } from './time.js';
 import {
+  growForStream,
   layoutTable,
   resolveColumns,
   tsvHeaderLine,
@@ -60,11 +61,22 @@ export async function loadYaml(): Promise<(v: unknown) => string> {
 
 const indent = (s: string) => `  ${s.replace(/\n/g, '\n  ')}`;
 
-export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readonly Column<T>[] = []): ListWriter<T> {
+/** How a terminal table of a stream is laid out (issue 20). */
+export interface StreamLayout {
+  /**
+   * More batches follow the first: the terminal's spare width goes to the text columns now, so
+   * later, longer values still fit, instead of every width being fixed by the first batch.
+   */
+  stream?: boolean;
+  /** Per column key: a width known in advance (the targets' longest hostname), and whether it is an identifier (never cut). */
+  hints?: Record<string, { width?: number; id?: boolean }>;
+}
+
+export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readonly Column<T>[] = [], layout: StreamLayout = {}): ListWriter<T> {
   const fields = opts.fields && opts.fields.length > 0 ? opts.fields : undefined;
   const withHeader = !opts.noHeaders;
   const project = (row: T): unknown => (fields ? selectFields(row, fields, columns) : row);
-  const sink = makeSink<T>(io, opts, columns, fields, withHeader, project);
+  const sink = makeSink<T>(io, opts, columns, fields, withHeader, project, layout);
   // With a schema, a bad field is refused before anything is printed (or fetched).
   if (fields && opts.schema) validateFields(fields, undefined, columns, opts.schema);
 
@@ -112,6 +124,7 @@ function makeSink<T>(
   fields: readonly string[] | undefined,
   withHeader: boolean,
   project: (row: T) => unknown,
+  layout: StreamLayout,
 ): Sink<T> {
   if (opts.jq !== undefined) {
     const parts: string[] = [];
@@ -180,7 +193,7 @@ function makeSink<T>(
       };
     }
     case 'table':
-      return io.stdoutIsTTY ? ttyTableSink(io, columns, fields, withHeader, !!opts.wide) : tsvSink(columns, fields, withHeader);
+      return io.stdoutIsTTY ? ttyTableSink(io, columns, fields, withHeader, !!opts.wide, layout) : tsvSink(columns, fields, withHeader);
   }
 }
 
@@ -207,7 +220,7 @@ function tsvSink<T>(columns: readonly Column<T>[], fields: readonly string[] | u
   };
 }
 
-function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly string[] | undefined, withHeader: boolean, wide: boolean): Sink<T> {
+function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly string[] | undefined, withHeader: boolean, wide: boolean, layout: StreamLayout): Sink<T> {
   const colors = colorsFor(io);
   const now = new Date();
   let cols: ResolvedColumn<T>[] | undefined;
@@ -215,10 +228,14 @@ function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly
   return {
     write(items, first) {
       let s = '';
-      const cs = (cols ??= resolveColumns(columns, fields, first));
+      const cs = (cols ??= resolveColumns(columns, fields, first).map((c) => {
+        const h = layout.hints?.[c.key];
+        return h ? { ...c, id: c.id || h.id, minWidth: h.width } : c;
+      }));
       const cells = items.map((it) => ttyCells(cs, it, now));
       if (!widths) {
         widths = layoutTable(cs, cells, withHeader, io.columns, wide);
+        if (layout.stream && !wide) widths = growForStream(cs, widths, io.columns);
         if (withHeader) s += ttyHeaderLine(cs, widths, colors);
       }
       const ws = widths;

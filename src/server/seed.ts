@@ -129,10 +129,15 @@ function weightedPlatform(r: Rand) {
   return PLATFORMS[0]!;
 }
 
-/** Seconds since the last check-in: most nodes minutes to hours, some days, some months, a few never. */
+/**
+ * Seconds since the last check-in: most nodes minutes to hours, some days, some months, a few
+ * never. None within the last 5 minutes: a seeded node has no agent behind it, so it must never
+ * look online (seen within 3 distributed intervals, 3 minutes for the demo's 60 s), or `query run
+ * --exit` would wait for it. The live ones are `--dev-agents`.
+ */
 function lastSeenAgeSeconds(r: Rand): number | null {
   const x = r();
-  if (x < 0.55) return Math.floor(r() * 3600 * 2); // within 2 hours
+  if (x < 0.55) return 300 + Math.floor(r() * (3600 * 2 - 300)); // 5 minutes to 2 hours
   if (x < 0.7) return Math.floor(3600 * 2 + r() * 3600 * 60); // 2 h to 62 h: still active
   if (x < 0.85) return Math.floor(3600 * 80 + r() * 86400 * 12); // 3 to 16 days
   if (x < 0.98) return Math.floor(86400 * 20 + r() * 86400 * 160); // 3 weeks to 6 months

@@ -90,10 +90,11 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(r.stderr).not.toMatch(/did not answer/);
   });
 
-  it('an unknown table is answered with an error status, as osquery does', async () => {
+  it('an unknown table is answered with an error status, as osquery does (exit 9: answered with errors)', async () => {
     const r = await cli.run(['query', 'run', 'SELECT * FROM no_such_table', '--wait', '30s', '-o', 'csv']);
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr.match(/error: .*no such table/g)).toHaveLength(AGENTS);
+    expect(r.exitCode, r.stderr).toBe(9);
+    expect(r.stderr.match(/: error: .*no such table/g)).toHaveLength(AGENTS);
+    expect(r.stderr).toContain(`error: ${AGENTS} of ${AGENTS} answered with an error`);
   });
 
   it('the simulator refuses the generic flags\' certificate placeholder with a hint (exit 2)', async () => {

@@ -108,3 +108,45 @@ describe('"never" for the zero time outside JSON', () => {
     expect(show.stdout).not.toContain('0001-01-01');
   });
 });
+
+describe('security filters (issue 20): --risk and --health on the server, in tags apply, and names from stdin', () => {
+  interface N { uuid: string; hostname: string; posture: { risk_level: string }; health: { status: string }; tags: { name: string }[] }
+  const nodes = async (args: string[]) => JSON.parse((await cli.run(['nodes', 'list', '--all', '--json', ...args])).stdout) as N[];
+
+  it('nodes list --risk high and --health unhealthy list exactly those nodes (checked against every node)', async () => {
+    const all = await nodes([]);
+    const high = await nodes(['--risk', 'high']);
+    expect(high.length).toBeGreaterThan(0);
+    expect(high.map((n) => n.uuid).sort()).toEqual(all.filter((n) => n.posture.risk_level === 'high').map((n) => n.uuid).sort());
+    const sick = await nodes(['--health', 'unhealthy', '--platform', 'windows']);
+    expect(sick.every((n) => n.health.status === 'unhealthy')).toBe(true);
+    const bad = await cli.run(['nodes', 'list', '--risk', 'severe']);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/Allowed choices are low, medium, high, unknown/);
+  });
+
+  it('tags apply --risk high tags every high-risk node, in one command', async () => {
+    expect((await cli.run(['tags', 'add', 'risk-review'])).exitCode).toBe(0);
+    const r = await cli.run(['tags', 'apply', 'risk-review', '--risk', 'high']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const high = await nodes(['--risk', 'high']);
+    expect(r.stderr).toBe(`Tagged ${high.length} nodes with risk-review in prod\n`);
+    expect((await nodes(['--tag', 'risk-review'])).map((n) => n.uuid).sort()).toEqual(high.map((n) => n.uuid).sort());
+  });
+
+  it('tags apply TAG - reads node names from stdin (one or more a line); nothing changes when one is unknown', async () => {
+    expect((await cli.run(['tags', 'add', 'from-stdin'])).exitCode).toBe(0);
+    const some = (await nodes(['--health', 'unhealthy'])).slice(0, 5);
+    const input = `${some[0]!.uuid}\n${some[1]!.hostname} ${some[2]!.uuid}\n# a comment\n\n${some[3]!.hostname},${some[4]!.hostname}\n`;
+    const r = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toBe('Tagged 5 nodes with from-stdin in prod\n');
+    expect((await nodes(['--tag', 'from-stdin'])).map((n) => n.uuid).sort()).toEqual(some.map((n) => n.uuid).sort());
+    const typo = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input: `${some[0]!.hostname}\nno-such-host-zz\n` });
+    expect(typo.exitCode).toBe(3);
+    expect(typo.stderr).toMatch(/no node "no-such-host-zz" in prod; nothing changed/);
+    const empty = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input: '\n' });
+    expect(empty.exitCode).toBe(3);
+    expect((await cli.run(['tags', 'apply', 'from-stdin', '-', some[0]!.hostname], { input: '' })).exitCode).toBe(2);
+  });
+});

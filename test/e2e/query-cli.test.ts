@@ -15,6 +15,7 @@ let url: string;
 const cli = new Cli();
 const dir = mkdtempSync(join(tmpdir(), 'fleetctl-qcli-'));
 const bodies: any[] = [];
+const actions: string[] = [];
 let started = 0;
 const archive = Buffer.alloc(1500, 7);
 let archiveBytes = archive;
@@ -43,6 +44,11 @@ beforeAll(async () => {
         return send(200, { query_name: 'q_1', expected: 3 });
       }
       if (u.pathname === '/api/v1/queries/prod/q_1') return send(200, query('q_1', 3));
+      const action = /^\/api\/v1\/(queries|carves)\/prod\/(cancel|complete|expire)\/(\w+)$/.exec(u.pathname);
+      if (req.method === 'POST' && action) {
+        actions.push(`${action[1]} ${action[2]} ${action[3]}`);
+        return send(200, { message: `${action[3]} ${action[2]}` });
+      }
       if (u.pathname === '/api/v1/queries/prod/results/q_1') {
         // Two nodes answer, 300 ms apart; the third never does.
         const t = Date.now() - started;
@@ -85,27 +91,29 @@ const env = () => ({ FLEETCTL_URL: url, FLEETCTL_TOKEN: 'x', FLEETCTL_ENV: 'prod
 describe('query run', () => {
   it('sends the targets as osctrl lists, streams one item per node answer, and says who did not answer', async () => {
     const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'platform:ubuntu,tag:web', '--target', 'web-1', '--target', '0D5E3B8C-1111-4222-8333-444455556666', '--wait', '2s', '--json'], { env: env() });
-    expect(r.exitCode).toBe(0);
-    expect(bodies.at(-1)).toEqual({ query: 'SELECT * FROM os_version', platform_list: ['ubuntu'], tag_list: ['web'], host_list: ['web-1'], uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'] });
+    expect(r.exitCode).toBe(9); // incomplete: a target did not answer, one answered with an error
+    // The expiry is the wait plus a minute (in seconds for fleetctl's server, whole hours for osctrl's exp_hours).
+    expect(bodies.at(-1)).toEqual({ query: 'SELECT * FROM os_version', platform_list: ['ubuntu'], tag_list: ['web'], host_list: ['web-1'], uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'], exp_hours: 1, expire_seconds: 62 });
     const items = JSON.parse(r.stdout);
     expect(items.map((i: { uuid: string }) => i.uuid)).toEqual(['AAAA', 'BBBB']);
     expect(r.stderr).toMatch(/Query q_1 started on 3 nodes in prod/);
-    expect(r.stderr).toMatch(/1 of 3 nodes did not answer within 2s/);
-    expect(r.stderr).not.toMatch(/nodes answered/); // no progress line when stderr is not a terminal
+    expect(r.stderr).toMatch(/error: 1 of 3 targets did not answer \(not within 2s\); 1 of 2 answered with an error; the query was stopped/);
+    expect(actions.at(-1)).toBe('queries complete q_1'); // stopped on the server when the command ended
+    expect(r.stderr).not.toMatch(/answered,/); // no progress line when stderr is not a terminal
   });
 
   it('table/csv: one line per row with its node; an error answer is a line on stderr', async () => {
     const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--wait', '2s', '-o', 'csv'], { env: env() });
-    expect(r.exitCode).toBe(0);
+    expect(r.exitCode).toBe(9);
     expect(r.stdout).toBe('node,name,version\nweb-1,Ubuntu,22.04\n');
     expect(r.stderr).toMatch(/db-1: error: no such table: nope/);
   });
 
   it('at a terminal: a table with the node column and an answered/expected progress line', async () => {
     const p = runInPty(cli, ['query', 'run', 'SELECT * FROM os_version', '--wait', '2s'], env());
-    await p.expect(/\d\/3 nodes answered/);
+    await p.expect(/\d\/3 answered/);
     const { exitCode, output } = await p.done();
-    expect(exitCode).toBe(0);
+    expect(exitCode).toBe(9);
     expect(output).toMatch(/NODE\s+NAME\s+VERSION/);
     expect(output).toMatch(/web-1\s+Ubuntu\s+22\.04/);
   });
@@ -125,7 +133,7 @@ describe('carves run and download', () => {
     const run = await cli.run(['carves', 'run', '/etc/hosts', '--target', 'web-1', '--wait', '5s'], { env: env() });
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toBe('carve_1\n');
-    expect(bodies.at(-1)).toEqual({ path: '/etc/hosts', host_list: ['web-1'] });
+    expect(bodies.at(-1)).toEqual({ path: '/etc/hosts', host_list: ['web-1'], exp_hours: 1, expire_seconds: 65 });
     const file = join(dir, 'a.tar');
     const dl = await cli.run(['carves', 'download', 'carve_1', '-O', file], { env: env() });
     expect(dl.exitCode).toBe(0);

@@ -61,6 +61,8 @@ export interface PtyRun {
   expect(re: RegExp, timeoutMs?: number): Promise<string>;
   /** Types a line and Enter. */
   line(text: string): void;
+  /** Types raw keys (e.g. Ctrl-C, "\x03"). */
+  write(text: string): void;
   /** Waits for the process to end. */
   done(timeoutMs?: number): Promise<{ exitCode: number; output: string }>;
   output(): string;
@@ -114,6 +116,9 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
     },
     line(text) {
       p.write(`${text}\r`);
+    },
+    write(text) {
+      p.write(text);
     },
     async done(timeoutMs = 30_000) {
       await waitFor(() => exit !== undefined, 'exit', timeoutMs);

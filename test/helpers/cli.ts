@@ -20,6 +20,7 @@ export interface RunOptions {
   input?: string;
   env?: Record<string, string | undefined>;
   timeout?: number;
+  cwd?: string;
 }
 
 /** A clean environment for the CLI: no inherited FLEETCTL_* or color settings. */
@@ -50,6 +51,7 @@ export class Cli {
       reject: false,
       timeout: o.timeout ?? 60_000,
       stripFinalNewline: false,
+      cwd: o.cwd,
     });
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   }

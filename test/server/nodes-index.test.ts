@@ -11,7 +11,7 @@ import { createEnvironment, generateNodes, insertNodes } from '../../src/server/
 import { ensureSettings } from '../../src/server/bootstrap.js';
 import { listNodes } from '../../src/server/services/nodes.js';
 import { dashboardStats } from '../../src/server/services/stats.js';
-import { NodeSorts, NodeStatuses, Platforms } from '../../src/api/index.js';
+import { HealthStatuses, NodeSorts, NodeStatuses, Platforms, RiskLevels } from '../../src/api/index.js';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
 import { openPostgres } from '../../src/server/store/postgres.js';
@@ -80,6 +80,20 @@ describe.skipIf(onPostgres)('query plans', () => {
     for (const status of [undefined, ...NodeStatuses])
       for (const platform of [undefined, ...Platforms])
         for (const sort of NodeSorts) expectIndexed(await plansOf(() => listNodes(deps, env(), { status, platform, sort })));
+  });
+
+  it('health and risk filters (issue 20) count on the nodes_env_health index, never the table', async () => {
+    for (const health of HealthStatuses) {
+      const plans = await plansOf(() => listNodes(deps, env(), { health }));
+      expectIndexed(plans);
+      const count = plans.find((p) => /count\(\*\)/i.test(p.sql))!;
+      expect(count.plan.join('\n'), count.sql).toMatch(/COVERING INDEX nodes_env_health/);
+    }
+    for (const risk of RiskLevels) {
+      const plans = await plansOf(() => listNodes(deps, env(), { risk, status: 'active', platform: 'linux' }));
+      expectIndexed(plans);
+    }
+    for (const sort of NodeSorts) expectIndexed(await plansOf(() => listNodes(deps, env(), { risk: 'high', sort })));
   });
 
   it('search q goes through the trigram index', async () => {

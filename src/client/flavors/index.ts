@@ -24,6 +24,8 @@ export const FEATURE_NAMES = {
   'env-settings': 'per-environment settings',
   'audit-search': 'audit search (-q)',
   'node-tag-filter': 'listing nodes by tag (--tag)',
+  'node-health-filter': 'listing nodes by risk or health (--risk, --health)',
+  'derived-targets': 'targeting nodes by status, health or risk (osctrl would ignore the list and target every node)',
   'audit-show': 'reading one audit entry',
   'node-config-filter': 'listing nodes by configuration (--config-stale)',
 } as const;

@@ -14,6 +14,9 @@ export interface NodeListQuery {
   config?: 'stale' | 'current';
   status?: NodeStatus;
   platform?: Platform;
+  /** Issue 20: posture.risk_level / health.status, derived by the server. */
+  risk?: string;
+  health?: string;
   sort?: NodeSort;
   order?: SortOrder;
 }

@@ -34,7 +34,9 @@ const CARVE_DETAIL_COLUMNS: Column<CarveQuery>[] = [
 ];
 
 const FILE_COLUMNS: Column<CarveFile>[] = [
-  { key: 'session_id', header: 'SESSION' },
+  // Which node each file came from (its hostname; the UUID when the server does not say or the node is gone).
+  { key: 'node', header: 'NODE', id: true, get: (f) => f.hostname || f.uuid },
+  { key: 'session_id', header: 'SESSION', id: true },
   { key: 'path', header: 'PATH' },
   { key: 'status', header: 'STATUS', kind: 'status' },
   { key: 'blocks', header: 'BLOCKS', get: (f) => `${f.completed_blocks}/${f.total_blocks}` },

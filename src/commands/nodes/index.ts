@@ -1,7 +1,10 @@
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
-import { NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, SortOrders } from '../../api/constants.js';
+import { HealthStatuses, NodeSorts, NodeStatuses, Platforms, PAGE_SIZE_MAX, RiskLevels, SortOrders } from '../../api/constants.js';
 import type { NodeSort, NodeStatus, Platform, SortOrder } from '../../api/index.js';
+
+type RiskLevel = (typeof RiskLevels)[number];
+type HealthStatus = (typeof HealthStatuses)[number];
 import { CliError, mapError } from '../../errors.js';
 import { colorsFor, printList, printObject, safeText } from '../../output/index.js';
 import { renderNodeView } from './show-view.js';
@@ -12,6 +15,8 @@ import { confirmDestructive } from '../confirm.js';
 
 interface ListOpts {
   status?: NodeStatus;
+  risk?: RiskLevel;
+  health?: HealthStatus;
   platform?: Platform;
   search?: string;
   tag?: string;
@@ -61,6 +66,8 @@ export function registerNodes(program: Command): void {
         'stream, so memory stays flat however large the fleet is.',
       examples: [
         'fleetctl nodes list --status active',
+        'fleetctl nodes list --risk high --all --json',
+        'fleetctl nodes list --health unhealthy --platform windows',
         'fleetctl nodes list --tag pci --all --json',
         'fleetctl nodes list --platform linux --sort osquery --order desc --limit 20',
         'fleetctl nodes list --all --json > nodes.json',
@@ -72,6 +79,8 @@ export function registerNodes(program: Command): void {
       cmd
         .addOption(choiceOption('--status <status>', 'node status', NodeStatuses))
         .addOption(choiceOption('--platform <platform>', 'platform family', Platforms))
+        .addOption(choiceOption('--risk <level>', "posture.risk_level, as the server derives it (docs/api.md)", RiskLevels))
+        .addOption(choiceOption('--health <status>', 'health.status, as the server derives it', HealthStatuses))
         .option('-t, --tag <name>', 'only nodes carrying this tag')
         .option('-q, --search <text>', 'substring of uuid, hostname, localname, IP, user, platform or osquery version')
         .option('--config-stale', 'only nodes not yet on the environment\'s current osquery configuration (see `env config --agent`)')
@@ -84,10 +93,11 @@ export function registerNodes(program: Command): void {
     async (ctx, _args, o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const filters = { status: o.status, platform: o.platform, q: o.search, tag: o.tag, config: o.configStale ? ('stale' as const) : undefined, sort: o.sort, order: o.order };
-      const filtered = o.status || o.platform || o.search || o.tag || o.configStale;
+      const filters = { status: o.status, platform: o.platform, risk: o.risk, health: o.health, q: o.search, tag: o.tag, config: o.configStale ? ('stale' as const) : undefined, sort: o.sort, order: o.order };
+      const filtered = o.status || o.platform || o.search || o.tag || o.configStale || o.risk || o.health;
       if (o.tag !== undefined) api.need('node-tag-filter');
       if (o.configStale) api.need('node-config-filter');
+      if (o.risk !== undefined || o.health !== undefined) api.need('node-health-filter');
       const { Node } = await import('../../api/index.js');
       await printPagedList(ctx, o, {
         noun: 'nodes',

@@ -5,11 +5,12 @@ import { choiceOption, group, intArg, verb } from '../define.js';
 import { PAGE_SIZE_MAX, QueryListStatuses } from '../../api/constants.js';
 import type { DistributedQuery, QueryListStatus } from '../../api/index.js';
 import { printPagedList } from '../paged-list.js';
-import { parseDuration } from '../../lib/duration.js';
-import { InterruptedError, UsageError } from '../../errors.js';
-import { printObject, type Column } from '../../output/index.js';
-import { addRunOptions, targetLists } from './targets.js';
-import { streamResults } from './stream.js';
+import { CliError, ExitCode, InterruptedError, UsageError, mapError } from '../../errors.js';
+import { printList, printObject, safeText, type Column } from '../../output/index.js';
+import { paginate } from '../../client/paginate.js';
+import { addRunOptions, targetLists, TARGET_HELP, type RunFlags } from './targets.js';
+import { streamResults, type StreamResult } from './stream.js';
+import { LiveRun } from './live-run.js';
 
 export const QUERY_COLUMNS: Column<DistributedQuery>[] = [
   { key: 'name', header: 'NAME' },
@@ -43,16 +44,29 @@ export function queryState(q: DistributedQuery): string {
   return q.active ? 'active' : 'inactive';
 }
 
-/** --wait: a duration, or 0 for "start it and return". */
-export function parseWait(v: string): number {
-  return v.trim() === '0' ? 0 : parseDuration(v);
+export { parseWait } from './live-run.js';
+
+interface RunOpts extends RunFlags {
+  hidden?: boolean;
 }
 
-interface RunOpts {
-  target?: string[];
-  wait: string;
-  expireHours?: number;
-  hidden?: boolean;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * How the run ended, in one line, and its exit code: 0 when every target answered without an
+ * error, 9 (incomplete) when some did not answer or answered with an error (documented).
+ */
+function summary(r: StreamResult, wait: string, fate: string): { line?: string; incomplete: boolean } {
+  const missing = Math.max(0, r.expected - r.answered);
+  const parts: string[] = [];
+  if (missing > 0) {
+    const offline = r.online !== undefined ? Math.max(0, missing - (r.onlinePending ?? 0)) : undefined;
+    const why = r.onlineDone ? 'every online target answered; the others are offline' : `not within ${wait}`;
+    parts.push(`${missing} of ${plural(r.expected, 'target')} did not answer (${why}${offline !== undefined && !r.onlineDone ? `; ${offline} offline` : ''})`);
+  }
+  if (r.errors > 0) parts.push(`${r.errors} of ${r.answered} answered with an error`);
+  if (parts.length === 0) return { incomplete: false };
+  return { line: `${parts.join('; ')}${fate ? `; ${fate}` : ''}`, incomplete: true };
 }
 
 export function registerQuery(program: Command): void {
@@ -74,37 +88,58 @@ export function registerQuery(program: Command): void {
       summary: 'Run a query on nodes and stream their answers',
       description:
         'Start a distributed query on the target nodes (default: every node of the environment) and print\n' +
-        'the answers as nodes send them, until every targeted node has answered or --wait passes.\n' +
-        'Targets (repeatable, comma-separated): all, env:NAME, platform:NAME, tag:NAME, a node UUID or hostname.\n' +
-        'At a terminal: a table of rows with their NODE, and a progress line on stderr. -o json/jsonl/yaml:\n' +
-        'one object per node answer (uuid, hostname, status, error, rows). The query name goes to stderr.',
+        'the answers as nodes send them, until every targeted node has answered, --wait passes, or with\n' +
+        '--exit every online target has answered (offline nodes are not waited for).\n\n' +
+        `Targets (--target, repeatable, comma-separated): ${TARGET_HELP}. Several targets are a union: a node\n` +
+        'matching any of them is targeted (--target platform:darwin --target tag:pci asks every darwin node and\n' +
+        'every pci node).\n\n' +
+        'The query is bounded: it is stopped on the server when the command ends, fails or is interrupted\n' +
+        '(Ctrl-C), answers kept; with --detach it stays active until it expires (--expire, default 24h).\n\n' +
+        'At a terminal: a table of rows with their NODE, and a progress line on stderr (answered/targeted, and\n' +
+        'how many targets are online). -o json/jsonl/yaml: one object per node answer (uuid, hostname, status,\n' +
+        'error, rows). The query name goes to stderr. Exit 0 when every target answered without an error, 9 when\n' +
+        'some did not answer or answered with an error, 130 when interrupted.',
       examples: [
-        'fleetctl query run "SELECT * FROM os_version" --target all --wait 30s --json',
+        'fleetctl query run "SELECT * FROM os_version" --target status:active --exit --json',
         'fleetctl query run "SELECT * FROM uptime" --target platform:darwin --target tag:pci',
         'fleetctl query run "SELECT * FROM users" --target web-fra-00001-3f2a -o csv',
-        'fleetctl query run "SELECT * FROM processes" --wait 0   # start it, read later with query results',
+        'fleetctl query run "SELECT * FROM listening_ports" --target risk:high --wait 5m',
+        'fleetctl query run "SELECT * FROM processes" --detach --wait 0 --expire 2h   # start it, read later with query results',
       ],
     },
     (cmd) => addRunOptions(cmd.argument('<sql>', 'the osquery SQL to run'), 'query', 'ask', 'answers').option('--hidden', 'hide the query from the default list'),
     async (ctx, [sql], o) => {
-      const wait = parseWait(o.wait);
       if (!sql!.trim()) throw new UsageError('the query is empty');
       const lists = targetLists(o.target ?? ['all']);
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const started = await api.queries.run(env, { query: sql, ...lists, exp_hours: o.expireHours, hidden: o.hidden || undefined });
+      if (lists.status_list || lists.health_list || lists.risk_list) api.need('derived-targets');
+      const run = new LiveRun(ctx, api, env, 'query', o);
+      const started = await api.queries.run(env, { query: sql, ...lists, ...run.expiryBody(), hidden: o.hidden || undefined });
       const name = started.query_name;
-      const expected = started.expected ?? (await api.queries.get(env, name)).expected;
-      ctx.io.err(`Query ${name} started on ${expected} node${expected === 1 ? '' : 's'} in ${env}\n`);
-      if (wait === 0) {
-        if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, expected });
-        return;
+      run.begin(name);
+      let r: StreamResult;
+      try {
+        const expected = started.expected ?? (await api.queries.get(env, name)).expected;
+        ctx.io.err(`Query ${name} started on ${plural(expected, 'node')} in ${env}\n`);
+        if (run.waitMs === 0) {
+          await run.end(name, 'none');
+          if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, expected });
+          return;
+        }
+        r = await streamResults(ctx, api, { env, name, expected, deadline: Date.now() + run.waitMs, exitWhenOnlineAnswered: o.exit, run });
+      } catch (e) {
+        await run.end(name, 'cancel');
+        throw e;
       }
-      const r = await streamResults(ctx, api, { env, name, expected, deadline: Date.now() + wait });
-      if (r.interrupted) throw new InterruptedError();
-      if (r.answered < r.expected) {
-        ctx.io.err(`${r.expected - r.answered} of ${r.expected} nodes did not answer within ${o.wait}; the query stays active: fleetctl query results ${name}\n`);
-      } else if (!ctx.wantsData() && ctx.io.stdoutIsTTY && r.rows === 0) ctx.io.err('No rows.\n');
+      if (r.interrupted) {
+        await run.end(name, 'cancel');
+        throw new InterruptedError();
+      }
+      const fate = run.fate(await run.end(name, r.answered < r.expected ? 'complete' : 'none'), name);
+      const s = summary(r, o.wait, fate);
+      if (s.incomplete) throw new CliError(s.line!, ExitCode.incomplete, r.answered < r.expected && !o.exit ? 'offline targets are not waited for with --exit; --wait waits longer' : undefined);
+      if (!ctx.wantsData() && ctx.io.stdoutIsTTY && r.rows === 0) ctx.io.err('No rows.\n');
     },
   );
 
@@ -172,22 +207,60 @@ export function registerQuery(program: Command): void {
     },
   );
 
-  verb(
+  verb<{ allMine?: boolean }>(
     query,
     {
       name: 'cancel',
       aliases: ['expire'],
-      summary: 'Stop a live query',
-      description: 'Expire a distributed query now: nodes that have not picked it up yet no longer will. Answers received are kept.',
-      examples: ['fleetctl query cancel NAME'],
+      summary: 'Stop live queries',
+      description:
+        'Expire distributed queries now: nodes that have not picked them up yet no longer will. Answers received\n' +
+        'are kept. Name the queries, or --all-mine for every active query you started in the environment.\n' +
+        'Each is cancelled even when another fails; the exit code is the first failure\'s.',
+      examples: ['fleetctl query cancel NAME', 'fleetctl query cancel NAME1 NAME2', 'fleetctl query cancel --all-mine'],
     },
-    (cmd) => cmd.argument('<name>', 'query name'),
-    async (ctx, [name]) => {
+    (cmd) => cmd.argument('[names...]', 'query names').option('--all-mine', 'every active query you started in the environment'),
+    async (ctx, names, o) => {
+      if (o.allMine && names.length > 0) throw new UsageError('name queries or pass --all-mine, not both');
+      if (!o.allMine && names.length === 0) throw new UsageError('no query: name one or more, or pass --all-mine');
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const r = await api.queries.action(env, 'cancel', name!);
-      if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: 'cancel', message: r.message });
-      else ctx.io.err(`Cancelled query ${name} in ${env}\n`);
+      let targets = [...new Set(names)];
+      if (o.allMine) {
+        const me = (await api.users.me()).username;
+        targets = [];
+        for await (const page of paginate((page, page_size) => api.queries.list(env, { status: 'active', page, page_size }), { pageSize: PAGE_SIZE_MAX })) {
+          for (const q of page) if (q.creator === me) targets.push(q.name);
+        }
+        if (targets.length === 0) {
+          if (ctx.wantsData()) await printList(ctx.io, ctx.output(), [], []);
+          else ctx.io.err(`No active queries of yours in ${env}.\n`);
+          return;
+        }
+      }
+      const results: { name: string; env: string; action: 'cancel'; cancelled: boolean; message: string }[] = [];
+      let first: unknown;
+      for (const name of targets) {
+        try {
+          const r = await api.queries.action(env, 'cancel', name);
+          results.push({ name, env, action: 'cancel', cancelled: true, message: r.message });
+          if (!ctx.wantsData()) ctx.io.err(`Cancelled query ${name} in ${env}\n`);
+        } catch (e) {
+          first ??= e;
+          const m = mapError(e);
+          results.push({ name, env, action: 'cancel', cancelled: false, message: m.message });
+          if (targets.length > 1) ctx.io.err(`error: ${safeText(name)}: ${safeText(m.message)}\n`);
+        }
+      }
+      if (ctx.wantsData()) {
+        if (results.length === 1 && !o.allMine) await printObject(ctx.io, ctx.output(), results[0]);
+        else await printList(ctx.io, ctx.output(), results, []);
+      }
+      if (first) {
+        if (targets.length === 1) throw first;
+        const m = mapError(first);
+        throw new CliError(`${results.filter((r) => !r.cancelled).length} of ${targets.length} cancellations failed`, m.exitCode, m.hint);
+      }
     },
   );
 }

@@ -1,12 +1,13 @@
 // The results of a distributed query as nodes answer: polled from the results endpoint with
 // `after_id` (the last answer seen), each new answer printed at once. Machine formats carry
 // the API items (one result set per node); table and csv show one line per row, prefixed by
-// the node's hostname.
+// the node's hostname (the NODE column, sized from the longest targeted hostname).
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
-import type { QueryResult } from '../../api/index.js';
+import type { QueryResult, QueryResultsPage } from '../../api/index.js';
 import { createListWriter, type ListWriter } from '../../output/index.js';
 import { sanitize } from '../../output/cell.js';
+import type { LiveRun } from './live-run.js';
 
 const PAGE = 1000;
 
@@ -17,6 +18,10 @@ export interface StreamOptions {
   expected: number;
   /** Stop polling at this time (ms since epoch); undefined: one pass over what is there. */
   deadline?: number;
+  /** Stop once every online target has answered (--exit). */
+  exitWhenOnlineAnswered?: boolean;
+  /** The run this stream belongs to: its interruption stops the wait. */
+  run?: LiveRun;
   pollMs?: number;
 }
 
@@ -25,8 +30,15 @@ type Row = Record<string, unknown>;
 export interface StreamResult {
   answered: number;
   expected: number;
+  /** Answers with a non-zero status (osquery's error). */
+  errors: number;
   rows: number;
+  /** Targets online at the last poll, and how many of them had not answered (undefined: the server does not say). */
+  online?: number;
+  onlinePending?: number;
   interrupted: boolean;
+  /** Ended because every online target had answered (--exit). */
+  onlineDone: boolean;
 }
 
 const nodeName = (r: QueryResult) => r.hostname || r.uuid;
@@ -34,32 +46,47 @@ const nodeName = (r: QueryResult) => r.hostname || r.uuid;
 /** Prints the answers of query `name` as they arrive. */
 export async function streamResults(ctx: Context, api: FleetApi, o: StreamOptions): Promise<StreamResult> {
   const data = ctx.wantsData() && ctx.output().format !== 'csv';
-  const items: ListWriter<QueryResult> | undefined = data ? createListWriter<QueryResult>(ctx.io, ctx.output()) : undefined;
-  const rows: ListWriter<Row> | undefined = data ? undefined : createListWriter<Row>(ctx.io, ctx.output());
+  let items: ListWriter<QueryResult> | undefined;
+  let rows: ListWriter<Row> | undefined;
+  // Made at the first page, which tells the longest hostname among the targets.
+  const writers = (p: QueryResultsPage) => {
+    if (data) items ??= createListWriter<QueryResult>(ctx.io, ctx.output());
+    else {
+      const width = Math.max(p.hostname_width ?? 0, 'NODE'.length);
+      rows ??= createListWriter<Row>(ctx.io, ctx.output(), [], { stream: o.deadline !== undefined, hints: { node: { id: true, width } } });
+    }
+  };
   let lastId = 0;
   let expected = o.expected;
   const nodes = new Set<string>();
   let rowCount = 0;
+  let errors = 0;
+  let online: number | undefined;
+  let onlinePending: number | undefined;
+  let onlineDone = false;
   const progress = ctx.io.stderr.isTTY === true && o.deadline !== undefined;
   const started = Date.now();
   const showProgress = () => {
-    if (progress) ctx.io.err(`\r\x1b[K${nodes.size}${expected > 0 ? `/${expected}` : ''} nodes answered (${Math.round((Date.now() - started) / 1000)} s)`);
+    if (!progress) return;
+    const of = expected > 0 ? `/${expected}` : '';
+    const live = online !== undefined ? `, ${online} online` : '';
+    ctx.io.err(`\r\x1b[K${nodes.size}${of} answered${live} (${Math.round((Date.now() - started) / 1000)} s)`);
   };
-  let interrupted = false;
-  const onSigint = () => {
-    interrupted = true;
-  };
-  process.on('SIGINT', onSigint);
+  const interrupted = () => o.run?.interrupted ?? false;
   try {
     for (;;) {
       // Everything after the last answer seen, a page at a time.
       for (;;) {
         const p = await api.queries.results(o.env, o.name, { after_id: lastId, page_size: PAGE });
+        writers(p);
         if (p.expected !== undefined && p.expected > 0) expected = p.expected;
+        if (p.online !== undefined) online = p.online;
+        if (p.online_pending !== undefined) onlinePending = p.online_pending;
         const fresh = p.items.filter((r) => r.id > lastId);
         for (const r of fresh) {
           lastId = Math.max(lastId, r.id);
           nodes.add(r.uuid);
+          if (r.status !== 0) errors++;
         }
         if (fresh.length > 0) {
           if (progress) ctx.io.err('\r\x1b[K');
@@ -78,14 +105,17 @@ export async function streamResults(ctx: Context, api: FleetApi, o: StreamOption
       }
       showProgress();
       const done = expected > 0 && nodes.size >= expected;
-      if (done || interrupted || o.deadline === undefined || Date.now() >= o.deadline) break;
-      await new Promise((r) => setTimeout(r, Math.min(o.pollMs ?? 1000, Math.max(0, o.deadline! - Date.now()))));
-      if (interrupted) break;
+      onlineDone = !done && o.exitWhenOnlineAnswered === true && onlinePending === 0;
+      if (done || onlineDone || interrupted() || o.deadline === undefined || Date.now() >= o.deadline) break;
+      const wait = Math.min(o.pollMs ?? 1000, Math.max(0, o.deadline - Date.now()));
+      if (o.run) await o.run.sleep(wait);
+      else await new Promise((r) => setTimeout(r, wait));
+      if (interrupted()) break;
     }
   } finally {
-    process.off('SIGINT', onSigint);
     if (progress) ctx.io.err('\r\x1b[K');
   }
+  if (!items && !rows) writers({} as QueryResultsPage);
   await (items ?? rows)!.end();
-  return { answered: nodes.size, expected, rows: rowCount, interrupted };
+  return { answered: nodes.size, expected, errors, rows: rowCount, online, onlinePending, interrupted: interrupted(), onlineDone };
 }

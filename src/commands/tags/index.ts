@@ -2,7 +2,7 @@ import { reportChange } from '../report.js';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { choiceOption, group, verb } from '../define.js';
-import { NodeStatuses, Platforms, TagTypes } from '../../api/constants.js';
+import { HealthStatuses, NodeStatuses, Platforms, RiskLevels, TagTypes } from '../../api/constants.js';
 import type { NodeStatus, Platform, TagBody, TagWithCount } from '../../api/index.js';
 import { CliError, ExitCode, UsageError, mapError } from '../../errors.js';
 import { printObject, type Column } from '../../output/index.js';
@@ -11,7 +11,7 @@ import { Progress } from '../progress.js';
 import { NODE_COLUMNS } from '../nodes/columns.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
-import { nodesToChange } from './select-nodes.js';
+import { nodesToChange, refsFromStdin } from './select-nodes.js';
 import { printWholeList } from '../paged-list.js';
 
 type TagTypeName = keyof typeof TagTypes;
@@ -73,6 +73,8 @@ interface ApplyOpts {
   search?: string;
   status?: NodeStatus;
   platform?: Platform;
+  risk?: string;
+  health?: string;
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -81,7 +83,11 @@ async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs
   const env = ctx.requireEnv();
   const api = await ctx.api();
   if (action === 'untag') api.need('untag');
-  const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform });
+  if (refs.includes('-')) {
+    if (refs.length > 1) throw new UsageError('- (node names from stdin) cannot be mixed with names on the command line');
+    refs = await refsFromStdin(ctx.io);
+  }
+  const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform, risk: o.risk, health: o.health });
   let done = 0;
   const progress = Progress.start(ctx.io, 'nodes', { verb: action === 'tag' ? 'Tagged' : 'Untagged', bulk: true });
   try {
@@ -236,7 +242,9 @@ export function registerTags(program: Command): void {
     cmd
       .option('-q, --search <text>', 'select the nodes matching this text (as `nodes list -q`)')
       .addOption(choiceOption('--status <status>', 'select nodes by status', NodeStatuses))
-      .addOption(choiceOption('--platform <platform>', 'select nodes by platform family', Platforms));
+      .addOption(choiceOption('--platform <platform>', 'select nodes by platform family', Platforms))
+      .addOption(choiceOption('--risk <level>', 'select nodes by posture.risk_level (as nodes list --risk)', RiskLevels))
+      .addOption(choiceOption('--health <status>', 'select nodes by health.status (as nodes list --health)', HealthStatuses));
 
   verb<ApplyOpts>(
     tags,
@@ -244,16 +252,19 @@ export function registerTags(program: Command): void {
       name: 'apply',
       summary: 'Tag nodes',
       description:
-        'Tag nodes named by UUID, hostname or local name, or every node matching --search/--status/--platform.\n' +
+        'Tag nodes named by UUID, hostname or local name (- reads them from stdin, one or more a line), or every\n' +
+        'node matching --search/--status/--platform/--risk/--health (the filters combine: a node must match all).\n' +
         'Names are resolved first: an unknown or ambiguous name fails the command and nothing is tagged.\n' +
         `Nodes are sent in batches of ${TAG_BATCH}; each batch is applied whole or not at all.`,
       examples: [
         'fleetctl tags apply pci prod-web-0013 prod-db-0029',
         'fleetctl tags apply laptops --platform darwin',
+        'fleetctl tags apply quarantine --risk high',
+        "fleetctl nodes list --health unhealthy --all -o json --jq '.[].uuid' | fleetctl tags apply review -",
         'fleetctl tags apply quarantine -q 10.1.0. --status inactive -o json',
       ],
     },
-    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names')),
+    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
     async (ctx, [tag, ...refs], o) => applyTag(ctx, 'tag', tag!, refs, o),
   );
 
@@ -266,7 +277,7 @@ export function registerTags(program: Command): void {
       description: 'The reverse of `tags apply`: same ways to name or select nodes, same all-or-nothing name resolution.',
       examples: ['fleetctl tags unapply quarantine prod-web-0013', 'fleetctl tags unapply quarantine --status active'],
     },
-    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names')),
+    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
     async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag!, refs, o),
   );
 }

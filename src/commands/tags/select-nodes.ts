@@ -7,12 +7,18 @@ import type { NodeStatus, Platform } from '../../api/index.js';
 import type { FleetApi } from '../../client/index.js';
 import { paginate } from '../../client/paginate.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
+import type { IO } from '../../io.js';
 
 export interface NodeFilter {
   search?: string;
   status?: NodeStatus;
   platform?: Platform;
+  /** Issue 20: the server's derived posture.risk_level / health.status. */
+  risk?: string;
+  health?: string;
 }
+
+const FILTER_FLAGS = '--search, --status, --platform, --risk or --health';
 
 /** Parallel lookups, but few enough not to look like a flood to the server's rate limit. */
 const LOOKUP_CONCURRENCY = 8;
@@ -20,7 +26,7 @@ const LOOKUP_CONCURRENCY = 8;
 const MAX_CANDIDATES = 10;
 
 export function hasFilter(f: NodeFilter): boolean {
-  return f.search !== undefined || f.status !== undefined || f.platform !== undefined;
+  return f.search !== undefined || f.status !== undefined || f.platform !== undefined || f.risk !== undefined || f.health !== undefined;
 }
 
 export function describeFilter(f: NodeFilter): string {
@@ -28,6 +34,8 @@ export function describeFilter(f: NodeFilter): string {
   if (f.search !== undefined) parts.push(`--search ${JSON.stringify(f.search)}`);
   if (f.status !== undefined) parts.push(`--status ${f.status}`);
   if (f.platform !== undefined) parts.push(`--platform ${f.platform}`);
+  if (f.risk !== undefined) parts.push(`--risk ${f.risk}`);
+  if (f.health !== undefined) parts.push(`--health ${f.health}`);
   return parts.join(' ');
 }
 
@@ -72,7 +80,8 @@ export async function resolveNodeRefs(api: FleetApi, env: string, refs: readonly
 /** UUIDs of every node matching the filter, walking all pages of the nodes list. */
 export async function selectNodes(api: FleetApi, env: string, f: NodeFilter): Promise<string[]> {
   const uuids: string[] = [];
-  const query = { q: f.search, status: f.status, platform: f.platform, sort: 'uuid' as const };
+  if (f.risk !== undefined || f.health !== undefined) api.need('node-health-filter');
+  const query = { q: f.search, status: f.status, platform: f.platform, risk: f.risk, health: f.health, sort: 'uuid' as const };
   for await (const items of paginate((page, page_size) => api.nodes.list(env, { ...query, page, page_size }), { pageSize: PAGE_SIZE_MAX })) {
     for (const n of items) uuids.push(n.uuid);
   }
@@ -82,8 +91,26 @@ export async function selectNodes(api: FleetApi, env: string, f: NodeFilter): Pr
 
 /** Named nodes or a filter, never both (a mix would be unclear: union or intersection?). */
 export async function nodesToChange(api: FleetApi, env: string, refs: readonly string[], f: NodeFilter): Promise<string[]> {
-  if (refs.length > 0 && hasFilter(f)) throw new UsageError('name nodes or select them with --search/--status/--platform, not both');
+  if (refs.length > 0 && hasFilter(f)) throw new UsageError(`name nodes or select them with ${FILTER_FLAGS}, not both`);
   if (refs.length > 0) return resolveNodeRefs(api, env, refs);
   if (hasFilter(f)) return selectNodes(api, env, f);
-  throw new UsageError('no nodes: name them (UUID, hostname or local name) or select them with --search, --status or --platform');
+  throw new UsageError(`no nodes: name them (UUID, hostname or local name; - reads them from stdin) or select them with ${FILTER_FLAGS}`);
+}
+
+/**
+ * `tags apply TAG -`: node names from stdin, one or more a line (whitespace or commas between),
+ * as `jq -r '.[].uuid'` or `cut -f1` print them; blank lines and `#` comments are skipped.
+ */
+export async function refsFromStdin(io: IO): Promise<string[]> {
+  if (io.stdin.isTTY) throw new UsageError('- reads node names from standard input: pipe them in (e.g. ... | fleetctl tags apply TAG -)');
+  const chunks: Buffer[] = [];
+  for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
+  const refs = Buffer.concat(chunks)
+    .toString('utf8')
+    .split('\n')
+    .map((l) => l.replace(/#.*$/, ''))
+    .flatMap((l) => l.split(/[\s,]+/))
+    .filter(Boolean);
+  if (refs.length === 0) throw new CliError('no node names on standard input; nothing changed', ExitCode.notFound);
+  return refs;
 }

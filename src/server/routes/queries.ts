@@ -50,7 +50,7 @@ export function queriesRoutes(app: App, deps: Deps): void {
     '/api/v1/carves/:env/archive/:name',
     { config: { rule: RULES.carveRead }, schema: { params: EnvName, querystring: Type.Object({ session: Type.Optional(Type.String()) }) } },
     async (req, reply) => {
-      const a = await carveArchive(deps, envOf(req), req.params.name, req.query.session);
+      const a = await carveArchive(deps, callerOf(req), envOf(req), req.params.name, req.query.session, req.ip);
       return reply
         .header('content-type', 'application/octet-stream')
         // RFC 6266: an ASCII fallback name plus filename* (RFC 5987, UTF-8) for any path, control

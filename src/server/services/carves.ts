@@ -70,9 +70,10 @@ export function toCarveQuery(r: QueryRow & { carve_status: string }): CarveQuery
   };
 }
 
-export function toCarveFile(r: CarveFileRow): CarveFile {
+export function toCarveFile(r: CarveFileRow & { hostname?: string | null }): CarveFile {
   return {
     uuid: r.uuid,
+    hostname: r.hostname ?? '',
     carve_id: r.carve_id,
     session_id: r.session_id,
     path: r.path,
@@ -131,15 +132,21 @@ async function findCarve(deps: Deps, env: EnvironmentRow, name: string): Promise
   return row;
 }
 
+/** The files of a carve, each with the hostname of its node (issue 20: which node a file came from). */
+export async function carveFilesWithHost(deps: Deps, env: EnvironmentRow, queryId: number, o: { completed?: boolean } = {}) {
+  let q = deps.db
+    .selectFrom('carve_files')
+    .leftJoin('nodes', (j) => j.onRef('nodes.uuid', '=', 'carve_files.uuid').on('nodes.environment_id', '=', env.id))
+    .selectAll('carve_files')
+    .select('nodes.hostname')
+    .where('carve_files.query_id', '=', queryId);
+  if (o.completed) q = q.where('carve_files.status', '=', 'COMPLETED');
+  return q.orderBy('carve_files.created_at').orderBy('carve_files.uuid').execute();
+}
+
 export async function readCarve(deps: Deps, env: EnvironmentRow, name: string): Promise<CarveDetail> {
   const row = await findCarve(deps, env, name);
-  const files = await deps.db
-    .selectFrom('carve_files')
-    .selectAll()
-    .where('query_id', '=', row.id)
-    .orderBy('created_at')
-    .orderBy('uuid')
-    .execute();
+  const files = await carveFilesWithHost(deps, env, row.id);
   return { files: files.map(toCarveFile), query: toCarveQuery(row) };
 }
 

@@ -7,10 +7,12 @@ import { sql } from 'kysely';
 import { atomically, inTransaction } from '../store/db.js';
 import type { Caller, Deps } from '../context.js';
 import type { EnvironmentRow, NodeRow, QueryRow } from '../store/schema.js';
-import { LogTypes, NEVER } from '../../api/index.js';
+import { HealthStatuses, LogTypes, NEVER, RiskLevels } from '../../api/index.js';
 import { badRequest, conflict, invalidAction, notFound } from '../errors.js';
 import { writeAudit } from './audit.js';
-import { toCarveQuery } from './carves.js';
+import { carveFilesWithHost, toCarveQuery } from './carves.js';
+import { healthBoundsOf } from './nodes.js';
+import { healthWhere, onlineSince, riskWhere, statusWhere } from './node-filters.js';
 
 export interface LiveQueryRequest {
   query?: unknown;
@@ -20,9 +22,19 @@ export interface LiveQueryRequest {
   environment_list?: unknown;
   host_list?: unknown;
   tag_list?: unknown;
+  /** Issue 20 (fleetctl's server only): targets by activity, derived health and risk, as `nodes list` filters them. */
+  status_list?: unknown;
+  health_list?: unknown;
+  risk_list?: unknown;
   hidden?: unknown;
   exp_hours?: unknown;
+  /** Issue 20: expiry in seconds (wins over exp_hours, which osctrl reads). */
+  expire_seconds?: unknown;
 }
+
+/** A live query or carve started without exp_hours or expire_seconds ends after a day (docs/api.md). */
+export const DEFAULT_EXPIRE_SECONDS = 24 * 3600;
+export const MAX_EXPIRE_SECONDS = 8760 * 3600;
 
 export const QueryActions = ['delete', 'expire', 'complete', 'cancel'] as const;
 
@@ -35,12 +47,24 @@ const strList = (v: unknown, field: string): string[] => {
 /** osctrl's carve SQL, with the path's quotes doubled. */
 export const carveSql = (path: string) => `SELECT * FROM carves WHERE carve=1 AND path = '${path.replace(/'/g, "''")}';`;
 
+/** A list whose values must each be one of `allowed` (lower-cased). */
+function choiceList<T extends string>(v: unknown, field: string, allowed: readonly T[]): T[] {
+  const list = strList(v, field).map((s) => s.toLowerCase());
+  const bad = list.find((s) => !(allowed as readonly string[]).includes(s));
+  if (bad !== undefined) throw badRequest(`${field}: invalid value "${bad}"; valid values: ${allowed.join(', ')}`);
+  return [...new Set(list)] as T[];
+}
+
 /** Node ids of the env matching any of the target lists; no lists = every node of the env. */
 async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryRequest) {
   const uuids = strList(body.uuid_list, 'uuid_list').map((u) => u.toLowerCase());
   const platforms = strList(body.platform_list, 'platform_list').map((p) => p.toLowerCase());
   const hosts = strList(body.host_list, 'host_list').map((h) => h.toLowerCase());
   const tags = strList(body.tag_list, 'tag_list');
+  const statuses = choiceList(body.status_list, 'status_list', ['active', 'inactive'] as const);
+  const healths = choiceList(body.health_list, 'health_list', HealthStatuses);
+  const risks = choiceList(body.risk_list, 'risk_list', RiskLevels);
+  const bounds = statuses.length || healths.length || risks.length ? await healthBoundsOf(deps, env) : undefined;
   for (const e of strList(body.environment_list, 'environment_list')) {
     if (e !== env.name && e.toLowerCase() !== env.uuid.toLowerCase()) throw badRequest(`environment_list names "${e}", not this environment (${env.name})`);
   }
@@ -49,6 +73,9 @@ async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryReque
     ...platforms.map((value) => ({ type: 'platform', value })),
     ...hosts.map((value) => ({ type: 'host', value })),
     ...tags.map((value) => ({ type: 'tag', value })),
+    ...statuses.map((value) => ({ type: 'status', value })),
+    ...healths.map((value) => ({ type: 'health', value })),
+    ...risks.map((value) => ({ type: 'risk', value })),
   ];
   const all = targets.length === 0;
   let base = deps.db.selectFrom('nodes').select('id').where('environment_id', '=', env.id);
@@ -63,12 +90,33 @@ async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryReque
           eb('id', 'in', eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', 'in', tags).where('tags.environment_id', '=', env.id)),
         );
       }
+      // The union, like the lists above: a node in any of them is targeted.
+      for (const s of statuses) ors.push(statusWhere(eb, s, bounds!));
+      for (const h of healths) ors.push(healthWhere(eb, h, bounds!));
+      for (const r of risks) ors.push(riskWhere(eb, r, bounds!));
       return eb.or(ors);
     });
   }
   const rows = await base
     .execute();
   return { ids: rows.map((r) => r.id), targets: all ? [{ type: 'environment', value: env.name }] : targets };
+}
+
+/**
+ * Seconds until the query expires, 0 for never. `expire_seconds` (1 to a year) wins; else
+ * `exp_hours` (0 to 8760, 0 = never, osctrl's meaning); neither: a day, so a query nobody
+ * cancels does not stay active for ever (issue 20).
+ */
+function expirySeconds(body: LiveQueryRequest): number {
+  if (body.expire_seconds !== undefined && body.expire_seconds !== null) {
+    const s = body.expire_seconds;
+    if (typeof s !== 'number' || !Number.isInteger(s) || s < 1 || s > MAX_EXPIRE_SECONDS) throw badRequest(`expire_seconds must be an integer from 1 to ${MAX_EXPIRE_SECONDS}`);
+    return s;
+  }
+  if (body.exp_hours === undefined || body.exp_hours === null) return DEFAULT_EXPIRE_SECONDS;
+  const h = body.exp_hours;
+  if (typeof h !== 'number' || !Number.isInteger(h) || h < 0 || h > 8760) throw badRequest('exp_hours must be an integer from 0 to 8760');
+  return h * 3600;
 }
 
 export async function startLiveQuery(
@@ -92,8 +140,7 @@ export async function startLiveQuery(
       if (typeof body.query !== 'string' || body.query.trim() === '') throw badRequest('query can not be empty');
       text = body.query.trim();
     }
-    const exp = body.exp_hours ?? 0;
-    if (typeof exp !== 'number' || !Number.isInteger(exp) || exp < 0 || exp > 8760) throw badRequest('exp_hours must be an integer from 0 to 8760');
+    const expireSeconds = expirySeconds(body);
     if (body.hidden !== undefined && typeof body.hidden !== 'boolean') throw badRequest('hidden must be a boolean');
     const { ids, targets } = await targetNodes(deps, env, body);
     if (ids.length === 0) throw badRequest('no nodes match the targets');
@@ -121,7 +168,7 @@ export async function startLiveQuery(
           errors: 0,
           executions: 0,
           expected: ids.length,
-          expiration: exp ? new Date(now.getTime() + exp * 3600_000).toISOString() : '',
+          expiration: expireSeconds ? new Date(now.getTime() + expireSeconds * 1000).toISOString() : '',
           extra_data: '',
           created_at: ts,
           updated_at: ts,
@@ -176,8 +223,32 @@ export async function listLiveQueries(deps: Deps, env: EnvironmentRow, q: { stat
   return { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: total, total_pages: total ? Math.ceil(total / size) : 0 };
 }
 
+/**
+ * Where the targets stand (issue 20): how many are online now (onlineSince), how many of those
+ * have not answered yet (a client waiting with --exit stops when none are left), and the longest
+ * hostname among them (a streamed table sizes its NODE column from it, so no hostname is cut).
+ */
+async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Promise<{ online: number; online_pending: number; hostname_width: number }> {
+  const since = onlineSince(env, deps.now().getTime());
+  const row = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .select((eb) => [
+      eb.fn.sum<number>(eb.case().when('nodes.last_seen', '>=', since).then(1).else(0).end()).as('online'),
+      eb.fn
+        .sum<number>(eb.case().when(eb.and([eb('nodes.last_seen', '>=', since), eb('node_queries.status', '=', 'pending')])).then(1).else(0).end())
+        .as('online_pending'),
+      eb.fn.max<number>(eb.fn('length', ['nodes.hostname'])).as('hostname_width'),
+    ])
+    .where('node_queries.query_id', '=', queryId)
+    .executeTakeFirst();
+  return { online: Number(row?.online ?? 0), online_pending: Number(row?.online_pending ?? 0), hostname_width: Number(row?.hostname_width ?? 0) };
+}
+
 export async function readLiveQuery(deps: Deps, env: EnvironmentRow, name: string) {
-  return toLiveQuery(await findQuery(deps, env, name), deps.now());
+  const row = await findQuery(deps, env, name);
+  const { online, online_pending } = await targetState(deps, env, row.id);
+  return { ...toLiveQuery(row, deps.now()), online, online_pending };
 }
 
 export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: string, q: { page?: string; page_size?: string; after_id?: string; since?: string }) {
@@ -207,6 +278,7 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
     expected: row.expected,
     answered: row.executions,
     query_status: queryStatus(row, deps.now()),
+    ...(await targetState(deps, env, row.id)),
   };
 }
 
@@ -252,10 +324,10 @@ async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> 
  * SHA-256 header needs every byte before the first is sent: it is computed by one streaming pass
  * at the first download and kept in the row, so later downloads make one pass.
  */
-export async function carveArchive(deps: Deps, env: EnvironmentRow, name: string, session?: string) {
+export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentRow, name: string, session: string | undefined, sourceIp: string) {
   const row = await findQuery(deps, env, name);
   if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
-  const files = await deps.db.selectFrom('carve_files').selectAll().where('query_id', '=', row.id).where('status', '=', 'COMPLETED').orderBy('created_at').orderBy('id').execute();
+  const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
   if (files.length === 0) throw notFound('no carved files yet');
   let file = files[0]!;
   if (session) {
@@ -273,6 +345,14 @@ export async function carveArchive(deps: Deps, env: EnvironmentRow, name: string
     await deps.db.updateTable('carve_files').set({ sha256 }).where('id', '=', file.id).execute();
   }
   const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar`;
+  // Every download is audited (issue 20): who took which node's file, and how much of it.
+  await writeAudit(deps, {
+    line: `carve ${name}: file of ${file.hostname || file.uuid} (session ${file.session_id}, ${file.path}) downloaded, ${Number(file.carve_size)} bytes`,
+    logType: LogTypes.carve,
+    username: caller.user.username,
+    sourceIp,
+    env,
+  });
   return { stream: Readable.from(carveBytes(deps, file.session_id)), filename, size: Number(file.carve_size), blocks: file.total_blocks, sha256 };
 }
 

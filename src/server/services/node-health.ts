@@ -29,12 +29,28 @@ function majorMinor(version: string): [number, number] | null {
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
+/**
+ * The version key below which a node's osquery is outdated: the newest version's major.minor
+ * (`5.12.3` -> the key of `5.12`); undefined when the newest does not parse (then nothing is).
+ */
+export function outdatedBelow(newest: string): string | undefined {
+  const b = majorMinor(newest);
+  return b ? versionKey(`${b[0]}.${b[1]}`) : undefined;
+}
+
+/**
+ * Outdated, on the stored key: the same comparison SQL makes for `?health=`/`?risk=` filters
+ * (node-filters.ts), so a listed node and its filter always agree. A key that is not
+ * `major.minor...` (no version, `5`, `abc`) is never outdated.
+ */
+export function isOutdatedKey(key: string, below: string | undefined): boolean {
+  return below !== undefined && key.includes('.') && key >= OUTDATED_KEY_MIN && key < below;
+}
+export const OUTDATED_KEY_MIN = '00000.00000';
+
 /** Older than the newest version by a minor release or more. */
 export function isOutdated(version: string, newest: string): boolean {
-  const a = majorMinor(version);
-  const b = majorMinor(newest);
-  if (!a || !b) return false;
-  return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  return isOutdatedKey(versionKey(version), outdatedBelow(newest));
 }
 
 export interface HealthInput {

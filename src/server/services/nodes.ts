@@ -3,7 +3,7 @@ import type { SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../store/schema.js';
 import {
-  NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes, NEVER,
+  NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes, HealthStatuses, RiskLevels, NEVER,
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, SystemInfo,
 } from '../../api/index.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -16,6 +16,7 @@ import { inactiveHours } from './settings-values.js';
 import { writeAudit } from './audit.js';
 import { hasLevel } from '../permissions.js';
 import { toTag } from './tag-shape.js';
+import { healthBounds, healthWhere, riskWhere, type HealthBounds, type HealthStatus, type RiskLevel } from './node-filters.js';
 import { agentConfig } from './osquery-config.js';
 
 const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
@@ -46,6 +47,10 @@ export interface NodeListParams {
   /** Issue 22: nodes not (stale) or already (current) on the configuration whose hash is configHash. */
   config?: 'stale' | 'current';
   configHash?: string;
+  /** Issue 20: derived health.status / posture.risk_level (node-filters.ts), with the bounds they compare to. */
+  health?: HealthStatus;
+  risk?: RiskLevel;
+  bounds?: HealthBounds;
   sort: NodeSort;
   order: 'asc' | 'desc';
 }
@@ -60,9 +65,17 @@ export function parseNodeQuery(q: NodesQuery): NodeListParams {
     q: q.q === undefined || q.q === '' ? undefined : q.q,
     tag: q.tag === undefined || q.tag === '' ? undefined : q.tag,
     config: oneOf('config', q.config, ['stale', 'current'] as const),
+    health: oneOf('health', q.health, HealthStatuses),
+    risk: oneOf('risk', q.risk, RiskLevels),
     sort,
     order,
   };
+}
+
+/** What health and risk filters compare with in `env` now (live-query targets use it too). */
+export async function healthBoundsOf(deps: Deps, env: EnvironmentRow): Promise<HealthBounds> {
+  const ctx = await shapeContext(deps, env, await readGenerations(deps.db));
+  return healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
 }
 
 /** The newest osquery version in the fleet (for the outdated signal), counted once per generation. */
@@ -185,6 +198,15 @@ function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: st
     q = q.where((eb) => eb.or([eb('config_fetched_at', 'is', null), eb('config_hash', '!=', hash)]));
   }
   if (p.config === 'current') q = q.where('config_fetched_at', 'is not', null).where('config_hash', '=', p.configHash ?? '');
+  const bounds = p.bounds;
+  if (p.health && bounds) {
+    const health = p.health;
+    q = q.where((eb) => healthWhere(eb, health, bounds));
+  }
+  if (p.risk && bounds) {
+    const risk = p.risk;
+    q = q.where((eb) => riskWhere(eb, risk, bounds));
+  }
   return q;
 }
 
@@ -291,21 +313,55 @@ const PAGE_CACHE = { name: 'pages', entries: 64 };
  * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
  * Health and uptime depend on the clock: toNode derives them per request.
  */
+async function readPage(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string): Promise<PageRows> {
+  const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
+    .selectAll()
+    .orderBy(SORT_COLUMNS[p.sort], SORT_COLUMNS[p.sort] === 'last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
+    .orderBy('id', p.order)
+    .limit(pageReq.pageSize)
+    .offset(pageReq.offset)
+    .execute();
+  return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
+}
+
 async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number, cross: Crossed): Promise<PageRows> {
-  const read = async (): Promise<PageRows> => {
-    const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
-      .selectAll()
-      .orderBy(SORT_COLUMNS[p.sort], SORT_COLUMNS[p.sort] === 'last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
-      .orderBy('id', p.order)
-      .limit(pageReq.pageSize)
-      .offset(pageReq.offset)
-      .execute();
-    return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
-  };
+  const read = () => readPage(deps, env, p, pageReq, cutoff);
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const timed = p.status === 'active' || p.status === 'inactive';
   const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
   return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE);
+}
+
+const DERIVED = new WeakMap<object, Map<string, { generation: number; until: number; total: number }>>();
+
+/**
+ * The total of a health- or risk-filtered list. Valid while no node changed (content
+ * generation) and until the first moment a node crosses the inactive or the stale cutoff: the
+ * earliest last_seen at or after each cutoff (two index seeks), plus its window.
+ */
+async function derivedTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<number> {
+  let cache = DERIVED.get(deps.db);
+  if (!cache) DERIVED.set(deps.db, (cache = new Map()));
+  const { bounds, sort: _s, order: _o, ...filters } = p;
+  void _s;
+  void _o;
+  const key = JSON.stringify([env.id, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion]);
+  const hit = cache.get(key);
+  if (hit && hit.generation === generation && ctx.nowMs < hit.until) return hit.total;
+  const first = (from: string) =>
+    deps.db.selectFrom('nodes').where('environment_id', '=', env.id).where('last_seen', '>=', from).select((eb) => eb.fn.min<string>('last_seen').as('m')).executeTakeFirst();
+  const [total, a, s] = await Promise.all([
+    countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
+    first(bounds!.inactiveBefore),
+    first(bounds!.staleBefore),
+  ]);
+  const until = Math.min(
+    a?.m ? Date.parse(a.m) + ctx.inactiveHours * 3600_000 : Number.POSITIVE_INFINITY,
+    s?.m ? Date.parse(s.m) + 3 * env.config_interval * 1000 : Number.POSITIVE_INFINITY,
+  );
+  if (cache.size >= 256) cache.clear();
+  cache.set(key, { generation, until, total });
+  return total;
 }
 
 /** `gens`: the change counters this request's authentication read (one read per request). */
@@ -316,6 +372,16 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const generation = gens ?? (await readGenerations(deps.db));
   const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
+  if (params.health || params.risk) {
+    // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: these
+    // pages are read per request, through the nodes_env_health index; their totals are cached
+    // until the data changes or the clock reaches the next node that crosses a cutoff.
+    params.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
+    const total = await derivedTotal(deps, env, params, cutoff, generation.content, ctx);
+    if (pageReq.offset >= total) return pageOf([], pageReq, total);
+    const page = await readPage(deps, env, params, pageReq, cutoff);
+    return pageOf(page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])), pageReq, total);
+  }
   // A tag filter's total changes with tagging too, which only the content generation counts.
   const cross = crossedOnce(deps, env, params, params.tag ? generation.content : generation.counts);
   const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts, cross);

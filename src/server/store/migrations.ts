@@ -387,6 +387,21 @@ function carveSessions(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * 009_health_filters (issue 20): `nodes list --health/--risk` and live-query targets by health,
+ * risk and status read one index: every input of the derived health (node-filters.ts) is in it,
+ * led by the environment and last_seen (the two activity cutoffs are ranges on it), so a count
+ * never touches the table.
+ */
+function healthFilters(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      const seen = dialect === 'postgres' ? 'last_seen nulls first' : 'last_seen';
+      await sql.raw(`create index nodes_env_health on nodes (environment_id, ${seen}, config_valid, osquery_version_key)`).execute(db);
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     getMigrations: async () => ({
@@ -399,6 +414,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '006_request_caches': { up: (db: Kysely<any>) => createRequestCacheCounters(db, dialect) },
       '007_osquery_config': osqueryConfig(),
       '008_carve_sessions': carveSessions(dialect),
+      '009_health_filters': healthFilters(dialect),
     }),
   };
 }
