@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { group, verb } from '../define.js';
 import { registerLogin } from '../login/index.js';
+import { UnexpectedAnswerError } from '../../client/validate.js';
 import { ApiError, CliError, ExitCode, NetworkError, mapError } from '../../errors.js';
 import { tokenExpiry, tokenSubject } from '../../auth/credentials.js';
 import { printObject, printText, type Column } from '../../output/index.js';
@@ -98,8 +99,12 @@ export function registerAuth(program: Command): void {
           await (await ctx.api({ check: true })).users.me();
           s.verified = true;
         } catch (e) {
-          if (e instanceof ApiError && e.status === 401) s.logged_in = false;
-          unverified = e;
+          // A 200 whose body is not the shape we expect still means the server accepted the token.
+          if (e instanceof UnexpectedAnswerError) s.verified = true;
+          else {
+            if (e instanceof ApiError && e.status === 401) s.logged_in = false;
+            unverified = e;
+          }
         }
       }
       await printObject(ctx.io, ctx.output(), s, STATUS_COLUMNS);
