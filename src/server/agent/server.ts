@@ -11,7 +11,10 @@
 // - 4xx for a request the agent got wrong (not JSON, too large, unknown path): never node_invalid,
 //   so a hostile or broken request cannot make the server look like it forgot the node.
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { gunzipSync } from 'node:zlib';
+import { gunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+
+const gunzipAsync = promisify(gunzip);
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../context.js';
 import { HttpError, rateLimited } from '../errors.js';
@@ -68,21 +71,36 @@ async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefi
   return byUuid ?? (await deps.db.selectFrom('environments').selectAll().where('name', '=', ref).executeTakeFirst());
 }
 
-/** The JSON object of the body (gunzipped when sent so); a 4xx HttpError for anything else. */
-function bodyOf(req: FastifyRequest): Record<string, unknown> {
-  let raw = req.body as Buffer | undefined;
+/** A gzip body that inflates past this is "big": decoding it takes one of BIG_BODIES_AT_ONCE. */
+const BIG_BODY = 1024 * 1024;
+/** Big bodies decoded at once; one more is answered 503 before it is inflated (memory and CPU bound). */
+const BIG_BODIES_AT_ONCE = 2;
+
+/** The inflated size a gzip member declares in its trailer (ISIZE, mod 2^32); a liar is caught by the limits below. */
+function declaredSize(raw: Buffer): number {
+  return raw.length >= 18 ? raw.readUInt32LE(raw.length - 4) : raw.length;
+}
+
+/** The bytes of the body, gunzipped when sent so, at most `limit` of them; a 4xx HttpError otherwise. */
+async function inflate(req: FastifyRequest, limit: number): Promise<Buffer> {
+  const raw = req.body as Buffer | undefined;
   if (!Buffer.isBuffer(raw)) throw agentError(400, 'the body must be a JSON object');
   const enc = String(req.headers['content-encoding'] ?? '').toLowerCase();
   if (enc === 'gzip') {
     try {
-      raw = gunzipSync(raw, { maxOutputLength: AGENT_INFLATED_LIMIT });
+      // In libuv's thread pool, not on the event loop: a 16 MB batch does not stall other agents.
+      return await gunzipAsync(raw, { maxOutputLength: limit });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw agentError(413, `the body inflates to more than ${AGENT_INFLATED_LIMIT} bytes`);
+      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw agentError(413, `the body inflates to more than ${limit} bytes`);
       throw agentError(400, 'the body is not valid gzip');
     }
-  } else if (enc !== '' && enc !== 'identity') {
-    throw agentError(415, `unsupported Content-Encoding "${enc}" (gzip or none)`);
   }
+  if (enc !== '' && enc !== 'identity') throw agentError(415, `unsupported Content-Encoding "${enc}" (gzip or none)`);
+  return raw;
+}
+
+/** The JSON object of the (inflated) body; a 400 HttpError for anything else. */
+function parseObject(raw: Buffer): Record<string, unknown> {
   let v: unknown;
   try {
     v = JSON.parse(raw.toString('utf8'));
@@ -91,6 +109,17 @@ function bodyOf(req: FastifyRequest): Record<string, unknown> {
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw agentError(400, 'the body must be a JSON object');
   return v as Record<string, unknown>;
+}
+
+/**
+ * The node key of a log body without parsing it (a big body's JSON.parse is the expensive step):
+ * the text after its `"node_key":` key. Only used to answer a node whose log queue is full 503 at
+ * once; a wrong guess costs the sender its own request, nothing else.
+ */
+function peekNodeKey(raw: Buffer): string | undefined {
+  const at = raw.indexOf('"node_key"');
+  if (at < 0) return undefined;
+  return /^"node_key"\s*:\s*"([^"\\]{1,128})"/.exec(raw.subarray(at, at + 200).toString('latin1'))?.[1];
 }
 
 /** Constant-time equality of two texts; compares their bytes (a non-ASCII text of the right length in characters threw). */
@@ -147,6 +176,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
   });
   lifecycle.attach(app.server);
   let inFlight = 0;
+  let bigBodies = 0;
   o.exposeInFlight?.(() => inFlight);
   // Failed enrolls per client address, counted in the database (every replica sees them): past
   // --denied-rate-limit a minute, that address's enrolls are answered 429 until the window ends.
@@ -251,10 +281,28 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     return reply.type('text/plain; charset=utf-8').send(await enrollRead(deps, env, script));
   });
 
-  app.post('/:env/*', async (req) => {
+  app.post('/:env/*', async (req, reply) => {
     const env = req.agentEnv!;
     const ep = req.agentEndpoint!;
-    const body = bodyOf(req);
+    let big = false;
+    const gz = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
+    if (gz && Buffer.isBuffer(req.body) && declaredSize(req.body) > BIG_BODY) {
+      // A big log batch: decoded only with one of the big-body slots (else 503 at once, before
+      // inflating), and only for a node whose log queue has room (else 503 before parsing).
+      if (ep === 'log' && services.logs.refusing({ ip: req.ip })) throw new LogBackpressure('the node sending from this address has more logs queued than its share');
+      if (bigBodies >= BIG_BODIES_AT_ONCE) throw new HttpError(503, 'unavailable', 'the server is busy with large bodies; retry later', {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      bigBodies++;
+      // Held until the answer is sent: the parsed batch lives until it is queued.
+      reply.raw.once('close', () => bigBodies--);
+      big = true;
+    }
+    // Without a slot, a body inflating past BIG_BODY lied in its trailer: refused.
+    const raw = await inflate(req, big ? AGENT_INFLATED_LIMIT : BIG_BODY);
+    if (ep === 'log' && raw.length > BIG_BODY) {
+      const key = peekNodeKey(raw);
+      if (key && services.logs.refusing({ nodeKey: key })) throw new LogBackpressure('this node has more logs queued than its share');
+    }
+    const body = parseObject(raw);
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
 
     if (ep === 'enroll') {
@@ -282,7 +330,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     }
     req.agentNode = node.uuid;
     services.checkins.record(node.id, { bytes: wire, ip: req.ip });
-    return handle(deps, services, env, node, ep, body);
+    return handle(deps, services, env, node, ep, body, req.ip);
   });
   return app;
 }
@@ -316,7 +364,7 @@ class Semaphore {
   }
 }
 
-async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>) {
+async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>, ip: string) {
   switch (ep) {
     case 'config': {
       if (!env.config_tls) return OK;
@@ -333,7 +381,7 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       const type = body.log_type === 'status' || body.log_type === 'result' ? body.log_type : undefined;
       const data = Array.isArray(body.data) ? body.data : [];
       if (!type) return OK;
-      await services.logs.deliver(env, node, type, data);
+      await services.logs.deliver(env, node, type, data, { ip });
       return OK;
     }
     case 'read':

@@ -125,6 +125,8 @@ export class LogDelivery {
   private states = new Map<number, SinkState>();
   /** Bytes queued per node over all sinks. */
   private nodeBytes = new Map<number, number>();
+  /** Node keys refused for their share, until half of it has drained (see refusing()). */
+  private refused = new Map<string, number>();
   private stopped = false;
   /** The counters' flush: a database that is down or full is retried with a backoff, never fatal. */
   private readonly task: Periodic;
@@ -180,7 +182,7 @@ export class LogDelivery {
    * Queues entries for every matching sink, or for none: throws LogBackpressure when a queue or
    * the node's share has no room (the caller answers 503). Never waits for delivery.
    */
-  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[], o: { dropWhenFull?: boolean } = {}): Promise<void> {
+  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
     if (entries.length === 0) return;
     const sinks = await this.sinksFor(env.id, logType);
     if (sinks.length === 0) return;
@@ -212,6 +214,10 @@ export class LogDelivery {
         ? `this node has ${mine - size * deliverable.length} bytes of logs queued (limit ${this.limits.nodeBytes})`
         : undefined;
     if (refusal) {
+      if (!full) {
+        this.refused.set(node.node_key, node.id);
+        if (o.ip) this.refused.set(`ip:${o.ip}`, node.id);
+      }
       if (!o.dropWhenFull) throw new LogBackpressure(refusal);
       for (const st of deliverable) this.drop(st, texts.length, `queue full: ${refusal}`);
       return;
@@ -222,6 +228,21 @@ export class LogDelivery {
       st.bytes += size;
       if (!st.draining) st.draining = this.drain(st).finally(() => (st.draining = undefined));
     }
+  }
+
+  /**
+   * Whether a node refused for its share (by its key, or the address it sent from) is still over
+   * half of it: its next big batch is then answered 503 before it is inflated or parsed, so a
+   * flooding agent costs next to nothing per request. Behind one NAT address, other agents' big
+   * batches wait as long (they resend); small ones are never refused this way.
+   */
+  refusing(who: { nodeKey?: string; ip?: string }): boolean {
+    const key = who.nodeKey ?? `ip:${who.ip}`;
+    const id = this.refused.get(key);
+    if (id === undefined) return false;
+    if ((this.nodeBytes.get(id) ?? 0) > this.limits.nodeBytes / 2) return true;
+    this.refused.delete(key);
+    return false;
   }
 
   /** Entries dropped on purpose: counted, audited at the next counter flush (once a minute a sink). */
