@@ -28,6 +28,7 @@ const NEEDS = [
   ['fish', { cmd: 'fish' }, 'fish', 'completion tests'],
   ['man', { cmd: 'man' }, 'man-db', 'man page tests'],
   ['groff', { cmd: 'groff' }, 'groff-base', 'man page tests'],
+  ['less', { cmd: 'less' }, 'less', 'the pager tests (a real less at a real terminal)'],
   ['PostgreSQL server', { glob: ['/usr/lib/postgresql', 'bin/initdb'] }, 'postgresql', 'the server suite on PostgreSQL (a throwaway cluster)'],
   ['pg_trgm', { glob: ['/usr/share/postgresql', 'extension/pg_trgm.control'] }, 'postgresql-contrib', 'search on PostgreSQL'],
 ];

@@ -40,7 +40,7 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
   if (out.fields && spec.schema) validateFields(out.fields, undefined, spec.columns, spec.schema);
   if (o.all || o.limit !== undefined) {
     const pageSize = Math.min(o.pageSize ?? STREAM_PAGE_SIZE, o.limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX);
-    const writer = createListWriter(ctx.io, out, spec.columns);
+    const writer = createListWriter(ctx.io, out, spec.columns, { stream: o.all === true || (o.limit ?? 0) > pageSize });
     const progress = Progress.start(ctx.io, spec.noun);
     try {
       for await (const { items, total } of pages((page, size) => spec.fetchPage(page, size), { pageSize, limit: o.limit })) {

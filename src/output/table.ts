@@ -181,9 +181,12 @@ export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonl
 /**
  * A stream's widths (issue 20): the first batch fixed them, but later rows may be longer, and a
  * terminal table cuts free text at its column's width. So the room the first batch left unused is
- * given to the free-text columns now: each may grow by up to its own width again, and the last
- * one (never padded) reaches the terminal's edge. Identifiers and numbers are never cut anyway.
+ * given to the free-text columns now: each middle one grows by up to its own width or 16 columns,
+ * whichever is more, from at most half of that room, and the last one (never padded) reaches the
+ * terminal's edge. Identifiers and numbers are never cut anyway.
  */
+const STREAM_GROWTH = 16;
+
 export function growForStream<T>(cols: readonly ResolvedColumn<T>[], widths: readonly number[], columns: number): number[] {
   const out = [...widths];
   const shown = out.map((w, i) => (w > 0 ? i : -1)).filter((i) => i >= 0);
@@ -193,12 +196,13 @@ export function growForStream<T>(cols: readonly ResolvedColumn<T>[], widths: rea
   const text = (i: number) => !neverCut(cols[i]!) && (cols[i]!.kind === undefined || cols[i]!.kind === 'text');
   const last = shown[shown.length - 1]!;
   const middle = shown.filter((i) => i !== last && text(i));
-  const wanted = middle.reduce((s, i) => s + out[i]!, 0);
+  const growth = (i: number) => Math.max(out[i]!, STREAM_GROWTH);
+  const wanted = middle.reduce((s, i) => s + growth(i), 0);
   if (wanted > 0) {
-    // Shared in proportion to the widths, but leave at least half of the spare room for the last column.
+    // Shared in proportion to what each may take, leaving at least half of the room for the last column.
     const share = Math.min(1, spare / 2 / wanted);
     for (const i of middle) {
-      const add = Math.floor(out[i]! * share);
+      const add = Math.floor(growth(i) * share);
       out[i] = out[i]! + add;
       spare -= add;
     }

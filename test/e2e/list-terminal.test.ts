@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import { BIN, Cli, baseEnv, type ServerProcess } from '../helpers/cli.js';
 import { startAdminSession } from '../helpers/admin-cli.js';
-import { Terminal } from '../fixtures/terminal.js';
+import { KEY, Terminal, alive, descendants } from '../fixtures/terminal.js';
 import type { Node } from '../../src/api/index.js';
 
 let server: ServerProcess;
@@ -192,6 +192,36 @@ describe('--watch and the pager', () => {
     const lines = out.trim().split('\n');
     expect(lines.length).toBeGreaterThanOrEqual(2);
     expect(new Set(lines).size).toBe(1);
+  });
+
+  const lessUnder = (pid: number) => descendants(pid).filter((p) => p.comm === 'less');
+
+  it('a stream (audit list --follow) never goes through the pager, even with PAGER=less', async () => {
+    const t = new Terminal(['audit', 'list', '--follow', '--limit', '3', '--interval', '200ms'], { configDir: cli.configDir, env: { FLEETCTL_PAGER: undefined, PAGER: 'less' } });
+    await t.waitFor(/Following new audit entries every 200ms/);
+    expect(lessUnder(t.pid)).toEqual([]);
+    expect(t.text()).toMatch(/^ID +TIME +USER/m); // the entries are on the terminal itself
+    t.type(KEY.ctrlC);
+    expect(await t.exitCode()).toBe(130);
+  });
+
+  it('Ctrl-C while the default pager (less) shows a long list: fleetctl exits 130 and no less is left running', async () => {
+    // Under a shell that outlives fleetctl, as at a user's prompt (were fleetctl the terminal's
+    // session leader, its exit would hang up a leftover less and hide the bug).
+    const t = new Terminal([`trap 'echo' INT; $FLEETCTL nodes list --page-size 300; echo "FLEETCTL-EXITED $?"; sleep 30`], {
+      configDir: cli.configDir, shell: true, env: { FLEETCTL_PAGER: undefined, PAGER: undefined, LESS: undefined },
+    });
+    let pager: { pid: number } | undefined;
+    for (let i = 0; i < 600 && !pager; i++) {
+      pager = lessUnder(t.pid)[0];
+      if (!pager) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pager, `no less under fleetctl; terminal:\n${t.text()}`).toBeDefined();
+    await t.waitFor(/HOSTNAME/); // less is showing the table
+    t.type(KEY.ctrlC);
+    await t.waitFor(/FLEETCTL-EXITED 130/);
+    expect(alive(pager!.pid)).toBe(false);
+    t.kill();
   });
 
   it('long tables at a terminal go through FLEETCTL_PAGER; --no-pager skips it; the footer waits for the pager', async () => {

@@ -18,6 +18,8 @@ const bodies: any[] = [];
 const actions: string[] = [];
 let started = 0;
 const archive = Buffer.alloc(1500, 7);
+const LONG_HOST = 'win-sfo-00006-95c4e2b1d7.corp.example.com';
+const LONG_PATH = '/opt/vendor/backup-agent/current/bin/backup-agent-daemon';
 let archiveBytes = archive;
 
 function query(name: string, expected: number) {
@@ -39,9 +41,22 @@ beforeAll(async () => {
         res.end(JSON.stringify(body));
       };
       if (req.method === 'POST' && u.pathname === '/api/v1/queries/prod') {
-        bodies.push(JSON.parse(raw));
+        const body = JSON.parse(raw);
+        bodies.push(body);
         started = Date.now();
+        if (body.query === 'SELECT * FROM wide') return send(200, { query_name: 'q_wide', expected: 2 });
         return send(200, { query_name: 'q_1', expected: 3 });
+      }
+      if (u.pathname === '/api/v1/queries/prod/results/q_wide') {
+        // The first answer is short; the second, a poll later, has a long hostname and a long value.
+        // The server says how long the targets' hostnames are (hostname_width) before either arrives.
+        const after = Number(u.searchParams.get('after_id') ?? 0);
+        const all = [
+          { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', hostname: 'web-1', status: 0, rows: [{ name: 'sshd', path: '/usr/sbin/sshd' }] },
+          { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', hostname: LONG_HOST, status: 0, rows: [{ name: 'backup-agent', path: LONG_PATH }] },
+        ];
+        const items = all.slice(0, after === 0 ? 1 : 2).filter((i) => i.id > after);
+        return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 2, answered: Math.min(2, after + 1), hostname_width: LONG_HOST.length });
       }
       if (u.pathname === '/api/v1/queries/prod/q_1') return send(200, query('q_1', 3));
       const action = /^\/api\/v1\/(queries|carves)\/prod\/(cancel|complete|expire)\/(\w+)$/.exec(u.pathname);
@@ -116,6 +131,19 @@ describe('query run', () => {
     expect(exitCode).toBe(9);
     expect(output).toMatch(/NODE\s+NAME\s+VERSION/);
     expect(output).toMatch(/web-1\s+Ubuntu\s+22\.04/);
+  });
+
+  it('a streamed table at a terminal: NODE sized from the targets\' hostnames, later longer values fit, nothing cut', async () => {
+    // 130 columns, as in the report of issue 20 (hostnames were cut with half the terminal unused).
+    const p = runInPty(cli, ['query', 'run', 'SELECT * FROM wide', '--wait', '30s'], env(), { cols: 130 });
+    const { exitCode, output } = await p.done();
+    expect(exitCode).toBe(0);
+    const lines = output.split('\n');
+    const header = lines.find((l) => l.startsWith('NODE'))!;
+    expect(header).toMatch(new RegExp(`^NODE {${LONG_HOST.length - 4 + 2}}NAME`)); // NODE as wide as the longest target hostname
+    expect(output).toContain(LONG_HOST);
+    expect(output).toContain(LONG_PATH); // the spare width went to the columns: the later, longer path is whole
+    expect(output).not.toContain('…');
   });
 
   it('bad targets exit 2 before any request', async () => {

@@ -74,7 +74,8 @@ async function runFollow(ctx: Context, api: FleetApi, query: AuditListQuery, o: 
       }
     };
   } else {
-    const writer = createListWriter(ctx.io, out, columns);
+    // A stream: the terminal's spare width goes to the LINE column, so later, longer lines fit.
+    const writer = createListWriter(ctx.io, out, columns, { stream: true });
     emit = (entries) => writer.write(entries);
   }
 
