@@ -1,7 +1,7 @@
 // The agent door end to end: a real `fleetctl server` (not --dev) with --create-env prod and an
 // agent listener, spoken to over TLS with osquery's protocol, read back through the admin API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -120,6 +120,48 @@ describe('logs', () => {
       const s = sinks.find((x) => x.name === 'status-file');
       return s && s.exports_count > 0 && s.bytes_sent > 0 ? s : undefined;
     }, 'exports_count to count');
+  });
+});
+
+describe('file sinks: confined, 0600, rotated by size, bytes_sent exact (issue 18)', () => {
+  it('a result sink of max_size_mb 1 rotates into PATH.1; every file 0600; bytes_sent is the bytes written', async () => {
+    const sink = await api('POST', '/api/v1/log-sinks', { name: 'rotating', type: 'file', source: 'result', environment_id: 0, config: { path: 'rot/results.jsonl', max_size_mb: 1, max_files: 2 } });
+    expect(sink.status).toBe(200);
+    const n = await enroll();
+    const marker = randomUUID();
+    // 12 batches of ~200 KB: 2.4 MB through a 1 MB file.
+    for (let i = 0; i < 12; i++) {
+      const r = await post('log', { node_key: n.nodeKey, log_type: 'result', data: Array.from({ length: 20 }, (_, j) => ({ name: 'pack_rot', marker, i, j, pad: 'p'.repeat(10_000) })) }, { gzip: true });
+      expect(r.status).toBe(200);
+    }
+    const file = join(dir, 'rot', 'results.jsonl');
+    const lines = () => [file, `${file}.1`, `${file}.2`].filter(existsSync).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean));
+    await eventually(async () => (lines().filter((l) => l.includes(marker)).length === 240 ? true : undefined), 'all 240 entries written');
+    expect(existsSync(`${file}.1`)).toBe(true);
+    for (const f of [file, `${file}.1`, `${file}.2`].filter(existsSync)) {
+      expect(statSync(f).mode & 0o777).toBe(0o600);
+      expect(statSync(f).size).toBeLessThanOrEqual(1024 * 1024);
+    }
+    const written = [file, `${file}.1`, `${file}.2`].filter(existsSync).reduce((a, f) => a + statSync(f).size, 0);
+    const counted = await eventually(async () => {
+      const s = ((await api('GET', '/api/v1/log-sinks')).body as { name: string; bytes_sent: number }[]).find((x) => x.name === 'rotating');
+      return s && s.bytes_sent >= written ? s.bytes_sent : undefined;
+    }, 'bytes_sent to count every byte', 10_000);
+    expect(counted).toBe(written);
+    expect((await api('DELETE', `/api/v1/log-sinks/${sink.body.id}`)).status).toBe(200);
+  });
+
+  it('a sink type without delivery drops on purpose: counted and audited with the reason', async () => {
+    const sink = await api('POST', '/api/v1/log-sinks', { name: 'to-kafka', type: 'kafka', source: 'status', environment_id: 0, config: { brokers: ['k:9092'] } });
+    expect(sink.status).toBe(200);
+    const n = await enroll();
+    expect((await post('log', { node_key: n.nodeKey, log_type: 'status', data: [{ message: 'x' }, { message: 'y' }] })).status).toBe(200);
+    const row = await eventually(async () => {
+      const r = await api('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink to-kafka dropped')}`);
+      return r.body.items[0];
+    }, 'the audit row of the drops');
+    expect(row.line).toMatch(/dropped 2 entries: sink type kafka has no delivery/);
+    expect((await api('DELETE', `/api/v1/log-sinks/${sink.body.id}`)).status).toBe(200);
   });
 });
 

@@ -82,7 +82,11 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     await eventually(async () => ((sim.stats.summary().checkin?.errors ?? 0) - before >= AGENTS || reenrolled() || exited ? true : undefined), 'agents to meet the outage', 60_000);
     expect(exited).toBe(false);
     const health = await fetch(`${server.url}/healthz`);
+    // The admin door says so too: 503 unavailable (clients retry), not 500.
+    const admin = await api('GET', '/api/v1/nodes/prod?q=outage');
     cluster.resume();
+    expect(admin.status).toBe(503);
+    expect(admin.body.code).toBe('unavailable');
     expect(reenrolled()).toBe(false);
     expect(health.status).toBe(503);
 

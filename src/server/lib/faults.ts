@@ -22,8 +22,8 @@ interface Quiet {
 export class Faults {
   /** (where \0 kind) -> count since start, for metrics. */
   readonly counts = new Map<string, number>();
-  private lastNoSpace = 0;
-  private lastUnavailable = 0;
+  private lastNoSpace?: number;
+  private lastUnavailable?: number;
   private readonly quiet = new Map<string, Quiet>();
   private timer?: NodeJS.Timeout;
   /** Listeners (metrics) told of every fault. */
@@ -90,11 +90,11 @@ export class Faults {
 
   /** A write was refused for lack of space within NO_SPACE_HOLD_MS. */
   recentlyOutOfSpace(): boolean {
-    return this.lastNoSpace > 0 && this.clock() - this.lastNoSpace < NO_SPACE_HOLD_MS;
+    return this.lastNoSpace !== undefined && this.clock() - this.lastNoSpace < NO_SPACE_HOLD_MS;
   }
 
   recentlyUnavailable(withinMs: number): boolean {
-    return this.lastUnavailable > 0 && this.clock() - this.lastUnavailable < withinMs;
+    return this.lastUnavailable !== undefined && this.clock() - this.lastUnavailable < withinMs;
   }
 
   stop(): void {

@@ -1,0 +1,90 @@
+// The server's fault handling in isolation (issue 18): which errors are database trouble, how a
+// background task backs off and recovers, and that an outage is a few log lines, not a flood.
+import { describe, expect, it, vi } from 'vitest';
+import { dbFault } from '../../src/server/lib/db-errors.js';
+import { Faults } from '../../src/server/lib/faults.js';
+import { Periodic } from '../../src/server/lib/periodic.js';
+
+describe('dbFault', () => {
+  it('classifies SQLite and PostgreSQL errors; anything else is not database trouble', () => {
+    const e = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+    expect(dbFault(e('SQLITE_FULL'))).toBe('no_space');
+    expect(dbFault(e('SQLITE_BUSY'))).toBe('busy');
+    expect(dbFault(e('SQLITE_IOERR_SHORT_READ'))).toBe('unavailable');
+    expect(dbFault(e('53100'))).toBe('no_space');
+    expect(dbFault(e('57P01'))).toBe('unavailable');
+    expect(dbFault(e('08006'))).toBe('unavailable');
+    expect(dbFault(e('40P01'))).toBe('busy');
+    expect(dbFault(e('ECONNREFUSED'))).toBe('unavailable');
+    expect(dbFault(new Error('Connection terminated unexpectedly'))).toBe('unavailable');
+    expect(dbFault(new Error('timeout exceeded when trying to connect'))).toBe('unavailable');
+    expect(dbFault(e('23505'))).toBeUndefined(); // a unique violation is a bug, not an outage
+    expect(dbFault(new TypeError('x is undefined'))).toBeUndefined();
+    expect(dbFault(undefined)).toBeUndefined();
+  });
+});
+
+describe('Faults', () => {
+  it('logs the first fault of a kind at once, then one summary line with the count', () => {
+    let t = 0;
+    const lines: string[] = [];
+    const f = new Faults((l) => lines.push(l), () => t);
+    for (let i = 0; i < 1000; i++) f.report('agent log', new Error('Connection terminated unexpectedly'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^agent log failed \(database unavailable\): Connection terminated/);
+    t = 10_000;
+    f.summarise();
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/failed 999 more times/);
+    expect(f.counts.get('agent log\u0000unavailable')).toBe(1000);
+    f.stop();
+  });
+
+  it('remembers a refused write for space for a while (PostgreSQL /healthz)', () => {
+    let t = 0;
+    const f = new Faults(() => undefined, () => t);
+    f.report('x', Object.assign(new Error('disk full'), { code: '53100' }));
+    expect(f.recentlyOutOfSpace()).toBe(true);
+    t = 60_000;
+    expect(f.recentlyOutOfSpace()).toBe(false);
+    f.stop();
+  });
+});
+
+describe('Periodic', () => {
+  it('a failing run is reported and retried with a doubling backoff; success restores the period; nothing throws', async () => {
+    vi.useFakeTimers();
+    try {
+      const reported: string[] = [];
+      const faults = new Faults((l) => reported.push(l));
+      let fail = true;
+      let runs = 0;
+      const p = new Periodic('flush', 1000, async () => {
+        runs++;
+        if (fail) throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
+      }, faults, 8000);
+      p.start();
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(runs).toBe(1);
+      expect(p.delayMs).toBe(2000);
+      await vi.advanceTimersByTimeAsync(2000);
+      expect(runs).toBe(2);
+      expect(p.delayMs).toBe(4000);
+      await vi.advanceTimersByTimeAsync(4000);
+      await vi.advanceTimersByTimeAsync(8000);
+      expect(runs).toBe(4);
+      expect(p.delayMs).toBe(8000); // capped
+      fail = false;
+      await vi.advanceTimersByTimeAsync(8000);
+      expect(runs).toBe(5);
+      expect(p.failing).toBe(false);
+      expect(p.delayMs).toBe(1000);
+      expect(reported[0]).toMatch(/^flush failed \(database unavailable\)/);
+      await p.stop();
+      expect(runs).toBe(6); // the final run at stop
+      faults.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
