@@ -214,6 +214,13 @@ export class Simulator {
         next('read', this.phase(this.ms('read')));
       } catch (e) {
         agent.enrollFailures++;
+        // A server that is busy or unavailable (5xx, 429) is waited for, as osquery does (it
+        // retries its enroll for ever); only other failures count toward giving up.
+        const status = (e as { status?: number }).status;
+        if (status !== undefined && (status >= 500 || status === 429)) {
+          next('enroll', Math.min(60_000, 500 * 2 ** Math.min(agent.enrollFailures, 7)) * (0.5 + Math.random() / 2));
+          return;
+        }
         if (agent.enrollFailures >= MAX_ENROLL_ATTEMPTS) {
           this.failed++;
           this.o.log?.(`agent ${agent.host.hostname} gave up enrolling after ${agent.enrollFailures} attempts: ${(e as Error).message}`);
