@@ -258,10 +258,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       agent,
       metricsUrl,
       async close() {
-        // The agent door first (it flushes check-ins), then requests in progress finish (bounded
-        // by the grace), then the services stop, then the store.
-        await agent?.close();
-        await lifecycle.drain(app.server);
+        // Both doors drain at once (so /healthz answers 503 from the first moment, and the process
+        // ends within one grace plus about a second, issue 18); the agent door then flushes its
+        // check-ins and log queues; then the services stop, then the store.
+        await Promise.all([agent?.close(), lifecycle.drain(app.server)]);
         await purger.stop();
         await denials.stop();
         await app.close();

@@ -157,7 +157,12 @@ describe('the agent door as a service', () => {
       const m = await (await fetch(metricsUrl)).text();
       return /fleetctl_agent_in_flight [1-9]/.test(m) ? true : undefined;
     }, 'the stalled upload to be in flight');
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     server.proc.kill('SIGTERM');
+    // From the first moment of the drain the load balancer hears "not me" (never 200 again).
+    await eventually(async () => (/Shutting down/.test(server.output()) ? true : undefined), 'the drain to start');
+    const during = await fetch(`${server.url}/healthz`).then((r) => r.status, () => 'refused');
+    expect(during).not.toBe(200);
     const answer = await s.answer;
     expect(answer).toMatch(/^HTTP\/1\.1 503/);
     const r = await server.proc;
