@@ -131,7 +131,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   // limit, checked on every request, syncs its counts once a second instead of per request.
   const clock = () => deps.now().getTime();
   const loginLimiter = new RateLimiter(deps.db, 'login', deps.config.loginRateLimit, 60_000, clock);
-  const apiLimiter = new RateLimiter(deps.db, 'api', deps.config.apiRateLimit, 60_000, clock, { syncMs: 1_000 });
+  const apiLimiter = new RateLimiter(deps.db, 'api', deps.config.apiRateLimit, 60_000, clock, { syncMs: 1_000, onError: (e) => void deps.faults.report('api rate-limit sync', e) });
   const deniedLimiter = new RateLimiter(deps.db, 'denied', deps.config.deniedRateLimit, 60_000, clock);
   apiLimiter.start();
   app.addHook('onClose', async () => apiLimiter.stop());

@@ -33,7 +33,7 @@ export class RateLimiter {
     private readonly limit: number,
     private readonly windowMs: number,
     private readonly now: () => number,
-    private readonly opts: { syncMs?: number } = {},
+    private readonly opts: { syncMs?: number; onError?: (e: unknown) => void } = {},
   ) {}
 
   private waitSeconds(windowStart: number, t: number): number {
@@ -101,8 +101,9 @@ export class RateLimiter {
           const shared = await this.add(key, n, t);
           l.shared = shared.count;
           l.windowStart = shared.windowStart;
-        } catch {
-          l.pending += n; // the database was busy: retried at the next sync
+        } catch (e) {
+          l.pending += n; // the database was busy or down: reported, retried at the next sync
+          this.opts.onError?.(e);
         }
       }
     });
