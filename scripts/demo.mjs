@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// `npm run demo`: start the reference server with a demo fleet, log in, list the active nodes
-// of prod, and say what to try next. On a terminal the server keeps running until Ctrl-C; when
-// piped (CI), the demo stops the server and exits.
+// `npm run demo`: the product working, on the embedded default. Starts the reference server with
+// a demo fleet and five simulated osquery agents (`fleetctl server --dev --dev-agents 5`), logs
+// in, lists the active nodes of prod, runs a live query the agents answer, carves a file from one
+// of them and downloads it, and says what to try next. On a terminal the server keeps running
+// until Ctrl-C; piped (CI), the demo stops it and exits 0, or 1 if any step failed.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,16 +14,22 @@ import { randomBytes } from 'node:crypto';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
 const configDir = mkdtempSync(join(tmpdir(), 'fleetctl-demo-'));
+const downloads = mkdtempSync(join(tmpdir(), 'fleetctl-demo-carves-'));
 // Letters and digits only: a password starting with "-" would be read as an option (1 run in 64
 // with base64url), and it also goes into a shell command line in the hints below.
 const ALNUM = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const password = Array.from(randomBytes(14), (b) => ALNUM[b % ALNUM.length]).join('');
+const AGENTS = 5;
 const env = { ...process.env, FLEETCTL_CONFIG_DIR: configDir };
 const interactive = Boolean(process.stdout.isTTY && process.stdin.isTTY);
 const say = (s) => process.stderr.write(`${s}\n`);
+const cleanup = () => {
+  rmSync(configDir, { recursive: true, force: true });
+  rmSync(downloads, { recursive: true, force: true });
+};
 
-say('==> Starting the reference server with a demo fleet (fleetctl server --dev)');
-const server = spawn(process.execPath, [bin, 'server', '--dev', `--dev-password=${password}`, '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
+say(`==> Starting the reference server with a demo fleet and ${AGENTS} simulated osquery agents (fleetctl server --dev --dev-agents ${AGENTS})`);
+const server = spawn(process.execPath, [bin, 'server', '--dev', `--dev-password=${password}`, '--dev-agents', String(AGENTS), '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
   env,
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -31,7 +39,8 @@ const url = await new Promise((resolve) => {
   server.stdout.on('data', (d) => {
     banner += d;
     const m = /URL:\s+(http:\/\/\S+)/.exec(banner);
-    if (m && banner.includes('Press Ctrl-C')) {
+    // Ready once the agents have enrolled and are tagged (the server's last start-up line).
+    if (m && /Simulated agents: .*\n.*\n/.test(banner)) {
       ready = true;
       resolve(m[1]);
     }
@@ -41,22 +50,38 @@ const url = await new Promise((resolve) => {
   server.on('exit', (code) => {
     if (ready) return;
     say(`demo failed: the server exited (${code}) before it was ready`);
-    rmSync(configDir, { recursive: true, force: true });
+    cleanup();
     process.exit(1);
   });
 });
 process.stderr.write(banner.replace(/Press Ctrl-C to stop\.\n?/, ''));
 
-function fleetctl(args, input) {
+/** Runs fleetctl, showing the command; `ok` are the exit codes that mean the step worked. */
+function fleetctl(args, o = {}) {
   say(`\n$ fleetctl ${args.join(' ')}`);
-  const r = spawnSync(process.execPath, [bin, ...args], { env, input, stdio: [input ? 'pipe' : 'inherit', 'inherit', 'inherit'] });
-  if (r.status !== 0) throw new Error(`fleetctl ${args[0]} failed with exit ${r.status}`);
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    env,
+    cwd: o.cwd,
+    input: o.input,
+    encoding: 'utf8',
+    stdio: [o.input ? 'pipe' : 'inherit', o.capture ? 'pipe' : 'inherit', 'inherit'],
+  });
+  if (!(o.ok ?? [0]).includes(r.status)) throw new Error(`fleetctl ${args.slice(0, 2).join(' ')} failed with exit ${r.status}`);
+  if (o.capture) process.stdout.write(r.stdout);
+  return r.stdout;
 }
 
 let failed = false;
 try {
-  fleetctl(['login', '--url', url, '--env', 'prod', '--username', 'admin', '--password-stdin', '--insecure-storage'], password);
-  fleetctl(['nodes', 'list', '--status', 'active']);
+  fleetctl(['login', '--url', url, '--env', 'prod', '--username', 'admin', '--password-stdin', '--insecure-storage'], { input: password });
+  fleetctl(['nodes', 'list', '--status', 'active', '--limit', '10']);
+  say(`\n==> A live query, answered by the ${AGENTS} simulated agents (the rest of the demo fleet are records with no agent behind them)`);
+  fleetctl(['query', 'run', 'SELECT name, version, platform FROM os_version', '--target', 'tag:live-agents']);
+  say('\n==> A carve: /etc/hosts from one agent, then the archive downloaded and checked');
+  const host = fleetctl(['nodes', 'list', '--tag', 'live-agents', '--limit', '1', '--fields', 'hostname', '--no-headers'], { capture: true }).trim();
+  const carve = fleetctl(['carves', 'run', '/etc/hosts', '--target', host], { capture: true }).trim();
+  fleetctl(['carves', 'show', carve]);
+  fleetctl(['carves', 'download', carve], { cwd: downloads });
   fleetctl(['stats']);
 } catch (e) {
   say(`demo failed: ${e.message}`);
@@ -69,11 +94,12 @@ const cli = bin;
 const next = `
 ==> What to try next (in another terminal, while this demo runs; after \`npm link\`, plain \`fleetctl\`):
   export FLEETCTL_CONFIG_DIR=${configDir}
+  ${cli} query run "SELECT pid, name FROM processes" --target tag:live-agents
+  ${cli} query run "SELECT * FROM uptime" --target status:active --exit     # every online node; offline ones are not waited for
+  ${cli} nodes list --risk high
   ${cli} nodes list --status inactive --platform darwin
   ${cli} nodes list --all -o json | jq length
-  ${cli} nodes show prod-web-0013
-  ${cli} tags list
-  ${cli} audit list --limit 10
+  ${cli} audit list --follow
   ${cli} --help
   Log in as other demo users (password ${password}): ${cli} login --username analyst --password-stdin
 `;
@@ -81,7 +107,7 @@ const next = `
 function stop(code) {
   server.kill('SIGTERM');
   server.on('exit', () => {
-    rmSync(configDir, { recursive: true, force: true });
+    cleanup();
     process.exit(code);
   });
 }

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
 import { execFileSync } from 'node:child_process';
+import { createServer as createNetServer } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,12 +121,29 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
   });
 });
 
+/** A free port P whose P+1 is free too (found, then released: the server binds them next). */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const a = createNetServer();
+    await new Promise<void>((r) => a.listen(0, '127.0.0.1', r));
+    const port = (a.address() as { port: number }).port;
+    const b = createNetServer();
+    const ok = await new Promise<boolean>((r) => {
+      b.once('error', () => r(false));
+      b.listen(port + 1, '127.0.0.1', () => r(true));
+    });
+    await new Promise((r) => a.close(r));
+    if (ok) await new Promise((r) => b.close(r));
+    if (ok && port < 65535) return port;
+  }
+}
+
 describe('fleetctl server --dev --dev-agents N', () => {
-  it('gives the demo fleet live agents: they enroll in prod over the dev agent door', async () => {
+  it('gives the demo fleet live agents: they enroll in prod over the dev agent door, tagged live-agents; the demo sinks deliver without errors', async () => {
     const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '30', '--dev-agents', '2']);
     const c = new Cli();
     try {
-      await until(() => /Simulated agents: 2 enrolling in prod/.test(dev.output()), 'the simulated agents line');
+      await until(() => /Simulated agents: 2 of 2 enrolled in prod over https:\/\/127\.0\.0\.1:\d+, tagged live-agents/.test(dev.output()), 'the simulated agents line');
       await c.login(dev.url);
       const expected = [syntheticHost('dev-prod', 0), syntheticHost('dev-prod', 1)];
       await until(async () => {
@@ -137,9 +155,45 @@ describe('fleetctl server --dev --dev-agents N', () => {
         expect(r.exitCode, r.stderr).toBe(0);
         expect(JSON.parse(r.stdout).hostname).toBe(h.hostname);
       }
+      const tagged = JSON.parse((await c.run(['nodes', 'list', '--tag', 'live-agents', '--json'])).stdout) as { uuid: string }[];
+      expect(new Set(tagged.map((n) => n.uuid.toLowerCase()))).toEqual(new Set(expected.map((h) => h.uuid.toLowerCase())));
+      // The demo's sinks work (issue 20: they wrote error rows every minute): the enabled ones are
+      // file sinks in the server's sink directory, and they deliver the agents' logs and answers.
+      const exports = async (name: string) => (JSON.parse((await c.run(['sinks', 'show', name, 'prod', '-o', 'json'])).stdout) as { exports_count: number }).exports_count;
+      const before = await exports('prod-status-file');
+      const q = await c.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'tag:live-agents']);
+      expect(q.exitCode, q.stderr).toBe(0);
+      await until(async () => (await exports('prod-status-file')) > before, 'status logs delivered to prod-status-file');
+      // What a sink that cannot deliver writes: "log sink NAME dropped N entries: ..." (severity error), once a minute.
+      const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as { line: string; severity: number }[];
+      expect(sinkRows.filter((p) => p.severity > 1 || /dropped|fail/.test(p.line)).map((p) => p.line)).toEqual([]);
+      const enabled = JSON.parse((await c.run(['sinks', 'list', 'prod', '-o', 'json'])).stdout) as { name: string; type: string; enabled: boolean }[];
+      expect(enabled.filter((s) => s.enabled).every((s) => s.type === 'file')).toBe(true);
     } finally {
       c.cleanup();
       await dev.stop();
     }
-  }, 90_000);
+  }, 120_000);
+
+  it('--dev puts the agent listener on --listen\'s port + 1 and says so; a busy one is named in the error', async () => {
+    const port = await freePortPair();
+    const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '3', '--listen', `127.0.0.1:${port}`]);
+    try {
+      expect(dev.url).toBe(`http://127.0.0.1:${port}`);
+      await until(() => /Agent API/.test(dev.output()), 'the agent listener line');
+      expect(dev.output()).toContain(`Agent API (osquery TLS) listening on https://127.0.0.1:${port + 1}`);
+    } finally {
+      await dev.stop();
+    }
+    const busy = createNetServer();
+    const other = await freePortPair();
+    await new Promise<void>((r) => busy.listen(other + 1, '127.0.0.1', r));
+    try {
+      const r = await execa('node', [BIN, 'server', '--dev', '--dev-nodes', '3', '--listen', `127.0.0.1:${other}`], { reject: false, stdin: 'ignore', timeout: 60_000 });
+      expect(r.exitCode).toBe(7);
+      expect(r.stderr).toContain(`address 127.0.0.1:${other + 1} of the agent listener is already in use (--dev's default: --listen's port + 1): choose another with --agent-listen`);
+    } finally {
+      busy.close();
+    }
+  }, 120_000);
 });

@@ -97,14 +97,21 @@ export function registerServer(program: Command): void {
       description:
         'Run the reference server on an embedded SQLite database, or on PostgreSQL (--db postgres://...) so that\n' +
         'several replicas serve one fleet. --dev starts it on a temporary database\n' +
-        'with a demo fleet and prints how to log in. Outside --dev, the first start of a new database\n' +
+        'with a demo fleet and prints how to log in.\n\n' +
+        'Two doors: the admin API (--listen, what fleetctl talks to) and the agent listener (--agent-listen, osquery\n' +
+        "agents' TLS API: enroll, config, logs, live queries, carves). --dev opens the agent listener with a\n" +
+        "self-signed certificate on --listen's port + 1 (8081 for 8080; any free port when --listen's is 0) and\n" +
+        'prints it. The demo fleet is records; --dev-agents N adds N simulated osquery agents (in this process)\n' +
+        'that enroll in prod over the agent listener, are tagged live-agents, and answer live queries and\n' +
+        'carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents.\n\n' +
+        'Outside --dev, the first start of a new database\n' +
         'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
         'from FLEETCTL_JWT_SECRET or is generated once and kept in the database. The database is kept 0600 in\n' +
         'a 0700 directory; one that other users can read is refused until --fix-permissions (which also\n' +
         'rotates the JWT secret, ending every session).',
       examples: [
         'fleetctl server --dev',
-        'fleetctl server --dev --dev-password s3cret-demo --listen 127.0.0.1:9090',
+        'fleetctl server --dev --dev-agents 5 --dev-password s3cret-demo --listen 127.0.0.1:9090   # agents on :9091',
         "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod",
         'FLEETCTL_DB=postgres://fleet:pw@db.internal/fleet?sslmode=verify-full fleetctl server --db-ca ca.pem --listen 0.0.0.0:8080',
       ],
@@ -122,7 +129,7 @@ export function registerServer(program: Command): void {
         .option('--dev', 'a demo fleet, in a temporary database (or seeded into --db when it has no users)')
         .option('--dev-password <password>', 'password of the demo users in --dev (default: random, printed)')
         .option('--dev-nodes <n>', 'size of the demo fleet in --dev (default 2200)', intArg(3))
-        .option('--dev-agents <n>', 'live simulated osquery agents enrolled in prod over the agent door (--dev)', intArg(1))
+        .option('--dev-agents <n>', 'N simulated osquery agents in this process: they enroll in prod over the agent listener, are tagged live-agents, and answer live queries and carves (--dev)', intArg(1))
         .option('--admin-password-stdin', 'read the first super-admin password from stdin (new database)')
         .option('--admin-username <name>', 'username of the first super-admin', 'admin')
         .option('--create-env <name>', 'create this environment at start when missing (repeatable)', (v: string, acc: string[]) => {
@@ -140,7 +147,7 @@ export function registerServer(program: Command): void {
         .option('--fix-permissions', 'make a database open to other users 0600 and rotate its JWT secret (ends every session)')
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
         .option('--tls-key <file>', 'private key for --tls-cert (PEM)')
-        .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address")
+        .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address (--dev: --listen's port + 1)")
         .option('--agent-tls-cert <file>', 'certificate (PEM) of the agent listener (--dev: self-signed when absent)')
         .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
         .option('--log', 'structured request logs (JSON) on stderr, of both doors (agent lines: endpoint, status, ms, node)')
@@ -156,8 +163,11 @@ export function registerServer(program: Command): void {
       if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
       if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
       if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
-      // --dev gives the demo fleet an agent door too: a free port, a self-signed certificate.
-      const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: 0 } : undefined;
+      // --dev gives the demo fleet an agent door too, with a self-signed certificate, on a port
+      // chosen the same way every time: the admin port + 1 (issue 20: it used to be random and
+      // unsaid), or any free port when the admin port is (--listen HOST:0, as tests and the demo do).
+      const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: port === 0 ? 0 : port + 1 } : undefined;
+      if (agentAt && agentAt.port > 65535) throw new UsageError(`the agent listener would be on port ${agentAt.port} (--listen's port + 1): choose one with --agent-listen`);
       if ((o.devPassword || o.devNodes || o.devAgents) && !o.dev) throw new UsageError('--dev-password, --dev-nodes and --dev-agents need --dev');
       const timeouts = {
         requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
@@ -215,7 +225,13 @@ export function registerServer(program: Command): void {
         });
       } catch (e) {
         if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
-        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+          const busy = (e as { port?: number }).port;
+          if (agentAt && busy === agentAt.port && busy !== port) {
+            throw new CliError(`address ${agentAt.host}:${busy} of the agent listener is already in use${o.agentListen ? '' : " (--dev's default: --listen's port + 1)"}: choose another with --agent-listen`, ExitCode.unavailable);
+          }
+          throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
+        }
         throw e;
       }
       // The last line of defence behind each task's own error handling (issue 18): a promise
@@ -241,11 +257,15 @@ export function registerServer(program: Command): void {
       let agents: { stop(): Promise<void> } | undefined;
       if (o.devAgents && server.demo && server.agent) {
         const { startDevAgents } = await import('../../agent-sim/dev.js');
-        agents = await startDevAgents({
+        const { sim, hosts } = await startDevAgents({
           apiUrl: server.url, username: o.adminUsername, password: server.demo.password, env: 'prod', count: o.devAgents, ca: server.agent.certPem,
           log: (line) => ctx.io.err(`agents: ${line}\n`),
         });
-        ctx.io.out(`Simulated agents: ${o.devAgents} enrolling in prod over ${server.agent.url} (they answer live queries and carves)\n`);
+        agents = sim;
+        ctx.io.out(
+          `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${server.agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
+            '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
+        );
       }
       await new Promise<void>((resolve) => {
         const stop = () => {
