@@ -40,7 +40,7 @@ describe('GET /api/v1/log-sinks', () => {
     }
     expect(r.body.map((s: any) => s.order)).toEqual([...r.body.map((s: any) => s.order)].sort((a, b) => a - b));
     const prod = await list(ids.prod);
-    expect(prod.body.map((s: any) => s.type)).toEqual(['splunk', 'kafka', 'http']);
+    expect(prod.body.map((s: any) => s.type)).toEqual(['splunk', 'kafka', 'http', 'file', 'file']);
     expect((await list(ids.dev)).body).toEqual([]);
   });
 
