@@ -135,6 +135,8 @@ cp "$1" ${join(dir, 'seen')}.$n
 if [ $n -eq 1 ]; then
   sed -i "s/^  schedule: {}$/  schedule:\\n    edited:\\n      query: SELECT 1\\n      interval: 0/" "$1"
 else
+  # Longer than the server's keep-alive (5 s): the connection of the read is closed meanwhile.
+  sleep 6
   sed -i "s/^      interval: 0$/      interval: 90/" "$1"
 fi
 `);

@@ -1,7 +1,7 @@
 // `fleetctl env config ENV [PART]` (issue 22): print an environment's osquery configuration as
 // an apply document, replace a part from a file (--set), show what agents receive (--agent), or
 // edit it in $EDITOR the way `kubectl edit` does (checked on save, reopened with the error).
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,11 +91,28 @@ function editorCommand(ctx: Context): string {
   return 'vi';
 }
 
-function runEditor(cmd: string, file: string): void {
-  // As git and kubectl do: the editor command goes through the shell, the file as one argument.
-  const r = spawnSync('/bin/sh', ['-c', `${cmd} "$1"`, 'fleetctl-edit', file], { stdio: 'inherit' });
-  if (r.error) throw new CliError(`cannot start the editor (${cmd}): ${r.error.message}`);
-  if (r.status !== 0) throw new CliError(`the editor (${cmd}) exited with ${r.status ?? r.signal}; nothing changed`);
+/**
+ * As git and kubectl do: the editor command goes through the shell, the file as one argument.
+ * Waited for without blocking the event loop: an editor stays open for minutes, and the HTTP
+ * connection kept alive from the read must be seen closed by the server meanwhile (a blocked
+ * loop would reuse the dead socket for the write: ECONNRESET).
+ */
+async function runEditor(cmd: string, file: string): Promise<void> {
+  const child = spawn('/bin/sh', ['-c', `${cmd} "$1"`, 'fleetctl-edit', file], { stdio: 'inherit' });
+  // Ctrl-C belongs to the editor while it runs (it is in the same process group).
+  const ignore = () => {};
+  process.on('SIGINT', ignore);
+  try {
+    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (c, s) => resolve({ code: c, signal: s }));
+    }).catch((e: Error) => {
+      throw new CliError(`cannot start the editor (${cmd}): ${e.message}`);
+    });
+    if (code !== 0) throw new CliError(`the editor (${cmd}) exited with ${code ?? signal}; nothing changed`);
+  } finally {
+    process.off('SIGINT', ignore);
+  }
 }
 
 const withoutComments = (text: string) => text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').trim();
@@ -114,7 +131,7 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
   try {
     for (;;) {
       writeFileSync(file, shown, { mode: 0o600 });
-      runEditor(cmd, file);
+      await runEditor(cmd, file);
       const edited = readFileSync(file, 'utf8');
       if (withoutComments(edited) === '') {
         ctx.io.err('Edit cancelled: the file was empty; nothing changed.\n');
@@ -149,7 +166,13 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
         return;
       } catch (e) {
         // Checked on save: a problem reopens the editor with it on top (kubectl edit's way).
-        const problem = e instanceof DocumentError ? e.message.replace(`${file}: `, '') : e instanceof ApiError && e.status === 400 ? e.message : undefined;
+        // Messages name the temporary file: in the editor, a line and column say enough.
+        const inFile = (m: string): string => {
+          if (m.startsWith(`${file}: `)) return m.slice(file.length + 2);
+          const at = m.startsWith(file) ? /^:(\d+):(\d+): /.exec(m.slice(file.length)) : null;
+          return at ? `line ${at[1]}, column ${at[2]}: ${m.slice(file.length + at[0].length)}` : m;
+        };
+        const problem = e instanceof DocumentError ? inFile(e.message) : e instanceof ApiError && e.status === 400 ? e.message : undefined;
         if (problem === undefined) throw e;
         lastError = problem;
         if (!ctx.io.stdin.isTTY) ctx.io.err(`error: ${problem}\n`);
