@@ -495,7 +495,6 @@ complete -c fleetctl -n '__fleetctl_at \'schedule add\'' -l snapshot -d 'log the
 complete -c fleetctl -n '__fleetctl_at \'schedule add\'' -l no-removed -d 'do not log rows that disappear (differential results)'
 complete -c fleetctl -n '__fleetctl_at \'schedule add\'' -l no-denylist -d 'keep running it even when it exceeds osquery\'s watchdog limits'
 complete -c fleetctl -n '__fleetctl_at \'schedule add\' 0' -a '(__fleetctl_dynamic env)' -d 'environment name or UUID'
-complete -c fleetctl -n '__fleetctl_at \'schedule add\' 1' -a '(__fleetctl_dynamic scheduled-query)' -d 'name of the new query'
 complete -c fleetctl -n '__fleetctl_at \'schedule edit\'' -l query -x -d 'the SQL (one SELECT)'
 complete -c fleetctl -n '__fleetctl_at \'schedule edit\'' -l query-file -r -F -d 'read the SQL from a file (- for stdin)'
 complete -c fleetctl -n '__fleetctl_at \'schedule edit\'' -l interval -x -d 'run every N seconds (1 to 604800)'

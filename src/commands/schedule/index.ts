@@ -108,7 +108,7 @@ export function registerSchedule(program: Command): void {
         'fleetctl schedule add prod listening --pack network --query "SELECT * FROM listening_ports" --interval 600',
       ],
     },
-    (cmd) => queryOptions(cmd.argument('<env>', 'environment name or UUID').argument('<query-name>', 'name of the new query'), true),
+    (cmd) => queryOptions(cmd.argument('<env>', 'environment name or UUID').argument('<name>', 'name of the new query'), true),
     async (ctx, [env, name], o) => (await import('./run.js')).add(ctx, env!, name!, o),
   );
 
