@@ -230,6 +230,16 @@ describe('apply and diff', () => {
     expect((await audit()).length).toBe(audits);
   });
 
+  it('two documents for one environment (by name and by UUID) are refused before any change', async () => {
+    const uuid = (await apiCall(server.url, 'GET', '/api/v1/environments/dev', { token })).body.uuid as string;
+    const f = file('twins.yaml', `${DOC}---\n${DOC.replace('environment: dev', `environment: ${uuid}`).replace('interval: 60', 'interval: 62')}`);
+    const before = await stored();
+    const r = await cli.run(['apply', '-f', f]);
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/twins\.yaml \(document 2\): environment dev is already configured by .*twins\.yaml \(document 1\)/);
+    expect(await stored()).toEqual(before);
+  });
+
   it('the server refuses what the CLI cannot know: nothing is stored in any environment', async () => {
     // Two documents; the second names an environment that does not exist.
     const f = file('two.yaml', `${DOC.replace('interval: 60', 'interval: 61')}---\n${DOC.replace('environment: dev', 'environment: nowhere')}`);

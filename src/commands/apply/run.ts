@@ -4,7 +4,7 @@ import { CONFIG_PARTS, type OsqueryConfigParts, type OsqueryConfigView } from '.
 import { CliError, ExitCode, mapError } from '../../errors.js';
 import { printObject } from '../../output/index.js';
 import type { FleetApi } from '../../client/index.js';
-import { loadDocuments, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
+import { DocumentError, loadDocuments, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
 
 interface FileOpts {
   file: string[];
@@ -28,6 +28,9 @@ async function planAll(ctx: Context, api: FleetApi, docs: LoadedDocument[], prun
   const out: Planned[] = [];
   for (const doc of docs) {
     const current = await api.config.get(doc.environment);
+    // One document per environment, also when one names it by name and another by UUID.
+    const twin = out.find((p) => p.current.environment === current.environment);
+    if (twin) throw new DocumentError(`${doc.source}: environment ${current.environment} is already configured by ${twin.doc.source}; one document per environment`);
     out.push({ doc, current, plan: plan(partsOf(current), doc.spec, prune) });
   }
   void ctx;
