@@ -187,7 +187,7 @@ export class Context {
       );
     }
     const opts = { ...this.httpOptions(url), token: cred.token, csrfToken: cred.csrfToken || undefined };
-    if (o.check) return FleetApi.create(opts);
+    if (o.check) return FleetApi.create(opts, this.serverFlavor());
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
     return new FleetApi(new ReauthHttpClient(opts, this), this.serverFlavor());

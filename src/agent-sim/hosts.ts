@@ -64,6 +64,9 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
   const memory = String(cores * 4 * 1024 ** 3);
   const serial = r.toString('hex').slice(8, 20).toUpperCase();
   const startTime = Math.floor(now / 1000) - (r.readUInt32BE(4) % (30 * 86400));
+  // Half the fleet are virtual machines (not the Macs): as real osquery there, the firmware and
+  // board report no address, size, model or version, and those fields come as empty strings.
+  const vm = m.platform !== 'darwin' && r[13]! % 2 === 0;
   return {
     uuid,
     hostname,
@@ -77,17 +80,17 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
     systemInfo: {
       hostname, uuid, cpu_type: m.platform === 'darwin' ? 'arm64e' : 'x86_64', cpu_subtype: '', cpu_brand: m.platform === 'darwin' ? 'Apple M1 Pro' : 'Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz',
       cpu_physical_cores: String(cores), cpu_logical_cores: String(cores * 2), cpu_microcode: '', physical_memory: memory,
-      hardware_vendor: m.vendor, hardware_model: m.model, hardware_version: '', hardware_serial: serial,
-      board_vendor: m.vendor, board_model: '', board_version: '', board_serial: serial, computer_name: hostname, local_hostname: hostname,
+      hardware_vendor: vm ? 'QEMU' : m.vendor, hardware_model: vm ? 'Standard PC (Q35 + ICH9, 2009)' : m.model, hardware_version: vm ? 'pc-q35-8.2' : '', hardware_serial: vm ? '' : serial,
+      board_vendor: vm ? '' : m.vendor, board_model: '', board_version: '', board_serial: vm ? '' : serial, computer_name: hostname, local_hostname: hostname,
     },
     osqueryInfo: {
       pid: String(1000 + (r.readUInt16BE(8) % 30000)), uuid, instance_id: uuidFrom(bytes(seed, index, 'instance')).toLowerCase(), version: osq,
       config_hash: '', config_valid: '1', extensions: 'active', build_platform: m.platform, build_distro: m.platform === 'darwin' ? '10.14' : 'centos7',
       start_time: String(startTime), watcher: String(900 + (r[10]! % 99)), platform_mask: m.platformType,
     },
-    platformInfo: {
-      vendor: m.vendor, version: `${1 + (r[11]! % 3)}.${r[12]! % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0',
-    },
+    platformInfo: vm
+      ? { vendor: 'SeaBIOS', version: '1.16.3-debian-1.16.3-2', date: '04/01/2014', revision: '1.0', extra: '', address: '', size: '', volume_size: '' }
+      : { vendor: m.vendor, version: `${1 + (r[11]! % 3)}.${r[12]! % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0' },
   };
 }
 

@@ -70,7 +70,7 @@ export interface RequestOptions {
   schema?: TSchema;
   /** How a mismatch names the answer's root, e.g. `users` -> "users[0].api is missing". */
   answerName?: string;
-  /** Extra request headers (e.g. If-Match for a conditional write). */
+  /** Extra request headers (e.g. If-Match for a conditional write, osctrl's logout cookie; --debug redacts cookies). */
   headers?: Record<string, string>;
 }
 

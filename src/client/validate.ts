@@ -1,8 +1,16 @@
 // Every answer is checked against its src/api schema before a command touches it, so a server
 // that sends another shape (osctrl, an old or broken server) gives one clear line, never a
 // TypeError deep in a printer. The check walks the schema's JSON Schema keywords directly
-// (type, properties, required, items, anyOf, const, patternProperties: all src/api uses), which
-// costs nothing to load, where TypeBox's compiler took 40 ms to load on every request (issue 11).
+// (type, properties, items, anyOf, const, patternProperties: all src/api uses), which costs
+// nothing to load, where TypeBox's compiler took 40 ms to load on every request (issue 11).
+//
+// The API spec makes no response field required, and real servers leave fields out (osctrl's
+// Go structs are `omitempty`: one empty BIOS field on one node). So (issue 19): the types of
+// what is present are checked; a field is required only where the client marked it with
+// `needs()` (what a command cannot work without: a login's token, a page's items, a node's
+// uuid); and every field the schema always has that the server left out is filled with its
+// zero value ('' 0 false [] {…}), so commands and printers see the whole shape and a missing
+// optional field is never an error.
 import type { TSchema } from '@sinclair/typebox';
 import { CliError, ExitCode } from '../errors.js';
 
@@ -14,7 +22,11 @@ export class UnexpectedAnswerError extends CliError {
   }
 }
 
+/** Where needs() keeps a schema's required keys: a symbol, so TypeBox and the server's serializer never see it. */
+const NEEDED = Symbol('needed');
+
 interface Schema {
+  [NEEDED]?: string[];
   type?: string | string[];
   properties?: Record<string, Schema>;
   required?: string[];
@@ -86,7 +98,7 @@ function build(s: Schema): Check {
       return undefined;
     });
   }
-  const required = s.required ?? [];
+  const required = s[NEEDED] ?? [];
   const keys = Object.keys(s.properties ?? {});
   const props = keys.map((key) => compile(s.properties![key]!));
   const patterns = Object.entries(s.patternProperties ?? {}).map(([re, sub]) => [new RegExp(re), compile(sub)] as const);
@@ -125,13 +137,64 @@ function build(s: Schema): Check {
   };
 }
 
+/**
+ * The schema with `keys` required in answers (a copy: the original, shared with the server,
+ * is unchanged). Only what a command cannot do without; everything else may be missing.
+ */
+export function needs<T extends TSchema>(schema: T, ...keys: (keyof T['properties'] & string)[]): T {
+  return { ...schema, [NEEDED]: keys } as T;
+}
+
+type Fill = (v: unknown) => void;
+const fills = new WeakMap<Schema, Fill | null>();
+
+/** Fills, in place, the fields the schema always has (its `required`) that the answer left out, at every depth. */
+function filler(s: Schema): Fill | null {
+  if (fills.has(s)) return fills.get(s)!;
+  fills.set(s, null); // a schema that refers to itself fills nothing below itself
+  const steps: Fill[] = [];
+  if (s.items) {
+    const item = filler(s.items);
+    if (item) steps.push((v) => Array.isArray(v) && v.forEach(item));
+  }
+  if (s.properties) {
+    const always = new Set(s.required ?? []);
+    for (const [key, sub] of Object.entries(s.properties)) {
+      const inner = filler(sub);
+      const must = always.has(key);
+      if (!inner && !must) continue;
+      steps.push((v) => {
+        if (!isObject(v)) return;
+        const o = v as Record<string, unknown>;
+        if (o[key] === undefined) {
+          if (must) o[key] = emptyValue(sub as TSchema);
+        } else inner?.(o[key]);
+      });
+    }
+  }
+  if (s.patternProperties) {
+    const subs = Object.values(s.patternProperties).map(filler).filter((f): f is Fill => f !== null);
+    if (subs.length === 1) steps.push((v) => isObject(v) && Object.values(v as object).forEach(subs[0]!));
+  }
+  const f: Fill | null = steps.length === 0 ? null : steps.length === 1 ? steps[0]! : (v) => steps.forEach((step) => step(v));
+  fills.set(s, f);
+  return f;
+}
+
 const pathOf = (root: string, at: (string | number)[]) =>
   at.reduce<string>((path, key) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key), root);
 
-/** Returns `value` typed as the schema's type, or throws UnexpectedAnswerError naming the first mismatch. */
+/**
+ * Returns `value` typed as the schema's type, with what the server left out filled with zero
+ * values, or throws UnexpectedAnswerError naming the first field of the wrong type (or missing
+ * where needs() requires it).
+ */
 export function checkAnswer<T>(schema: TSchema, value: unknown, what = ''): T {
   const m = compile(schema as Schema)(value);
-  if (!m) return value as T;
+  if (!m) {
+    filler(schema as Schema)?.(value);
+    return value as T;
+  }
   const where = pathOf(what, m.at) || 'the answer';
   throw new UnexpectedAnswerError(m.missing ? `${where} is missing` : `${where}: expected ${m.expected}`);
 }
@@ -139,7 +202,7 @@ export function checkAnswer<T>(schema: TSchema, value: unknown, what = ''): T {
 /**
  * The empty value of a schema (what a field the server left out stands for): '' for strings, 0
  * for numbers, false, null, [] and objects of their required properties, the first choice of a
- * union. The osctrl flavour fills the fields osctrl does not send with it.
+ * union.
  */
 export function emptyValue(schema: TSchema): unknown {
   const s = schema as Schema;

@@ -1,149 +1,262 @@
 // osctrl 0.5.4 (github.com/jmpsec/osctrl) speaks the paths of this API with other shapes and
 // parameters. This is the one place that knows: requests are mapped, answers normalised into the
 // src/api shapes (then checked against them), and what osctrl lacks is refused before any
-// request. Wire facts are from osctrl's Go handlers at commit 3c1c5ab4 (docs/osctrl.md).
+// request. Wire facts are from a real osctrl-api, osctrl-tls and osctrl-cli built at commit
+// 3c1c5ab4, with agents enrolled (recorded in test/fixtures/osctrl/, docs/osctrl.md).
 import { Type, type TSchema } from '@sinclair/typebox';
 import {
-  AuditLogEntry, CarveDetail, CarveQuery, DataResponse, Environment, EnvironmentMap, MessageResponse, Node, Paginated, Setting,
-  TagTypes, TagWithCount, TokenResponse, User, type EnvironmentMapEntry, type MapTarget, type Page, type UserBody,
+  AuditLogEntry, CarveFile, CarveQuery, DataResponse, DistributedQuery, Environment, EnvironmentMap, MessageResponse, Paginated, Setting,
+  TagTypes, TagWithCount, TokenResponse, User, type CarveDetail, type EnvironmentMapEntry, type MapTarget, type Page, type QueryResult,
+  type QueryResultsPage, type QueryRunRequest, type QueryRunResponse, type UserBody,
 } from '../../api/index.js';
 import type { Setting as SettingT } from '../../api/index.js';
+import { platformBucket } from '../../lib/platforms.js';
 import { ApiError, CliError, ExitCode } from '../../errors.js';
 import type { HttpClient } from '../http.js';
-import { checkAnswer, emptyValue } from '../validate.js';
+import { checkAnswer, needs } from '../validate.js';
 import type { FleetResources } from '../index.js';
 import { FEATURE_NAMES, NotSupportedError, type Feature } from './index.js';
 import { osctrlConfig } from './osctrl-config.js';
 
 const seg = encodeURIComponent;
 
-/** osctrl leaves out fields this API always has: fill them with the schema's zero values, keep what came, then check. */
-function normalise<T>(schema: TSchema, raw: unknown, what = ''): T {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return checkAnswer<T>(schema, raw, what);
-  return checkAnswer<T>(schema, { ...(emptyValue(schema) as object), ...(raw as object) }, what);
-}
-const normaliseAll = <T>(schema: TSchema, raw: unknown, what: string): T[] =>
-  Array.isArray(raw) ? raw.map((r, i) => normalise<T>(schema, r, `${what}[${i}]`)) : checkAnswer<T[]>(Type.Array(schema), raw, what);
-function normalisePage<T>(schema: TSchema, raw: unknown): Page<T> {
-  const p = checkAnswer<Page<unknown>>(Paginated(Type.Unknown()), raw);
-  // osctrl says total_pages 0 for an empty list on some endpoints; the pager stops on empty items anyway.
-  return { ...p, items: p.items.map((r, i) => normalise<T>(schema, r, `items[${i}]`)) };
-}
+/**
+ * osctrl leaves fields out (its Go structs are `omitempty`, and it has none of this API's derived
+ * fields): checkAnswer fills them with zero values and checks the types of what came.
+ */
+const normalise = <T>(schema: TSchema, raw: unknown, what = ''): T => checkAnswer<T>(schema, raw, what);
+const normaliseAll = <T>(schema: TSchema, raw: unknown, what: string): T[] => checkAnswer<T[]>(Type.Array(schema), raw, what);
+const normalisePage = <T>(schema: TSchema, raw: unknown): Page<T> => checkAnswer<Page<T>>(needs(Paginated(schema), 'items'), raw);
 
-// Raw osctrl shapes (PascalCase where the Go structs have no json tags).
-const RawMapEntry = Type.Object({ Name: Type.String(), UUID: Type.String(), ID: Type.Integer() });
+// Raw osctrl shapes (PascalCase where the Go structs have no json tags); needs() names what is used.
+const RawMapEntry = needs(Type.Object({ Name: Type.String(), UUID: Type.String(), ID: Type.Integer() }), 'Name', 'UUID');
 const RawMap = Type.Record(Type.String(), RawMapEntry);
+const RawLoginEnv = needs(Type.Object({ uuid: Type.String(), name: Type.String() }), 'uuid', 'name');
 const RawAccess = Type.Object({ user: Type.Boolean(), query: Type.Boolean(), carve: Type.Boolean(), admin: Type.Boolean() });
+type Access = { user: boolean; query: boolean; carve: boolean; admin: boolean };
 const RawPermissions = Type.Record(Type.String(), RawAccess);
-const RawUser = Type.Object({
+const RawUser = needs(Type.Object({
   username: Type.String(), email: Type.String(), fullname: Type.String(), admin: Type.Boolean(), service: Type.Boolean(),
-});
+  created_at: Type.String(), last_access: Type.String(),
+}), 'username');
 const RawMe = Type.Composite([RawUser, Type.Object({ permissions: Type.Optional(RawPermissions) })]);
-const RawSetting = Type.Object({
+const RawSetting = needs(Type.Object({
   ID: Type.Integer(), Name: Type.String(), Service: Type.String(), Type: Type.String(), EnvironmentID: Type.Integer(),
-  String: Type.String(), Boolean: Type.Boolean(), Integer: Type.Integer(),
-});
+  String: Type.String(), Boolean: Type.Boolean(), Integer: Type.Integer(), Info: Type.String(), CreatedAt: Type.String(), UpdatedAt: Type.String(),
+}), 'Name', 'Type');
+const RawQuery = needs(Type.Object({ ...DistributedQuery.properties }), 'name');
+/** One node's answer as osctrl stores it: the rows as a JSON text (`data`), `status` 0 or osquery's error code. */
+const RawResult = needs(Type.Object({ id: Type.Integer(), created_at: Type.String(), uuid: Type.String(), data: Type.String(), status: Type.Integer() }), 'id', 'uuid');
+const RawResultsPage = needs(Type.Object({ items: Type.Array(RawResult), page: Type.Integer(), total_pages: Type.Integer(), total_items: Type.Integer() }), 'items');
+const NAME_ANSWER = needs(Type.Object({ query_name: Type.String() }), 'query_name');
+
+/** When fleetctl is not told (--expire-hours), queries and carves expire after this many hours, as with osctrl-cli. */
+export const OSCTRL_DEFAULT_EXPIRE_HOURS = 6;
+/** osctrl's own page sizes: results up to 1000, lists up to 500. */
+const RESULTS_PAGE = 1000;
+const LIST_PAGE = 500;
 
 /** The feature names refusals use (docs/osctrl.md lists them). */
-const refuse = (feature: Feature | string): never => {
-  throw new NotSupportedError(feature in FEATURE_NAMES ? FEATURE_NAMES[feature as Feature] : feature);
+const refuse = (feature: Feature | string, hint?: string): never => {
+  throw new NotSupportedError(feature in FEATURE_NAMES ? FEATURE_NAMES[feature as Feature] : feature, hint);
 };
 
 export function osctrlResources(http: HttpClient, base: FleetResources) {
   let mapCache: Promise<EnvironmentMapEntry[]> | undefined;
-  /** Every environment once (osctrl's name/uuid maps list each one under its name and its UUID). */
+  /** Every environment once, with ids (osctrl's map, super-admins only, lists each under its name and its UUID). */
   const environments = () =>
     (mapCache ??= http.request<unknown>('GET', 'api/v1/environments/map/id').then((raw) => {
       const m = checkAnswer<Record<string, { Name: string; UUID: string; ID: number }>>(RawMap, raw);
       return Object.values(m).map((e) => ({ id: e.ID, name: e.Name, uuid: e.UUID }));
     }));
-  /** osctrl matches permissions on UUIDs verbatim: a name there would grant nothing. */
+  let namesCache: Promise<EnvironmentMapEntry[]> | undefined;
+  /**
+   * Names and UUIDs for anyone: osctrl's pre-login list. Used to resolve names, so that a user who is
+   * not a super-admin never trips osctrl's "denied access" audit entries with a map request.
+   */
+  const envNames = () =>
+    (namesCache ??= http.request<unknown>('GET', 'api/v1/login/environments').then((raw) =>
+      checkAnswer<Array<{ uuid: string; name: string }>>(Type.Array(RawLoginEnv), raw, 'environments').map((x) => ({ id: 0, ...x })),
+    ));
+  /** osctrl matches permissions (and UUID targets) on UUIDs verbatim: a name there would grant nothing. */
   const envUuid = async (ref: string): Promise<string> => {
-    const e = (await environments()).find((x) => x.uuid === ref || x.name === ref);
+    const e = (await envNames()).find((x) => x.uuid === ref || x.name === ref || x.uuid.toLowerCase() === ref.toLowerCase());
     if (!e) throw new ApiError(404, 'not_found', `environment "${ref}" not found`);
     return e.uuid;
   };
-  /** Names for UUIDs: the map (super-admins), else osctrl's pre-login list (anyone; no IDs). */
-  const envNames = async (): Promise<EnvironmentMapEntry[]> => {
-    try {
-      return await environments();
-    } catch (e) {
-      if (!(e instanceof ApiError && e.status === 403)) throw e;
-      const raw = await http.request<unknown>('GET', 'api/v1/login/environments');
-      return checkAnswer<Array<{ uuid: string; name: string }>>(Type.Array(Type.Object({ uuid: Type.String(), name: Type.String() })), raw).map((x) => ({ id: 0, ...x }));
-    }
-  };
-  const toUser = async (raw: unknown, perms: Record<string, { user: boolean; query: boolean; carve: boolean; admin: boolean }>, what: string): Promise<User> => {
-    const u = checkAnswer<Record<string, unknown>>(RawUser, raw, what);
+
+  const toUser = async (raw: unknown, perms: Record<string, Access>, what: string): Promise<User> => {
+    const u = checkAnswer<{ last_access: string; created_at: string }>(RawUser, raw, what);
     const envs = Object.keys(perms).length ? await envNames() : [];
+    const ids = u && Object.keys(perms).length && mapCache ? await mapCache.catch(() => []) : [];
     const environmentsOut = Object.entries(perms)
       .filter(([, a]) => a.user || a.query || a.carve || a.admin)
       .map(([uuid, a]) => {
         const e = envs.find((x) => x.uuid === uuid);
-        return { id: e?.id ?? 0, name: e?.name ?? uuid, uuid, ...a };
+        return { id: ids.find((x) => x.uuid === uuid)?.id ?? 0, name: e?.name ?? uuid, uuid, user: a.user, query: a.query, carve: a.carve, admin: a.admin };
       });
-    const lastLogin = typeof u.last_access === 'string' ? u.last_access : '';
-    return normalise<User>(User, { ...u, environments: environmentsOut, mfa: { totp: false, webauthn: 0 }, api: false, last_login_at: lastLogin }, what);
+    return checkAnswer<User>(User, { ...u, environments: environmentsOut, mfa: { totp: false, webauthn: 0 }, api: false, last_login_at: u.last_access }, what);
   };
   const permissionsOf = async (username: string) =>
-    checkAnswer<{ permissions: Record<string, { user: boolean; query: boolean; carve: boolean; admin: boolean }> }>(
-      Type.Object({ permissions: RawPermissions }),
+    checkAnswer<{ permissions: Record<string, Access> }>(
+      needs(Type.Object({ permissions: RawPermissions }), 'permissions'),
       await http.request<unknown>('GET', `api/v1/users/${seg(username)}/permissions`),
     ).permissions;
-  /** The levels of a user body, with this API's defaults (user level unless told otherwise). */
-  const accessOf = (b: UserBody) => ({ user: b.user_access ?? true, query: b.query_access ?? false, carve: b.carve_access ?? false, admin: b.admin_access ?? false });
-  const setAccess = async (username: string, envRefs: string[], access: ReturnType<typeof accessOf>) => {
+  /**
+   * The osctrl permission rows for a user body. osctrl checks a level by reading the env's rows in
+   * order and answering with the first row of that level, unless an admin row came first; its
+   * permissions endpoint writes the user row first. So `user: false` next to `admin: true` is a
+   * user locked out of the environment: every level granted includes user, and admin all four
+   * (osctrl's own GenEnvAccess does the same). No level at all (`--level none`) is no access.
+   */
+  const accessOf = (b: UserBody): Access => {
+    const admin = b.admin_access ?? false;
+    const query = admin || (b.query_access ?? false);
+    const carve = admin || (b.carve_access ?? false);
+    const user = admin || query || carve || (b.user_access ?? true);
+    return { user, query, carve, admin };
+  };
+  const setAccess = async (username: string, envRefs: string[], access: Access) => {
     const uuids = await Promise.all(envRefs.map(envUuid)); // all resolved before anything changes
     for (const env_uuid of uuids) await http.request('POST', `api/v1/users/${seg(username)}/permissions`, { body: { env_uuid, access } });
   };
-  const currentTag = async (env: string, name: string) =>
-    normaliseAll<TagWithCount>(TagWithCount, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags').find((t) => t.name === name);
+  /** osctrl's remove and edit answer 200 for a user that does not exist: ask first (404 is exit 3). */
+  const userExists = async (username: string) => {
+    await http.request<unknown>('GET', `api/v1/users/${seg(username)}`, { schema: RawUser });
+  };
+  const tagList = async (env: string) => normaliseAll<TagWithCount>(TagOsctrl, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
+  const currentTag = async (env: string, name: string) => (await tagList(env)).find((t) => t.name === name);
+
+  /**
+   * osctrl's platform targets match `platform` exactly (ubuntu, darwin): a bucket (linux) becomes
+   * the platforms of the env's nodes in it (read from the node list: osctrl's platforms endpoint is
+   * for super-admins only).
+   */
+  const platformsIn = async (env: string, wanted: string[]): Promise<string[]> => {
+    await readNodes(env);
+    const out = new Set<string>();
+    for (const w of wanted) {
+      const lw = w.toLowerCase();
+      const matches = [...platforms].filter((p) => p.toLowerCase() === lw || platformBucket(p) === lw);
+      // Nothing of that kind here: send the name itself, which matches no node (an empty list would mean every node).
+      for (const p of matches.length ? matches : [w]) out.add(p);
+    }
+    return [...out];
+  };
+  /**
+   * The run request osctrl needs: a real expiry (osctrl stores 0 as "expired at year 1", and
+   * osctrl-tls never hands such a query out), platform buckets expanded, and one kind of target
+   * at most: osctrl intersects the lists of different kinds (and skips a kind that matched
+   * nothing), where this API adds them up.
+   */
+  const runBody = async (env: string, body: QueryRunRequest): Promise<QueryRunRequest> => {
+    const kinds = (['uuid_list', 'host_list', 'platform_list', 'environment_list', 'tag_list'] as const).filter((k) => (body[k]?.length ?? 0) > 0);
+    if (kinds.length > 1) {
+      refuse('targets of different kinds in one run (osctrl intersects them)', 'run once per kind of target, or list the nodes themselves');
+    }
+    const out: QueryRunRequest = { ...body, exp_hours: body.exp_hours || OSCTRL_DEFAULT_EXPIRE_HOURS };
+    if (body.environment_list?.length) {
+      // This API targets nodes of the env in the path only; osctrl would take the other envs' nodes too.
+      const here = await envUuid(env);
+      for (const e of body.environment_list) {
+        if ((await envUuid(e)) !== here) throw new ApiError(400, 'bad_request', `environment_list names "${e}", not this environment (${env})`);
+      }
+      delete out.environment_list; // = every node of this env
+    }
+    if (body.platform_list?.length) out.platform_list = await platformsIn(env, body.platform_list);
+    return out;
+  };
+
+  const queryOf = async (env: string, name: string): Promise<ReturnType<typeof toQuery>> => {
+    const raw = await http.request<unknown>('GET', `api/v1/queries/${seg(env)}/${seg(name)}`);
+    // osctrl answers 200 with an empty record for a name it does not have.
+    if (raw && typeof raw === 'object' && !(raw as { name?: unknown }).name) throw new ApiError(404, 'not_found', `query "${name}" not found in environment ${env}`);
+    return toQuery(checkAnswer(RawQuery, raw));
+  };
+  const hostnames = new Map<string, string>();
+  const platforms = new Set<string>();
+  let nodesRead: Promise<void> | undefined;
+  /** The env's nodes' hostnames (osctrl's results carry only the UUID) and platforms, read once per command. */
+  const readNodes = (env: string) =>
+    (nodesRead ??= (async () => {
+      for (let page = 1; ; page++) {
+        const p = await base.nodes.list(env, { page, page_size: LIST_PAGE });
+        for (const n of p.items) {
+          hostnames.set(n.uuid.toUpperCase(), n.hostname);
+          if (n.platform) platforms.add(n.platform);
+        }
+        if (page >= p.total_pages || p.items.length === 0) break;
+      }
+    })());
 
   return {
     auth: {
       ...base.auth,
       /** osctrl answers 403 for a wrong password; `/login/{env}` wants env admin, `/login` (no env) anyone. */
       login: async (env: string, body: Parameters<FleetResources['auth']['login']>[1]) => {
+        const Token = needs(TokenResponse, 'token');
         try {
-          return checkAnswer<TokenResponse>(TokenResponse, await http.request<unknown>('POST', `api/v1/login/${seg(env)}`, { body }));
+          return checkAnswer<TokenResponse>(Token, await http.request<unknown>('POST', `api/v1/login/${seg(env)}`, { body }));
         } catch (e) {
           if (!(e instanceof ApiError) || e.status !== 403) throw e;
           if (/invalid credentials/i.test(e.message)) throw new CliError('invalid credentials (osctrl, HTTP 403)', ExitCode.auth, 'check the username and password');
           // "no access": not an admin of the environment, the environment-less login still works for users.
-          return checkAnswer<TokenResponse>(TokenResponse, await http.request<unknown>('POST', 'api/v1/login', { body }));
+          return checkAnswer<TokenResponse>(Token, await http.request<unknown>('POST', 'api/v1/login', { body }));
         }
       },
       mfaLogin: () => refuse('MFA login (second factor)'),
+      /**
+       * osctrl's logout ends only a session whose token comes as its `osctrl_token` cookie (the
+       * browser's); a Bearer header is ignored and the token would stay valid. Then the token is
+       * tried once more: osctrl answers 200 to a logout whatever happened, so only a refused
+       * token says the session really ended.
+       */
+      logout: async () => {
+        const token = http.opts.token ?? '';
+        const r = checkAnswer<{ message?: string }>(Type.Object({}), await http.request<unknown>('POST', 'api/v1/logout', { headers: { cookie: `osctrl_token=${token}` } }));
+        try {
+          await http.request<unknown>('GET', 'api/v1/users/me');
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 401) return { message: r.message ?? 'logged out' };
+          throw e;
+        }
+        throw new CliError('osctrl still accepts the token after its logout', ExitCode.error);
+      },
     },
     users: {
       ...base.users,
       list: async () => {
         const raw = await http.request<unknown>('GET', 'api/v1/users');
-        const rows = checkAnswer<unknown[]>(Type.Array(RawUser), raw, 'users');
+        const rows = checkAnswer<Array<{ username: string }>>(Type.Array(RawUser), raw, 'users');
+        await environments().catch(() => []); // ids for the access lists (this endpoint is super-admin only anyway)
         const out: User[] = [];
-        for (const [i, r] of rows.entries()) out.push(await toUser(r, await permissionsOf((r as { username: string }).username), `users[${i}]`));
+        for (const [i, r] of rows.entries()) out.push(await toUser(r, await permissionsOf(r.username), `users[${i}]`));
         return out;
       },
       me: async () => {
-        const raw = checkAnswer<{ permissions?: Record<string, { user: boolean; query: boolean; carve: boolean; admin: boolean }> }>(RawMe, await http.request<unknown>('GET', 'api/v1/users/me'));
+        const raw = checkAnswer<{ admin: boolean; permissions?: Record<string, Access> }>(RawMe, await http.request<unknown>('GET', 'api/v1/users/me'));
+        if (raw.admin) await environments().catch(() => []);
         return toUser(raw, raw.permissions ?? {}, '');
       },
       action: async (username: string, action: Parameters<FleetResources['users']['action']>[1], body: Omit<UserBody, 'username'> = {}) => {
         // osctrl accepts `api` and ignores it: say so rather than report a change that did not happen.
         if (body.api !== undefined) refuse('the API-access flag of users (--api/--no-api)');
-        const { environments: envRefs, api: _api, ...rest } = body;
+        const { environments: envRefs, api: _api, user_access: _u, query_access: _q, carve_access: _c, admin_access: _a, ...rest } = body;
+        const levels = [_u, _q, _c, _a].some((v) => v !== undefined);
         if (action === 'add') {
-          // osctrl stores `environments` verbatim and matches UUIDs: send UUIDs.
+          // osctrl stores `environments` verbatim and matches UUIDs: send UUIDs, with levels osctrl can check.
           const uuids = envRefs ? await Promise.all(envRefs.map(envUuid)) : undefined;
-          return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/add`, { body: { ...rest, environments: uuids, username } }));
+          const a = accessOf(body);
+          const access = levels || uuids?.length ? { user_access: a.user, query_access: a.query, carve_access: a.carve, admin_access: a.admin } : {};
+          return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/add`, { body: { ...rest, ...access, environments: uuids, username } }));
         }
+        await userExists(username);
         if (action === 'edit') {
           // osctrl's edit ignores environments and levels: they go through its permissions endpoint,
           // after the plain fields (every environment is resolved first, so a bad name changes nothing).
           if (envRefs?.length) await Promise.all(envRefs.map(envUuid));
-          const plain = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.endsWith('_access')));
-          const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...plain, username } }));
-          if (envRefs?.length) await setAccess(username, envRefs, accessOf(body));
+          const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...rest, username } }));
+          if (envRefs?.length) await setAccess(username, envRefs, levels ? accessOf(body) : accessOf({}));
           return res;
         }
         return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...rest, username } }));
@@ -184,20 +297,19 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
       },
       enrollRead: async (env: string, target: Parameters<FleetResources['environments']['enrollRead']>[1]) => {
         if (target !== 'remove.sh' && target !== 'remove.ps1') return base.environments.enrollRead(env, target);
-        return http.request<{ data: string }>('GET', `api/v1/environments/${seg(env)}/remove/${seg(target)}`, { secretResponse: true, schema: DataResponse });
+        return http.request<{ data: string }>('GET', `api/v1/environments/${seg(env)}/remove/${seg(target)}`, { secretResponse: true, schema: needs(DataResponse, 'data') });
       },
     },
     nodes: {
       ...base.nodes,
       list: async (env: string, query: Parameters<FleetResources['nodes']['list']>[1] = {}) => {
         const { order, ...rest } = query;
-        return normalisePage<Node>(Node, await http.request<unknown>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...rest, dir: order } }));
+        return base.nodes.list(env, { ...rest, ...(order ? { dir: order } : {}) } as Parameters<FleetResources['nodes']['list']>[1]);
       },
-      get: async (env: string, node: string) => normalise<Node>(Node, await http.request<unknown>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`)),
     },
     tags: {
       ...base.tags,
-      list: async (env: string) => normaliseAll<TagWithCount>(TagWithCount, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags'),
+      list: tagList,
       // osctrl stores type 0 (env) when tagtype is omitted; this API's default is `tag`.
       add: (env: string, body: Parameters<FleetResources['tags']['add']>[1]) => base.tags.add(env, { ...body, tagtype: body.tagtype ?? TagTypes.tag }),
       // osctrl compares an omitted tagtype (0) with the stored one and changes it: send the current type.
@@ -207,14 +319,27 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         if (!cur) throw new ApiError(404, 'not_found', `tag "${body.name}" not found`);
         return base.tags.edit(env, { ...body, tagtype: cur.tag_type });
       },
-      // osctrl tags one node per request; it creates the tag when missing, so check it exists first.
+      /**
+       * osctrl tags one node per request and creates the tag when missing (so it is checked first).
+       * A node that already has the tag answers 500 "error tagging node": this API counts that as
+       * done, as its own server does, and says which nodes they were; every node is tried.
+       */
       tag: async (env: string, name: string, uuids: string[]) => {
         const cur = await currentTag(env, name);
         if (!cur) throw new ApiError(404, 'not_found', `tag "${name}" not found`);
+        const already: string[] = [];
         for (const uuid of uuids) {
-          checkAnswer(MessageResponse, await http.request<unknown>('POST', `api/v1/nodes/${seg(env)}/tag`, { body: { uuid, tag: name, type: cur.tag_type, custom: cur.custom_tag } }));
+          try {
+            checkAnswer(MessageResponse, await http.request<unknown>('POST', `api/v1/nodes/${seg(env)}/tag`, { body: { uuid, tag: name, type: cur.tag_type, custom: cur.custom_tag } }));
+          } catch (e) {
+            if (e instanceof ApiError && e.status === 500 && /error tagging node/.test(e.message)) already.push(uuid);
+            else throw new CliError(`${(e as Error).message}: tag ${name} was applied to ${uuids.indexOf(uuid)} of ${uuids.length} node(s) before ${uuid}`, e instanceof ApiError ? ExitCode.error : ExitCode.unavailable);
+          }
         }
-        return { data: `tag ${name} applied to ${uuids.length} node(s)` };
+        const note = already.length
+          ? `; ${already.length} already had it or could not be tagged (osctrl answers 500 "error tagging node" for both): ${already.join(', ')}`
+          : '';
+        return { data: `tag ${name} applied to ${uuids.length - already.length} node(s)${note}` };
       },
       untag: () => refuse('untag'),
     },
@@ -242,20 +367,74 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         if (status === 'pending') refuse('filtering carves by status pending');
         return normalisePage<CarveQuery>(CarveQuery, await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }));
       },
-      get: async (env: string, name: string) => {
+      get: async (env: string, name: string): Promise<CarveDetail> => {
         const d = checkAnswer<{ query: Record<string, unknown>; files: unknown[] }>(
-          Type.Object({ query: Type.Record(Type.String(), Type.Unknown()), files: Type.Array(Type.Unknown()) }),
+          needs(Type.Object({ query: needs(Type.Object({ name: Type.String() }), 'name'), files: Type.Array(Type.Unknown()) }), 'query'),
           await http.request<unknown>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`),
         );
         const q = d.query;
         const status = q.deleted ? 'DELETED' : q.expired ? 'EXPIRED' : q.completed ? 'COMPLETED' : d.files.length ? 'PENDING' : 'ACTIVE';
-        return normalise<CarveDetail>(CarveDetail, {
+        return {
           query: normalise(CarveQuery, { carve_status: status, ...q }, 'query'),
-          files: d.files.map((f, i) => normalise(CarveDetail.properties.files.items, f, `files[${i}]`)),
-        });
+          files: d.files.map((f, i) => normalise(needs(CarveFile, 'session_id', 'carve_size', 'total_blocks'), f, `files[${i}]`)),
+        };
       },
+      run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
+        checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
       action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>
         action === 'archive' ? refuse('carve-archive') : base.carves.action(env, action, name),
+    },
+    queries: {
+      ...base.queries,
+      run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
+        checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/queries/${seg(env)}`, { body: await runBody(env, body) })),
+      /**
+       * osctrl lists by target in the path. Without a status this API lists every query; osctrl's
+       * widest list (`all-full`) is every query but the deleted ones (`--status deleted` has those).
+       */
+      list: async (env: string, query: Parameters<FleetResources['queries']['list']>[1] = {}): Promise<Page<ReturnType<typeof toQuery>>> => {
+        const target = query.status ?? 'all-full';
+        const raw = await http.request<unknown>('GET', `api/v1/queries/${seg(env)}/list/${seg(target)}`, { query: { page: query.page, page_size: query.page_size } });
+        const p = checkAnswer<Page<Record<string, unknown>>>(needs(Paginated(RawQuery), 'items'), raw);
+        return { ...p, items: p.items.map(toQuery) };
+      },
+      get: queryOf,
+      /**
+       * osctrl keeps one row per node answer with its rows as JSON text, pages by number (no
+       * after_id) and knows no hostnames: the pages after `after_id` are read and converted, the
+       * progress comes from the query itself.
+       */
+      results: async (env: string, name: string, query: Parameters<FleetResources['queries']['results']>[2] = {}): Promise<QueryResultsPage> => {
+        const q = await queryOf(env, name);
+        const after = query.after_id ?? 0;
+        const items: QueryResult[] = [];
+        let total = 0;
+        for (let page = 1; ; page++) {
+          const p = checkAnswer<{ items: Array<{ id: number; created_at: string; uuid: string; data: string; status: number }>; total_pages: number; total_items: number }>(
+            RawResultsPage, await http.request<unknown>('GET', `api/v1/queries/${seg(env)}/results/${seg(name)}`, { query: { page, page_size: RESULTS_PAGE } }),
+          );
+          total = p.total_items;
+          for (const r of p.items) if (r.id > after) items.push(toResult(r));
+          if (page >= p.total_pages || p.items.length === 0) break;
+        }
+        items.sort((a, b) => a.id - b.id);
+        if (items.some((r) => !hostnames.has(r.uuid.toUpperCase()))) {
+          if (hostnames.size > 0) nodesRead = undefined; // a node enrolled since the last read
+          await readNodes(env).catch(() => undefined);
+        }
+        for (const r of items) r.hostname = hostnames.get(r.uuid.toUpperCase()) ?? '';
+        const size = query.page_size ?? RESULTS_PAGE;
+        return {
+          items: items.slice(0, size), page: 1, page_size: size, total_items: total, total_pages: total ? Math.ceil(total / size) : 0,
+          expected: q.expected, answered: q.executions + q.errors, query_status: q.status,
+        };
+      },
+      /** osctrl has delete, expire and complete; this API's cancel is its expire (nodes stop picking the query up). */
+      action: async (env: string, action: Parameters<FleetResources['queries']['action']>[1], name: string) => {
+        // osctrl answers 200 with an empty message to an action it does not know, and changes nothing.
+        const act = action === 'cancel' ? 'expire' : action;
+        return checkAnswer<{ message: string }>(needs(MessageResponse, 'message'), await http.request<unknown>('POST', `api/v1/queries/${seg(env)}/${seg(act)}/${seg(name)}`));
+      },
     },
     sinks: {
       list: () => refuse('log-sinks'),
@@ -268,13 +447,44 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const { q, env, ...rest } = query;
         if (q) refuse('audit-search');
         const env_uuid = env ? await envUuid(env) : undefined;
-        return normalisePage<AuditLogEntry>(AuditLogEntry, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
+        const p = normalisePage<AuditLogEntry>(AuditLogEntry, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
+        // osctrl matches `username` as a substring (bob finds bobby too): this API means that user.
+        return rest.username === undefined ? p : { ...p, items: p.items.filter((e) => e.username === rest.username) };
       },
       get: () => refuse('audit-show'),
     },
     // Issue 22: GET/PATCH /api/v1/environments/config/{env} (osctrl-config.ts).
     config: osctrlConfig(http),
   };
+}
+
+/** tags list: osctrl's tags carry no node count, so the field stays absent (blank in tables), never a wrong 0. */
+const TagOsctrl = needs(Type.Omit(TagWithCount, ['node_count']), 'name');
+
+/** A query as this API shows it: osctrl's record, with `status` derived as this API's server does. */
+function toQuery(r: Record<string, unknown>) {
+  const status = r.deleted ? 'DELETED' : r.expired ? 'EXPIRED' : r.completed ? 'COMPLETED' : r.active ? 'ACTIVE' : 'INACTIVE';
+  return checkAnswer<Static<typeof DistributedQuery>>(DistributedQuery, { targets: [], ...r, status });
+}
+type Static<T extends TSchema> = import('@sinclair/typebox').Static<T>;
+
+/**
+ * One node's answer. osctrl keeps what osctrl-tls received as JSON text: `{name, result: [rows],
+ * status, message}` (the rows of that node, osquery's status code and error message).
+ */
+function toResult(r: { id: number; created_at: string; uuid: string; data: string; status: number }): QueryResult {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(r.data || '{}');
+  } catch {
+    parsed = undefined;
+  }
+  const d = parsed && typeof parsed === 'object' ? (parsed as { result?: unknown; message?: unknown; status?: unknown }) : {};
+  const list = Array.isArray(parsed) ? parsed : Array.isArray(d.result) ? d.result : [];
+  const rows = list.filter((x): x is Record<string, unknown> => Boolean(x) && typeof x === 'object' && !Array.isArray(x));
+  const status = typeof d.status === 'number' ? d.status : r.status;
+  const message = typeof d.message === 'string' && d.message ? d.message : `osquery status ${status}`;
+  return { id: r.id, created_at: r.created_at, uuid: r.uuid, hostname: '', status, ...(status !== 0 ? { error: message } : {}), rows };
 }
 
 function settingFromOsctrl(r: Record<string, unknown>) {

@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { HttpClient } from '../http.js';
+import { needs } from '../validate.js';
 import * as S from '../../api/index.js';
 import type {
   DataResponse, EnrollAction, EnrollBody, EnrollTarget, Environment, EnvironmentMap, IntervalsBody, MapTarget, MessageResponse,
@@ -6,9 +8,13 @@ import type {
 
 const seg = encodeURIComponent;
 
+/** Names and UUIDs are what the map is for; the enroll texts are what a read prints. */
+export const MAP = Type.Record(Type.String(), needs(S.EnvironmentMapEntry, 'name', 'uuid'));
+export const DATA = needs(S.DataResponse, 'data');
+
 export const environmentsApi = (http: HttpClient) => ({
   /** 4.7 */
-  map: (target: MapTarget) => http.request<EnvironmentMap>('GET', `api/v1/environments/map/${seg(target)}`, { schema: S.EnvironmentMap }),
+  map: (target: MapTarget) => http.request<EnvironmentMap>('GET', `api/v1/environments/map/${seg(target)}`, { schema: MAP }),
   /** GET /api/v1/environments/{env} (contract.md 5): secret, certificate and flags only for env admins. */
   get: (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`, { schema: S.Environment }),
   /** 4.6: omitted intervals keep their value; returns the whole environment. */
@@ -18,5 +24,5 @@ export const environmentsApi = (http: HttpClient) => ({
     http.request<MessageResponse>('POST', `api/v1/environments/${seg(env)}/enroll/${seg(action)}`, { body, schema: S.MessageResponse }),
   /** 4.9 — the texts embed the enroll secret, so --debug does not print them. */
   enrollRead: (env: string, target: EnrollTarget) =>
-    http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`, { secretResponse: true, schema: S.DataResponse }),
+    http.request<DataResponse>('GET', `api/v1/environments/${seg(env)}/enroll/${seg(target)}`, { secretResponse: true, schema: DATA }),
 });

@@ -1,5 +1,6 @@
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
+import { needs } from '../validate.js';
 import type { MessageResponse, Node, NodeSort, NodeStatus, Page, Platform, SortOrder } from '../../api/index.js';
 
 const seg = encodeURIComponent;
@@ -21,13 +22,15 @@ export interface NodeListQuery {
   order?: SortOrder;
 }
 
-const NODE_PAGE = S.Paginated(S.Node);
+/** Commands act on nodes by UUID (delete, tag): an item without one is not a node. */
+export const NODE = needs(S.Node, 'uuid');
+const NODE_PAGE = needs(S.Paginated(NODE), 'items');
 
 export const nodesApi = (http: HttpClient) => ({
   /** 4.11 */
   list: (env: string, query: NodeListQuery = {}) => http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query }, schema: NODE_PAGE }),
   /** 4.12 */
-  get: (env: string, node: string) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`, { schema: S.Node }),
+  get: (env: string, node: string) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`, { schema: NODE }),
   /** 4.13 */
   delete: (env: string, uuid: string) => http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid }, schema: S.MessageResponse }),
 });

@@ -1,15 +1,17 @@
 import { Type } from '@sinclair/typebox';
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
+import { needs } from '../validate.js';
 import type { LogSink, MessageResponse, SinkCloneBody, SinkCreateBody } from '../../api/index.js';
 
-const SINKS = Type.Array(S.LogSink);
+const SINK = needs(S.LogSink, 'id', 'name');
+const SINKS = Type.Array(SINK);
 
 export const sinksApi = (http: HttpClient) => ({
   /** GET /api/v1/log-sinks?environment_id=N (0 = global), ordered by `order`. */
   list: (environmentId: number) => http.request<LogSink[]>('GET', 'api/v1/log-sinks', { query: { environment_id: environmentId }, schema: SINKS, answerName: 'sinks' }),
   /** 4.18: 409 when the target has sinks and overwrite is false. */
   clone: (body: SinkCloneBody) => http.request<LogSink[]>('POST', 'api/v1/log-sinks/clone', { body, schema: SINKS }),
-  create: (body: SinkCreateBody) => http.request<LogSink>('POST', 'api/v1/log-sinks', { body, schema: S.LogSink }),
+  create: (body: SinkCreateBody) => http.request<LogSink>('POST', 'api/v1/log-sinks', { body, schema: SINK }),
   delete: (id: number) => http.request<MessageResponse>('DELETE', `api/v1/log-sinks/${id}`, { schema: S.MessageResponse }),
 });

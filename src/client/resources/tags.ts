@@ -1,11 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
+import { needs } from '../validate.js';
 import type { DataResponse, TagAction, TagBody, TagWithCount } from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
-const TAGS = Type.Array(S.TagWithCount);
+export const TAG = needs(S.TagWithCount, 'name');
+const TAGS = Type.Array(TAG);
 
 export const tagsApi = (http: HttpClient) => {
   /** 4.10: every tag change is one POST with the action in the path. */

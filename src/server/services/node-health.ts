@@ -1,19 +1,9 @@
 // Derived node fields (contract.md 4.11): platform bucket, health, posture and uptime.
 // Pure functions: the rules are unit-tested without a database.
-import type { Health, Platform, Uptime } from '../../api/index.js';
+import type { Health, Uptime } from '../../api/index.js';
 import { NEVER } from '../../api/index.js';
 
-const BUCKETS: Record<Exclude<Platform, 'other'>, string[]> = {
-  linux: ['linux', 'ubuntu', 'debian', 'centos', 'rhel', 'fedora', 'arch', 'amzn', 'amazon', 'opensuse', 'sles', 'alpine', 'rocky', 'oracle', 'almalinux', 'kali'],
-  darwin: ['darwin', 'macos', 'mac'],
-  windows: ['windows', 'win', 'win32', 'win64'],
-};
-
-export function platformBucket(platform: string): Platform {
-  const p = platform.trim().toLowerCase();
-  for (const [bucket, names] of Object.entries(BUCKETS)) if (names.includes(p)) return bucket as Platform;
-  return 'other';
-}
+export { platformBucket } from '../../lib/platforms.js';
 
 /** "5.12.1" -> "00005.00012.00001": sorts like the version numbers. */
 export function versionKey(version: string): string {
