@@ -3,19 +3,41 @@
 import { describe, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { checkAnswer, UnexpectedAnswerError } from '../../src/client/validate.js';
+import { checkAnswer, needs, UnexpectedAnswerError } from '../../src/client/validate.js';
 import { toApiError } from '../../src/client/http.js';
-import { Node, Paginated, User } from '../../src/api/index.js';
+import { Node, Paginated, TokenResponse, User } from '../../src/api/index.js';
 import { mapError } from '../../src/errors.js';
 
 describe('checkAnswer', () => {
-  it('passes a matching answer through and names the first missing field with its path', () => {
+  it('passes a matching answer through and names the first field of the wrong type with its path', () => {
     const user = Value.Create(User);
     expect(checkAnswer(Type.Array(User), [user], 'users')).toEqual([user]);
-    const { environments: _e, ...noEnvs } = user;
-    void _e;
-    expect(() => checkAnswer(Type.Array(User), [user, noEnvs], 'users')).toThrow('unexpected answer from the server: users[1].environments is missing');
     expect(() => checkAnswer(User, { ...user, admin: 'yes' })).toThrow(/^unexpected answer from the server: admin: expected boolean$/);
+    expect(() => checkAnswer(Type.Array(User), [user, { ...user, mfa: { totp: 1 } }], 'users')).toThrow('unexpected answer from the server: users[1].mfa.totp: expected boolean');
+  });
+
+  it('a missing optional field is never an error: it is filled with its zero value, at any depth (issue 19)', () => {
+    // What osctrl sends for a VM: omitempty leaves out the empty BIOS fields and the node's derived fields.
+    const raw = { uuid: 'U1', hostname: 'web-1', system_info: { bios: { vendor: 'SeaBIOS' }, os: { name: 'Ubuntu' } } };
+    const node = checkAnswer<Record<string, any>>(Node, raw);
+    expect(node.system_info.bios).toEqual({ vendor: 'SeaBIOS', address: '', date: '', revision: '', size: '', version: '', volume_size: '' });
+    expect(node.system_info.system.cpu_brand).toBe('');
+    expect(node).toMatchObject({ tags: [], health: { status: '', signals: [] }, bytes_received: 0, last_seen: '' });
+    expect('node_key' in node).toBe(false); // optional in the schema: stays absent
+    const { environments: _e, ...noEnvs } = Value.Create(User);
+    void _e;
+    expect(checkAnswer<{ environments: unknown[] }>(User, noEnvs).environments).toEqual([]);
+  });
+
+  it('requires only what a command needs (needs()): a page without items, a node without uuid, a login without token', () => {
+    const page = needs(Paginated(needs(Node, 'uuid')), 'items');
+    expect(() => checkAnswer(page, { page: 1 })).toThrow('unexpected answer from the server: items is missing');
+    expect(() => checkAnswer(page, { items: [{ uuid: 'U1' }, { hostname: 'x' }] })).toThrow('unexpected answer from the server: items[1].uuid is missing');
+    expect(checkAnswer<{ total_pages: number }>(page, { items: [] }).total_pages).toBe(0);
+    expect(() => checkAnswer(needs(TokenResponse, 'token'), { csrf_token: 'c' })).toThrow(/token is missing/);
+    expect(checkAnswer(needs(TokenResponse, 'token'), { token: 't' })).toEqual({ token: 't', csrf_token: '' });
+    // needs() copies: the schema the server serializes with keeps its own `required`.
+    expect(Node.required).toContain('hostname');
   });
 
   it('is a CliError with exit 1 and a --debug hint', () => {

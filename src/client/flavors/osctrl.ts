@@ -85,12 +85,28 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     return e.uuid;
   };
 
+  let meCache: Promise<{ admin: boolean; permissions?: Record<string, Access> }> | undefined;
+  const me = () => (meCache ??= http.request<unknown>('GET', 'api/v1/users/me').then((raw) => checkAnswer<{ admin: boolean; permissions?: Record<string, Access> }>(RawMe, raw)));
+  const accessibleEnvironments = async (): Promise<EnvironmentMapEntry[]> => {
+    const perms = (await me()).permissions ?? {};
+    const known = await envNames();
+    const out: EnvironmentMapEntry[] = [];
+    for (const e of known) {
+      const a = perms[e.uuid];
+      if (!a || !(a.user || a.admin)) continue; // osctrl's read of an environment wants user level (or an admin row first)
+      const env = checkAnswer<{ id: number }>(needs(Type.Object({ id: Type.Integer() }), 'id'), await http.request<unknown>('GET', `api/v1/environments/${seg(e.uuid)}`));
+      out.push({ id: env.id, name: e.name, uuid: e.uuid });
+    }
+    return out;
+  };
   const toUser = async (raw: unknown, perms: Record<string, Access>, what: string): Promise<User> => {
     const u = checkAnswer<{ last_access: string; created_at: string }>(RawUser, raw, what);
     const envs = Object.keys(perms).length ? await envNames() : [];
     const ids = u && Object.keys(perms).length && mapCache ? await mapCache.catch(() => []) : [];
+    // osctrl checks access by the environment's UUID; rows stored under a name (osctrl-cli's
+    // `user add -e NAME` writes those) grant nothing there, so only the UUID rows are shown.
     const environmentsOut = Object.entries(perms)
-      .filter(([, a]) => a.user || a.query || a.carve || a.admin)
+      .filter(([uuid, a]) => (a.user || a.query || a.carve || a.admin) && envs.some((x) => x.uuid === uuid))
       .map(([uuid, a]) => {
         const e = envs.find((x) => x.uuid === uuid);
         return { id: ids.find((x) => x.uuid === uuid)?.id ?? 0, name: e?.name ?? uuid, uuid, user: a.user, query: a.query, carve: a.carve, admin: a.admin };
@@ -120,9 +136,13 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     const uuids = await Promise.all(envRefs.map(envUuid)); // all resolved before anything changes
     for (const env_uuid of uuids) await http.request('POST', `api/v1/users/${seg(username)}/permissions`, { body: { env_uuid, access } });
   };
-  /** osctrl's remove and edit answer 200 for a user that does not exist: ask first (404 is exit 3). */
+  /**
+   * osctrl's remove answers 200 for a user that does not exist, and its read of one user answers
+   * 500: the list (the same super-admin right as the change) says whether the user is there.
+   */
   const userExists = async (username: string) => {
-    await http.request<unknown>('GET', `api/v1/users/${seg(username)}`, { schema: RawUser });
+    const all = checkAnswer<Array<{ username: string }>>(Type.Array(RawUser), await http.request<unknown>('GET', 'api/v1/users'), 'users');
+    if (!all.some((u) => u.username === username)) throw new ApiError(404, 'not_found', `user "${username}" not found`);
   };
   const tagList = async (env: string) => normaliseAll<TagWithCount>(TagOsctrl, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
   const currentTag = async (env: string, name: string) => (await tagList(env)).find((t) => t.name === name);
@@ -192,16 +212,22 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
   return {
     auth: {
       ...base.auth,
-      /** osctrl answers 403 for a wrong password; `/login/{env}` wants env admin, `/login` (no env) anyone. */
+      /**
+       * osctrl's `/login/{env}` lets in only admins of that environment: anyone else costs a failed
+       * login (a warning in osctrl's audit log) and a second try, against a limit of 10 logins a
+       * minute. Its token is the same as the environment-less `/login`'s, so fleetctl checks the
+       * environment exists in osctrl's pre-login list (no password sent for a wrong name) and logs
+       * in once without it. A wrong password is 403 `invalid credentials` there.
+       */
       login: async (env: string, body: Parameters<FleetResources['auth']['login']>[1]) => {
-        const Token = needs(TokenResponse, 'token');
+        await envUuid(env);
         try {
-          return checkAnswer<TokenResponse>(Token, await http.request<unknown>('POST', `api/v1/login/${seg(env)}`, { body }));
+          return checkAnswer<TokenResponse>(needs(TokenResponse, 'token'), await http.request<unknown>('POST', 'api/v1/login', { body }));
         } catch (e) {
-          if (!(e instanceof ApiError) || e.status !== 403) throw e;
-          if (/invalid credentials/i.test(e.message)) throw new CliError('invalid credentials (osctrl, HTTP 403)', ExitCode.auth, 'check the username and password');
-          // "no access": not an admin of the environment, the environment-less login still works for users.
-          return checkAnswer<TokenResponse>(Token, await http.request<unknown>('POST', 'api/v1/login', { body }));
+          if (e instanceof ApiError && e.status === 403 && /invalid credentials/i.test(e.message)) {
+            throw new CliError('invalid credentials (osctrl, HTTP 403)', ExitCode.auth, 'check the username and password');
+          }
+          throw e;
         }
       },
       mfaLogin: () => refuse('MFA login (second factor)'),
@@ -234,7 +260,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         return out;
       },
       me: async () => {
-        const raw = checkAnswer<{ admin: boolean; permissions?: Record<string, Access> }>(RawMe, await http.request<unknown>('GET', 'api/v1/users/me'));
+        const raw = await me();
         if (raw.admin) await environments().catch(() => []);
         return toUser(raw, raw.permissions ?? {}, '');
       },
@@ -272,8 +298,13 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     },
     environments: {
       ...base.environments,
+      /**
+       * osctrl's map is for super-admins; asking it as anyone else writes a "denied access" warning
+       * into osctrl's audit log. So the caller is asked first: other users get the environments
+       * they have access to, each read as they may (GET /environments/{uuid}, which has the id).
+       */
       map: async (target: MapTarget) => {
-        const list = await environments();
+        const list = (await me()).admin ? await environments() : await accessibleEnvironments();
         const key = (e: EnvironmentMapEntry) => (target === 'id' ? String(e.id) : target === 'uuid' ? e.uuid : e.name);
         return checkAnswer<EnvironmentMap>(EnvironmentMap, Object.fromEntries(list.map((e) => [key(e), e])));
       },
@@ -336,10 +367,10 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
             else throw new CliError(`${(e as Error).message}: tag ${name} was applied to ${uuids.indexOf(uuid)} of ${uuids.length} node(s) before ${uuid}`, e instanceof ApiError ? ExitCode.error : ExitCode.unavailable);
           }
         }
-        const note = already.length
-          ? `; ${already.length} already had it or could not be tagged (osctrl answers 500 "error tagging node" for both): ${already.join(', ')}`
-          : '';
-        return { data: `tag ${name} applied to ${uuids.length - already.length} node(s)${note}` };
+        if (already.length) {
+          http.opts.warn?.(`osctrl-tagged-${name}`, `${already.length} of ${uuids.length} node(s) already had tag ${name}, or osctrl could not tag them (it answers 500 "error tagging node" for both): ${already.join(', ')}`);
+        }
+        return { data: `tag ${name} applied to ${uuids.length - already.length} node(s)` };
       },
       untag: () => refuse('untag'),
     },

@@ -93,6 +93,7 @@ export function registerSinks(program: Command): void {
     (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
     async (ctx, [ref, envRef]) => {
       const api = await ctx.api();
+      api.need('log-sinks');
       const env = await targetEnv(ctx, api, envRef);
       const list = await api.sinks.list(env.id);
       const sink = list.find((x) => x.name === ref) ?? (/^\d+$/.test(ref!) ? list.find((x) => x.id === Number(ref)) : undefined);

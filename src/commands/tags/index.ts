@@ -158,10 +158,10 @@ export function registerTags(program: Command): void {
     async (ctx, [name], o: { nodes?: boolean; all?: boolean }) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
+      if (o.nodes) api.need('node-tag-filter'); // refused before the tag is even read
       const tag = (await api.tags.list(env)).find((t) => t.name === name);
       if (!tag) throw new CliError(`no tag named "${name}" in ${env}`, ExitCode.notFound, 'run `fleetctl tags list` to see the tag names');
       if (!o.nodes) return printObject(ctx.io, ctx.output(), tag, ctx.wantsData() ? [] : TAG_COLUMNS);
-      api.need('node-tag-filter');
       await printPagedList(ctx, { all: o.all }, {
         noun: 'nodes',
         columns: NODE_COLUMNS,
