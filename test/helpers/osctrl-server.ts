@@ -1,65 +1,85 @@
-// A stand-in for osctrl-api 0.5.4, written from notes on its Go handlers (commit 3c1c5ab4): the
-// same paths, wire shapes (PascalCase maps and settings, views without our fields), statuses and
-// error bodies (`{"error"}` without code, Go's text 404/405 with a trailing newline), and the
-// permission rules fleetctl meets. In memory, on 127.0.0.1; `requests` records what was sent so
-// tests can assert that a refusal sent nothing and a write sent the right thing.
+// A stand-in for osctrl-api 0.5.4 that answers from wire data recorded against the real thing
+// (test/fixtures/osctrl/recorded.json: osctrl-api, osctrl-tls and osctrl-cli built at commit
+// 3c1c5ab4, agents enrolled through osctrl-tls, docs/osctrl.md says how). Every answer body is
+// a recorded one, or built from recorded records (nodes with osctrl's omitted empty fields, user
+// views, permission maps, tags without counts, query records, results as osctrl stores them,
+// a carve and its archive). The rules are the real server's, as observed: a permission check that
+// stops at the first row of the level asked (so `user: false` locks an env admin out), logout
+// that ends only a session sent as the `osctrl_token` cookie, a query stored with a zero expiry
+// that no agent ever receives, 200 with an empty record for an unknown query or an unknown action,
+// 500 for tagging a node twice, substring user matches in the audit log, target kinds intersected,
+// platform names matched exactly, 10 logins a minute. So tests fail the way the real server would.
+// In memory, on 127.0.0.1; `requests` records what was sent.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { answer } from '../../src/agent-sim/tables.js';
+import { platformBucket } from '../../src/lib/platforms.js';
 
 export const OSCTRL_PASSWORD = 'osctrl-pass-1';
-const T0 = '2026-07-24T12:34:56.123456789Z';
 const NEVER = '0001-01-01T00:00:00Z';
 
-interface Access { user: boolean; query: boolean; carve: boolean; admin: boolean }
-interface OUser { username: string; email: string; fullname: string; admin: boolean; service: boolean; password: string; token?: string; perms: Record<string, Access> }
-interface OTag { id: number; name: string; description: string; color: string; icon: string; environment_id: number; tag_type: number; custom_tag: string; auto_tag: boolean; cohort: boolean; created_by: string; created_at: string; updated_at: string }
-
-export interface Recorded { method: string; path: string; query: Record<string, string>; body: any }
-
-const ENVS = [
-  { ID: 1, Name: 'prod', UUID: 'A1B2C3D4-0000-4000-8000-000000000001' },
-  { ID: 2, Name: 'dev', UUID: 'A1B2C3D4-0000-4000-8000-000000000002' },
-];
-const NO_ACCESS: Access = { user: false, query: false, carve: false, admin: false };
-
-function makeNode(i: number, env: (typeof ENVS)[number]) {
-  return {
-    id: i, uuid: `NODE-${String(i).padStart(4, '0')}`, hostname: `host-${String(i).padStart(4, '0')}`, localname: `host-${i}`,
-    ip_address: `10.0.0.${i}`, username: 'root', osquery_user: 'root', environment: env.Name, cpu: 'x86', memory: '8 GB',
-    hardware_serial: `SER${i}`, daemon_hash: '', config_hash: '', bytes_received: 100 * i, raw_enrollment: '',
-    last_seen: T0, user_id: 1, environment_id: env.ID, extra_data: '', platform: i % 2 ? 'ubuntu' : 'darwin',
-    platform_version: '22.04', osquery_version: '5.12.1', created_at: T0, updated_at: T0,
-  };
+interface Exchange { method: string; route: string; path: string; query: string; request: any; status: number; content_type: string; body: any }
+export const RECORDED: Record<string, Exchange> = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/osctrl/recorded.json'), 'utf8')).exchanges;
+/** A recorded answer body (a copy): `key` is "METHOD route status" as in the fixture. */
+export function rec<T = any>(key: string): T {
+  const x = RECORDED[key];
+  if (!x) throw new Error(`no recorded exchange ${key}`);
+  return structuredClone(x.body) as T;
 }
+
+export interface Recorded { method: string; path: string; query: Record<string, string>; body: any; cookie?: string }
+type Level = 'admin' | 'query' | 'carve' | 'user';
+/** osctrl's access types, in its order: AdminLevel 0, QueryLevel 1, CarveLevel 2, UserLevel 3. */
+const LEVEL_TYPE: Record<Level, number> = { admin: 0, query: 1, carve: 2, user: 3 };
+interface Row { type: number; value: boolean; env: string }
+interface OUser { view: any; password: string; token?: string; rows: Row[] }
+
+const MAP = rec<Record<string, { ID: number; Name: string; UUID: string }>>('GET /api/v1/environments/map/id 200');
+export const ENVS = Object.values(MAP).sort((a, b) => a.ID - b.ID);
+export const PROD = ENVS.find((e) => e.Name === 'prod')!.UUID;
+export const DEV = ENVS.find((e) => e.Name === 'dev')!.UUID;
 
 export class OsctrlStandIn {
   requests: Recorded[] = [];
   users = new Map<string, OUser>();
-  nodes = [1, 2, 3].map((i) => makeNode(i, ENVS[0]!));
-  tags: OTag[] = [];
-  tagged: Array<{ uuid: string; tag: string; type: number }> = [];
-  settings = [
-    { ID: 3, CreatedAt: T0, UpdatedAt: T0, DeletedAt: null, Name: 'inactive_hours', Service: 'admin', EnvironmentID: 0, JSON: false, Type: 'integer', String: '', Boolean: false, Integer: 72, Info: '' },
-    { ID: 4, CreatedAt: T0, UpdatedAt: T0, DeletedAt: null, Name: 'debug_http', Service: 'admin', EnvironmentID: 0, JSON: false, Type: 'boolean', String: '', Boolean: false, Integer: 0, Info: '' },
-  ];
-  envState = new Map(ENVS.map((e) => [e.UUID, { deb_package: '', rpm_package: '', msi_package: '', pkg_package: '', certificate: '', enroll_expire: NEVER }]));
-  carves = [
-    { id: 7, name: 'carve_0123456789abcdef0123456789abcdef', query: "SELECT * FROM carves WHERE carve=1 AND path = '/etc/hosts';", path: '/etc/hosts', type: 'carve', creator: 'admin', environment_id: 1, active: true, completed: false, deleted: false, expired: false, hidden: false, protected: false, expected: 1, executions: 0, errors: 0, expiration: NEVER, extra_data: '', target: '', created_at: T0, updated_at: T0 },
-  ];
-  audit = [
-    { id: 2, created_at: T0, service: 'osctrl-api', username: 'admin', line: 'tag add', log_type: 6, severity: 1, source_ip: '127.0.0.1', environment_id: 1, env_uuid: ENVS[0]!.UUID },
-    { id: 1, created_at: T0, service: 'osctrl-api', username: 'admin', line: 'login', log_type: 1, severity: 1, source_ip: '127.0.0.1', environment_id: 0 },
-  ];
-  private server = createServer((req, res) => void this.handle(req, res));
+  nodes: any[] = rec<{ items: any[] }>('GET /api/v1/nodes/prod 200').items;
+  devNodes: any[] = rec<{ items: any[] }>('GET /api/v1/nodes/dev 200').items;
+  tags: any[] = rec<any[]>('GET /api/v1/tags/prod 200');
+  tagged: Array<{ uuid: string; tag: string }> = [];
+  settings: any[] = [...rec<any[]>('GET /api/v1/settings/admin 200'), ...rec<any[]>('GET /api/v1/settings/tls 200')];
+  envViews = new Map<string, Record<string, any>>(ENVS.map((e) => [e.UUID, { ...rec<Record<string, any>>('GET /api/v1/environments/prod 200'), id: e.ID, uuid: e.UUID, name: e.Name }]));
+  queries: any[] = [];
+  results: any[] = [];
+  carves: any[] = [];
+  carveFiles = new Map<string, any[]>();
+  audit: any[] = rec<{ items: any[] }>('GET /api/v1/audit-logs 200').items;
+  private loginTimes: number[] = [];
+  private nextId = 1000;
+  private server = createServer((req, res) =>
+    void this.handle(req, res).catch((e: Error) => {
+      // A stand-in bug must fail the test loudly, not hang the CLI until its timeout.
+      console.error('osctrl stand-in:', e.stack);
+      if (!res.headersSent) res.writeHead(599);
+      res.end(`stand-in error: ${e.message}`);
+    }));
   url = '';
 
   constructor() {
-    const all = Object.fromEntries(ENVS.map((e) => [e.UUID, { user: true, query: true, carve: true, admin: true }]));
-    this.users.set('admin', { username: 'admin', email: 'admin@example.com', fullname: 'Admin', admin: true, service: false, password: OSCTRL_PASSWORD, perms: all });
-    this.users.set('bob', { username: 'bob', email: 'bob@example.com', fullname: 'Bob', admin: false, service: false, password: OSCTRL_PASSWORD, perms: { [ENVS[1]!.UUID]: { user: true, query: false, carve: false, admin: false } } });
-    this.tags.push({ id: 1, name: 'prod', description: 'Tag for environment prod', color: '#aa0000', icon: 'fas fa-tag', environment_id: 1, tag_type: 0, custom_tag: 'env', auto_tag: false, cohort: true, created_by: 'admin', created_at: T0, updated_at: T0 });
-    this.tags.push({ id: 2, name: 'web', description: 'web servers', color: '#00aa00', icon: 'fas fa-tag', environment_id: 1, tag_type: 6, custom_tag: 'tag', auto_tag: false, cohort: true, created_by: 'admin', created_at: T0, updated_at: T0 });
+    for (const u of rec<any[]>('GET /api/v1/users 200')) {
+      const key = `GET /api/v1/users/${u.username}/permissions 200`;
+      const perms: Record<string, Record<Level, boolean>> = RECORDED[key] ? rec(key).permissions : {};
+      // osctrl's rows per env: user, admin, query, carve (user add), as the permissions endpoint reads them.
+      const rows = Object.entries(perms).flatMap(([env, a]) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ type: LEVEL_TYPE[l], value: a[l], env })));
+      this.users.set(u.username, { view: u, password: OSCTRL_PASSWORD, rows });
+    }
+    const carve = rec('GET /api/v1/carves/prod/{carve} 200');
+    this.carves.push({ ...carve.query, active: true, completed: false, deleted: false, expired: false });
+    this.carveFiles.set(carve.query.name, carve.files);
+    this.queries = rec<{ items: any[] }>('GET /api/v1/queries/prod/list/all-full 200').items;
+    this.results = rec<{ items: any[] }>('GET /api/v1/queries/prod/results/{query} 200').items;
   }
 
   async start(): Promise<string> {
@@ -73,13 +93,50 @@ export class OsctrlStandIn {
     return new Promise((r) => this.server.close(() => r()));
   }
 
-  /** Requests after the anonymous flavour probe and the login (what a command sent). */
   sent(since = 0): Recorded[] {
     return this.requests.slice(since);
   }
 
-  private env(ref: string) {
-    return ENVS.find((e) => e.Name === ref || e.UUID === ref);
+  /** The user's rows for an env, as osctrl stores them (tests read and plant them). */
+  rowsOf(username: string, env: string): Record<Level, boolean> {
+    const out = { admin: false, query: false, carve: false, user: false } as Record<Level, boolean>;
+    for (const r of this.users.get(username)?.rows ?? []) if (r.env === env) out[(Object.keys(LEVEL_TYPE) as Level[]).find((l) => LEVEL_TYPE[l] === r.type)!] = r.value;
+    return out;
+  }
+
+  /** osctrl's CheckPermissions: super-admin; any user for user level without env; else the env's rows in order. */
+  can(username: string, level: Level, env: string): boolean {
+    const u = this.users.get(username);
+    if (!u) return false;
+    if (u.view.admin) return true;
+    if (env === '' && level === 'user') return true;
+    for (const r of u.rows.filter((x) => x.env === env)) {
+      if (r.type === LEVEL_TYPE.admin && r.value) return true;
+      if (r.type === LEVEL_TYPE[level]) return r.value;
+    }
+    return false;
+  }
+
+  /** What osctrl-tls and its agents do: active, unexpired queries are answered by the env's nodes. */
+  private deliver(now = Date.now()): void {
+    for (const q of this.queries) {
+      if (!q.active || q.expired || q.deleted || q.completed || Date.parse(q.expiration) <= now) continue;
+      for (const uuid of (q._targets ?? []) as string[]) {
+        if (this.results.some((r) => r.name === q.name && r.uuid === uuid)) continue;
+        const node = this.nodes.find((n) => n.uuid === uuid)!;
+        const host = { uuid, hostname: node.hostname, platform: node.platform, platformType: '9', osVersion: { name: node.system_info?.os?.name ?? '', platform: node.platform, version: node.platform_version }, systemInfo: { hostname: node.hostname, cpu_brand: node.cpu }, osqueryInfo: { version: node.osquery_version }, platformInfo: {}, startTime: 0 } as any;
+        const a = answer(q.query, host, now);
+        const status = a.kind === 'error' ? 1 : 0;
+        const rows = a.kind === 'rows' ? a.rows : [];
+        this.results.push({ created_at: new Date(now).toISOString(), data: JSON.stringify({ name: q.name, result: rows, status, message: a.kind === 'error' ? a.message : '' }), environment: 'prod', id: this.nextId++, name: q.name, status, uuid });
+        if (status) q.errors++;
+        else q.executions++;
+      }
+      if (q.executions + q.errors >= q.expected) {
+        q.active = false;
+        q.completed = true;
+      }
+    }
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -93,14 +150,14 @@ export class OsctrlStandIn {
       body = raw;
     }
     const method = req.method ?? 'GET';
-    this.requests.push({ method, path: u.pathname, query: Object.fromEntries(u.searchParams), body });
+    this.requests.push({ method, path: u.pathname, query: Object.fromEntries(u.searchParams), body, cookie: req.headers.cookie });
     const json = (status: number, v: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
       res.end(JSON.stringify(v));
     };
     const err = (status: number, msg: string) => json(status, { error: msg });
-    const text = (status: number, t: string) => {
-      res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
+    const text = (status: number, t: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...headers });
       res.end(t);
     };
     const route = (m: string, pattern: string): Record<string, string> | undefined => {
@@ -109,260 +166,319 @@ export class OsctrlStandIn {
       const hit = re.exec(u.pathname);
       return hit ? Object.fromEntries(Object.entries(hit.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)])) : undefined;
     };
+    const envOf = (ref: string) => ENVS.find((e) => e.Name === ref || e.UUID === ref);
     let p: Record<string, string> | undefined;
 
     // Unauthenticated routes.
-    if (route('GET', '/api/v1/login/environments')) return json(200, ENVS.map((e) => ({ uuid: e.UUID, name: e.Name })));
-    if (route('GET', '/api/v1/auth/methods')) return json(200, { methods: [{ type: 'password', loginUrl: '/api/v1/login' }] });
+    if (route('GET', '/api/v1/login/environments')) return json(200, rec('GET /api/v1/login/environments 200'));
+    if (route('GET', '/api/v1/auth/methods')) return json(200, rec('GET /api/v1/auth/methods 200'));
     if ((p = route('POST', '/api/v1/login/{env}')) || (p = route('POST', '/api/v1/login'))) {
-      if (!body || typeof body !== 'object') return err(500, 'error parsing POST body');
-      const user = this.users.get(body.username);
-      if (!user || !body.password || user.password !== body.password) return err(403, 'invalid credentials');
+      const now = Date.now();
+      this.loginTimes = this.loginTimes.filter((t) => t > now - 60_000);
+      if (this.loginTimes.length >= 10) return text(429, rec('POST /api/v1/login 429'), { 'retry-after': '60' });
+      this.loginTimes.push(now);
+      const user = this.users.get(body?.username);
+      if (!user || !body?.password || user.password !== body.password) return json(403, rec('POST /api/v1/login 403'));
       if (p.env !== undefined) {
-        const e = this.env(p.env);
+        const e = envOf(p.env);
         if (!e) return err(404, 'environment not found');
-        if (!user.admin && !user.perms[e.UUID]?.admin) return err(403, 'no access');
+        if (!this.can(body.username, 'admin', e.UUID)) return json(403, rec('POST /api/v1/login/prod 403'));
       }
-      const claims = Buffer.from(JSON.stringify({ username: user.username, iss: 'osctrl-api', exp: Math.floor(Date.now() / 1000) + 3 * 3600, jti: randomBytes(16).toString('hex') })).toString('base64url');
+      const claims = Buffer.from(JSON.stringify({ username: body.username, iss: 'osctrl-api', exp: Math.floor(now / 1000) + 3 * 3600, jti: randomBytes(16).toString('hex') })).toString('base64url');
       user.token = `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.${claims}.sig`;
       return json(200, { token: user.token, csrf_token: randomBytes(16).toString('hex') });
     }
+    if (route('POST', '/api/v1/logout')) {
+      // Only the cookie counts: a Bearer header on a logout ends nothing.
+      const cookie = /(?:^|;\s*)osctrl_token=([^;]*)/.exec(req.headers.cookie ?? '')?.[1];
+      const owner = cookie ? [...this.users.values()].find((x) => x.token && x.token === cookie) : undefined;
+      if (owner) owner.token = undefined;
+      return json(200, rec('POST /api/v1/logout 200'));
+    }
 
     const auth = /^Bearer(.*)$/.exec(req.headers.authorization ?? '')?.[1]?.trim();
-    const me = [...this.users.values()].find((x) => x.token && x.token === auth);
-    if (!me) {
-      if (u.pathname.startsWith('/api/v1/')) return json(401, { error: 'unauthorized', code: 'unauthorized' });
-      return text(404, '404 page not found\n');
+    const meEntry = [...this.users.entries()].find(([, x]) => x.token && x.token === auth);
+    if (!meEntry) {
+      if (u.pathname.startsWith('/api/v1/')) return json(401, rec('GET /api/v1/users/me 401'));
+      return text(404, rec('GET /api/v1/nope 404'));
     }
-    const level = (uuid: string, l: keyof Access) => me.admin || Boolean(me.perms[uuid]?.[l]) || (l !== 'admin' && Boolean(me.perms[uuid]?.admin));
+    const [me, meUser] = meEntry;
+    const noAccess = () => json(403, rec('GET /api/v1/users 403'));
+    const can = (l: Level, env: string) => this.can(me, l, env);
 
     if ((p = route('GET', '/api/v1/environments/map/{target}'))) {
-      if (!['id', 'uuid', 'name'].includes(p.target!)) return err(400, 'invalid target');
-      if (!me.admin) return err(403, 'no access');
-      if (p.target === 'id') return json(200, Object.fromEntries(ENVS.map((e) => [String(e.ID), e])));
+      if (!can('admin', '')) return noAccess();
+      if (p.target === 'id') return json(200, MAP);
       return json(200, Object.fromEntries(ENVS.flatMap((e) => [[e.Name, e], [e.UUID, e]])));
     }
     if ((p = route('GET', '/api/v1/environments/{env}'))) {
-      const e = this.env(p.env!);
+      const e = envOf(p.env!);
       if (!e) return err(404, 'environment not found');
-      if (!level(e.UUID, 'user')) return err(403, 'no access');
-      const st = this.envState.get(e.UUID)!;
-      const view = { id: e.ID, uuid: e.UUID, name: e.Name, hostname: 'osctrl.example.com', type: 'osquery', config_interval: 10, log_interval: 10, query_interval: 10, accept_enrolls: true, enroll_expire: st.enroll_expire, remove_expire: NEVER, created_at: T0, updated_at: T0 };
-      return json(200, level(e.UUID, 'admin') ? { ...view, secret: 'enroll-secret', certificate: st.certificate, flags: '--tls', deb_package: st.deb_package, rpm_package: st.rpm_package, msi_package: st.msi_package, pkg_package: st.pkg_package } : view);
-    }
-    if ((p = route('POST', '/api/v1/environments/{env}/enroll/cert'))) {
-      const e = this.env(p.env!)!;
-      const pem = Buffer.from(String(body?.certificate_b64 ?? ''), 'base64').toString();
-      if (!pem.includes('BEGIN CERTIFICATE')) return err(400, 'invalid PEM: no CERTIFICATE block');
-      this.envState.get(e.UUID)!.certificate = pem;
-      return json(200, { message: 'certificate uploaded successfully' });
+      if (!can('user', e.UUID)) return noAccess();
+      const v: Record<string, any> = { ...this.envViews.get(e.UUID) };
+      if (!can('admin', e.UUID)) for (const k of ['secret', 'certificate', 'flags', 'enroll_secret_path', 'remove_secret_path']) delete v[k];
+      return json(200, v);
     }
     if ((p = route('POST', '/api/v1/environments/{env}/enroll/{action}'))) {
-      const e = this.env(p.env!);
+      const e = envOf(p.env!);
       if (!e) return err(404, 'environment not found');
-      if (!level(e.UUID, 'admin')) return err(403, 'no access');
-      if (!body || typeof body !== 'object') return err(500, 'error parsing POST body');
-      const st = this.envState.get(e.UUID)!;
-      const set: Record<string, [keyof typeof st, string, string]> = {
-        set_deb: ['deb_package', 'url_deb_pkg', 'DEB'], set_rpm: ['rpm_package', 'url_rpm_pkg', 'RPM'], set_msi: ['msi_package', 'url_msi_pkg', 'MSI'], set_pkg: ['pkg_package', 'url_mac_pkg', 'PKG'],
-      };
-      const s = set[p.action!];
-      if (s) {
-        st[s[0]] = String(body[s[1]] ?? '');
-        return json(200, { message: `${s[2]} updated successfully` });
-      }
-      const msgs: Record<string, string> = { extend: 'enrollment extended successfully', expire: 'enrollment expired successfully', rotate: 'enrollment rotated successfully', notexpire: 'enrollment set to not expire' };
-      if (!msgs[p.action!]) return err(400, 'invalid action');
-      if (p.action === 'notexpire') st.enroll_expire = NEVER;
-      return json(200, { message: msgs[p.action!] });
+      if (!can('admin', e.UUID)) return noAccess();
+      const key = `POST /api/v1/environments/dev/enroll/${p.action} 200`;
+      if (!RECORDED[key]) return err(400, 'invalid action');
+      if (p.action === 'set_deb') this.envViews.get(e.UUID)!.deb_package = body?.url_deb_pkg ?? '';
+      return json(200, rec(key));
     }
-    if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}'))) {
-      const targets = ['secret', 'cert', 'flags', 'flagsLinux', 'flagsMac', 'flagsWindows', 'flagsFreeBSD', 'enroll.sh', 'enroll.ps1'];
-      if (!targets.includes(p.target!)) return err(400, 'invalid target');
-      return json(200, { data: p.target === 'secret' ? 'enroll-secret' : `#!/bin/sh\n# ${p.target}\n` });
+    if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) || (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
+      const e = envOf(p.env!);
+      if (!e) return err(404, 'environment not found');
+      if (!can('admin', e.UUID)) return json(403, rec('GET /api/v1/environments/prod/enroll/secret 403'));
+      const kind = u.pathname.includes('/remove/') ? 'remove' : 'enroll';
+      const key = `GET /api/v1/environments/dev/${kind}/${p.target} 200`;
+      return RECORDED[key] ? json(200, rec(key)) : err(400, 'invalid target');
     }
-    if ((p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
-      if (!['remove.sh', 'remove.ps1'].includes(p.target!)) return err(400, 'invalid target');
-      return json(200, { data: `#!/bin/sh\n# ${p.target} for ${p.env}\n` });
+    if ((p = route('PATCH', '/api/v1/environments/intervals/{env}'))) {
+      const e = envOf(p.env!)!;
+      if (!can('admin', e.UUID)) return noAccess();
+      const v = this.envViews.get(e.UUID)!;
+      for (const k of ['config_interval', 'log_interval', 'query_interval']) if (typeof body?.[k] === 'number') v[k] = body[k];
+      return json(200, v);
     }
 
-    if (route('GET', '/api/v1/users')) {
-      if (!me.admin) return err(403, 'no access');
-      return json(200, [...this.users.values()].map((x, i) => ({ id: i + 1, created_at: T0, updated_at: T0, username: x.username, email: x.email, fullname: x.fullname, admin: x.admin, service: x.service, uuid: `U-${i}`, token_expire: T0, environment_id: 0, auth_source: 'local' })));
-    }
+    if (route('GET', '/api/v1/users')) return can('admin', '') ? json(200, [...this.users.values()].map((x) => x.view)) : noAccess();
     if (route('GET', '/api/v1/users/me')) {
-      return json(200, { username: me.username, email: me.email, fullname: me.fullname, admin: me.admin, service: me.service, uuid: 'U-me', token_expire: T0, last_access: T0, permissions: me.perms });
+      const perms: Record<string, Record<Level, boolean>> = {};
+      for (const r of meUser.rows) perms[r.env] = this.rowsOf(me, r.env);
+      return json(200, { ...rec<Record<string, any>>('GET /api/v1/users/me 200'), ...meUser.view, permissions: perms });
     }
     if ((p = route('GET', '/api/v1/users/{username}/permissions'))) {
-      if (!me.admin) return err(403, 'no access');
+      if (!can('admin', '')) return noAccess();
       const x = this.users.get(p.username!);
       if (!x) return err(404, 'user not found');
-      return json(200, { username: x.username, permissions: x.perms });
+      const perms: Record<string, Record<Level, boolean>> = {};
+      for (const r of x.rows) perms[r.env] = this.rowsOf(p.username!, r.env);
+      return json(200, { username: p.username, permissions: perms });
     }
     if ((p = route('POST', '/api/v1/users/{username}/permissions'))) {
-      if (!me.admin) return err(403, 'no access');
+      if (!can('admin', '')) return noAccess();
       const x = this.users.get(p.username!);
       if (!x) return err(404, 'user not found');
-      if (!body?.env_uuid) return err(400, 'env_uuid is required');
-      if (!ENVS.some((e) => e.UUID === body.env_uuid)) return err(404, 'environment not found');
-      x.perms[body.env_uuid] = { ...NO_ACCESS, ...body.access };
-      return json(200, { username: x.username, permissions: x.perms });
+      // ChangeAccess: user, query, carve, admin, each row updated in place or appended.
+      for (const l of ['user', 'query', 'carve', 'admin'] as Level[]) {
+        const row = x.rows.find((r) => r.env === body.env_uuid && r.type === LEVEL_TYPE[l]);
+        if (row) row.value = Boolean(body.access?.[l]);
+        else x.rows.push({ env: body.env_uuid, type: LEVEL_TYPE[l], value: Boolean(body.access?.[l]) });
+      }
+      return json(200, { username: p.username, permissions: Object.fromEntries([...new Set(x.rows.map((r) => r.env))].map((env) => [env, this.rowsOf(p!.username!, env)])) });
+    }
+    if (route('POST', '/api/v1/users/me/password')) {
+      if (body?.current_password !== meUser.password) return err(403, 'invalid credentials');
+      meUser.password = body.new_password;
+      return json(200, rec('POST /api/v1/users/me/password 200'));
     }
     if ((p = route('POST', '/api/v1/users/{username}/{action}'))) {
-      if (!me.admin) return err(403, 'no access');
-      if (!body || typeof body !== 'object') return err(500, 'error parsing POST body');
-      if (body.username !== p.username) return err(400, 'error with username');
+      if (!can('admin', '')) return noAccess();
+      if (body?.username !== p.username) return err(400, 'error with username');
       const x = this.users.get(p.username!);
       if (p.action === 'add') {
         if (x) return err(500, 'error adding user');
         const envs: string[] = body.admin ? ENVS.map((e) => e.UUID) : (body.environments ?? []);
-        const acc: Access = { user: body.user_access ?? true, query: body.query_access ?? Boolean(body.admin), carve: body.carve_access ?? Boolean(body.admin), admin: body.admin_access ?? Boolean(body.admin) };
-        this.users.set(p.username!, { username: p.username!, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service), password: body.password ?? '', perms: Object.fromEntries(envs.map((v) => [v, acc])) });
-        return json(200, { data: 'user added successfully' });
+        const a: Record<Level, boolean> = { user: body.user_access ?? true, query: body.query_access ?? Boolean(body.admin), carve: body.carve_access ?? Boolean(body.admin), admin: body.admin_access ?? Boolean(body.admin) };
+        const rows = envs.flatMap((env) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ env, type: LEVEL_TYPE[l], value: a[l] })));
+        this.users.set(p.username!, { view: { ...rec<any[]>('GET /api/v1/users 200')[0], id: this.nextId++, username: p.username, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service) }, password: body.password ?? '', rows });
+        return json(200, rec('POST /api/v1/users/{user}/add 200'));
       }
       if (p.action === 'edit') {
         if (!x) return err(400, 'user does not exist');
-        if (body.email) x.email = body.email;
-        if (body.fullname) x.fullname = body.fullname;
+        if (body.fullname) x.view.fullname = body.fullname;
+        if (body.email) x.view.email = body.email;
         if (body.password) x.password = body.password;
-        if (body.admin) x.admin = true;
-        else if (body.not_admin) x.admin = false;
-        return json(200, { data: 'user updated successfully' });
+        return json(200, rec('POST /api/v1/users/{user}/edit 200'));
       }
       if (p.action === 'remove') {
-        if (p.username === me.username) return err(400, 'error removing user');
-        this.users.delete(p.username!);
-        return json(200, { data: 'user removed successfully' });
-      }
-      return json(200, { data: '' });
-    }
-    if (route('POST', '/api/v1/users/me/password')) {
-      if (body?.current_password !== me.password) return err(403, 'invalid credentials');
-      me.password = body.new_password;
-      return json(200, { message: 'password changed successfully' });
-    }
-
-    if ((p = route('GET', '/api/v1/nodes/{env}/node/{node}'))) {
-      const n = this.nodes.find((x) => x.uuid === p!.node || x.hostname === p!.node || x.localname === p!.node);
-      return n ? json(200, n) : err(404, 'node not found');
-    }
-    if ((p = route('POST', '/api/v1/nodes/{env}/delete'))) {
-      const i = this.nodes.findIndex((x) => x.uuid === body?.uuid);
-      if (i < 0) return err(404, 'node not found');
-      this.nodes.splice(i, 1);
-      return json(200, { message: 'node deleted successfully' });
-    }
-    if ((p = route('POST', '/api/v1/nodes/{env}/tag'))) {
-      if (!body?.uuid || !body?.tag) return err(400, 'uuid and tag are required');
-      if (!this.nodes.some((x) => x.uuid === body.uuid)) return err(404, 'node not found');
-      if (this.tagged.some((t) => t.uuid === body.uuid && t.tag === body.tag)) return err(500, 'error tagging node');
-      this.tagged.push({ uuid: body.uuid, tag: body.tag, type: body.type });
-      return json(200, { message: 'node tagged' });
-    }
-    if ((p = route('GET', '/api/v1/nodes/{env}'))) {
-      const e = this.env(p.env!);
-      if (!e) return err(404, 'environment not found');
-      if (!level(e.UUID, 'user')) return err(403, 'no access');
-      const q = u.searchParams;
-      const dir = q.get('dir') === 'asc' ? 1 : q.get('dir') === 'desc' ? -1 : q.get('sort') ? 1 : -1;
-      const list = this.nodes.filter((n) => n.environment_id === e.ID).sort((a, b) => (q.get('sort') === 'hostname' ? a.hostname.localeCompare(b.hostname) * dir : (a.id - b.id) * dir));
-      const page = Math.max(1, Number(q.get('page')) || 1);
-      const size = Math.min(500, Number(q.get('page_size')) || 50);
-      return json(200, { items: list.slice((page - 1) * size, page * size), page, page_size: size, total_items: list.length, total_pages: Math.max(1, Math.ceil(list.length / size)) });
-    }
-
-    if ((p = route('GET', '/api/v1/tags/{env}'))) {
-      const e = this.env(p.env!);
-      if (!e) return err(404, 'environment not found');
-      if (!level(e.UUID, 'admin')) return err(403, 'no access');
-      return json(200, this.tags.filter((t) => t.environment_id === e.ID));
-    }
-    if ((p = route('POST', '/api/v1/tags/{env}/{action}'))) {
-      const e = this.env(p.env!);
-      if (!e) return err(404, 'environment not found');
-      if (!level(e.UUID, 'admin')) return err(403, 'no access');
-      if (!body?.name) return err(400, 'tag name can not be empty');
-      const t = this.tags.find((x) => x.name === body.name && x.environment_id === e.ID);
-      const custom = (n: number) => ({ 0: 'env', 2: 'platform', 4: String(body.custom ?? ''), 5: 'unknown', 6: 'tag' })[n] ?? 'tag';
-      if (p.action === 'add') {
-        if (t) return err(409, 'tag with that name already exists in this environment');
-        const type = Number(body.tagtype ?? 0);
-        this.tags.push({ id: this.tags.length + 1, name: body.name, description: body.description ?? '', color: body.color || '#123456', icon: body.icon || 'fas fa-tag', environment_id: e.ID, tag_type: type, custom_tag: custom(type), auto_tag: false, cohort: ![4, 5].includes(type), created_by: me.username, created_at: T0, updated_at: T0 });
-        return json(200, { data: 'tag added successfully' });
-      }
-      if (p.action === 'edit') {
-        if (!t) return err(404, 'tag not found');
-        if (body.description) t.description = body.description;
-        if (body.color) t.color = body.color;
-        const type = Number(body.tagtype ?? 0); // osctrl: an omitted tagtype is 0 and replaces the stored one
-        if (type !== t.tag_type) {
-          t.tag_type = type;
-          t.custom_tag = custom(type);
-        }
-        return json(200, { data: 'tag updated successfully' });
-      }
-      if (p.action === 'remove') {
-        if (!t) return err(404, 'tag not found');
-        this.tags.splice(this.tags.indexOf(t), 1);
-        return json(200, { data: 'tag removed successfully' });
+        this.users.delete(p.username!); // a missing user is "removed" too
+        return json(200, rec('POST /api/v1/users/{user}/remove 200'));
       }
       return err(400, 'invalid action');
     }
 
-    if ((p = route('GET', '/api/v1/settings/{service}'))) {
-      if (!me.admin) return err(403, 'no access');
-      return json(200, this.settings.filter((s) => s.Service === p!.service && s.EnvironmentID === 0));
+    if ((p = route('GET', '/api/v1/nodes/{env}'))) {
+      const e = envOf(p.env!);
+      if (!e) return err(404, 'environment not found');
+      if (!can('user', e.UUID)) return noAccess();
+      const q = (u.searchParams.get('q') ?? '').toLowerCase();
+      const bucket = u.searchParams.get('platform') ?? '';
+      let items = (e.UUID === PROD ? this.nodes : this.devNodes).filter((n) => (!q || [n.hostname, n.uuid, n.localname, n.ip_address, n.platform].some((v: string) => v.toLowerCase().includes(q))) && (!bucket || platformBucket(n.platform) === bucket));
+      const sort = u.searchParams.get('sort') ?? 'lastseen';
+      const key = sort === 'hostname' ? 'hostname' : 'last_seen';
+      const desc = u.searchParams.get('dir') ? u.searchParams.get('dir') === 'desc' : key === 'last_seen';
+      items = [...items].sort((a, b) => String(a[key]).localeCompare(String(b[key])) * (desc ? -1 : 1));
+      const size = Math.min(500, Number(u.searchParams.get('page_size')) || 50);
+      const page = Math.max(1, Number(u.searchParams.get('page')) || 1);
+      return json(200, { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: items.length, total_pages: Math.max(1, Math.ceil(items.length / size)) });
     }
-    if ((p = route('GET', '/api/v1/settings/{service}/{env}'))) {
-      if (!me.admin) return err(403, 'no access');
-      const e = this.env(p.env!);
-      return json(200, this.settings.filter((s) => s.Service === p!.service && s.EnvironmentID === e?.ID)); // the env's own rows only
+    if ((p = route('GET', '/api/v1/nodes/{env}/node/{node}'))) {
+      const n = this.nodes.find((x) => [x.uuid, x.hostname, x.localname].includes(p!.node));
+      if (!n) return json(404, rec('GET /api/v1/nodes/prod/node/{node} 404'));
+      return json(200, can('admin', PROD) ? { ...n, node_key: 'REDACTED-NODE_KEY' } : n);
     }
+    if ((p = route('POST', '/api/v1/nodes/{env}/delete'))) {
+      if (!can('admin', PROD)) return noAccess();
+      const i = this.nodes.findIndex((x) => x.uuid === body?.uuid);
+      if (i < 0) return err(404, 'node not found');
+      this.nodes.splice(i, 1);
+      return json(200, rec('POST /api/v1/nodes/prod/delete 200'));
+    }
+    if ((p = route('POST', '/api/v1/nodes/{env}/tag'))) {
+      if (!can('admin', PROD)) return noAccess();
+      const n = this.nodes.find((x) => x.uuid === body?.uuid);
+      if (!n) return err(404, 'node not found');
+      if (!this.tags.some((t) => t.name === body.tag)) this.tags.push({ ...this.tags[0], id: this.nextId++, name: body.tag, description: 'Autocreated', tag_type: body.type ?? 0 });
+      if (this.tagged.some((t) => t.uuid === n.uuid && t.tag === body.tag)) return json(500, rec('POST /api/v1/nodes/prod/tag 500'));
+      this.tagged.push({ uuid: n.uuid, tag: body.tag });
+      return json(200, rec('POST /api/v1/nodes/prod/tag 200'));
+    }
+
+    if ((p = route('GET', '/api/v1/tags/{env}'))) {
+      if (!can('admin', envOf(p.env!)?.UUID ?? '')) return json(403, rec('GET /api/v1/tags/prod 403'));
+      return json(200, this.tags);
+    }
+    if ((p = route('POST', '/api/v1/tags/{env}/{action}'))) {
+      if (!can('admin', envOf(p.env!)?.UUID ?? '')) return noAccess();
+      const t = this.tags.find((x) => x.name === body?.name);
+      if (p.action === 'add') {
+        if (t) return err(500, 'error adding tag');
+        this.tags.push({ ...this.tags[0], id: this.nextId++, name: body.name, description: body.description ?? '', tag_type: body.tagtype ?? 0, custom_tag: body.custom ?? '', created_by: me });
+        return json(200, rec('POST /api/v1/tags/prod/add 200'));
+      }
+      if (!t) return err(404, 'tag not found');
+      if (p.action === 'edit') {
+        if (body.description !== undefined) t.description = body.description;
+        t.tag_type = body.tagtype ?? 0; // an omitted type resets it
+        return json(200, rec('POST /api/v1/tags/prod/edit 200'));
+      }
+      if (p.action === 'remove') {
+        this.tags.splice(this.tags.indexOf(t), 1); // its tagged-node rows stay (osctrl)
+        return json(200, rec('POST /api/v1/tags/prod/remove 200'));
+      }
+      return err(400, 'invalid action');
+    }
+
+    if ((p = route('GET', '/api/v1/settings/{service}/{env}'))) return json(200, []);
+    if ((p = route('GET', '/api/v1/settings/{service}'))) return json(200, this.settings.filter((s) => s.Service === p!.service));
     if ((p = route('PATCH', '/api/v1/settings/{service}/{name}'))) {
-      if (!me.admin) return err(403, 'no access');
-      const s = this.settings.find((x) => x.Service === p!.service && x.Name === p!.name && x.EnvironmentID === 0);
+      if (!can('admin', '')) return noAccess();
+      const s = this.settings.find((x) => x.Service === p!.service && x.Name === p!.name);
       if (!s) return err(404, 'setting not found');
-      if (s.Type === 'integer') s.Integer = body.integer;
-      if (s.Type === 'boolean') s.Boolean = body.boolean;
-      if (s.Type === 'string') s.String = body.string;
+      if (typeof body?.integer === 'number') s.Integer = body.integer;
       return json(200, s);
     }
 
+    // Queries and carves: what QueriesRunHandler / CarvesRunHandler do with the targets.
+    const createRun = (kind: 'query' | 'carve', envUuid: string) => {
+      const lists = { uuid: body.uuid_list ?? [], host: body.host_list ?? [], platform: body.platform_list ?? [], tag: body.tag_list ?? [] };
+      const any = Object.values(lists).some((l) => l.length);
+      let ids: string[] = [];
+      const intersect = (b: string[]) => (ids = ids.length === 0 ? b : b.length === 0 ? ids : ids.filter((x) => b.includes(x)));
+      if (!any) ids = this.nodes.map((n) => n.uuid);
+      if (lists.platform.length) intersect(this.nodes.filter((n) => lists.platform.includes(n.platform)).map((n) => n.uuid));
+      if (lists.uuid.length) intersect(lists.uuid.map((x: string) => this.nodes.find((n) => n.uuid === x)?.uuid ?? ''));
+      if (lists.host.length) intersect(lists.host.map((x: string) => this.nodes.find((n) => n.hostname === x || n.localname === x)?.uuid ?? ''));
+      if (lists.tag.length) intersect(this.tagged.filter((t) => lists.tag.includes(t.tag)).map((t) => t.uuid));
+      const now = new Date();
+      // exp_hours 0 stores a zero expiration: osctrl-tls never hands such a query out.
+      const expiration = body.exp_hours ? new Date(now.getTime() + body.exp_hours * 3600_000).toISOString() : NEVER;
+      const name = `${kind}_${randomBytes(16).toString('hex')}`;
+      const q = { ...this.queries[0], id: this.nextId++, name, creator: me, query: kind === 'carve' ? `SELECT * FROM carves WHERE carve=1 AND path = '${body.path}';` : body.query, path: body.path ?? '', type: kind, expected: ids.filter(Boolean).length, executions: 0, errors: 0, active: true, completed: false, expired: false, deleted: false, hidden: Boolean(body.hidden), expiration, created_at: now.toISOString(), updated_at: now.toISOString(), environment_id: ENVS.find((e) => e.UUID === envUuid)!.ID, _targets: ids.filter(Boolean) };
+      return q;
+    };
+    const strip = (q: any) => Object.fromEntries(Object.entries(q).filter(([k]) => !k.startsWith('_')));
+    if ((p = route('POST', '/api/v1/queries/{env}'))) {
+      const e = envOf(p.env!)!;
+      if (!can('query', e.UUID)) return json(403, rec('POST /api/v1/queries/prod 403'));
+      if (!body?.query) return err(400, 'query can not be empty');
+      const q = createRun('query', e.UUID);
+      this.queries.unshift(q);
+      return json(200, { query_name: q.name });
+    }
+    if ((p = route('GET', '/api/v1/queries/{env}/list/{target}'))) {
+      const e = envOf(p.env!)!;
+      if (!can('query', e.UUID)) return noAccess();
+      this.deliver();
+      const t = p.target;
+      const items = this.queries.filter((q) => q.type === 'query').filter((q) =>
+        t === 'all-full' ? !q.deleted : t === 'all' ? !q.deleted && !q.hidden : t === 'active' ? q.active && !q.completed && !q.deleted && !q.expired : t === 'completed' ? !q.active && q.completed && !q.deleted && !q.expired : t === 'expired' ? q.expired && !q.deleted : t === 'deleted' ? q.deleted : false);
+      return json(200, { items: items.map(strip), page: 1, page_size: 50, total_items: items.length, total_pages: items.length ? 1 : 0 });
+    }
+    if ((p = route('GET', '/api/v1/queries/{env}/results/{name}'))) {
+      this.deliver();
+      if (!this.queries.some((q) => q.name === p!.name)) return err(404, 'query not found');
+      const items = this.results.filter((r) => r.name === p!.name);
+      const size = Math.min(1000, Number(u.searchParams.get('page_size')) || 100);
+      const page = Math.max(1, Number(u.searchParams.get('page')) || 1);
+      return json(200, { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: items.length, total_pages: items.length ? Math.ceil(items.length / size) : 0 });
+    }
+    if ((p = route('GET', '/api/v1/queries/{env}/{name}'))) {
+      this.deliver();
+      const q = this.queries.find((x) => x.name === p!.name);
+      return json(200, q ? { ...strip(q), targets: [] } : rec('GET /api/v1/queries/prod/query_nope 200'));
+    }
+    if ((p = route('POST', '/api/v1/queries/{env}/{action}/{name}'))) {
+      if (!can('admin', envOf(p.env!)!.UUID)) return noAccess();
+      const q = this.queries.find((x) => x.name === p!.name);
+      if (!q) return err(404, 'query not found');
+      if (p.action === 'expire') Object.assign(q, { expired: true, active: false });
+      else if (p.action === 'complete') Object.assign(q, { completed: true, active: false });
+      else if (p.action === 'delete') Object.assign(q, { deleted: true, active: false });
+      else return json(200, { message: '' }); // an unknown action: 200, nothing changed
+      return json(200, { message: `query ${q.name} ${p.action === 'expire' ? 'expired' : `${p.action}d`} successfully` });
+    }
+
+    if ((p = route('POST', '/api/v1/carves/{env}'))) {
+      const e = envOf(p.env!)!;
+      if (!can('carve', e.UUID)) return noAccess();
+      if (!body?.path) return err(400, 'path can not be empty');
+      const q = createRun('carve', e.UUID);
+      this.carves.unshift(q);
+      return json(201, { query_name: q.name });
+    }
     if ((p = route('GET', '/api/v1/carves/{env}'))) {
-      const target = u.searchParams.get('target') ?? 'all';
-      const ok = ['all', 'all-full', 'active', 'completed', 'expired', 'saved', 'hidden-completed', 'deleted', 'hidden'];
-      if (!ok.includes(target)) return err(400, 'invalid target');
-      const list = this.carves.filter((c) => target === 'all' || (target === 'active' ? c.active : target === 'completed' ? c.completed : target === 'deleted' ? c.deleted : target === 'expired' ? c.expired : false));
-      return json(200, { items: list.map((c) => ({ ...c, carve_status: c.deleted ? 'DELETED' : c.completed ? 'COMPLETED' : 'ACTIVE' })), page: 1, page_size: 50, total_items: list.length, total_pages: list.length ? 1 : 0 });
+      if (!can('carve', envOf(p.env!)!.UUID)) return json(403, rec('GET /api/v1/carves/prod 403'));
+      const target = u.searchParams.get('target');
+      const status = (c: any) => (c.deleted ? 'DELETED' : c.expired ? 'EXPIRED' : c.completed ? 'COMPLETED' : (this.carveFiles.get(c.name)?.length ? 'PENDING' : 'ACTIVE'));
+      const items = this.carves.filter((c) => !target || status(c).toLowerCase() === target).map((c) => ({ ...strip(c), carve_status: status(c) }));
+      return json(200, { items, page: 1, page_size: 50, total_items: items.length, total_pages: items.length ? 1 : 0 });
+    }
+    if ((p = route('GET', '/api/v1/carves/{env}/archive/{name}'))) {
+      if (!this.carveFiles.get(p.name!)?.length) return err(404, 'no carved files yet');
+      const tar = Buffer.from(rec<{ base64: string }>('GET /api/v1/carves/prod/archive/{carve} 200').base64, 'base64');
+      res.writeHead(200, { 'content-type': RECORDED['GET /api/v1/carves/prod/archive/{carve} 200']!.content_type, 'content-length': String(tar.length) });
+      return void res.end(tar);
     }
     if ((p = route('GET', '/api/v1/carves/{env}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);
       if (!c) return err(404, 'carve not found');
-      return json(200, { query: { ...c, targets: [{ type: 'environment', value: 'prod' }] }, files: [] });
+      return json(200, { query: { ...strip(c), targets: [] }, files: this.carveFiles.get(c.name) ?? [] });
     }
     if ((p = route('POST', '/api/v1/carves/{env}/{action}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);
       if (!c) return err(404, 'carve not found');
-      if (p.action === 'delete') c.deleted = true;
-      else if (p.action === 'expire') c.expired = true;
-      else if (p.action === 'complete') c.completed = true;
-      else return err(400, 'invalid action');
+      const key = `POST /api/v1/carves/prod/${p.action}/{carve} 200`;
+      if (!RECORDED[key]) return err(400, 'invalid action');
+      c[p.action === 'delete' ? 'deleted' : p.action === 'expire' ? 'expired' : 'completed'] = true;
       c.active = false;
-      return json(200, { message: `carve ${c.name} ${p.action}d successfully`.replace('ed successfully', 'ed successfully') });
+      return json(200, { message: rec<{ message: string }>(key).message.replace(/carve_[0-9a-f]{32}/, c.name) });
     }
 
     if (route('GET', '/api/v1/audit-logs')) {
       const envUuid = u.searchParams.get('env_uuid');
-      if (envUuid && !ENVS.some((e) => e.UUID === envUuid)) return err(400, 'env_uuid not found');
-      const list = this.audit.filter((a) => (!envUuid || a.env_uuid === envUuid) && (me.admin || a.username.includes(me.username)));
+      const who = u.searchParams.get('username');
+      // osctrl: a substring match on the user; non-super-admins see their own entries.
+      const list = this.audit.filter((a) => (!envUuid || a.env_uuid === envUuid) && (!who || a.username.includes(who)) && (can('admin', '') || a.username === me));
       return json(200, { items: list, page: 1, page_size: 50, total_items: list.length, total_pages: list.length ? 1 : 0 });
     }
-    if (route('GET', '/api/v1/stats')) {
-      const pc = { linux: 2, darwin: 1, windows: 0, other: 0 };
-      return json(200, { total_nodes: 3, active_nodes: 3, inactive_nodes: 0, inactive_hours: 72, total_active_queries: 0, total_active_carves: 1, platform_counts: pc, environments: [{ uuid: ENVS[0]!.UUID, name: 'prod', active: 3, inactive: 0, total: 3, active_queries: 0, active_carves: 1, platform_counts: pc }] });
-    }
+    if (route('GET', '/api/v1/stats')) return json(200, rec('GET /api/v1/stats 200'));
     // Go 1.22 ServeMux with `GET /` registered: unknown GETs 404, other methods 405.
-    if (method === 'GET') return text(404, '404 page not found\n');
+    if (method === 'GET') return text(404, rec('GET /api/v1/nope 404'));
     return text(405, 'Method Not Allowed\n');
   }
 }
