@@ -165,12 +165,13 @@ describe('the query group on osctrl', () => {
   let name = '';
   it('query run: a real expiry, answers streamed in our shape (table and json)', async () => {
     const r = await run(['query', 'run', 'SELECT * FROM os_version', '--wait', '20s', '-o', 'json']);
+    name = /Query (query_[0-9a-f]+) started/.exec(r.stderr)?.[1] ?? '';
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.sent.find((s) => s.method === 'POST' && s.path === '/api/v1/queries/prod')!.body.exp_hours).toBe(6);
+    // A real expiry in whole hours: osctrl stores 0 as "expired at year 1" and never hands the query out.
+    expect(r.sent.find((s) => s.method === 'POST' && s.path === '/api/v1/queries/prod')!.body.exp_hours).toBeGreaterThanOrEqual(1);
     const answers = JSON.parse(r.stdout);
     expect(answers.length).toBe(osctrl.nodes.length);
     expect(answers[0]).toMatchObject({ id: expect.any(Number), uuid: expect.any(String), hostname: expect.stringMatching(/-/), status: 0, rows: [expect.objectContaining({ platform: expect.any(String) })] });
-    name = /Query (query_[0-9a-f]+) started/.exec(r.stderr)![1]!;
     const t = await run(['query', 'results', name]);
     expect(t.exitCode).toBe(0);
     expect(t.stdout.split('\n')[0]).toMatch(/^NODE\t/);
@@ -220,7 +221,8 @@ describe('carves on osctrl', () => {
     refused(await run(['carves', 'archive', name]), /carve archive/);
     const r = await run(['carves', 'run', '/etc/hosts', '--target', osctrl.nodes[0].hostname, '--wait', '0']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.sent.find((x) => x.method === 'POST')!.body).toMatchObject({ path: '/etc/hosts', exp_hours: 6, host_list: [osctrl.nodes[0].hostname] });
+    expect(r.sent.find((x) => x.method === 'POST')!.body).toMatchObject({ path: '/etc/hosts', exp_hours: 24, host_list: [osctrl.nodes[0].hostname] });
+    expect(r.sent.find((x) => x.method === 'POST')!.body.expire_seconds).toBeUndefined(); // osctrl knows hours only
   });
 });
 

@@ -174,7 +174,10 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     if (kinds.length > 1) {
       refuse('targets of different kinds in one run (osctrl intersects them)', 'run once per kind of target, or list the nodes themselves');
     }
-    const out: QueryRunRequest = { ...body, exp_hours: body.exp_hours || OSCTRL_DEFAULT_EXPIRE_HOURS };
+    // osctrl knows whole hours only (expire_seconds is this API's).
+    const { expire_seconds: seconds, ...rest } = body;
+    const hours = body.exp_hours || (seconds ? Math.max(1, Math.ceil(seconds / 3600)) : OSCTRL_DEFAULT_EXPIRE_HOURS);
+    const out: QueryRunRequest = { ...rest, exp_hours: hours };
     if (body.environment_list?.length) {
       // This API targets nodes of the env in the path only; osctrl would take the other envs' nodes too.
       const here = await envUuid(env);
