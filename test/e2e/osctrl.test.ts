@@ -231,12 +231,12 @@ describe('tags, settings, audit, stats, env', () => {
     const l = await run(['tags', 'list', '-o', 'json']);
     expect(l.exitCode).toBe(0);
     expect(JSON.parse(l.stdout).every((t: object) => !('node_count' in t))).toBe(true);
-    expect((await run(['tags', 'add', 'pci', '--description', 'PCI scope'])).exitCode).toBe(0);
-    expect(osctrl.tags.find((t) => t.name === 'pci').tag_type).toBe(6);
-    expect((await run(['tags', 'edit', 'pci', '--description', 'PCI DSS'])).exitCode).toBe(0);
-    expect(osctrl.tags.find((t) => t.name === 'pci')).toMatchObject({ description: 'PCI DSS', tag_type: 6 });
-    refused(await run(['tags', 'show', 'pci', '--nodes']), /listing nodes by tag/);
-    refused(await run(['tags', 'unapply', 'pci', osctrl.nodes[0].hostname]), /^error: removing a tag from nodes/);
+    expect((await run(['tags', 'add', 'pci-scope', '--description', 'PCI scope'])).exitCode).toBe(0);
+    expect(osctrl.tags.find((t) => t.name === 'pci-scope').tag_type).toBe(6);
+    expect((await run(['tags', 'edit', 'pci-scope', '--description', 'PCI DSS'])).exitCode).toBe(0);
+    expect(osctrl.tags.find((t) => t.name === 'pci-scope')).toMatchObject({ description: 'PCI DSS', tag_type: 6 });
+    refused(await run(['tags', 'show', 'pci-scope', '--nodes']), /listing nodes by tag/);
+    refused(await run(['tags', 'unapply', 'pci-scope', osctrl.nodes[0].hostname]), /^error: removing a tag from nodes/);
   });
 
   it('settings list and set (global); --env refused', async () => {

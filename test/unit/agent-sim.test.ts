@@ -96,6 +96,14 @@ describe('agent simulator', () => {
     expect(answer("SELECT * FROM carves WHERE carve=1 AND path = '/etc/it''s';", h)).toEqual({ kind: 'carve', path: "/etc/it's" });
     expect(syntheticHost('t', 3).uuid).toBe(h.uuid);
     expect(syntheticHost('t', 4).uuid).not.toBe(h.uuid);
+    // As real osquery on a virtual machine: every enrollment table is sent whole, some fields empty
+    // (osctrl then leaves them out of its node records: what issue 19 found fleetctl choking on).
+    const fleet = Array.from({ length: 40 }, (_, i) => syntheticHost('t', i));
+    const vms = fleet.filter((x) => x.platformInfo.address === '');
+    expect(vms.length).toBeGreaterThan(0);
+    expect(vms.length).toBeLessThan(fleet.length);
+    for (const x of vms) expect(Object.keys(x.platformInfo).sort()).toEqual(['address', 'date', 'extra', 'revision', 'size', 'vendor', 'version', 'volume_size']);
+    expect(fleet.some((x) => x.systemInfo.hardware_serial === '')).toBe(true);
   });
 
   it('enrolls, checks in, answers queries and uploads a carve byte for byte; re-enrolls on node_invalid', async () => {
