@@ -268,6 +268,25 @@ describe('tags, settings, audit, stats, env', () => {
   });
 });
 
+describe('the recorded wire data', () => {
+  it('holds no secret: tokens, CSRF tokens, node keys, enroll secrets and secret paths, passwords are scrubbed', () => {
+    const text = readFileSync(join(import.meta.dirname, '../fixtures/osctrl/recorded.json'), 'utf8');
+    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/);
+    const walk = (v: unknown, key = ''): void => {
+      if (Array.isArray(v)) v.forEach((x) => walk(x));
+      else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, k);
+      else if (typeof v === 'string' && /^(token|csrf_token|node_key|password|new_password|current_password|secret|enroll_secret_path|remove_secret_path)$/.test(key) && v) {
+        expect(v, key).toMatch(/^REDACTED-/);
+      }
+    };
+    walk(JSON.parse(text));
+    // and it covers what the CLI uses: enrolled nodes, live queries and results, a carve, tags, users of each kind
+    for (const k of ['GET /api/v1/nodes/prod 200', 'GET /api/v1/queries/prod/results/{query} 200', 'GET /api/v1/carves/prod/archive/{carve} 200', 'GET /api/v1/tags/prod 200', 'GET /api/v1/users/quinn/permissions 200', 'POST /api/v1/logout 200']) {
+      expect(RECORDED[k], k).toBeDefined();
+    }
+  });
+});
+
 describe('refused groups and errors', () => {
   it('sinks (show included) and mfa management are refused in one line before any request', async () => {
     refused(await run(['sinks', 'list']), /^error: log sinks/);

@@ -102,7 +102,8 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
   const toUser = async (raw: unknown, perms: Record<string, Access>, what: string): Promise<User> => {
     const u = checkAnswer<{ last_access: string; created_at: string }>(RawUser, raw, what);
     const envs = Object.keys(perms).length ? await envNames() : [];
-    const ids = u && Object.keys(perms).length && mapCache ? await mapCache.catch(() => []) : [];
+    // Ids only when the map was read (super-admins): no request of its own.
+    const ids = Object.keys(perms).length && mapCache ? await mapCache.catch(() => []) : [];
     // osctrl checks access by the environment's UUID; rows stored under a name (osctrl-cli's
     // `user add -e NAME` writes those) grant nothing there, so only the UUID rows are shown.
     const environmentsOut = Object.entries(perms)
