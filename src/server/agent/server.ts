@@ -10,7 +10,7 @@
 //   else 500), logged and counted: osquery keeps its key and its buffered logs and retries.
 // - 4xx for a request the agent got wrong (not JSON, too large, unknown path): never node_invalid,
 //   so a hostile or broken request cannot make the server look like it forgot the node.
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { gunzip } from 'node:zlib';
 import { promisify } from 'node:util';
 
@@ -27,6 +27,7 @@ import { enrollNode, enrollRefusal, nodeByKey } from '../services/agent-nodes.js
 import { agentConfig } from '../services/osquery-config.js';
 import { CarveRefusal, MAX_CARVE_BLOCK, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
+import { BigBodyDecoder, DecodeError } from './big-body.js';
 import { enrollRead } from '../services/enroll.js';
 import { NEVER } from '../../api/index.js';
 
@@ -73,8 +74,12 @@ async function findEnv(deps: Deps, ref: string): Promise<EnvironmentRow | undefi
 
 /** A gzip body that inflates past this is "big": decoding it takes one of BIG_BODIES_AT_ONCE. */
 const BIG_BODY = 1024 * 1024;
+/** Log bodies from a refused node's address at least this large are refused before they are read. */
+const EARLY_REFUSAL_BYTES = 8 * 1024;
+/** How long such a refusal waits before it is answered (the flooder's pace). */
+const REFUSAL_PAUSE_MS = 1000;
 /** Big bodies decoded at once; one more is answered 503 before it is inflated (memory and CPU bound). */
-const BIG_BODIES_AT_ONCE = 2;
+const BIG_BODIES_AT_ONCE = 1;
 
 /** The inflated size a gzip member declares in its trailer (ISIZE, mod 2^32); a liar is caught by the limits below. */
 function declaredSize(raw: Buffer): number {
@@ -111,17 +116,6 @@ function parseObject(raw: Buffer): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-/**
- * The node key of a log body without parsing it (a big body's JSON.parse is the expensive step):
- * the text after its `"node_key":` key. Only used to answer a node whose log queue is full 503 at
- * once; a wrong guess costs the sender its own request, nothing else.
- */
-function peekNodeKey(raw: Buffer): string | undefined {
-  const at = raw.indexOf('"node_key"');
-  if (at < 0) return undefined;
-  return /^"node_key"\s*:\s*"([^"\\]{1,128})"/.exec(raw.subarray(at, at + 200).toString('latin1'))?.[1];
-}
-
 /** Constant-time equality of two texts; compares their bytes (a non-ASCII text of the right length in characters threw). */
 const sameText = (a: string, b: string) => {
   const x = Buffer.from(a);
@@ -137,6 +131,8 @@ declare module 'fastify' {
     agentEnv?: EnvironmentRow;
     agentEndpoint?: Endpoint;
     agentNode?: string;
+    /** Gives back the request's in-flight slot early (a refusal that pauses before it answers). */
+    agentRelease?: () => void;
     /** Answered node_invalid for an unknown node key (counted: agents told to re-enroll). */
     agentInvalid?: boolean;
   }
@@ -177,6 +173,8 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
   lifecycle.attach(app.server);
   let inFlight = 0;
   let bigBodies = 0;
+  const decoder = new BigBodyDecoder();
+  app.addHook('onClose', async () => decoder.close());
   o.exposeInFlight?.(() => inFlight);
   // Failed enrolls per client address, counted in the database (every replica sees them): past
   // --denied-rate-limit a minute, that address's enrolls are answered 429 until the window ends.
@@ -206,6 +204,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
       }
     };
     reply.raw.once('close', release);
+    req.agentRelease = release;
     if (req.method !== 'POST') return;
     const [, envRef = '', ...rest] = (req.url.split('?')[0] ?? '').split('/');
     const env = await findEnv(deps, decodeURIComponent(envRef));
@@ -213,6 +212,14 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
     req.agentEnv = env;
     req.agentEndpoint = ep;
+    if (ep === 'log' && Number(req.headers['content-length'] ?? 0) >= EARLY_REFUSAL_BYTES && services.logs.refusing({ ip: req.ip })) {
+      // A node over its log share sending another sizeable batch: answered 503 before its body is
+      // read, after a pause that holds no in-flight slot, so a flooding agent costs neither
+      // memory nor much CPU, and cannot send faster than a batch a second per connection.
+      release();
+      await new Promise((r) => setTimeout(r, REFUSAL_PAUSE_MS));
+      throw new LogBackpressure('the node sending from this address has more logs queued than its share');
+    }
     if (ep === 'carve_block') {
       const free = await carveSlots.acquire();
       reply.raw.once('close', free);
@@ -282,6 +289,21 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
   });
 
   app.post('/:env/*', async (req, reply) => {
+    try {
+      return await answer(req, reply);
+    } catch (e) {
+      // A log batch refused for room (the node's share, the sink's queue, the big-body slots)
+      // is answered after a pause that holds no in-flight slot: a flooding agent is paced to a
+      // batch a second per connection; osquery, which resends at its next period, never notices.
+      if (e instanceof LogBackpressure || (e instanceof HttpError && e.extra.bigBody)) {
+        req.agentRelease?.();
+        await new Promise((r) => setTimeout(r, REFUSAL_PAUSE_MS));
+      }
+      throw e;
+    }
+  });
+
+  const answer = async (req: FastifyRequest, reply: FastifyReply) => {
     const env = req.agentEnv!;
     const ep = req.agentEndpoint!;
     let big = false;
@@ -290,20 +312,32 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
       // A big log batch: decoded only with one of the big-body slots (else 503 at once, before
       // inflating), and only for a node whose log queue has room (else 503 before parsing).
       if (ep === 'log' && services.logs.refusing({ ip: req.ip })) throw new LogBackpressure('the node sending from this address has more logs queued than its share');
-      if (bigBodies >= BIG_BODIES_AT_ONCE) throw new HttpError(503, 'unavailable', 'the server is busy with large bodies; retry later', {}, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      if (bigBodies >= BIG_BODIES_AT_ONCE) throw new HttpError(503, 'unavailable', 'the server is busy with large bodies; retry later', { bigBody: true }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
       bigBodies++;
       // Held until the answer is sent: the parsed batch lives until it is queued.
       reply.raw.once('close', () => bigBodies--);
       big = true;
     }
-    // Without a slot, a body inflating past BIG_BODY lied in its trailer: refused.
-    const raw = await inflate(req, big ? AGENT_INFLATED_LIMIT : BIG_BODY);
-    if (ep === 'log' && raw.length > BIG_BODY) {
-      const key = peekNodeKey(raw);
-      if (key && services.logs.refusing({ nodeKey: key })) throw new LogBackpressure('this node has more logs queued than its share');
-    }
-    const body = parseObject(raw);
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
+    if (big && ep === 'log') {
+      // Inflated, parsed and serialised again in a worker thread (big-body.ts): other agents'
+      // requests do not wait behind it.
+      const decoded = await decoder.decode(req.body as Buffer, AGENT_INFLATED_LIMIT).catch((e: unknown) => {
+        throw e instanceof DecodeError ? agentError(e.status, e.message) : e;
+      });
+      const node = await nodeByKey(deps, env, decoded.head.node_key);
+      if (!node) {
+        req.agentInvalid = true;
+        return INVALID;
+      }
+      req.agentNode = node.uuid;
+      services.checkins.record(node.id, { bytes: wire, ip: req.ip });
+      const type = decoded.head.log_type === 'status' || decoded.head.log_type === 'result' ? decoded.head.log_type : undefined;
+      if (env.logging_tls && type) await services.logs.deliverTexts(env, node, type, decoded.entries, { ip: req.ip });
+      return OK;
+    }
+    // Without a slot, a body inflating past BIG_BODY lied in its trailer: refused.
+    const body = parseObject(await inflate(req, big ? AGENT_INFLATED_LIMIT : BIG_BODY));
 
     if (ep === 'enroll') {
       const failed = await enrollFailures.count(req.ip);
@@ -331,7 +365,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     req.agentNode = node.uuid;
     services.checkins.record(node.id, { bytes: wire, ip: req.ip });
     return handle(deps, services, env, node, ep, body, req.ip);
-  });
+  };
   return app;
 }
 
@@ -417,7 +451,7 @@ function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyR
     return { status: 503, body: { code: 'unavailable', error: `log queue full (${err.message}); retry later` }, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
   }
   if (err instanceof HttpError && (err.status < 500 || err.code === 'unavailable')) {
-    return { status: err.status, body: { code: err.code, error: err.message, ...err.extra }, headers: Object.keys(err.headers).length ? err.headers : undefined };
+    return { status: err.status, body: { code: err.code, error: err.message, ...(err.status < 500 ? err.extra : {}) }, headers: Object.keys(err.headers).length ? err.headers : undefined };
   }
   const fastifyStatus = err instanceof HttpError ? err.status : err.statusCode;
   if (!(err instanceof HttpError) && err.code?.startsWith('FST_') && fastifyStatus !== undefined && fastifyStatus < 500) {

@@ -125,7 +125,7 @@ export class LogDelivery {
   private states = new Map<number, SinkState>();
   /** Bytes queued per node over all sinks. */
   private nodeBytes = new Map<number, number>();
-  /** Node keys refused for their share, until half of it has drained (see refusing()). */
+  /** Addresses whose node was refused for its share, until half of it has drained (see refusing()). */
   private refused = new Map<string, number>();
   private stopped = false;
   /** The counters' flush: a database that is down or full is retried with a backoff, never fatal. */
@@ -183,14 +183,23 @@ export class LogDelivery {
    * the node's share has no room (the caller answers 503). Never waits for delivery.
    */
   async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
+    return this.deliverTexts(env, node, logType, entries.map((e) => ({ text: JSON.stringify(e) ?? 'null', name: queryName(e) })), o);
+  }
+
+  /**
+   * The same for entries already serialised (a big batch decoded off the event loop): each is
+   * wrapped in the envelope by concatenation, never parsed again. The envelope's keys are in the
+   * order of LogEntry.
+   */
+  async deliverTexts(env: EnvironmentRow, node: NodeRow, logType: string, entries: { text: string; name?: string }[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
     if (entries.length === 0) return;
     const sinks = await this.sinksFor(env.id, logType);
     if (sinks.length === 0) return;
     const received_at = this.deps.now().toISOString();
-    const texts = entries.map((entry) => {
-      const name = logType === 'status' ? undefined : queryName(entry);
-      return JSON.stringify({ environment: env.name, node_uuid: node.uuid, hostname: node.hostname, log_type: logType, ...(name === undefined ? {} : { name }), received_at, entry } satisfies LogEntry);
-    });
+    const head = `{"environment":${JSON.stringify(env.name)},"node_uuid":${JSON.stringify(node.uuid)},"hostname":${JSON.stringify(node.hostname)},"log_type":${JSON.stringify(logType)},`;
+    const texts = entries.map(
+      (e) => `${head}${logType !== 'status' && e.name !== undefined ? `"name":${JSON.stringify(e.name)},` : ''}"received_at":${JSON.stringify(received_at)},"entry":${e.text}}`,
+    );
     const size = texts.reduce((n, t) => n + t.length + 1, 0);
     const deliverable: SinkState[] = [];
     for (const sink of sinks) {
@@ -214,10 +223,7 @@ export class LogDelivery {
         ? `this node has ${mine - size * deliverable.length} bytes of logs queued (limit ${this.limits.nodeBytes})`
         : undefined;
     if (refusal) {
-      if (!full) {
-        this.refused.set(node.node_key, node.id);
-        if (o.ip) this.refused.set(`ip:${o.ip}`, node.id);
-      }
+      if (!full && o.ip) this.refused.set(`ip:${o.ip}`, node.id);
       if (!o.dropWhenFull) throw new LogBackpressure(refusal);
       for (const st of deliverable) this.drop(st, texts.length, `queue full: ${refusal}`);
       return;
@@ -231,13 +237,13 @@ export class LogDelivery {
   }
 
   /**
-   * Whether a node refused for its share (by its key, or the address it sent from) is still over
-   * half of it: its next big batch is then answered 503 before it is inflated or parsed, so a
-   * flooding agent costs next to nothing per request. Behind one NAT address, other agents' big
-   * batches wait as long (they resend); small ones are never refused this way.
+   * Whether the node last refused for its share from this address is still over half of it: the
+   * address's next sizeable batch is then answered 503 before it is read, so a flooding agent
+   * costs next to nothing per request. Behind one NAT address, other agents' sizeable batches
+   * wait as long (they resend); small ones are never refused this way.
    */
-  refusing(who: { nodeKey?: string; ip?: string }): boolean {
-    const key = who.nodeKey ?? `ip:${who.ip}`;
+  refusing(who: { ip: string }): boolean {
+    const key = `ip:${who.ip}`;
     const id = this.refused.get(key);
     if (id === undefined) return false;
     if ((this.nodeBytes.get(id) ?? 0) > this.limits.nodeBytes / 2) return true;
