@@ -186,6 +186,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const password = opts.devPassword ?? demoPassword();
         await createSuperAdmin(store.db, 'admin', password, now());
         const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
+        await store.analyze();
         demo = { ...summary, password };
       } else if ((await userCount(store.db)) === 0) {
         if (!opts.adminPassword) {

@@ -52,12 +52,29 @@ export async function cachedCount<T>(
 ): Promise<T> {
   const cache = cacheOf(db, space);
   const hit = cache.get(key) as Entry<T> | undefined;
-  let value: T;
   if (hit && hit.generation === generation && hit.cutoff === cutoff) return hit.value;
+  // Requests arriving together after a change share one count instead of each running it.
+  const flying = inFlight.get(cache)?.get(key);
+  if (flying && flying.generation === generation && flying.cutoff === cutoff) return flying.value as Promise<T>;
+  let flights = inFlight.get(cache);
+  if (!flights) inFlight.set(cache, (flights = new Map()));
   // Concurrent requests finish out of order, so the cutoff may also step back a little.
-  if (hit && hit.generation === generation && advance) value = await advance(hit.value, hit.cutoff, cutoff);
-  else value = await count();
-  if (!hit && cache.size >= space.entries) cache.delete(cache.keys().next().value!); // oldest first
-  cache.set(key, { generation, cutoff, value });
-  return value;
+  const value = hit && hit.generation === generation && advance ? advance(hit.value, hit.cutoff, cutoff) : count();
+  const flight = { generation, cutoff, value };
+  flights.set(key, flight);
+  try {
+    const v = await value;
+    // A slower count of an older generation must not replace a newer one stored meanwhile.
+    const now = cache.get(key);
+    if (!now || now.generation <= generation) {
+      if (!now && cache.size >= space.entries) cache.delete(cache.keys().next().value!); // oldest first
+      cache.set(key, { generation, cutoff, value: v });
+    }
+    return v;
+  } finally {
+    if (flights.get(key) === flight) flights.delete(key);
+  }
 }
+
+/** Counts being computed, per cache and key: the promise later requests for the same state share. */
+const inFlight = new WeakMap<Map<string, Entry<unknown>>, Map<string, Entry<Promise<unknown>>>>();

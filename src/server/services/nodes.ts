@@ -9,7 +9,7 @@ import {
 import { badRequest, conflict, notFound } from '../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../lib/pagination.js';
 import { inTransaction } from '../store/db.js';
-import { readGenerations, nullableOrder, searchMatch, type Generations } from '../store/node-index.js';
+import { MIN_INDEXED_QUERY, readGenerations, nullableOrder, searchMatch, type Generations } from '../store/node-index.js';
 import { between, cachedCount } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from './settings-values.js';
@@ -180,17 +180,23 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
 
 type NodeQuery = SelectQueryBuilder<DB, 'nodes', object>;
 
-function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: string): NodeQuery {
-  if (p.status === 'active') q = q.where('last_seen', '>=', cutoffIso);
-  if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', cutoffIso)]));
-  if (p.platform) q = q.where('platform_bucket', '=', p.platform);
-  if (p.q) q = q.where(searchMatch(deps.dialect, p.q));
-  // Through the node_tags_tag index, after one lookup of the tag by name in the environment.
-  if (p.tag) {
-    const tag = p.tag;
-    q = q.where('id', 'in', (eb) =>
-      eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', '=', tag).where('tags.environment_id', '=', eb.ref('nodes.environment_id')),
-    );
+/** The list's filters with the tag resolved to its id (the tag of that name in the environment). */
+interface Filters extends NodeListParams {
+  tagId?: number;
+  /** A short q read in one pass over the environment's search text (node-index.ts: searchMatch). */
+  qScan?: boolean;
+}
+
+function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): NodeQuery {
+  if (p.status === 'active') q = q.where('nodes.last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('nodes.last_seen', 'is', null), eb('nodes.last_seen', '<', cutoffIso)]));
+  if (p.platform) q = q.where('nodes.platform_bucket', '=', p.platform);
+  if (p.q) q = q.where(searchMatch(deps.dialect, p.q, p.qScan));
+  // A probe of node_tags' primary key (node_id, tag_id) per node the outer index visits: the
+  // plan for a tag on many nodes, read in the sort's order. tagDriven() below is the other one.
+  if (p.tagId !== undefined) {
+    const tagId = p.tagId;
+    q = q.where((eb) => eb.exists(eb.selectFrom('node_tags').select('node_tags.node_id').whereRef('node_tags.node_id', '=', 'nodes.id').where('node_tags.tag_id', '=', tagId)));
   }
   // A node is on the current configuration once it fetched it: its recorded hash is the env's.
   if (p.config === 'stale') {
@@ -210,16 +216,46 @@ function applyFilters(deps: Deps, q: NodeQuery, p: NodeListParams, cutoffIso: st
   return q;
 }
 
+/**
+ * The nodes of a tag, read from the tag's node_tags range (node_tags_tag_node) and joined to
+ * nodes by primary key: the plan for a tag on few nodes, or a page deep into a tag's list, where
+ * walking the sort index would visit many nodes per match. CROSS JOIN keeps SQLite from
+ * reordering the two (PostgreSQL treats it as an inner join and plans it by its statistics).
+ */
+function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number }, cutoffIso: string): NodeQuery {
+  const base = deps.db
+    .selectFrom('node_tags')
+    .crossJoin('nodes')
+    .whereRef('nodes.id', '=', 'node_tags.node_id')
+    .where('node_tags.tag_id', '=', p.tagId)
+    .where('nodes.environment_id', '=', env.id);
+  return applyFilters(deps, base as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
+}
+
+/** The tag's id in the environment; undefined when the environment has no tag of that name. */
+async function tagIdOf(deps: Deps, env: EnvironmentRow, name: string): Promise<number | undefined> {
+  const row = await deps.db.selectFrom('tags').select('id').where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  return row?.id;
+}
+
+/** How many nodes carry the tag: one range of the covering (tag_id, node_id) index. */
+function taggedCount(deps: Deps, tagId: number, generation: number): Promise<number> {
+  return cachedCount(deps.db, JSON.stringify(['tagged', tagId]), generation, '', async () => {
+    const row = await deps.db.selectFrom('node_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('tag_id', '=', tagId).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  });
+}
+
 async function countOf(q: NodeQuery): Promise<number> {
   const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 
 /** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
-async function crossed(deps: Deps, env: EnvironmentRow, p: NodeListParams, from: string, to: string): Promise<number> {
+async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from: string, to: string): Promise<number> {
   const { lo, hi, sign } = between(from, to);
   const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
-  return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('last_seen', '>=', lo).where('last_seen', '<', hi)));
+  return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('nodes.last_seen', '>=', lo).where('nodes.last_seen', '<', hi)));
 }
 
 type Crossed = (from: string, to: string) => Promise<number>;
@@ -232,19 +268,19 @@ type Crossed = (from: string, to: string) => Promise<number>;
 const QUIET = new WeakMap<object, Map<string, { generation: number; from: string; next: string | null }>>();
 
 /** crossed() for one request: counted once for the total and the page, skipped while quiet. */
-function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams, generation: number): Crossed {
+function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: number): Crossed {
   const seen = new Map<string, Promise<number>>();
   let quiet = QUIET.get(deps.db);
   if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
-  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tag ?? '', p.config ?? '', p.configHash ?? '']);
+  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
     if (from < to) {
       let q = quiet.get(key);
       if (!q || q.generation !== generation || from < q.from) {
         const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
         const row = await applyFilters(deps, base, { ...p, status: undefined }, to)
-          .where('last_seen', '>=', from)
-          .select((eb) => eb.fn.min<string>('last_seen').as('next'))
+          .where('nodes.last_seen', '>=', from)
+          .select((eb) => eb.fn.min<string>('nodes.last_seen').as('next'))
           .executeTakeFirst();
         q = { generation, from, next: row?.next ?? null };
         if (quiet.size >= 1000) quiet.clear();
@@ -263,15 +299,22 @@ function crossedOnce(deps: Deps, env: EnvironmentRow, p: NodeListParams, generat
 }
 
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
-function filteredTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number, cross: Crossed): Promise<number> {
-  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tag ?? '', p.config ?? '', p.configHash ?? '']);
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, cross: Crossed): Promise<number> {
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
     deps.db,
     key,
     generation,
     timed ? cutoff : '',
-    () => countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
+    // A tag's count joins its node_tags range to nodes: at most the tagged nodes are visited.
+    () => {
+      const f = { ...p, qScan: true };
+      if (f.tagId === undefined) return countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), f, cutoff));
+      // Every node of a tag is a node of the tag's environment (tags.ts tags only those).
+      if (!f.status && !f.platform && !f.q && !f.config) return taggedCount(deps, f.tagId, generation);
+      return countOf(tagDriven(deps, env, { ...f, tagId: f.tagId }, cutoff));
+    },
     async (n, from, to) => {
       const moved = await cross(from, to);
       return p.status === 'active' ? n - moved : n + moved;
@@ -313,19 +356,30 @@ const PAGE_CACHE = { name: 'pages', entries: 64 };
  * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
  * Health and uptime depend on the clock: toNode derives them per request.
  */
-async function readPage(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string): Promise<PageRows> {
-  const rows = await applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)
-    .selectAll()
-    .orderBy(SORT_COLUMNS[p.sort], SORT_COLUMNS[p.sort] === 'last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
-    .orderBy('id', p.order)
-    .limit(pageReq.pageSize)
-    .offset(pageReq.offset)
-    .execute();
+/** One page of rows, with tags and parsed system_info (fromTag: read from the tag's end, see listNodes). */
+async function readPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, fromTag = false): Promise<PageRows> {
+  const ordered = (q: NodeQuery) => {
+    const col = `nodes.${SORT_COLUMNS[p.sort]}` as const;
+    return q
+      .orderBy(col, col === 'nodes.last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
+      .orderBy('nodes.id', p.order)
+      .limit(pageReq.pageSize)
+      .offset(pageReq.offset);
+  };
+  let rows: NodeRow[];
+  if (fromTag && p.tagId !== undefined) {
+    // The page's ids first (sorting ids and sort keys, not whole rows), then their rows.
+    const ids = (await ordered(tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff)).select('nodes.id').execute()).map((r) => r.id);
+    const byId = new Map((ids.length ? await deps.db.selectFrom('nodes').selectAll().where('id', 'in', ids).execute() : []).map((r) => [r.id, r]));
+    rows = ids.map((id) => byId.get(id)).filter((r): r is NodeRow => r !== undefined);
+  } else {
+    rows = await ordered(applyFilters(deps, deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id), p, cutoff)).selectAll('nodes').execute();
+  }
   return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
 }
 
-async function pageRows(deps: Deps, env: EnvironmentRow, p: NodeListParams, pageReq: PageRequest, cutoff: string, generation: number, cross: Crossed): Promise<PageRows> {
-  const read = () => readPage(deps, env, p, pageReq, cutoff);
+async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, generation: number, cross: Crossed, fromTag: boolean): Promise<PageRows> {
+  const read = () => readPage(deps, env, p, pageReq, cutoff, fromTag);
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const timed = p.status === 'active' || p.status === 'inactive';
   const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
@@ -339,7 +393,7 @@ const DERIVED = new WeakMap<object, Map<string, { generation: number; until: num
  * generation) and until the first moment a node crosses the inactive or the stale cutoff: the
  * earliest last_seen at or after each cutoff (two index seeks), plus its window.
  */
-async function derivedTotal(deps: Deps, env: EnvironmentRow, p: NodeListParams, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<number> {
+async function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<number> {
   let cache = DERIVED.get(deps.db);
   if (!cache) DERIVED.set(deps.db, (cache = new Map()));
   const { bounds, sort: _s, order: _o, ...filters } = p;
@@ -372,21 +426,40 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const generation = gens ?? (await readGenerations(deps.db));
   const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
+  const filters: Filters = { ...params };
+  if (params.tag !== undefined) {
+    filters.tagId = await tagIdOf(deps, env, params.tag);
+    if (filters.tagId === undefined) return pageOf([], pageReq, 0);
+  }
   if (params.health || params.risk) {
     // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: these
     // pages are read per request, through the nodes_env_health index; their totals are cached
     // until the data changes or the clock reaches the next node that crosses a cutoff.
-    params.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
-    const total = await derivedTotal(deps, env, params, cutoff, generation.content, ctx);
+    filters.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
+    const total = await derivedTotal(deps, env, filters, cutoff, generation.content, ctx);
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
-    const page = await readPage(deps, env, params, pageReq, cutoff);
+    const page = await readPage(deps, env, filters, pageReq, cutoff);
     return pageOf(page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])), pageReq, total);
   }
-  // A tag filter's total changes with tagging too, which only the content generation counts.
-  const cross = crossedOnce(deps, env, params, params.tag ? generation.content : generation.counts);
-  const total = await filteredTotal(deps, env, params, cutoff, params.tag ? generation.content : generation.counts, cross);
+  // A tag filter's total changes with tagging too, and a config filter's with the hash a node
+  // fetched, which only the content generation counts.
+  const countGeneration = params.tag || params.config ? generation.content : generation.counts;
+  const cross = crossedOnce(deps, env, filters, countGeneration);
+  const total = await filteredTotal(deps, env, filters, cutoff, countGeneration, cross);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
-  const page = await pageRows(deps, env, params, pageReq, cutoff, generation.content, cross);
+  // Which end to read a tag's page from: walking the sort index visits about
+  // (offset + size) * nodes / matches nodes to fill the page; the tag's own range visits each
+  // tagged node once. The cheaper one (a rare tag, or a page deep into a common one).
+  let fromTag = false;
+  if (filters.tagId !== undefined || (params.q && [...params.q].length < MIN_INDEXED_QUERY)) {
+    const all = await filteredTotal(deps, env, { sort: params.sort, order: params.order }, cutoff, generation.counts, cross);
+    const walked = ((pageReq.offset + pageReq.pageSize) * all) / Math.max(1, total);
+    if (filters.tagId !== undefined) fromTag = (await taggedCount(deps, filters.tagId, generation.content)) < walked;
+    // The same choice for a short search: test the nodes along the sort index while few are
+    // walked per match, else read the matches from the search-text index and sort them.
+    else filters.qScan = walked > all / 8;
+  }
+  const page = await pageRows(deps, env, filters, pageReq, cutoff, generation.content, cross, fromTag);
   const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
   const memo = page.shaped;
   if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) {

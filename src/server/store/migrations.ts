@@ -3,6 +3,7 @@
 import { type Kysely, type Migration, type MigrationProvider, sql, type CreateTableBuilder } from 'kysely';
 import { perfMigration } from './migration-perf.js';
 import { createRequestCacheCounters } from './node-index.js';
+import { listIndexesMigration } from './migration-lists.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -415,6 +416,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '007_osquery_config': osqueryConfig(),
       '008_carve_sessions': carveSessions(dialect),
       '009_health_filters': healthFilters(dialect),
+      // Indexes for every filter and sort of the node and audit lists at fleet size (issue 21).
+      '010_list_indexes': listIndexesMigration(dialect),
     }),
   };
 }

@@ -141,5 +141,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     await db.destroy().catch(() => {});
     throw e;
   }
-  return { db, dialect: 'postgres', exclusive, close: () => db.destroy() };
+  // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
+  const analyze = async () => void (await pool.query('analyze'));
+  return { db, dialect: 'postgres', exclusive, analyze, close: () => db.destroy() };
 }
