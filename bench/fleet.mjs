@@ -9,6 +9,11 @@
 // The PostgreSQL rows (issue 14: a throwaway cluster, the same fleet seeded into it, list,
 // search and stats on one replica, then two replicas on one database against one) run when
 // PostgreSQL's server binaries are installed (`--no-pg` skips them; `--pg-only` runs only those).
+// Every filter and sort (issue 21): each `nodes list` filter, sort and order, and each `audit
+// list` filter over 1,000,000 audit rows, at 20 connections asking for pages 1-5 at random,
+// while a second process writes check-ins into the database as 100,000 agents would (bench/
+// checkin-writer.mjs), so the caches keyed by the change counters are really invalidated every
+// second. `--no-lists` skips these rows; `--lists-only` runs only them.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -28,6 +33,11 @@ const PG_ONLY = process.argv.includes('--pg-only');
 const PG = PG_ONLY || (!process.argv.includes('--no-pg') && postgresBinDir() !== undefined);
 if (!PG) console.log('PostgreSQL rows skipped (--no-pg, or no PostgreSQL server binaries: apt-get install postgresql)');
 const DURATION = arg('--duration', 5); // seconds per autocannon run
+const LISTS = !process.argv.includes('--no-lists');
+const LISTS_ONLY = process.argv.includes('--lists-only');
+const LIST_DURATION = arg('--list-duration', 3); // seconds per filter/sort row
+const AUDIT_ROWS = arg('--audit-rows', 1_000_000);
+const CHECKINS = arg('--checkins', 3700); // node check-ins written per second meanwhile
 const RUNS = arg('--runs', 9); // whole-process runs per CLI figure
 const PASSWORD = 'bench-password-1';
 const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-'));
@@ -155,14 +165,125 @@ const raw = {};
 let seedSeconds = 0;
 let counts = {};
 
+/** Node list queries: every sort and order, every filter, some combinations and deep pages. */
+function nodeListQueries() {
+  const out = [];
+  for (const sort of ['lastseen', 'firstseen', 'hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery'])
+    for (const order of ['asc', 'desc']) out.push({ label: `sort=${sort}&order=${order}`, query: `sort=${sort}&order=${order}` });
+  for (const query of [
+    'status=active', 'status=inactive', 'platform=darwin', 'platform=windows&sort=version&order=desc',
+    'tag=pci', 'tag=quarantine', 'tag=servers', 'tag=pci&sort=hostname', 'q=web', 'q=we', 'q=web&sort=hostname',
+    'tag=laptops&q=alice', 'tag=servers&status=active&platform=linux&sort=ip', 'status=inactive&q=db&sort=osquery',
+  ])
+    out.push({ label: query, query });
+  out.push({ label: 'sort=hostname, pages 500-504', query: 'sort=hostname', first: 500 });
+  out.push({ label: 'tag=pci, pages 100-104', query: 'tag=pci', first: 100 });
+  return out;
+}
+
+/** Audit list queries over the million rows: every filter and combination, search, a deep page. */
+const AUDIT_QUERIES = [
+  { label: '(no filter)', query: '' },
+  { label: 'username=analyst', query: 'username=analyst' },
+  { label: 'service=tls', query: 'service=tls' },
+  { label: 'env=staging', query: 'env=staging' },
+  { label: 'username=admin&service=api&env=prod', query: 'username=admin&service=api&env=prod' },
+  { label: 'q=pci', query: 'q=pci' },
+  { label: 'q=denied&username=analyst', query: `q=denied&username=analyst` },
+  { label: 'q=zq (short, rare)', query: 'q=zq' },
+  { label: 'pages 2000-2004', query: '', first: 2000 },
+];
+
+/**
+ * 1,000,000 audit rows written straight into the database in one statement (the API has no bulk
+ * audit write): users, services, environments and lines like the demo's, ids in time order.
+ */
+async function seedAudit(target, n) {
+  const users = ['admin', 'prod-admin', 'analyst', 'querier', 'carver', 'dev-user', 'ci-bot', 'mfa-user'];
+  const user = (col) => `case ${col} % ${users.length} ${users.map((u, i) => `when ${i} then '${u}'`).join(' ')} end`;
+  const services = ['api', 'admin', 'tls', 'cli'];
+  const service = (col) => `case ${col} % 4 ${services.map((v, i) => `when ${i} then '${v}'`).join(' ')} end`;
+  const line = (col, cat, hex) =>
+    `case ${col} % 5 when 0 then ${cat(`'user '`, user(col), `' logged in from 10.0.'`, `${col} % 250`, `'.'`, `${col} % 199`)}` +
+    ` when 1 then ${cat(`'node '`, hex, `' tagged pci in prod'`)} when 2 then ${cat(`'query q-'`, col, `' created by '`, user(`(${col} / 8)`))}` +
+    ` when 3 then 'denied GET /api/v1/nodes/prod: token expired' else ${cat(`'setting inactive_hours changed to '`, `${col} % 100`)} end`;
+  const now = new Date().toISOString();
+  const cols = 'created_at, env_uuid, environment_id, line, log_type, severity, service, source_ip, username, count';
+  const t0 = Date.now();
+  if (/^postgres/.test(target)) {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: target });
+    await client.connect();
+    const cat = (...xs) => `(${xs.map((x) => `(${x})::text`).join(' || ')})`;
+    await client.query(`insert into audit_logs (${cols}) select $1, '', (n % 3) + 1, ${line('n', cat, 'to_hex(n * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from generate_series(1, $2::int) n`, [now, n]);
+    await client.query('analyze audit_logs');
+    await client.end();
+  } else {
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(target);
+    db.pragma('busy_timeout = 10000');
+    const cat = (...xs) => `(${xs.join(' || ')})`;
+    db.prepare(`with recursive s(n) as (select 1 union all select n + 1 from s where n < ?) insert into audit_logs (${cols}) select ?, '', (n % 3) + 1, ${line('n', cat, 'hex(n * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from s`).run(n, now);
+    db.pragma('analysis_limit = 1000');
+    db.pragma('optimize = 0x10002');
+    db.close();
+  }
+  return (Date.now() - t0) / 1000;
+}
+
+/** autocannon at 20 connections over pages first..first+4 of `path?query`, picked at random per request. */
+async function pagedLoad(origin, path, query, first, headers) {
+  const pathFor = () => `${path}?${query}${query ? '&' : ''}page=${first + Math.floor(Math.random() * 5)}`;
+  const opts = { url: origin, connections: 20, headers, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: pathFor() }) }] };
+  await autocannon({ ...opts, duration: 0.5 }); // warm-up
+  const r = await autocannon({ ...opts, duration: LIST_DURATION });
+  if (r.non2xx || r.errors || r.requests.total === 0) throw new Error(`${path}?${query}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+/**
+ * Every node list filter and sort, and every audit filter over AUDIT_ROWS rows, at 20
+ * connections, while check-ins are written. `prefix` names the database in the rows.
+ */
+async function listRows(prefix, origin, headers, dbTarget) {
+  console.log(`\n${prefix}audit rows: seeding ${AUDIT_ROWS.toLocaleString('en')}...`);
+  const seeded = await seedAudit(dbTarget, AUDIT_ROWS);
+  console.log(`${prefix}${AUDIT_ROWS.toLocaleString('en')} audit rows written in ${f1(seeded)} s; check-ins: ${CHECKINS} nodes a second from a second process`);
+  const writer = spawn(process.execPath, [join(root, 'bench', 'checkin-writer.mjs'), dbTarget, String(CHECKINS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(writer);
+  await new Promise((resolve) => writer.stdout.once('data', resolve));
+  const results = { nodes: [], audit: [] };
+  try {
+    for (const { label, query, first = 1 } of nodeListQueries()) {
+      const r = await pagedLoad(origin, '/api/v1/nodes/prod', query, first, headers);
+      results.nodes.push({ label, ...r });
+      row(`${prefix}nodes list ${label}: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+    }
+    for (const { label, query, first = 1 } of AUDIT_QUERIES) {
+      const r = await pagedLoad(origin, '/api/v1/audit-logs', query, first, headers);
+      results.audit.push({ label, ...r });
+      row(`${prefix}audit list ${label}, ${AUDIT_ROWS / 1e6}M rows: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+    }
+  } finally {
+    writer.kill('SIGTERM');
+  }
+  return { auditSeedSeconds: seeded, ...results };
+}
+
 async function sqliteRows() {
-  const server = startProcess([bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'], 'server');
+  const dbFile = join(tmp, 'fleet.db');
+  const server = startProcess([bin, 'server', '--dev', '--db', dbFile, '--dev-nodes', String(NODES), '--dev-password', PASSWORD, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'], 'server');
   const url = await server.url;
   seedSeconds = (Date.now() - started) / 1000;
   counts = Object.fromEntries([...server.output().matchAll(/(\w+) \((\d+) nodes\)/g)].map((m) => [m[1], Number(m[2])]));
   console.log(`server with ${NODES} demo nodes ready in ${f1(seedSeconds)} s (${JSON.stringify(counts)})\n`);
 
   const { token, headers } = await authHeaders(url);
+  if (LISTS_ONLY) {
+    raw.lists = await listRows('', url, headers, dbFile);
+    server.child.kill('SIGTERM');
+    return;
+  }
   const env = { ...process.env, FLEETCTL_CONFIG_DIR: join(tmp, 'config'), FLEETCTL_URL: url, FLEETCTL_TOKEN: token, DBUS_SESSION_BUS_ADDRESS: 'disabled:', NO_COLOR: '1' };
   const node = process.execPath;
 
@@ -228,6 +349,7 @@ async function sqliteRows() {
   row('GET /stats req/s at 20 / at 1 connection', `${Math.round(stats20.rps)} req/s`, `${Math.round(stats1.rps)} req/s`, `${f2(scale)}x`, '>= 0.9x (does not fall)', scale >= 0.9);
 
   Object.assign(raw, { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, risk, healthy, stats1, stats20 });
+  if (LISTS) raw.lists = await listRows('', url, headers, dbFile);
   server.child.kill('SIGTERM');
 }
 
@@ -249,6 +371,12 @@ async function postgresRows() {
     const pgSeed = (Date.now() - t0) / 1000;
     console.log(`\nPostgreSQL (${NODES} nodes seeded in ${f1(pgSeed)} s; 20 connections unless said)`);
     const { headers } = await authHeaders(urlA);
+    if (LISTS_ONLY) {
+      raw.pgLists = await listRows('PostgreSQL: ', urlA, headers, db);
+      a.child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 1000));
+      return;
+    }
     const list = await load(`${urlA}/api/v1/nodes/prod?status=active`, 20, headers);
     row('PostgreSQL: GET /nodes/prod?status=active req/s, p99', `${Math.round(list.rps)} req/s, p99 ${list.p99} ms`, '', '', 'p99 <= 25 ms', list.p99 <= 25);
     const search = await load(`${urlA}/api/v1/nodes/prod?q=web`, 20, headers);
@@ -269,8 +397,9 @@ async function postgresRows() {
     // the same cores, so a second replica adds no CPU; it shows the replicas share the work.
     row('PostgreSQL: list req/s, two replicas (20 connections each) / one', `${Math.round(both)} req/s (p99 ${Math.max(ra.p99, rb.p99)} ms)`, `${Math.round(one.rps)} req/s`, `${f2(both / one.rps)}x`, 'reported (one machine)', null);
     Object.assign(raw, { pg: { seedSeconds: pgSeed, list, search, risk, stats20, one, twoReplicas: [ra, rb] } });
-    a.child.kill('SIGTERM');
     b.child.kill('SIGTERM');
+    if (LISTS) raw.pgLists = await listRows('PostgreSQL: ', urlA, headers, db);
+    a.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1000));
   } finally {
     cluster.stop();

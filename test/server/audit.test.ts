@@ -104,6 +104,22 @@ describe('GET /api/v1/audit-logs', () => {
     expect(under.total).toBeLessThan(all);
   });
 
+  it('q finds exactly the entries whose line contains it, alone and with every other filter, newest first', async () => {
+    const rows = await db().selectFrom('audit_logs').select(['id', 'line', 'username', 'service', 'environment_id']).execute();
+    const prod = await db().selectFrom('environments').select('id').where('name', '=', 'prod').executeTakeFirstOrThrow();
+    for (const q of ['logged', 'LOGIN', 'ed', 'e', 'tag pci', 'prod-admin', 'zz-no-such']) {
+      for (const [filter, keep] of [
+        ['', () => true],
+        ['username=admin', (r: (typeof rows)[number]) => r.username === 'admin'],
+        ['service=admin&env=prod', (r: (typeof rows)[number]) => r.service === 'admin' && r.environment_id === prod.id],
+      ] as const) {
+        const expected = rows.filter((r) => r.line.toLowerCase().includes(q.toLowerCase()) && keep(r)).map((r) => r.id).sort((a, b) => b - a);
+        const got = await allPages(`q=${enc(q)}${filter ? `&${filter}` : ''}`, 9);
+        expect(got.items.map((e) => e.id), `q=${q} ${filter}`).toEqual(expected);
+      }
+    }
+  });
+
   it('a failed login and a denied request appear in the log', async () => {
     const failed = await ts.call('POST', '/api/v1/login/prod', { body: { username: 'nobody-zz', password: 'wrong-password' } });
     expect(failed.status).toBe(401);

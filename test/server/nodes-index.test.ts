@@ -56,7 +56,7 @@ describe.skipIf(onPostgres)('query plans', () => {
     // A tag on most nodes and one on a few: the list reads each from a different end.
     const ids = (await db.selectFrom('nodes').select('id').orderBy('id').execute()).map((r) => r.id);
     for (const [name, every] of [['common', 2], ['rare', 50]] as const) {
-      const { id } = await db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' }).returning('id').executeTakeFirstOrThrow();
+      const { id } = await db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' } as never).returning('id').executeTakeFirstOrThrow();
       await db.insertInto('node_tags').values(ids.filter((_, i) => i % every === 0).map((node_id) => ({ node_id, tag_id: id }))).execute();
     }
   });
@@ -135,7 +135,7 @@ describe.skipIf(onPostgres)('query plans', () => {
       for (const r of ran.filter((x) => /^\s*select/i.test(x.sql) && /audit_logs/.test(x.sql)))
         audited.push({ sql: r.sql, plan: sqlite.prepare(`explain query plan ${r.sql}`).all(...(r.params as never[])).map((x) => (x as { detail: string }).detail) });
     };
-    await db.insertInto('audit_logs').values({ created_at: '', line: 'user admin logged in', log_type: 1, severity: 0, service: 'api', username: 'admin', environment_id: envId }).execute();
+    await db.insertInto('audit_logs').values({ created_at: '', line: 'user admin logged in', log_type: 1, severity: 0, service: 'api', username: 'admin', environment_id: envId } as never).execute();
     for (const username of [undefined, 'admin'])
       for (const service of [undefined, 'api'])
         for (const envRef of [undefined, 'prod'])
@@ -145,7 +145,7 @@ describe.skipIf(onPostgres)('query plans', () => {
     for (const { sql: text, plan } of audited) {
       // Allowed: the newest-first walk of the whole table without a filter (it stops at the
       // page), its covering count, and a q too short for trigrams (one pass, cached per counter).
-      if (!/\bwhere\b/i.test(text) || /lower\(line\)/.test(text)) continue;
+      if (!/\bwhere\b/i.test(text) || /lower\((audit_logs\.)?line\)/.test(text)) continue;
       const full = plan.filter((l) => /^SCAN audit_logs\b/.test(l));
       expect(full, `${text}\n${plan.join('\n')}`).toEqual([]);
     }
@@ -232,7 +232,7 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
   it('the tag filter never scans nodes or node_tags, with every other filter and sort', async () => {
     const ids = (await store.db.selectFrom('nodes').select('id').orderBy('id').execute()).map((r) => r.id);
     for (const [name, every] of [['common', 2], ['rare', 50]] as const) {
-      const { id } = await store.db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' }).returning('id').executeTakeFirstOrThrow();
+      const { id } = await store.db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' } as never).returning('id').executeTakeFirstOrThrow();
       for (let i = 0; i < ids.length; i += 1000)
         await store.db.insertInto('node_tags').values(ids.slice(i, i + 1000).filter((_, j) => (i + j) % every === 0).map((node_id) => ({ node_id, tag_id: id }))).execute();
     }

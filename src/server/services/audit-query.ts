@@ -4,7 +4,8 @@
 // start of one index range; `q` goes through a trigram index (FTS5 on SQLite, pg_trgm on
 // PostgreSQL). Totals are cached per audit counter (moved by every audit write, on any replica),
 // so paging through a million rows counts them once, not per page.
-import { sql, type Expression, type SqlBool } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { AuditLogRow } from '../store/schema.js';
 import type { Caller, Deps } from '../context.js';
 import type { AuditLogEntry, AuditQuery, Page } from '../../api/index.js';
 import { likeContains, pageOf, parsePage } from '../lib/pagination.js';
@@ -14,36 +15,46 @@ import { notFound } from '../errors.js';
 import { MIN_INDEXED_QUERY, readGenerations } from '../store/node-index.js';
 import { cachedCount } from './node-counts.js';
 
-/** `line` contains q, case-insensitive: through the trigram index when q is long enough for it. */
-function lineMatch(deps: Deps, q: string): Expression<SqlBool> {
-  if (deps.dialect === 'sqlite' && [...q].length >= MIN_INDEXED_QUERY) {
-    return sql<SqlBool>`audit_logs.id in (select rowid from audit_search where audit_search match ${`"${q.replaceAll('"', '""')}"`})`;
-  }
-  // PostgreSQL: the expression of the audit_logs_line_trgm index (GIN, pg_trgm).
-  return sql<SqlBool>`lower(line) like ${likeContains(q.toLowerCase())} escape '\\'`;
-}
+/** A quoted FTS5 phrase: an exact substring match of the trigram-indexed line. */
+const phrase = (q: string) => `"${q.replaceAll('"', '""')}"`;
 
 export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuery): Promise<Page<AuditLogEntry>> {
   const pageReq = parsePage(query);
-  let base = deps.db.selectFrom('audit_logs');
-  // Non-super-admins see their own entries only; their username filter can only narrow that.
-  if (!caller.isSuperAdmin) base = base.where('username', '=', caller.user.username);
-  if (query.username) base = base.where('username', '=', query.username);
-  if (query.service) base = base.where('service', '=', query.service);
   let envId: number | undefined;
-  if (query.env) {
-    envId = (await requireEnv(deps, query.env)).id;
-    base = base.where('environment_id', '=', envId);
-  }
-  if (query.q) base = base.where(lineMatch(deps, query.q));
+  if (query.env) envId = (await requireEnv(deps, query.env)).id;
+  // SQLite, q long enough for trigrams: the line index drives, newest first (FTS5 reads its
+  // matches in rowid order and stops at the page), each match checked against the other filters.
+  const fts = deps.dialect === 'sqlite' && !!query.q && [...query.q].length >= MIN_INDEXED_QUERY;
+  const filtered = <Q extends SelectQueryBuilder<any, any, any>>(q: Q): Q => {
+    // Non-super-admins see their own entries only; their username filter can only narrow that.
+    if (!caller.isSuperAdmin) q = q.where('audit_logs.username', '=', caller.user.username) as Q;
+    if (query.username) q = q.where('audit_logs.username', '=', query.username) as Q;
+    if (query.service) q = q.where('audit_logs.service', '=', query.service) as Q;
+    if (envId !== undefined) q = q.where('audit_logs.environment_id', '=', envId) as Q;
+    // PostgreSQL (and a q too short for trigrams): the expression of audit_logs_line_trgm (GIN, pg_trgm).
+    if (query.q && !fts) q = q.where(sql<SqlBool>`lower(audit_logs.line) like ${likeContains(query.q.toLowerCase())} escape '\\'`) as Q;
+    return q;
+  };
+  const db = deps.db as unknown as Kysely<any>;
+  const base = fts
+    ? filtered(db.selectFrom('audit_search').crossJoin('audit_logs').whereRef('audit_logs.id', '=', 'audit_search.rowid').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`))
+    : filtered(db.selectFrom('audit_logs'));
+  const onlyQ = fts && caller.isSuperAdmin && !query.username && !query.service && envId === undefined;
   const generation = (caller.generations ?? (await readGenerations(deps.db))).audit;
   const key = JSON.stringify(['audit', caller.isSuperAdmin ? '' : caller.user.username, query.username ?? '', query.service ?? '', envId ?? '', query.q ?? '']);
   const total = await cachedCount(deps.db, key, generation, '', async () => {
-    const row = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+    // q alone: counted in the line index itself, without visiting the rows.
+    const counted = onlyQ ? db.selectFrom('audit_search').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`) : base;
+    const row = await counted.select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
     return Number(row?.n ?? 0);
   });
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
-  const rows = await base.selectAll().orderBy('id', 'desc').limit(pageReq.pageSize).offset(pageReq.offset).execute();
+  const rows = (await base
+    .selectAll('audit_logs')
+    .orderBy(fts ? 'audit_search.rowid' : 'audit_logs.id', 'desc')
+    .limit(pageReq.pageSize)
+    .offset(pageReq.offset)
+    .execute()) as AuditLogRow[];
   return pageOf(rows.map(toAuditEntry), pageReq, total);
 }
 
