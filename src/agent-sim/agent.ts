@@ -21,6 +21,12 @@ export interface AgentEnv {
   onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
   /** Called with every archive uploaded (to record it). */
   onCarve?: (c: { requestId: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
+  /**
+   * Latency from the moment the request is sent, not from when its task was due: with one
+   * connection per agent nothing queues in the client, and the load benchmark must not count
+   * its own scheduling delay (which it reports separately) as the server's.
+   */
+  latencyFromSend?: boolean;
   now(): number;
 }
 
@@ -86,6 +92,8 @@ export class SimAgent {
   constructor(
     readonly host: SimHost,
     private env: AgentEnv,
+    /** Its place in the simulator: picks its own connection when the transport has one per agent. */
+    readonly index = 0,
   ) {}
 
   /**
@@ -96,16 +104,17 @@ export class SimAgent {
   dueAt?: number;
 
   private async call(kind: RequestKind, path: string, body: object, gzip = false): Promise<any> {
-    const t = Math.min(Date.now(), this.dueAt ?? Infinity);
+    const sent = performance.now();
+    const t = this.env.latencyFromSend ? sent : sent - Math.max(0, Date.now() - (this.dueAt ?? Infinity));
     this.dueAt = undefined;
     let res: any;
     try {
-      res = await this.env.transport.post(path, body, gzip);
+      res = await this.env.transport.post(path, body, gzip, this.index);
     } catch (e) {
       this.env.stats.error(kind, (e as Error).message);
       throw e;
     }
-    this.env.stats.record(kind, Date.now() - t);
+    this.env.stats.record(kind, performance.now() - t);
     if (res && typeof res === 'object' && res.node_invalid === true) {
       if (kind !== 'enroll') this.nodeKey = undefined;
       throw new NodeInvalid(`${path}: node_invalid`);

@@ -85,7 +85,8 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
     },
     osqueryInfo: {
       pid: String(1000 + (r.readUInt16BE(8) % 30000)), uuid, instance_id: uuidFrom(bytes(seed, index, 'instance')).toLowerCase(), version: osq,
-      config_hash: '', config_valid: '1', extensions: 'active', build_platform: m.platform, build_distro: m.platform === 'darwin' ? '10.14' : 'centos7',
+      // At enrollment osquery has not loaded a config yet: config_valid "0" (as Fleet's load agent sends).
+      config_hash: '', config_valid: '0', extensions: 'active', build_platform: m.platform, build_distro: m.platform === 'darwin' ? '10.14' : 'centos7',
       start_time: String(startTime), watcher: String(900 + (r[10]! % 99)), platform_mask: m.platformType,
     },
     platformInfo: vm

@@ -37,6 +37,12 @@ export interface SimulatorOptions {
   timeoutMs?: number;
   /** Start agents' check-ins at random phases within each interval (a fleet), instead of at once. */
   spread?: boolean;
+  /** One TLS connection per agent, as a real fleet (the load benchmark), instead of a shared pool. */
+  perAgentConnections?: boolean;
+  /** Record latency from the moment a request is sent (AgentEnv.latencyFromSend). */
+  latencyFromSend?: boolean;
+  /** Source addresses for the per-agent connections (TransportOptions.localAddresses). */
+  localAddresses?: string[];
   /** Progress and carve lines (stderr of the command). */
   log?: (line: string) => void;
   /** Every batch of log entries the server acknowledged (fault tests check none goes missing). */
@@ -121,6 +127,8 @@ export class Simulator {
       insecure: o.insecure,
       connections: o.connections ?? 16,
       timeoutMs: o.timeoutMs ?? 30_000,
+      perAgent: o.perAgentConnections,
+      localAddresses: o.localAddresses,
     });
     this.env = {
       flags: o.flags,
@@ -128,6 +136,7 @@ export class Simulator {
       transport: this.transport,
       stats: this.stats,
       localFiles: Boolean(o.local),
+      latencyFromSend: o.latencyFromSend,
       now: () => Date.now(),
       onLogs: o.onLogs,
       onCarve: async (c) => {
@@ -166,13 +175,18 @@ export class Simulator {
     return this.failed;
   }
 
+  /** Open connections of a per-agent transport. */
+  get connections(): number {
+    return this.transport.connections;
+  }
+
   /** Adds `count` agents (the next hosts of the seed); they enroll as the in-flight bound allows. */
   add(count: number): void {
     const now = Date.now();
     for (let i = 0; i < count; i++) {
       const index = this.agents.length;
       const host = this.o.local && index === 0 ? localHost(this.o.seed) : syntheticHost(this.o.seed, index);
-      this.agents.push(new SimAgent(host, this.env));
+      this.agents.push(new SimAgent(host, this.env, index));
       this.heap.push({ at: now, agent: index, task: 'enroll' });
     }
     this.timer ??= setInterval(() => this.pump(), 10);

@@ -31,6 +31,15 @@ export class Stats {
     this.lastError = message;
   }
 
+  /** The raw latencies (ms) and error counts per kind since the last take, and resets them (the load benchmark merges several processes'). */
+  take(): { latencies: Partial<Record<RequestKind, number[]>>; errors: Partial<Record<RequestKind, number>>; lastError?: string } {
+    const out = { latencies: Object.fromEntries(this.lat), errors: Object.fromEntries(this.errs), lastError: this.lastError };
+    this.lat.clear();
+    this.errs.clear();
+    this.lastError = undefined;
+    return out;
+  }
+
   /** Per kind, since the last reset (when `reset`). `checkin` = config, log and distributed read together. */
   summary(reset = false): Record<string, KindSummary> {
     const out: Record<string, KindSummary> = {};
