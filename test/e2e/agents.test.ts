@@ -184,6 +184,8 @@ describe('hostile input', () => {
     const nowhere = await agentPost(flags.hostname, '/no-such-env/enroll', {}, { ca });
     expect(nowhere.status).toBe(404);
     expect(nowhere.body.node_invalid).toBeUndefined();
+    const badEncoding = await agentPost(flags.hostname, '/%E0%A4%A/enroll', {}, { ca });
+    expect(badEncoding.status).toBe(400);
     // None of it cost the node its key.
     expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
   });

@@ -207,7 +207,13 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     req.agentRelease = release;
     if (req.method !== 'POST') return;
     const [, envRef = '', ...rest] = (req.url.split('?')[0] ?? '').split('/');
-    const env = await findEnv(deps, decodeURIComponent(envRef));
+    let ref: string;
+    try {
+      ref = decodeURIComponent(envRef);
+    } catch {
+      throw agentError(400, 'the path is not valid %-encoding');
+    }
+    const env = await findEnv(deps, ref);
     const ep = env && endpointOf(env, rest.join('/'));
     if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
     req.agentEnv = env;
