@@ -101,6 +101,9 @@ function build(s: Schema): Check {
   const required = s[NEEDED] ?? [];
   const keys = Object.keys(s.properties ?? {});
   const props = keys.map((key) => compile(s.properties![key]!));
+  // The fields the schema always has: left out by the server, they get their zero value here, in the same pass.
+  const always = new Set(s.required ?? []);
+  const zero = keys.map((key) => (always.has(key) ? s.properties![key]! : undefined));
   const patterns = Object.entries(s.patternProperties ?? {}).map(([re, sub]) => [new RegExp(re), compile(sub)] as const);
   if (required.length > 0 || keys.length > 0 || patterns.length > 0) {
     checks.push((v) => {
@@ -109,7 +112,10 @@ function build(s: Schema): Check {
       for (let i = 0; i < required.length; i++) if (o[required[i]!] === undefined) return { at: [required[i]!], missing: true, expected: '' };
       for (let i = 0; i < keys.length; i++) {
         const value = o[keys[i]!];
-        if (value === undefined) continue;
+        if (value === undefined) {
+          if (zero[i]) o[keys[i]!] = emptyValue(zero[i] as TSchema);
+          continue;
+        }
         const m = props[i]!(value);
         if (m) return inside(m, keys[i]!);
       }
@@ -145,42 +151,6 @@ export function needs<T extends TSchema>(schema: T, ...keys: (keyof T['propertie
   return { ...schema, [NEEDED]: keys } as T;
 }
 
-type Fill = (v: unknown) => void;
-const fills = new WeakMap<Schema, Fill | null>();
-
-/** Fills, in place, the fields the schema always has (its `required`) that the answer left out, at every depth. */
-function filler(s: Schema): Fill | null {
-  if (fills.has(s)) return fills.get(s)!;
-  fills.set(s, null); // a schema that refers to itself fills nothing below itself
-  const steps: Fill[] = [];
-  if (s.items) {
-    const item = filler(s.items);
-    if (item) steps.push((v) => Array.isArray(v) && v.forEach(item));
-  }
-  if (s.properties) {
-    const always = new Set(s.required ?? []);
-    for (const [key, sub] of Object.entries(s.properties)) {
-      const inner = filler(sub);
-      const must = always.has(key);
-      if (!inner && !must) continue;
-      steps.push((v) => {
-        if (!isObject(v)) return;
-        const o = v as Record<string, unknown>;
-        if (o[key] === undefined) {
-          if (must) o[key] = emptyValue(sub as TSchema);
-        } else inner?.(o[key]);
-      });
-    }
-  }
-  if (s.patternProperties) {
-    const subs = Object.values(s.patternProperties).map(filler).filter((f): f is Fill => f !== null);
-    if (subs.length === 1) steps.push((v) => isObject(v) && Object.values(v as object).forEach(subs[0]!));
-  }
-  const f: Fill | null = steps.length === 0 ? null : steps.length === 1 ? steps[0]! : (v) => steps.forEach((step) => step(v));
-  fills.set(s, f);
-  return f;
-}
-
 const pathOf = (root: string, at: (string | number)[]) =>
   at.reduce<string>((path, key) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key), root);
 
@@ -191,10 +161,7 @@ const pathOf = (root: string, at: (string | number)[]) =>
  */
 export function checkAnswer<T>(schema: TSchema, value: unknown, what = ''): T {
   const m = compile(schema as Schema)(value);
-  if (!m) {
-    filler(schema as Schema)?.(value);
-    return value as T;
-  }
+  if (!m) return value as T;
   const where = pathOf(what, m.at) || 'the answer';
   throw new UnexpectedAnswerError(m.missing ? `${where} is missing` : `${where}: expected ${m.expected}`);
 }
