@@ -86,6 +86,8 @@ export async function startServerProcess(args: string[] = ['--dev', '--dev-passw
     reject: false,
     all: true,
     buffer: false,
+    // stop() waits for the drain (grace 5 s plus a second); execa's default would kill -9 after 5 s.
+    forceKillAfterDelay: 60_000,
   });
   let out = '';
   const url = await new Promise<string>((resolveUrl, reject) => {

@@ -399,17 +399,20 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(again.bytes_received).toBe(424242);
     expect(again.tags.find((t: { name: string }) => t.name === tag.name).color).toBe('#123456');
 
-    // Time alone: a node 1.5 s inside the active window leaves it without any write.
-    await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 1500).toISOString() }).where('id', '=', sleeper.id).execute();
+    // Time alone: a node a minute inside the active window leaves it without any write, once the
+    // server's clock has moved two minutes on (moved, not waited for: no race with a slow machine).
+    await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 60_000).toISOString() }).where('id', '=', sleeper.id).execute();
     const edge = await counts();
     expect(edge.active).toBe(afterCheckin.active);
     const signals = async () => (await ts.call('GET', `/api/v1/nodes/prod?q=${sleeper.uuid}`, { token })).body.items[0].health.signals;
     expect(await signals()).not.toContain('inactive');
-    await new Promise((r) => setTimeout(r, 2000));
+    const realNow = ts.server.deps.now;
+    ts.server.deps.now = () => new Date(realNow().getTime() + 120_000);
     expect(await signals()).toContain('inactive'); // a cached page still shows health as of now
     const later = await counts();
     expect(later.active).toBe(edge.active - 1);
     expect(later.stats.active_nodes).toBe(edge.stats.active_nodes - 1);
     expect(later.stats.inactive_nodes).toBe(edge.stats.inactive_nodes + 1);
+    ts.server.deps.now = realNow;
   });
 });

@@ -97,7 +97,9 @@ describe('SIGTERM', () => {
     const results = await Promise.all(stalled.map((c) => c.closed));
     await s.proc;
     const elapsed = Date.now() - started;
-    expect(elapsed).toBeLessThan(10_000);
+    // Bounded by the grace (5 s) plus about a second, not by the 200 clients that never finish; the
+    // bound is generous so a loaded machine does not fail it.
+    expect(elapsed).toBeLessThan(30_000);
     expect(results.every(Boolean)).toBe(true); // closed, never reset
     for (const c of stalled.filter((_, i) => i % 2)) {
       expect(answer(c)).toMatch(/^HTTP\/1\.1 503 /);

@@ -105,7 +105,8 @@ describe('keychain availability', () => {
     const started = Date.now();
     await expect(k.set('default', { token: 't', csrfToken: '' })).rejects.toBeInstanceOf(KeychainUnavailableError);
     await expect(k.get('default')).rejects.toThrow('D-Bus is disabled');
-    expect(Date.now() - started).toBeLessThan(500);
+    // "At once": well under the 3 s a call to a keychain is given (bounds generous for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(2500);
   });
 
   it.runIf(process.platform === 'linux')('a D-Bus that accepts but never answers is given up after the timeout, for the rest of the run', async () => {
@@ -119,11 +120,11 @@ describe('keychain availability', () => {
       const k = new KeychainCredentialStore(process.env, 700);
       const started = Date.now();
       await expect(k.get('default')).rejects.toThrow('no answer from the keychain within 0.7 s');
-      expect(Date.now() - started).toBeLessThan(3000);
+      expect(Date.now() - started).toBeLessThan(10_000); // given up, not libdbus's 25 s
       expect(k.unavailableReason).toBe('no answer from the keychain within 0.7 s');
       const again = Date.now();
       await expect(k.set('default', { token: 't', csrfToken: '' })).rejects.toBeInstanceOf(KeychainUnavailableError);
-      expect(Date.now() - again).toBeLessThan(100);
+      expect(Date.now() - again).toBeLessThan(700); // not tried again: no second 0.7 s wait
     } finally {
       if (saved === undefined) delete process.env.DBUS_SESSION_BUS_ADDRESS;
       else process.env.DBUS_SESSION_BUS_ADDRESS = saved;
