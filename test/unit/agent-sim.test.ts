@@ -129,14 +129,24 @@ describe('agent simulator', () => {
       queue.q1 = 'SELECT * FROM os_version';
       queue.q2 = 'SELECT * FROM nope';
       queue.c1 = "SELECT * FROM carves WHERE carve=1 AND path = '/etc/hosts';";
-      await until(() => seen.some((s) => s.path === '/env-1/write') && blocks.size > 0 && readdirSafe(record).length > 0, 'answers and a carve');
+      // The recorded archive appears before writeFile finishes, and the last block may still be on
+      // its way: wait until both sides hold the whole archive, then compare bytes.
+      const recorded = () => {
+        const f = readdirSafe(record)[0];
+        return f ? readFileSync(join(record, f)) : Buffer.alloc(0);
+      };
+      const received = () => Buffer.concat(blocks.get('sess-1') ?? []);
+      await until(
+        () => seen.some((s) => s.path === '/env-1/write') && recorded().length > 300 && received().length === recorded().length,
+        'answers and a whole carve',
+      );
       const w = seen.find((s) => s.path === '/env-1/write')!.body;
       expect(w.statuses).toEqual({ q1: 0, q2: 1, c1: 0 });
       expect(w.messages.q2).toBe('no such table: nope');
       expect(w.queries.q1[0]).toHaveProperty('version');
       expect(w.queries.c1[0]).toMatchObject({ carve: '1', request_id: 'c1', path: '/etc/hosts' });
-      const sent = readFileSync(join(record, readdirSafe(record)[0]!));
-      expect(Buffer.concat(blocks.get('sess-1')!)).toEqual(sent);
+      const sent = recorded();
+      expect(received()).toEqual(sent);
       expect(sent.length).toBeGreaterThan(300); // several blocks
 
       const before = seen.filter((s) => s.path === '/env-1/enroll').length;
