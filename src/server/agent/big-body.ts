@@ -54,7 +54,7 @@ export class BigBodyDecoder {
 
   private start(): Worker {
     // Its own heap is capped: it holds one batch at a time, and a tight heap is collected early.
-    const w = new Worker(CODE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 256 } });
+    const w = new Worker(CODE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 16 } });
     w.unref();
     w.on('message', (m: { id: number; status?: number; error?: string; head?: Record<string, unknown>; entries?: DecodedLog['entries'] }) => {
       const p = this.waiting.get(m.id);
