@@ -10,9 +10,10 @@
 // with the same rules as the server (src/lib/osquery-config.ts) so a bad file is one line before
 // any request, and planned against what the server holds: entries are added or changed; with
 // --prune, entries of the parts the document names that it does not list are removed.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IO } from '../../io.js';
+import { readInput } from '../read-input.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { CONFIG_PARTS, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView } from '../../api/index.js';
 import { ConfigError, checkAcrossParts, isConfigPart, sameJson, validatePart } from '../../lib/osquery-config.js';
@@ -67,20 +68,6 @@ async function expand(path: string, recursive: boolean): Promise<string[]> {
     else if (entry.isFile() && FILE_EXT.test(entry.name)) out.push(full);
   }
   return out;
-}
-
-async function readText(io: IO, file: string): Promise<string> {
-  if (file === '-') {
-    if (io.stdin.isTTY) throw new UsageError('-f -: reads standard input; pipe the documents in');
-    const chunks: Buffer[] = [];
-    for await (const c of io.stdin) chunks.push(Buffer.from(c as Buffer));
-    return Buffer.concat(chunks).toString('utf8');
-  }
-  try {
-    return await readFile(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`-f ${file}: cannot read it: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -148,7 +135,7 @@ export async function loadDocuments(io: IO, paths: string[], recursive = false):
   for (const p of paths) files.push(...(await expand(p, recursive)));
   if (files.length === 0) throw new UsageError(`-f ${paths.join(', ')}: no .yaml, .yml or .json files there`);
   const docs: LoadedDocument[] = [];
-  for (const f of files) docs.push(...(await parseDocuments(f === '-' ? '(stdin)' : f, await readText(io, f))));
+  for (const f of files) docs.push(...(await parseDocuments(f === '-' ? '(stdin)' : f, await readInput(io, f, '-f'))));
   if (docs.length === 0) throw new UsageError(`-f ${paths.join(', ')}: no documents`);
   const seen = new Map<string, string>();
   for (const d of docs) {
