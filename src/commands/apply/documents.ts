@@ -83,6 +83,15 @@ function syntaxLine(name: string, text: string, e: { code?: string; message: str
   return `${where}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`;
 }
 
+/** The one YAML (or JSON) value of `text` (`env config --set`): problems as parseDocuments words them. */
+export async function parseYaml(name: string, text: string): Promise<unknown> {
+  const YAML = await import('yaml');
+  const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  const err = doc.errors[0];
+  if (err) throw new DocumentError(syntaxLine(name, text, err as never));
+  return doc.toJS({ maxAliasCount: 100 });
+}
+
 /** Parses and checks one file's documents (YAML is a superset of JSON: one parser for both). */
 export async function parseDocuments(name: string, text: string): Promise<LoadedDocument[]> {
   const YAML = await import('yaml');

@@ -10,8 +10,9 @@ import { CONFIG_PARTS, type ConfigPart, type OsqueryConfigParts } from '../../ap
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printObject, printText } from '../../output/index.js';
 import { ConfigError, isConfigPart, validatePart } from '../../lib/osquery-config.js';
-import { DocumentError, documentYaml, parseDocuments, plan, summary, toDocument } from '../apply/documents.js';
+import { DocumentError, documentYaml, parseDocuments, parseYaml, plan, summary, toDocument } from '../apply/documents.js';
 import { partsOf } from '../apply/run.js';
+import { readInput } from '../read-input.js';
 
 export interface ConfigOpts {
   edit?: boolean;
@@ -55,19 +56,10 @@ export async function runEnvConfig(ctx: Context, env: string, rest: string[], o:
 
 /** A part's new content from a file: YAML or JSON (a key given twice is an error, not dropped). */
 async function setPart(ctx: Context, env: string, part: ConfigPart, file: string): Promise<void> {
-  const { readInput } = await import('../read-input.js');
-  const text = await readInput(ctx.io, file, `--set ${part}`);
-  const YAML = await import('yaml');
-  const doc = YAML.parseDocument(text, { uniqueKeys: true });
   const name = file === '-' ? '(stdin)' : file;
-  const err = doc.errors[0];
-  if (err) {
-    const at = err.linePos?.[0];
-    throw new CliError(`${name}${at ? `:${at.line}:${at.col}` : ''}: ${err.code === 'DUPLICATE_KEY' ? 'duplicate name: a key given twice in one map' : err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`);
-  }
+  const raw = await parseYaml(name, await readInput(ctx.io, file, `--set ${part}`));
   let value: OsqueryConfigParts[ConfigPart];
   try {
-    const raw: unknown = doc.toJS({ maxAliasCount: 100 });
     value = validatePart(part, raw === null ? {} : raw);
   } catch (e) {
     if (e instanceof ConfigError) throw new CliError(`${name}: ${e.message}`);
