@@ -35,6 +35,11 @@ export function toDocument(view: OsqueryConfigView, withHash = true): ConfigDocu
   return { apiVersion: API_VERSION, kind: KIND, metadata: { environment: view.environment, ...(withHash ? { hash: view.hash } : {}) }, spec };
 }
 
+/** Every part of a view, a part it leaves out read as empty. */
+export function partsOf(view: OsqueryConfigView): OsqueryConfigParts {
+  return Object.fromEntries(CONFIG_PARTS.map((p) => [p, view[p] ?? {}])) as unknown as OsqueryConfigParts;
+}
+
 export interface LoadedDocument {
   /** Where it came from, for messages: `prod.yaml` or `all.yaml (document 2)`. */
   source: string;

@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { verb } from '../define.js';
 
-interface FileOpts {
+export interface FileOpts {
   file: string[];
   recursive?: boolean;
   prune?: boolean;

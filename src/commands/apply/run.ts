@@ -1,21 +1,11 @@
 // What `apply` and `diff` do (loaded only by them).
 import type { Context } from '../../context.js';
-import { CONFIG_PARTS, type OsqueryConfigParts, type OsqueryConfigView } from '../../api/index.js';
+import type { OsqueryConfigView } from '../../api/index.js';
 import { CliError, ExitCode, mapError } from '../../errors.js';
 import { printObject } from '../../output/index.js';
 import type { FleetApi } from '../../client/index.js';
-import { DocumentError, loadDocuments, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
-
-interface FileOpts {
-  file: string[];
-  recursive?: boolean;
-  prune?: boolean;
-  dryRun?: boolean;
-}
-
-export function partsOf(view: OsqueryConfigView): OsqueryConfigParts {
-  return Object.fromEntries(CONFIG_PARTS.map((p) => [p, view[p] ?? {}])) as unknown as OsqueryConfigParts;
-}
+import { DocumentError, loadDocuments, partsOf, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
+import type { FileOpts } from './index.js';
 
 interface Planned {
   doc: LoadedDocument;
@@ -24,7 +14,7 @@ interface Planned {
 }
 
 /** Reads every environment the documents name and plans each (nothing is written). */
-async function planAll(ctx: Context, api: FleetApi, docs: LoadedDocument[], prune: boolean): Promise<Planned[]> {
+async function planAll(api: FleetApi, docs: LoadedDocument[], prune: boolean): Promise<Planned[]> {
   const out: Planned[] = [];
   for (const doc of docs) {
     const current = await api.config.get(doc.environment);
@@ -33,7 +23,6 @@ async function planAll(ctx: Context, api: FleetApi, docs: LoadedDocument[], prun
     if (twin) throw new DocumentError(`${doc.source}: environment ${current.environment} is already configured by ${twin.doc.source}; one document per environment`);
     out.push({ doc, current, plan: plan(partsOf(current), doc.spec, prune) });
   }
-  void ctx;
   return out;
 }
 
@@ -56,7 +45,7 @@ function noteKept(ctx: Context, planned: Planned[]): void {
 export async function runApply(ctx: Context, o: FileOpts): Promise<void> {
   const docs = await loadDocuments(ctx.io, o.file, o.recursive);
   const api = await ctx.api();
-  const planned = await planAll(ctx, api, docs, Boolean(o.prune));
+  const planned = await planAll(api, docs, Boolean(o.prune));
   const data = ctx.wantsData();
   if (!data) await showDiffs(ctx, planned);
   noteKept(ctx, planned);
@@ -98,7 +87,7 @@ export async function runDiff(ctx: Context, o: FileOpts): Promise<void> {
   try {
     const docs = await loadDocuments(ctx.io, o.file, o.recursive);
     const api = await ctx.api();
-    const planned = await planAll(ctx, api, docs, Boolean(o.prune));
+    const planned = await planAll(api, docs, Boolean(o.prune));
     await showDiffs(ctx, planned);
     noteKept(ctx, planned);
     if (planned.some((p) => p.plan.changes.length > 0)) process.exitCode = 1;

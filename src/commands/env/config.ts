@@ -10,8 +10,7 @@ import { CONFIG_PARTS, type ConfigPart, type OsqueryConfigParts } from '../../ap
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printObject, printText } from '../../output/index.js';
 import { ConfigError, isConfigPart, validatePart } from '../../lib/osquery-config.js';
-import { DocumentError, documentYaml, parseDocuments, parseYaml, plan, summary, toDocument } from '../apply/documents.js';
-import { partsOf } from '../apply/run.js';
+import { DocumentError, documentYaml, parseDocuments, parseYaml, partsOf, plan, summary, toDocument } from '../apply/documents.js';
 import { readInput } from '../read-input.js';
 
 export interface ConfigOpts {
