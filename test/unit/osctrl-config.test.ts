@@ -61,4 +61,10 @@ describe('osquery configuration on osctrl', () => {
     expect(dry).toMatchObject({ dry_run: true, changed: ['options'], options: { verbose: true } });
     expect(sent.filter((r) => r.method === 'PATCH')).toEqual([]);
   });
+
+  it('apply\'s server check asks osctrl nothing (it checks only JSON) and names no hash', async () => {
+    const { api, sent } = fake();
+    expect(await api.check('cfg', { options: { verbose: true } }, { ifMatch: hash })).toBe('');
+    expect(sent).toEqual([]);
+  });
 });

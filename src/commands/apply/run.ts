@@ -51,18 +51,14 @@ export async function runApply(ctx: Context, o: FileOpts): Promise<void> {
   noteKept(ctx, planned);
   const changing = planned.filter((p) => p.plan.changes.length > 0);
   // The server checks every change before any is stored: one refusal changes nothing anywhere.
-  const checked = new Map<Planned, OsqueryConfigView>();
-  if (api.flavor === 'fleet') {
-    for (const p of changing) {
-      checked.set(p, await api.config.patch(p.doc.environment, p.plan.parts, { dryRun: true, ifMatch: p.current.hash }).catch(failIn(p)));
-    }
-  }
+  const checked = new Map<Planned, string>();
+  for (const p of changing) checked.set(p, await api.config.check(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p)));
   const results: { environment: string; changed: boolean; changes: string[]; hash_before: string; hash_after: string; dry_run: boolean }[] = [];
   for (const p of planned) {
     const env = p.current.environment;
     let after = p.current.hash;
     if (p.plan.changes.length > 0) {
-      if (o.dryRun) after = checked.get(p)?.hash ?? '';
+      if (o.dryRun) after = checked.get(p) ?? '';
       else after = (await api.config.patch(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p))).hash;
     }
     const changes = p.plan.changes.map((c) => `${c.op}${c.part}${c.name ? `.${c.name}` : ''}`);
