@@ -43,6 +43,9 @@ describe('reading', () => {
     const agent = await t.call('GET', '/api/v1/environments/staging/agent-config', { token: admin });
     expect(agent.body.hash).toBe(r.body.hash);
     expect(Object.keys(agent.body.config)).toEqual(['options', 'schedule', 'packs', 'decorators', 'auto_table_construction']);
+    // The Environment resource's configuration is what agents get, also before any change here.
+    const env = (await t.call('GET', '/api/v1/environments/staging', { token: admin })).body;
+    expect(JSON.parse(env.configuration)).toEqual(agent.body.config);
   });
 
   it('gives one part alone; an unknown part is 400 invalid_target', async () => {

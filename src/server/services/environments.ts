@@ -9,6 +9,7 @@ import { badRequest, invalidTarget, notFound } from '../errors.js';
 import { hasLevel } from '../permissions.js';
 import { writeAudit } from './audit.js';
 import { genericFlags } from './enroll-scripts.js';
+import { agentConfig } from './osquery-config.js';
 
 /** `{env}` in a path: exact name or UUID (UUIDs compared case-insensitively). */
 /** `configGeneration` (the request's config counter): the row is read once per environment change. */
@@ -47,7 +48,8 @@ export function toEnvironment(r: EnvironmentRow, opts: { withSecrets: boolean })
     packs: r.packs,
     decorators: r.decorators,
     atc: r.atc,
-    configuration: r.configuration,
+    // Derived, never stored: what agents receive now, so it cannot fall behind the parts.
+    configuration: JSON.stringify(agentConfig(r).config, null, 2),
     accept_enrolls: b(r.accept_enrolls),
     config_tls: b(r.config_tls),
     logging_tls: b(r.logging_tls),

@@ -115,7 +115,7 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
     badConfig(e);
   }
 
-  const apply = async (deps: Deps, row: EnvironmentRow): Promise<{ view: OsqueryConfigView; changed: ConfigPart[] }> => {
+  const apply = async (deps: Deps, row: EnvironmentRow): Promise<OsqueryConfigView> => {
     const before = storedConfig(row);
     const after: OsqueryConfigParts = { ...before, ...next };
     try {
@@ -131,11 +131,10 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
     const contentChanged = given.filter((p) => !sameJson(before[p], after[p]));
     const { hash } = assemble(after);
     const view: OsqueryConfigView = { environment: row.name, hash, updated_at: row.updated_at, ...after, changed: contentChanged, dry_run: Boolean(o.dryRun) };
-    if (o.dryRun || changed.length === 0) return { view, changed: contentChanged };
+    if (o.dryRun || changed.length === 0) return view;
     const ts = deps.now().toISOString();
-    const set: Partial<Record<ConfigPart | 'configuration' | 'updated_at', string>> = { updated_at: ts };
+    const set: Partial<Record<ConfigPart | 'updated_at', string>> = { updated_at: ts };
     for (const p of changed) set[p] = JSON.stringify(after[p]);
-    set.configuration = JSON.stringify(assemble(after).config, null, 2);
     // Written only if the row still holds what was read: two writers never lose each other's change.
     let q = deps.db.updateTable('environments').set(set).where('id', '=', row.id);
     for (const p of CONFIG_PARTS) q = q.where(p, '=', row[p]);
@@ -154,14 +153,14 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
       });
     }
     view.updated_at = ts;
-    return { view, changed: contentChanged };
+    return view;
   };
 
-  if (o.dryRun) return (await apply(deps, env)).view;
+  if (o.dryRun) return apply(deps, env);
   // The write and its audit row commit together; the row is read again inside the transaction.
   return atomically(deps, async (deps) => {
     const row = await deps.db.selectFrom('environments').selectAll().where('id', '=', env.id).executeTakeFirstOrThrow();
-    return (await apply(deps, row)).view;
+    return apply(deps, row);
   });
 }
 
