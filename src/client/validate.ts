@@ -171,7 +171,7 @@ export function checkAnswer<T>(schema: TSchema, value: unknown, what = ''): T {
  * for numbers, false, null, [] and objects of their required properties, the first choice of a
  * union.
  */
-export function emptyValue(schema: TSchema): unknown {
+function emptyValue(schema: TSchema): unknown {
   const s = schema as Schema;
   if ('const' in s) return s.const;
   if (s.anyOf) return s.anyOf.length > 0 ? emptyValue(s.anyOf[0] as TSchema) : undefined;

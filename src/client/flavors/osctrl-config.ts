@@ -13,7 +13,7 @@ import {
 } from '../../api/index.js';
 import { ApiError } from '../../errors.js';
 import type { HttpClient } from '../http.js';
-import { UnexpectedAnswerError, checkAnswer, emptyValue } from '../validate.js';
+import { UnexpectedAnswerError, checkAnswer } from '../validate.js';
 import type { FleetResources } from '../index.js';
 import type { WriteOptions } from '../resources/osquery-config.js';
 
@@ -27,10 +27,7 @@ const RawConfig = Type.Object({
 const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export function osctrlConfig(http: HttpClient): FleetResources['config'] {
-  const environment = async (env: string) => {
-    const raw = await http.request<unknown>('GET', `api/v1/environments/${seg(env)}`);
-    return checkAnswer<Environment>(Environment, { ...(emptyValue(Environment) as object), ...(raw as object) });
-  };
+  const environment = (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`, { schema: Environment });
   // Loaded when used: every osctrl command loads this flavour, few of them touch the configuration.
   const lib = () => import('../../lib/osquery-config.js');
   const read = async (env: string) => {

@@ -3,9 +3,9 @@
 // src/api shapes (then checked against them), and what osctrl lacks is refused before any
 // request. Wire facts are from a real osctrl-api, osctrl-tls and osctrl-cli built at commit
 // 3c1c5ab4, with agents enrolled (recorded in test/fixtures/osctrl/, docs/osctrl.md).
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import {
-  AuditLogEntry, CarveFile, CarveQuery, DataResponse, DistributedQuery, Environment, EnvironmentMap, MessageResponse, Paginated, Setting,
+  AuditLogEntry, CarveFile, CarveQuery, DataResponse, DistributedQuery, EnvironmentMap, MessageResponse, Paginated, Setting,
   TagTypes, TagWithCount, TokenResponse, User, type CarveDetail, type EnvironmentMapEntry, type MapTarget, type Page, type QueryResult,
   type QueryResultsPage, type QueryRunRequest, type QueryRunResponse, type UserBody,
 } from '../../api/index.js';
@@ -20,13 +20,9 @@ import { osctrlConfig } from './osctrl-config.js';
 
 const seg = encodeURIComponent;
 
-/**
- * osctrl leaves fields out (its Go structs are `omitempty`, and it has none of this API's derived
- * fields): checkAnswer fills them with zero values and checks the types of what came.
- */
-const normalise = <T>(schema: TSchema, raw: unknown, what = ''): T => checkAnswer<T>(schema, raw, what);
-const normaliseAll = <T>(schema: TSchema, raw: unknown, what: string): T[] => checkAnswer<T[]>(Type.Array(schema), raw, what);
-const normalisePage = <T>(schema: TSchema, raw: unknown): Page<T> => checkAnswer<Page<T>>(needs(Paginated(schema), 'items'), raw);
+// osctrl leaves fields out (its Go structs are `omitempty`, and it has none of this API's derived
+// fields): checkAnswer, as for every answer, fills them with zero values and checks the types of
+// what came.
 
 // Raw osctrl shapes (PascalCase where the Go structs have no json tags); needs() names what is used.
 const RawMapEntry = needs(Type.Object({ Name: Type.String(), UUID: Type.String(), ID: Type.Integer() }), 'Name', 'UUID');
@@ -145,7 +141,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     const all = checkAnswer<Array<{ username: string }>>(Type.Array(RawUser), await http.request<unknown>('GET', 'api/v1/users'), 'users');
     if (!all.some((u) => u.username === username)) throw new ApiError(404, 'not_found', `user "${username}" not found`);
   };
-  const tagList = async (env: string) => normaliseAll<TagWithCount>(TagOsctrl, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
+  const tagList = async (env: string) => checkAnswer<TagWithCount[]>(TAGS, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
   const currentTag = async (env: string, name: string) => (await tagList(env)).find((t) => t.name === name);
 
   /**
@@ -312,9 +308,6 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const key = (e: EnvironmentMapEntry) => (target === 'id' ? String(e.id) : target === 'uuid' ? e.uuid : e.name);
         return checkAnswer<EnvironmentMap>(EnvironmentMap, Object.fromEntries(list.map((e) => [key(e), e])));
       },
-      get: async (env: string) => normalise<Environment>(Environment, await http.request<unknown>('GET', `api/v1/environments/${seg(env)}`)),
-      setIntervals: async (env: string, body: Parameters<FleetResources['environments']['setIntervals']>[1]) =>
-        normalise<Environment>(Environment, await http.request<unknown>('PATCH', `api/v1/environments/intervals/${seg(env)}`, { body })),
       enrollAction: async (env: string, action: Parameters<FleetResources['environments']['enrollAction']>[1], body: Parameters<FleetResources['environments']['enrollAction']>[2] = {}) => {
         if (action !== 'update') return base.environments.enrollAction(env, action, body);
         // osctrl: one action per package, and the certificate through its own upload endpoint.
@@ -385,13 +378,13 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const own = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`), 'settings');
         const global = checkAnswer<Array<Record<string, unknown>>>(Type.Array(RawSetting), await http.request<unknown>('GET', `api/v1/settings/${seg(service)}`), 'settings');
         const rows = [...own, ...global.filter((g) => g.EnvironmentID === 0 && !own.some((o) => o.Name === g.Name))];
-        return rows.map((r, i) => normalise<SettingT>(Setting, settingFromOsctrl(r), `settings[${i}]`));
+        return rows.map((r, i) => checkAnswer<SettingT>(Setting, settingFromOsctrl(r), `settings[${i}]`));
       },
       update: async (service: Parameters<FleetResources['settings']['update']>[0], name: string, body: Parameters<FleetResources['settings']['update']>[2], env?: string) => {
         // osctrl ignores ?env= and would change the global value.
         if (env) refuse('env-settings');
         const r = await http.request<unknown>('PATCH', `api/v1/settings/${seg(service)}/${seg(name)}`, { body });
-        return normalise<SettingT>(Setting, settingFromOsctrl(checkAnswer<Record<string, unknown>>(RawSetting, r)));
+        return checkAnswer<SettingT>(Setting, settingFromOsctrl(checkAnswer<Record<string, unknown>>(RawSetting, r)));
       },
     },
     carves: {
@@ -400,7 +393,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const { status, ...rest } = query;
         // osctrl filters with `target`; `pending` is a derived status it cannot filter on.
         if (status === 'pending') refuse('filtering carves by status pending');
-        return normalisePage<CarveQuery>(CarveQuery, await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }));
+        return checkAnswer<Page<CarveQuery>>(CARVE_PAGE, await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }));
       },
       get: async (env: string, name: string): Promise<CarveDetail> => {
         const d = checkAnswer<{ query: Record<string, unknown>; files: unknown[] }>(
@@ -410,8 +403,8 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const q = d.query;
         const status = q.deleted ? 'DELETED' : q.expired ? 'EXPIRED' : q.completed ? 'COMPLETED' : d.files.length ? 'PENDING' : 'ACTIVE';
         return {
-          query: normalise(CarveQuery, { carve_status: status, ...q }, 'query'),
-          files: d.files.map((f, i) => normalise(needs(CarveFile, 'session_id', 'carve_size', 'total_blocks'), f, `files[${i}]`)),
+          query: checkAnswer<CarveQuery>(CarveQuery, { carve_status: status, ...q }, 'query'),
+          files: d.files.map((f, i) => checkAnswer<CarveDetail['files'][number]>(CARVE_FILE, f, `files[${i}]`)),
         };
       },
       run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
@@ -482,7 +475,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
         const { q, env, ...rest } = query;
         if (q) refuse('audit-search');
         const env_uuid = env ? await envUuid(env) : undefined;
-        const p = normalisePage<AuditLogEntry>(AuditLogEntry, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
+        const p = checkAnswer<Page<AuditLogEntry>>(AUDIT_PAGE, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
         // osctrl matches `username` as a substring (bob finds bobby too): this API means that user.
         return rest.username === undefined ? p : { ...p, items: p.items.filter((e) => e.username === rest.username) };
       },
@@ -494,14 +487,16 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
 }
 
 /** tags list: osctrl's tags carry no node count, so the field stays absent (blank in tables), never a wrong 0. */
-const TagOsctrl = needs(Type.Omit(TagWithCount, ['node_count']), 'name');
+const TAGS = Type.Array(needs(Type.Omit(TagWithCount, ['node_count']), 'name'));
+const CARVE_PAGE = needs(Paginated(CarveQuery), 'items');
+const CARVE_FILE = needs(CarveFile, 'session_id', 'carve_size', 'total_blocks');
+const AUDIT_PAGE = needs(Paginated(AuditLogEntry), 'items');
 
 /** A query as this API shows it: osctrl's record, with `status` derived as this API's server does. */
 function toQuery(r: Record<string, unknown>) {
   const status = r.deleted ? 'DELETED' : r.expired ? 'EXPIRED' : r.completed ? 'COMPLETED' : r.active ? 'ACTIVE' : 'INACTIVE';
   return checkAnswer<Static<typeof DistributedQuery>>(DistributedQuery, { targets: [], ...r, status });
 }
-type Static<T extends TSchema> = import('@sinclair/typebox').Static<T>;
 
 /**
  * One node's answer. osctrl keeps what osctrl-tls received as JSON text: `{name, result: [rows],
