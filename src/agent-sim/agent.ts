@@ -199,7 +199,11 @@ export class SimAgent {
       for (const [pack, p] of Object.entries(res.packs as Record<string, any>)) {
         if (!p || typeof p !== 'object' || excluded(p)) continue;
         const discovery = Array.isArray(p.discovery) ? p.discovery : [];
-        if (discovery.some((d: unknown) => typeof d !== 'string' || answer(d, h, now).kind !== 'rows' || (answer(d, h, now) as { rows: Row[] }).rows.length === 0)) continue;
+        const found = (d: unknown) => {
+          const a = typeof d === 'string' ? answer(d, h, now) : undefined;
+          return a?.kind === 'rows' && a.rows.length > 0;
+        };
+        if (!discovery.every(found)) continue;
         add(`pack_${pack}_`, p.queries);
       }
     }
