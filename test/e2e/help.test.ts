@@ -30,6 +30,22 @@ describe('help', () => {
     expect(r.stdout).not.toMatch(/--jq |--fields /);
   });
 
+  it('server --help explains the agent listener and --dev-agents (issue 20)', async () => {
+    const text = (await cli.run(['server', '--help'])).stdout.replace(/\s+/g, ' '); // flowed at 80 columns
+    expect(text).toMatch(/the agent listener \(--agent-listen, osquery agents' TLS API/);
+    expect(text).toMatch(/--dev opens the agent listener with a self-signed certificate on --listen's port \+ 1/);
+    expect(text).toMatch(/--dev-agents N adds N simulated osquery agents/);
+    expect(text).toContain('--target tag:live-agents');
+  });
+
+  it('query run --help says how targets combine and what the exit codes mean (issue 20)', async () => {
+    const text = (await cli.run(['query', 'run', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(text).toMatch(/Several targets are a union: a node matching any of them is targeted/);
+    expect(text).toMatch(/Exit 0 when every target answered without an error, 9 when some did not answer or answered with an error/);
+    expect(text).toMatch(/--exit stop as soon as every online target has answered/);
+    expect(text).toMatch(/--detach/);
+  });
+
   it('descriptions are flowed paragraphs: no ragged line at 80 columns', async () => {
     const r = await cli.run(['sinks', 'list', '--help'], { env: { COLUMNS: '80' } });
     const description = r.stdout.split('\n\n')[1]!;

@@ -146,6 +146,14 @@ describe('query run', () => {
     expect(output).not.toContain('…');
   });
 
+  it('a --fields typo in a machine format exits 2 before a query is started', async () => {
+    const n = bodies.length;
+    const r = await cli.run(['query', 'run', 'SELECT 1', '--json', '--fields', 'uuid,hostnme'], { env: env() });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/unknown field "hostnme"; valid fields: id, created_at, uuid, hostname/);
+    expect(bodies.length).toBe(n);
+  });
+
   it('bad targets exit 2 before any request', async () => {
     const n = bodies.length;
     for (const t of ['all,tag:x', 'colour:red', 'tag:']) {

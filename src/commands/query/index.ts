@@ -6,7 +6,7 @@ import { PAGE_SIZE_MAX, QueryListStatuses } from '../../api/constants.js';
 import type { DistributedQuery, QueryListStatus } from '../../api/index.js';
 import { printPagedList } from '../paged-list.js';
 import { CliError, ExitCode, InterruptedError, UsageError, mapError } from '../../errors.js';
-import { printList, printObject, safeText, type Column } from '../../output/index.js';
+import { printList, printObject, safeText, validateFields, type Column } from '../../output/index.js';
 import { paginate } from '../../client/paginate.js';
 import { addRunOptions, targetLists, TARGET_HELP, type RunFlags } from './targets.js';
 import { streamResults, type StreamResult } from './stream.js';
@@ -111,6 +111,9 @@ export function registerQuery(program: Command): void {
     async (ctx, [sql], o) => {
       if (!sql!.trim()) throw new UsageError('the query is empty');
       const lists = targetLists(o.target ?? ['all']);
+      // A --fields typo is refused before a query is started on a fleet (machine formats: the API's items).
+      const out = ctx.output();
+      if (out.fields && ctx.wantsData() && out.format !== 'csv') validateFields(out.fields, undefined, [], (await import('../../api/index.js')).QueryResult);
       const env = ctx.requireEnv();
       const api = await ctx.api();
       if (lists.status_list || lists.health_list || lists.risk_list) api.need('derived-targets');

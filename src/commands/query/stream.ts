@@ -5,7 +5,7 @@
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
 import type { QueryResult, QueryResultsPage } from '../../api/index.js';
-import { createListWriter, type ListWriter } from '../../output/index.js';
+import { createListWriter, validateFields, type ListWriter } from '../../output/index.js';
 import { sanitize } from '../../output/cell.js';
 import type { LiveRun } from './live-run.js';
 
@@ -46,11 +46,15 @@ const nodeName = (r: QueryResult) => r.hostname || r.uuid;
 /** Prints the answers of query `name` as they arrive. */
 export async function streamResults(ctx: Context, api: FleetApi, o: StreamOptions): Promise<StreamResult> {
   const data = ctx.wantsData() && ctx.output().format !== 'csv';
+  // Machine formats carry the API's items: --fields is checked against their schema, before the
+  // first request (table and csv rows have the columns the SQL selected, known only from the data).
+  const schema = data ? (await import('../../api/index.js')).QueryResult : undefined;
+  if (schema && ctx.output().fields) validateFields(ctx.output().fields!, undefined, [], schema);
   let items: ListWriter<QueryResult> | undefined;
   let rows: ListWriter<Row> | undefined;
   // Made at the first page, which tells the longest hostname among the targets.
   const writers = (p: QueryResultsPage) => {
-    if (data) items ??= createListWriter<QueryResult>(ctx.io, ctx.output());
+    if (data) items ??= createListWriter<QueryResult>(ctx.io, { ...ctx.output(), schema });
     else {
       const width = Math.max(p.hostname_width ?? 0, 'NODE'.length);
       rows ??= createListWriter<Row>(ctx.io, ctx.output(), [], { stream: o.deadline !== undefined, hints: { node: { id: true, width } } });
