@@ -53,6 +53,31 @@ describe('nodes list ?health= and ?risk=', () => {
     for (const v of RiskLevels) expect(all.some((n) => n.posture.risk_level === v), v).toBe(true);
   });
 
+  it('stays exact as time passes: totals moved with the cutoffs agree with the nodes listed and their own health', async () => {
+    const realNow = t.server.deps.now;
+    try {
+      // Forward in steps (the cached totals are moved, not recounted), across many stale and inactive crossings.
+      for (const minutes of [1, 7, 45, 180, 900]) {
+        t.server.deps.now = () => new Date(realNow().getTime() + minutes * 60_000);
+        admin = await t.login('admin'); // tokens expire on the server's clock too
+        const nodes = (await list('')).items;
+        for (const [param, values, of] of [
+          ['health', HealthStatuses, (n: Node) => n.health.status],
+          ['risk', RiskLevels, (n: Node) => n.posture.risk_level],
+        ] as const) {
+          for (const v of values) {
+            const { items, total } = await list(`${param}=${v}`);
+            expect(items.length, `+${minutes} min ${param}=${v}`).toBe(total);
+            expect(total, `+${minutes} min ${param}=${v}`).toBe(nodes.filter((n) => of(n) === v).length);
+          }
+        }
+      }
+    } finally {
+      t.server.deps.now = realNow;
+      admin = await t.login('admin');
+    }
+  });
+
   it('combines with the other filters; an unknown value is 400', async () => {
     const { items } = await list('risk=high&status=active&platform=linux');
     expect(items.length).toBe(all.filter((n) => n.posture.risk_level === 'high' && n.health.signals.indexOf('inactive') < 0 && ['linux'].includes(platformBucket(n))).length);

@@ -386,12 +386,14 @@ async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: Pa
   return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE);
 }
 
-const DERIVED = new WeakMap<object, Map<string, { generation: number; until: number; total: number }>>();
+const DERIVED = new WeakMap<object, Map<string, { generation: number; bounds: HealthBounds; total: number }>>();
 
 /**
- * The total of a health- or risk-filtered list. Valid while no node changed (content
- * generation) and until the first moment a node crosses the inactive or the stale cutoff: the
- * earliest last_seen at or after each cutoff (two index seeks), plus its window.
+ * The total of a health- or risk-filtered list, exact at every instant without a recount per
+ * request. Cached per content generation with the bounds it was counted at; when the clock has
+ * moved the two cutoffs (inactive, stale), only the nodes last seen between the old and the new
+ * cutoffs can have changed class, so the total is moved by counting just those, under the old
+ * bounds and under the new ones (two short ranges of the nodes_env_health index).
  */
 async function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<number> {
   let cache = DERIVED.get(deps.db);
@@ -399,23 +401,39 @@ async function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff:
   const { bounds, sort: _s, order: _o, ...filters } = p;
   void _s;
   void _o;
-  const key = JSON.stringify([env.id, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion]);
+  const b1 = bounds!;
+  const key = JSON.stringify([env.id, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const select = () => deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
   const hit = cache.get(key);
-  if (hit && hit.generation === generation && ctx.nowMs < hit.until) return hit.total;
-  const first = (from: string) =>
-    deps.db.selectFrom('nodes').where('environment_id', '=', env.id).where('last_seen', '>=', from).select((eb) => eb.fn.min<string>('last_seen').as('m')).executeTakeFirst();
-  const [total, a, s] = await Promise.all([
-    countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), p, cutoff)),
-    first(bounds!.inactiveBefore),
-    first(bounds!.staleBefore),
-  ]);
-  const until = Math.min(
-    a?.m ? Date.parse(a.m) + ctx.inactiveHours * 3600_000 : Number.POSITIVE_INFINITY,
-    s?.m ? Date.parse(s.m) + 3 * env.config_interval * 1000 : Number.POSITIVE_INFINITY,
-  );
-  if (cache.size >= 256) cache.clear();
-  cache.set(key, { generation, until, total });
+  let total: number;
+  if (hit && hit.generation === generation) {
+    const b0 = hit.bounds;
+    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit.total;
+    const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
+    const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))));
+    const [was, is] = await Promise.all([
+      countOf(inRanges(applyFilters(deps, select(), { ...p, bounds: b0 }, b0.inactiveBefore))),
+      countOf(inRanges(applyFilters(deps, select(), p, cutoff))),
+    ]);
+    total = hit.total - was + is;
+  } else {
+    total = await countOf(applyFilters(deps, select(), p, cutoff));
+  }
+  if (!hit && cache.size >= 256) cache.clear();
+  cache.set(key, { generation, bounds: b1, total });
   return total;
+}
+
+/** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
+function movedRanges(...moves: [string, string][]): [string, string][] {
+  const ranges = moves.map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string]).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+  const out: [string, string][] = [];
+  for (const r of ranges) {
+    const last = out[out.length - 1];
+    if (last && r[0] <= last[1]) last[1] = r[1] > last[1] ? r[1] : last[1];
+    else out.push([...r]);
+  }
+  return out;
 }
 
 /** `gens`: the change counters this request's authentication read (one read per request). */
