@@ -7,9 +7,6 @@
 import { checkSql } from './sql-check.js';
 import { CONFIG_PARTS, type ConfigPart, type OptionValue, type ScheduledQuery, type Pack, type Decorators, type AtcTable, type OsqueryConfigParts } from '../api/osquery-config.js';
 
-export { CONFIG_PARTS, type ConfigPart };
-export type { OptionValue, ScheduledQuery, Pack, Decorators, AtcTable, OsqueryConfigParts };
-
 /** osquery's own bounds (osquery/config/packs.cpp: an interval of 0 or above a week is dropped). */
 export const INTERVAL_MIN = 1;
 export const INTERVAL_MAX = 604_800;
@@ -253,10 +250,13 @@ export function checkAcrossParts(c: Pick<OsqueryConfigParts, 'schedule' | 'packs
   }
 }
 
-export const emptyConfig = (): OsqueryConfigParts => ({ options: {}, schedule: {}, packs: {}, decorators: {}, atc: {} });
+/** Every part from its stored JSON text (an environment row, osctrl's config answer), read leniently. */
+export function readStoredParts(texts: Record<ConfigPart, string>): OsqueryConfigParts {
+  return Object.fromEntries(CONFIG_PARTS.map((p) => [p, readStoredPart(p, texts[p])])) as unknown as OsqueryConfigParts;
+}
 
 /** The stored text of a part (JSON), read leniently: older rows keep options as {"options": {...}}. */
-export function readStoredPart(part: ConfigPart, stored: string): unknown {
+function readStoredPart(part: ConfigPart, stored: string): unknown {
   let v: unknown;
   try {
     v = JSON.parse(stored || '{}');

@@ -31,12 +31,12 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   // Loaded when used: every osctrl command loads this flavour, few of them touch the configuration.
   const lib = () => import('../../lib/osquery-config.js');
   const read = async (env: string) => {
-    const { readStoredPart } = await lib();
+    const { readStoredParts } = await lib();
     const [parts, e] = await Promise.all([
       http.request<unknown>('GET', `api/v1/environments/config/${seg(env)}`).then((raw) => checkAnswer<Record<ConfigPart, string>>(RawConfig, raw, 'config')),
       environment(env),
     ]);
-    const config = Object.fromEntries(CONFIG_PARTS.map((p) => [p, readStoredPart(p, parts[p])])) as unknown as OsqueryConfigParts;
+    const config = readStoredParts(parts);
     return { config, name: e.name, updated: e.updated_at, hash: hashOf(e.configuration) };
   };
   const view = (r: Awaited<ReturnType<typeof read>>, parts: readonly ConfigPart[] = CONFIG_PARTS): OsqueryConfigView => {

@@ -10,16 +10,11 @@ import {
   CONFIG_PARTS, LogTypes, type AgentConfigView, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView,
 } from '../../api/index.js';
 import {
-  ConfigError, checkAcrossParts, isConfigPart, pathOf, readStoredPart, sameJson, validatePart,
+  ConfigError, checkAcrossParts, isConfigPart, pathOf, readStoredParts, sameJson, validatePart,
 } from '../../lib/osquery-config.js';
 import { badRequest, conflict, invalidTarget } from '../errors.js';
 import { atomically } from '../store/db.js';
 import { writeAudit } from './audit.js';
-
-/** The stored parts of an environment (lenient: a part that is not a JSON object reads as {}). */
-export function storedConfig(env: Pick<EnvironmentRow, ConfigPart>): OsqueryConfigParts {
-  return Object.fromEntries(CONFIG_PARTS.map((p) => [p, readStoredPart(p, env[p])])) as unknown as OsqueryConfigParts;
-}
 
 interface AgentConfig {
   config: AgentConfigView['config'];
@@ -48,7 +43,7 @@ export function agentConfig(env: EnvironmentRow): AgentConfig {
   const key = CONFIG_PARTS.map((p) => env[p]).join('\u0000');
   const hit = assembled.get(env.id);
   if (hit && hit.key === key) return hit.value;
-  const value = assemble(storedConfig(env));
+  const value = assemble(readStoredParts(env));
   if (assembled.size >= 10_000) assembled.clear();
   assembled.set(env.id, { key, value });
   return value;
@@ -62,7 +57,7 @@ export function agentConfigView(env: EnvironmentRow): AgentConfigView {
 /** GET .../config and .../config/{part}. */
 export function readConfig(env: EnvironmentRow, part?: string): OsqueryConfigView {
   if (part !== undefined && !isConfigPart(part)) throw invalidTarget(part, CONFIG_PARTS);
-  const parts = storedConfig(env);
+  const parts = readStoredParts(env);
   const view: OsqueryConfigView = { environment: env.name, hash: agentConfig(env).hash, updated_at: env.updated_at };
   for (const p of part ? [part as ConfigPart] : CONFIG_PARTS) (view as Record<string, unknown>)[p] = parts[p];
   return view;
@@ -116,7 +111,7 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
   }
 
   const apply = async (deps: Deps, row: EnvironmentRow): Promise<OsqueryConfigView> => {
-    const before = storedConfig(row);
+    const before = readStoredParts(row);
     const after: OsqueryConfigParts = { ...before, ...next };
     try {
       checkAcrossParts(after);
