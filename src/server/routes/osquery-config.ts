@@ -1,6 +1,6 @@
 // An environment's osquery configuration (issue 22; docs/api.md "osquery configuration").
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { callerOf, envOf, type App } from '../app.js';
 import type { Deps } from '../context.js';
 import { AgentConfigView, OsqueryConfigPatch, OsqueryConfigQuery, OsqueryConfigView } from '../../api/index.js';
@@ -20,25 +20,23 @@ function options(req: FastifyRequest): PatchOptions {
   return { dryRun: dry === 'true' || dry === '1' || dry === '', ifMatch: tag || undefined, duplicateKey: req.duplicateKey };
 }
 
+/** A read answers its hash as the entity tag too: what If-Match takes back on a write. */
+function tagged<T extends { hash: string }>(reply: FastifyReply, view: T): T {
+  void reply.header('etag', `"${view.hash}"`);
+  return view;
+}
+
 export function osqueryConfigRoutes(app: App, deps: Deps): void {
   const rule = { rule: RULES.osqueryConfig };
   app.get(
     '/api/v1/environments/:env/config',
     { config: rule, schema: { params: EnvParam, response: { 200: OsqueryConfigView } } },
-    async (req, reply) => {
-      const view = readConfig(envOf(req));
-      void reply.header('etag', `"${view.hash}"`);
-      return view;
-    },
+    async (req, reply) => tagged(reply, readConfig(envOf(req))),
   );
   app.get(
     '/api/v1/environments/:env/config/:part',
     { config: rule, schema: { params: PartParams, response: { 200: OsqueryConfigView } } },
-    async (req, reply) => {
-      const view = readConfig(envOf(req), req.params.part);
-      void reply.header('etag', `"${view.hash}"`);
-      return view;
-    },
+    async (req, reply) => tagged(reply, readConfig(envOf(req), req.params.part)),
   );
   app.patch(
     '/api/v1/environments/:env/config',
@@ -53,10 +51,6 @@ export function osqueryConfigRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/environments/:env/agent-config',
     { config: rule, schema: { params: EnvParam, response: { 200: AgentConfigView } } },
-    async (req, reply) => {
-      const view = agentConfigView(envOf(req));
-      void reply.header('etag', `"${view.hash}"`);
-      return view;
-    },
+    async (req, reply) => tagged(reply, agentConfigView(envOf(req))),
   );
 }
