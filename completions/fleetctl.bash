@@ -237,8 +237,7 @@ __fleetctl_argval() {
     'mfa webauthn help') case $2 in 0) REPLY='list show remove' ;; *) return 1 ;; esac ;;
     'mfa help') case $2 in 0) REPLY='status totp recovery-codes webauthn' ;; *) return 1 ;; esac ;;
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
-    'env show'|'env intervals'|'schedule list'|'schedule add'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
-    'env config') case $2 in 0) REPLY=':dyn:env' ;; 2) REPLY=':file' ;; *) return 1 ;; esac ;;
+    'env show'|'env intervals'|'env config'|'schedule list'|'schedule add'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
     'env help') case $2 in 0) REPLY='list show intervals map config' ;; *) return 1 ;; esac ;;
     'schedule show'|'schedule edit') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
     'schedule remove') case $2 in 0) REPLY=':dyn:env' ;; 1|[1-9]*) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;

@@ -468,7 +468,6 @@ complete -c fleetctl -n '__fleetctl_at \'env config\'' -l edit -d 'edit it in $E
 complete -c fleetctl -n '__fleetctl_at \'env config\'' -l set -x -d 'replace PART with the content of FILE'
 complete -c fleetctl -n '__fleetctl_at \'env config\'' -l agent -d 'the configuration as agents receive it, with its hash'
 complete -c fleetctl -n '__fleetctl_at \'env config\' 0' -a '(__fleetctl_dynamic env)' -d 'environment name or UUID'
-complete -c fleetctl -n '__fleetctl_at \'env config\' 2' -F -d 'with --set: the file with the new part (- for stdin)'
 complete -c fleetctl -n '__fleetctl_at \'env help\' 0' -a 'list show intervals map config' -d 'command'
 complete -c fleetctl -n '__fleetctl_at \'schedule\' 0' -a 'list' -d 'List the scheduled queries of an environment'
 complete -c fleetctl -n '__fleetctl_at \'schedule\' 0' -a 'show' -d 'Show one scheduled query'

@@ -25,18 +25,16 @@ function partArg(part: string | undefined, flag = 'PART'): ConfigPart | undefine
   return part;
 }
 
-export async function runEnvConfig(ctx: Context, env: string, rest: string[], o: ConfigOpts): Promise<void> {
+/** `arg`: the PART, or with --set PART the FILE (commander refuses a third word). */
+export async function runEnvConfig(ctx: Context, env: string, arg: string | undefined, o: ConfigOpts): Promise<void> {
   const modes = [o.edit, o.set !== undefined, o.agent].filter(Boolean).length;
   if (modes > 1) throw new UsageError('use one of --edit, --set and --agent');
   if (o.set !== undefined) {
     const part = partArg(o.set, '--set part')!;
-    const [file, extra] = rest;
-    if (!file) throw new UsageError(`--set ${part} needs the file with the new ${part} (or - for stdin)`, `fleetctl env config ${env} --set ${part} ${part}.yaml`);
-    if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
-    return setPart(ctx, env, part, file);
+    if (!arg) throw new UsageError(`--set ${part} needs the file with the new ${part} (or - for stdin)`, `fleetctl env config ${env} --set ${part} ${part}.yaml`);
+    return setPart(ctx, env, part, arg);
   }
-  if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
-  const part = partArg(rest[0]);
+  const part = partArg(arg);
   if (o.agent) {
     if (part) throw new UsageError('--agent shows the whole configuration agents receive: leave out PART');
     const api = await ctx.api();

@@ -196,11 +196,10 @@ export function registerEnv(program: Command): void {
     (cmd) =>
       cmd
         .argument('<env>', 'environment name or UUID')
-        .argument('[part]', 'one part: options, schedule, packs, decorators, atc (with --set: the FILE)')
-        .argument('[file]', 'with --set: the file with the new part (- for stdin)')
+        .argument('[part]', 'one part: options, schedule, packs, decorators, atc (with --set PART: the FILE with its new content, - for stdin)')
         .option('--edit', 'edit it in $EDITOR; checked and stored on save')
         .option('--set <part>', 'replace PART with the content of FILE')
         .option('--agent', 'the configuration as agents receive it, with its hash'),
-    async (ctx, [name, ...rest], o) => (await import('./config.js')).runEnvConfig(ctx, name!, rest, o),
+    async (ctx, [name, part], o) => (await import('./config.js')).runEnvConfig(ctx, name!, part, o),
   );
 }
