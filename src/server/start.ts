@@ -78,6 +78,13 @@ export interface ServerOptions {
   metricsListen?: { host: string; port: number };
   /** Admin requests handled at once before the admin door answers 503 (default 256). */
   adminMaxInFlight?: number;
+  /**
+   * This process is one worker of `--workers N` (server/cluster.ts): the primary has migrated and
+   * bootstrapped the database (settings, super-admin, demo fleet) and owns the temporary
+   * directory of --dev; only the first worker does the one-time changes that need the listening
+   * address (--create-env, pointing the demo environments at the agent door).
+   */
+  worker?: { first: boolean; tempDir?: string };
 }
 
 export interface RunningServer {
@@ -110,12 +117,63 @@ export function demoPassword(): string {
 /** How the refusal tells the operator to fix a database open to other users. */
 const fixHint = (dbPath: string, dev: boolean | undefined) => (dev ? 'fleetctl server --dev' : `fleetctl server --db ${dbPath} --fix-permissions`);
 
-export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+/** GET /metrics on a listener of its own, without authentication (--metrics-listen). */
+export async function listenMetrics(
+  at: { host: string; port: number },
+  text: () => Promise<string>,
+  contentType: string,
+  onError: (e: unknown) => void,
+): Promise<{ server: HttpServer; url: string }> {
+  const server = createHttpServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+      return;
+    }
+    text().then(
+      (body) => res.writeHead(200, { 'content-type': contentType }).end(body),
+      (e) => {
+        onError(e);
+        res.writeHead(500).end();
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(at.port, at.host, () => resolve());
+  });
+  const a = server.address();
+  return { server, url: `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${typeof a === 'object' && a ? a.port : at.port}/metrics` };
+}
+
+/** The database opened, migrated and bootstrapped; what serving it needs next. */
+interface Opened {
+  store: Store;
+  tempDir?: string;
+  ownsTemp: boolean;
+  dbPath: string;
+  deps: Deps;
+  config: ServerConfig;
+  faults: Faults;
+  metrics: Metrics;
+  demo?: RunningServer['demo'];
+  now: () => Date;
+}
+
+/**
+ * Opens the database (migrations run on open), makes its file private, and bootstraps it:
+ * settings, the JWT secret, the first super-admin or the demo fleet. A cluster worker's primary
+ * has done the bootstrap: the worker only opens. On failure the store is closed.
+ */
+async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
   let tempDir: string | undefined;
   let dbPath = opts.dbPath;
   const postgres = dbPath !== undefined && isPostgresUrl(dbPath);
-  // The dev certificate of the agent door lives in a temporary directory either way.
-  if (opts.dev) tempDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-'));
+  const worker = opts.worker;
+  // The dev certificate of the agent door lives in a temporary directory either way (a worker's
+  // is the primary's, removed by the primary).
+  if (worker) tempDir = worker.tempDir;
+  else if (opts.dev) tempDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-'));
+  const ownsTemp = !worker;
   const seedInto = opts.dev && dbPath !== undefined;
   if (opts.dev && !dbPath) dbPath = join(tempDir!, 'fleet.db');
   if (!dbPath) throw new ServerSetupError('no database path given');
@@ -136,7 +194,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       store = await openSqlite(dbPath);
     }
   } catch (e) {
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
     throw e;
   }
   const now = () => new Date();
@@ -178,7 +236,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
-    await store.exclusive(async () => {
+    if (!worker) await store.exclusive(async () => {
       if (opts.dev) {
         if (seedInto && (await userCount(store.db)) > 0) {
           throw new ServerSetupError('--dev seeds a demo fleet into a database without users, and this one has users: start other replicas of it without --dev');
@@ -198,6 +256,37 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
     });
 
+    return { store, tempDir, ownsTemp, dbPath, deps, config, faults, metrics, demo, now };
+  } catch (e) {
+    await store.close();
+    if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/**
+ * For the primary of `--workers N` (server/cluster.ts): migrations and the one-time bootstrap,
+ * before any worker opens the database. The temporary directory of --dev stays until `close`.
+ */
+export async function bootstrapDatabase(opts: ServerOptions): Promise<{ demo?: RunningServer['demo']; tempDir?: string; dbPath: string; store: Store; close(): Promise<void> }> {
+  const o = await openAndBootstrap({ ...opts, worker: undefined });
+  return {
+    demo: o.demo,
+    tempDir: o.tempDir,
+    dbPath: o.dbPath,
+    store: o.store,
+    close: async () => {
+      await o.store.close().catch(() => undefined);
+      o.faults.stop();
+      if (o.tempDir) rmSync(o.tempDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const { store, tempDir, ownsTemp, deps, config, faults, metrics, demo, now } = await openAndBootstrap(opts);
+  const worker = opts.worker;
+  try {
     const https = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
     const lifecycle = new HttpLifecycle(config.timeouts);
     const denials = new DenialAudit(deps);
@@ -212,31 +301,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog, denials }).catch(async (e) => { await app.close(); throw e; }) : undefined;
     let metricsServer: HttpServer | undefined;
     let metricsUrl: string | undefined;
-    if (opts.metricsListen) {
-      metricsServer = createHttpServer((req, res) => {
-        if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-          res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
-          return;
-        }
-        metrics.text().then(
-          (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
-          (e) => {
-            faults.report('metrics', e);
-            res.writeHead(500).end();
-          },
-        );
-      });
-      const { host, port } = opts.metricsListen;
-      await new Promise<void>((resolve, reject) => {
-        metricsServer!.once('error', reject);
-        metricsServer!.listen(port, host, () => resolve());
-      });
-      const a = metricsServer.address();
-      metricsUrl = `http://${host.includes(':') ? `[${host}]` : host}:${typeof a === 'object' && a ? a.port : port}/metrics`;
-    }
+    if (opts.metricsListen) ({ server: metricsServer, url: metricsUrl } = await listenMetrics(opts.metricsListen, () => metrics.text(), metrics.contentType, (e) => faults.report('metrics', e)));
     // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
     const hostname = agent?.address ?? new URL(url).host;
-    await store.exclusive(async () => {
+    // One-time changes: by the only process, or the first worker of --workers.
+    const once = !worker || worker.first;
+    if (once) await store.exclusive(async () => {
       for (const name of opts.createEnvs ?? []) {
         const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
         if (!exists) {
@@ -246,7 +316,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
     });
     // The demo environments were created before the port was known: point them at it.
-    if (opts.dev) {
+    if (opts.dev && once) {
       await store.db.updateTable('environments').set({ hostname, ...(agent ? { certificate: agent.certPem.trim() + '\n' } : {}) }).execute();
     }
     return {
@@ -269,12 +339,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await store.close();
         faults.stop();
         if (metricsServer) await new Promise((r) => metricsServer!.close(r));
-        if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+        if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
       },
     };
   } catch (e) {
     await store.close();
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+    if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
     throw e;
   }
 }

@@ -40,6 +40,7 @@ interface ServerOpts {
   metricsListen?: string;
   sinkQueueSize?: number;
   nodeLogQueueSize?: number;
+  workers?: number;
 }
 
 /** A size: bytes, or a number with K, M, G (KiB, MiB, GiB: powers of 1024), e.g. 512M, 2GiB. */
@@ -156,7 +157,8 @@ export function registerServer(program: Command): void {
         .option('--node-log-queue-size <size>', 'log bytes one node may have queued over all sinks before its requests are answered 503 (default 16M)', sizeArg)
         .option('--carve-max-size <size>', 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)', sizeArg)
         .option('--agent-max-in-flight <n>', 'agent requests handled at once; more are answered 503 and retried by osquery (default 128)', intArg(1))
-        .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)'),
+        .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)')
+        .option('--workers <n>', "server processes sharing the ports and the database, each serving both doors (default: the machine's cores)", intArg(1)),
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);
       if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
@@ -179,7 +181,11 @@ export function registerServer(program: Command): void {
       if ((timeouts.headersMs ?? DEFAULT_TIMEOUTS.headersMs) > (timeouts.requestMs ?? DEFAULT_TIMEOUTS.requestMs)) {
         throw new UsageError('--headers-timeout cannot be longer than --request-timeout');
       }
-      const adminPassword = o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
+      // A worker of --workers (started by this command's primary): the primary read the secrets
+      // and bootstrapped the database; the worker serves.
+      const { workerSetup, defaultWorkers } = await import('../../server/cluster.js');
+      const setup = workerSetup(ctx.env);
+      const adminPassword = setup ? undefined : o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
       if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
         throw new UsageError(`the admin password must have at least ${PASSWORD_MIN_LENGTH} characters`);
       }
@@ -189,41 +195,7 @@ export function registerServer(program: Command): void {
       if (o.fixPermissions && db && isPostgresUrl(db)) throw new UsageError('--fix-permissions is for a SQLite file; PostgreSQL keeps its own access rules');
       const { startServer, ServerSetupError } = await import('../../server/start.js');
       const { MissingDependencyError } = await import('../../server/store/db.js');
-      let server;
-      try {
-        server = await startServer({
-          host,
-          port,
-          // --dev without a database: a temporary one; with one, the demo fleet is seeded into it.
-          dbPath: db ?? (o.dev ? undefined : defaultDbPath(ctx.env)),
-          dbPool: o.dbPool,
-          dbCaFile: o.dbCa,
-          trustProxy: o.trustProxy,
-          dev: o.dev,
-          devPassword: o.devPassword,
-          devNodes: o.devNodes,
-          adminPassword,
-          adminUsername: o.adminUsername,
-          createEnvs: o.createEnv,
-          jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
-          loginRateLimit: o.loginRateLimit,
-          apiRateLimit: o.apiRateLimit,
-          deniedRateLimit: o.deniedRateLimit,
-          accountLoginLimit: o.accountLoginLimit,
-          timeouts: Object.fromEntries(Object.entries(timeouts).filter(([, v]) => v !== undefined)),
-          fixPermissions: o.fixPermissions,
-          warn: (line) => ctx.io.err(`${line}\n`),
-          logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
-          tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
-          agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, maxInFlight: o.agentMaxInFlight } : undefined,
-          sinkDir: o.sinkDir,
-          defaultSinkDir: join(dirname(defaultDbPath(ctx.env)), 'sinks'),
-          carveMaxBytes: o.carveMaxSize,
-          sinkQueueBytes: o.sinkQueueSize,
-          nodeQueueBytes: o.nodeLogQueueSize,
-          metricsListen: o.metricsListen ? parseListen(o.metricsListen) : undefined,
-        });
-      } catch (e) {
+      const failed = (e: unknown): never => {
         if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
           const busy = (e as { port?: number }).port;
@@ -233,12 +205,54 @@ export function registerServer(program: Command): void {
           throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
         }
         throw e;
+      };
+      const options: import('../../server/start.js').ServerOptions = {
+        host,
+        port,
+        // --dev without a database: a temporary one; with one, the demo fleet is seeded into it.
+        dbPath: db ?? (o.dev ? undefined : defaultDbPath(ctx.env)),
+        dbPool: o.dbPool,
+        dbCaFile: o.dbCa,
+        trustProxy: o.trustProxy,
+        dev: o.dev,
+        devPassword: o.devPassword,
+        devNodes: o.devNodes,
+        adminPassword,
+        adminUsername: o.adminUsername,
+        createEnvs: o.createEnv,
+        jwtSecret: ctx.env.FLEETCTL_JWT_SECRET,
+        loginRateLimit: o.loginRateLimit,
+        apiRateLimit: o.apiRateLimit,
+        deniedRateLimit: o.deniedRateLimit,
+        accountLoginLimit: o.accountLoginLimit,
+        timeouts: Object.fromEntries(Object.entries(timeouts).filter(([, v]) => v !== undefined)),
+        fixPermissions: o.fixPermissions,
+        warn: (line) => ctx.io.err(`${line}\n`),
+        logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
+        tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
+        agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, maxInFlight: o.agentMaxInFlight } : undefined,
+        sinkDir: o.sinkDir,
+        defaultSinkDir: join(dirname(defaultDbPath(ctx.env)), 'sinks'),
+        carveMaxBytes: o.carveMaxSize,
+        sinkQueueBytes: o.sinkQueueSize,
+        nodeQueueBytes: o.nodeLogQueueSize,
+        metricsListen: o.metricsListen ? parseListen(o.metricsListen) : undefined,
+      };
+      const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
+      if (setup) return serveAsWorker(options, setup, failed);
+      const workers = o.workers ?? defaultWorkers();
+      if (workers > 1) return serveAsPrimary(ctx, o, options, workers, failed, pgWhere ?? db ?? defaultDbPath(ctx.env), db ? undefined : 'temporary database (deleted on exit)');
+      let server;
+      try {
+        server = await startServer(options);
+      } catch (e) {
+        failed(e);
       }
+      server = server!;
       // The last line of defence behind each task's own error handling (issue 18): a promise
       // nobody awaited must not end a server that thousands of agents depend on. It is a bug,
       // so it is logged as one (with its stack) and counted, and the server goes on.
       process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
-      const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
       const seededInto = pgWhere ?? db;
       if (server.demo) ctx.io.out(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
       else {
@@ -277,4 +291,118 @@ export function registerServer(program: Command): void {
       });
     },
   );
+}
+
+type Failed = (e: unknown) => never;
+
+/** Resolves at the first SIGINT or SIGTERM (Ctrl-C reaches every process of the group). */
+function stopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** One process of --workers: serves both doors until SIGTERM, then drains and exits. */
+async function serveAsWorker(options: import('../../server/start.js').ServerOptions, setup: import('../../server/cluster.js').WorkerSetup, failed: Failed): Promise<void> {
+  const { startServer } = await import('../../server/start.js');
+  const { reportReady, clusterMetricsText } = await import('../../server/cluster.js');
+  let server;
+  try {
+    server = await startServer({
+      ...options,
+      dbPath: setup.dbPath,
+      worker: { first: setup.first, tempDir: setup.tempDir },
+      agent: options.agent && setup.agentCert ? { ...options.agent, ...setup.agentCert } : options.agent,
+      // The primary serves the metrics of every worker on --metrics-listen.
+      metricsListen: undefined,
+    });
+  } catch (e) {
+    failed(e);
+  }
+  server = server!;
+  process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
+  if (server.deps.metrics) server.deps.metrics.aggregate = await clusterMetricsText(server.deps.metrics.registry);
+  const agent = server.agent;
+  reportReady({ url: server.url, agent: agent && { url: agent.url, address: agent.address, certFile: agent.certFile, certPem: agent.certPem } });
+  await stopSignal();
+  await server.close();
+  process.exit(0);
+}
+
+/**
+ * The primary of --workers: migrations and bootstrap once, the workers, the banner, the
+ * aggregated metrics, the demo agents; on SIGTERM every worker drains before it exits.
+ */
+async function serveAsPrimary(
+  ctx: import('../../context.js').Context,
+  o: ServerOpts,
+  options: import('../../server/start.js').ServerOptions,
+  workers: number,
+  failed: Failed,
+  where: string,
+  temporary: string | undefined,
+): Promise<void> {
+  const { bootstrapDatabase, listenMetrics } = await import('../../server/start.js');
+  const { startWorkers } = await import('../../server/cluster.js');
+  let boot;
+  try {
+    boot = await bootstrapDatabase(options);
+  } catch (e) {
+    failed(e);
+  }
+  boot = boot!;
+  const log = (line: string) => ctx.io.err(`${line}\n`);
+  let primary;
+  try {
+    // One self-signed agent certificate for every worker (--dev without one).
+    let agentCert: { certFile: string; keyFile: string } | undefined;
+    if (options.agent && !options.agent.certFile && boot.tempDir) {
+      const { selfSigned } = await import('../../server/agent/listener.js');
+      agentCert = selfSigned(boot.tempDir, options.agent.host);
+    }
+    primary = await startWorkers(workers, { dbPath: boot.dbPath, tempDir: boot.tempDir, agentCert }, log);
+  } catch (e) {
+    await boot.close();
+    const code = (e as { exitCode?: number }).exitCode;
+    throw new CliError((e as Error).message, code && code > 0 ? (code as ExitCode) : ExitCode.error);
+  }
+  const { url, agent } = primary.ready;
+  if (boot.demo) ctx.io.out(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
+  else {
+    const envs = await boot.store.db.selectFrom('environments').select('name').orderBy('name').execute();
+    ctx.io.out(
+      `fleetctl reference server listening on ${url} (database ${where})\n` +
+        `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
+    );
+  }
+  if (agent) ctx.io.out(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
+  ctx.io.out(`Workers: ${workers} server processes share these ports\n`);
+  let metricsServer: import('node:http').Server | undefined;
+  if (options.metricsListen) {
+    const m = await listenMetrics(options.metricsListen, () => primary.metrics(), primary.metricsContentType, (e) => log(`metrics: ${(e as Error).message}`));
+    metricsServer = m.server;
+    ctx.io.out(`Prometheus metrics at ${m.url}\n`);
+  }
+  let agents: { stop(): Promise<void> } | undefined;
+  if (o.devAgents && boot.demo && agent) {
+    const { startDevAgents } = await import('../../agent-sim/dev.js');
+    agents = await startDevAgents({
+      apiUrl: url, username: o.adminUsername, password: boot.demo.password, env: 'prod', count: o.devAgents, ca: agent.certPem,
+      log: (line) => ctx.io.err(`agents: ${line}\n`),
+    });
+    ctx.io.out(`Simulated agents: ${o.devAgents} enrolling in prod over ${agent.url} (they answer live queries and carves)\n`);
+  }
+  await stopSignal();
+  ctx.io.err('Shutting down: finishing in-flight requests...\n');
+  await agents?.stop();
+  // Each worker's own drain is bounded by the grace; past it and a margin, it is killed.
+  await primary.stop(((o.shutdownGrace ?? 5) + 15) * 1000);
+  if (metricsServer) await new Promise((r) => metricsServer!.close(r));
+  await boot.close();
 }

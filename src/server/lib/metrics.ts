@@ -72,8 +72,11 @@ export class Metrics {
     this.drops.inc({ sink, reason }, n);
   }
 
+  /** Set in a worker of --workers: every worker's metrics, aggregated by the primary (server/cluster.ts). */
+  aggregate?: () => Promise<string>;
+
   text(): Promise<string> {
-    return this.registry.metrics();
+    return this.aggregate ? this.aggregate() : this.registry.metrics();
   }
 
   get contentType(): string {

@@ -91,6 +91,8 @@ interface OpenFile {
   path: string;
   handle: FileHandle;
   size: number;
+  /** The inode opened: another process that rotated the path leaves it behind. */
+  ino: number;
 }
 
 /** Why a sink cannot deliver by its configuration (a deliberate drop), or undefined. */
@@ -339,20 +341,30 @@ export class LogDelivery {
       await st.file.handle.close().catch(() => undefined);
       st.file = undefined;
     }
+    if (st.file) {
+      // Other processes of --workers append to the same file and may have rotated it: write
+      // where the path points now, and judge its size by what all of them wrote.
+      const [at, mine] = await Promise.all([stat(full).catch(() => undefined), st.file.handle.stat()]);
+      if (!at || at.ino !== mine.ino || at.dev !== mine.dev) {
+        await st.file.handle.close().catch(() => undefined);
+        st.file = undefined;
+      } else st.file.size = mine.size;
+    }
     if (st.file && st.file.size > 0 && st.file.size + adding > maxBytes) {
       await st.file.handle.close().catch(() => undefined);
+      await rotateOnce(full, keep, st.file.ino);
       st.file = undefined;
-      await rotate(full, keep);
     }
     if (!st.file) {
       await mkdir(join(full, '..'), { recursive: true, mode: 0o700 });
       // O_NOFOLLOW: a symlink planted at the path is refused, not written through.
       const handle = await open(full, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-      st.file = { path: full, handle, size: (await handle.stat()).size };
+      const at = await handle.stat();
+      st.file = { path: full, handle, size: at.size, ino: at.ino };
       if (st.file.size > 0 && st.file.size + adding > maxBytes) {
         await handle.close();
+        await rotateOnce(full, keep, at.ino);
         st.file = undefined;
-        await rotate(full, keep);
         return this.fileFor(st, path, config, adding);
       }
     }
@@ -421,6 +433,35 @@ export class LogDelivery {
     // The audit of shutdown drops is written now, whatever the minute's rhythm.
     for (const st of this.states.values()) if (st.drops) st.lastAudit = 0;
     await this.task.stop();
+  }
+}
+
+/**
+ * Rotates `path` if it is still the file `ino` that was found full: several processes of
+ * --workers write one sink, and the first to find it full rotates it, once. A lock file beside
+ * it (created exclusively, removed after) keeps two from shifting the chain together, which would
+ * delete the oldest file early; a lock left by a killed process is taken over after 30 s.
+ */
+async function rotateOnce(path: string, keep: number, ino: number): Promise<void> {
+  const lockPath = `${path}.rotating`;
+  let lock: FileHandle | undefined;
+  for (let attempt = 0; attempt < 2 && !lock; attempt++) {
+    try {
+      lock = await open(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const held = await stat(lockPath).catch(() => undefined);
+      if (held && Date.now() - held.mtimeMs < 30_000) return; // another process is rotating it now
+      await unlink(lockPath).catch(() => undefined);
+    }
+  }
+  if (!lock) return;
+  try {
+    const now = await stat(path).catch(() => undefined);
+    if (now && now.ino === ino) await rotate(path, keep);
+  } finally {
+    await lock.close().catch(() => undefined);
+    await unlink(lockPath).catch(() => undefined);
   }
 }
 
