@@ -42,11 +42,17 @@ export interface ServerTimeouts {
   headersMs: number;
   /** An idle kept-alive connection is closed after this. */
   keepAliveMs: number;
+  /**
+   * The same on the agent door, longer than osquery's intervals (distributed reads every 60 s):
+   * an agent keeps its TLS connection between requests (osquery's --tls_session_reuse), instead
+   * of a TLS handshake per request, which cost the server about as much as the request itself.
+   */
+  agentKeepAliveMs: number;
   /** At shutdown, requests in progress get this long before they are answered 503. */
   shutdownGraceMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: ServerTimeouts = { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 5_000, shutdownGraceMs: 5_000 };
+export const DEFAULT_TIMEOUTS: ServerTimeouts = { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 5_000, agentKeepAliveMs: 75_000, shutdownGraceMs: 5_000 };
 
 export interface Deps {
   db: Kysely<DB>;

@@ -129,6 +129,33 @@ describe('fleetctl server --workers 2', () => {
     for (let i = 0; i < 4; i++) expect((await api('GET', '/api/v1/nodes/prod', { token: other })).status).toBe(401);
   });
 
+  it("the agent door's caches follow changes made through the other worker at once", async () => {
+    const enroll = async () => {
+      const uuid = randomUUID();
+      const r = await agent('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `c-${uuid.slice(0, 8)}`) });
+      return { uuid, key: r.body.node_key as string };
+    };
+    const [a, b] = [await enroll(), await enroll()];
+    // Both workers have answered both nodes' reads (nothing owed: no query is run for it).
+    for (let i = 0; i < 4; i++) for (const n of [a, b]) expect((await agent('read', { node_key: n.key })).body).toEqual({ queries: {}, node_invalid: false });
+    // A live query started through the API reaches the node it targets on either worker, and only it.
+    const run = await api('POST', '/api/v1/queries/prod', { token, body: { query: 'SELECT * FROM osquery_info', uuid_list: [a.uuid] } });
+    expect(run.status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      expect(Object.values((await agent('read', { node_key: a.key })).body.queries)).toEqual(['SELECT * FROM osquery_info']);
+      expect((await agent('read', { node_key: b.key })).body.queries).toEqual({});
+    }
+    // Deleted through one worker: refused by both (osquery re-enrolls), never served from a cache.
+    expect((await api('POST', '/api/v1/nodes/prod/delete', { token, body: { uuid: b.uuid } })).status).toBe(200);
+    for (let i = 0; i < 4; i++) expect((await agent('config', { node_key: b.key })).body).toEqual({ node_invalid: true });
+    // Re-enrolled: the old key is refused everywhere, the new one works everywhere.
+    const again = await agent('enroll', { enroll_secret: secret, host_identifier: a.uuid, host_details: hostDetails(a.uuid, 'c-again') });
+    for (let i = 0; i < 4; i++) {
+      expect((await agent('config', { node_key: a.key })).body).toEqual({ node_invalid: true });
+      expect((await agent('config', { node_key: again.body.node_key })).body.node_invalid).toBe(false);
+    }
+  });
+
   it('a file sink written by both workers keeps every line once, rotated by size', async () => {
     const sink = await api('POST', '/api/v1/log-sinks', { token, body: { name: 'rotating', type: 'file', source: 'status', environment_id: 0, config: { path: 'rot.jsonl', max_size_mb: 1, max_files: 4 } } });
     expect(sink.status).toBe(200);

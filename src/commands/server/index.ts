@@ -26,6 +26,7 @@ interface ServerOpts {
   requestTimeout?: number;
   headersTimeout?: number;
   keepAliveTimeout?: number;
+  agentKeepAliveTimeout?: number;
   shutdownGrace?: number;
   fixPermissions?: boolean;
   tlsCert?: string;
@@ -143,7 +144,8 @@ export function registerServer(program: Command): void {
         .option('--account-login-limit <n>', 'failed logins per account per 15 minutes from addresses it never logged in from (default 10)', intArg(1))
         .option('--request-timeout <seconds>', 'a whole request must arrive within this (default 30)', intArg(1))
         .option('--headers-timeout <seconds>', 'request headers must arrive within this (default 10)', intArg(1))
-        .option('--keep-alive-timeout <seconds>', 'close idle kept-alive connections after this (default 5)', intArg(1))
+        .option('--keep-alive-timeout <seconds>', 'close idle kept-alive connections of the API after this (default 5)', intArg(1))
+        .option('--agent-keep-alive-timeout <seconds>', "close an agent's idle connection after this (default 75: longer than osquery's 60 s distributed interval, so agents keep their TLS connection)", intArg(1))
         .option('--shutdown-grace <seconds>', 'on SIGTERM, requests in progress get this long before a 503 (default 5)', intArg(0))
         .option('--fix-permissions', 'make a database open to other users 0600 and rotate its JWT secret (ends every session)')
         .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM)')
@@ -175,6 +177,7 @@ export function registerServer(program: Command): void {
         requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
         headersMs: o.headersTimeout === undefined ? undefined : o.headersTimeout * 1000,
         keepAliveMs: o.keepAliveTimeout === undefined ? undefined : o.keepAliveTimeout * 1000,
+        agentKeepAliveMs: o.agentKeepAliveTimeout === undefined ? undefined : o.agentKeepAliveTimeout * 1000,
         shutdownGraceMs: o.shutdownGrace === undefined ? undefined : o.shutdownGrace * 1000,
       };
       const { DEFAULT_TIMEOUTS } = await import('../../server/context.js');
@@ -392,11 +395,15 @@ async function serveAsPrimary(
   let agents: { stop(): Promise<void> } | undefined;
   if (o.devAgents && boot.demo && agent) {
     const { startDevAgents } = await import('../../agent-sim/dev.js');
-    agents = await startDevAgents({
+    const { sim, hosts } = await startDevAgents({
       apiUrl: url, username: o.adminUsername, password: boot.demo.password, env: 'prod', count: o.devAgents, ca: agent.certPem,
       log: (line) => ctx.io.err(`agents: ${line}\n`),
     });
-    ctx.io.out(`Simulated agents: ${o.devAgents} enrolling in prod over ${agent.url} (they answer live queries and carves)\n`);
+    agents = sim;
+    ctx.io.out(
+      `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
+        '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
+    );
   }
   await stopSignal();
   ctx.io.err('Shutting down: finishing in-flight requests...\n');

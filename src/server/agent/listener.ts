@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Deps } from '../context.js';
 import { CheckinBatcher } from '../services/checkins.js';
 import { LogDelivery } from '../services/log-delivery.js';
+import { AgentState } from './state.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { DenialAudit } from '../services/denial-audit.js';
@@ -65,12 +66,13 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   if (!files && o.selfSignedDir) files = selfSigned(o.selfSignedDir, o.host);
   if (!files) throw new Error('the agent listener needs --agent-tls-cert and --agent-tls-key (or --dev for a self-signed one)');
   const cert = readFileSync(files.certFile);
+  const state = new AgentState(deps);
   const checkins = new CheckinBatcher(deps);
-  const logs = new LogDelivery(deps);
+  const logs = new LogDelivery(deps, (envId, source) => state.sinksFor(envId, source));
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
   const requestLog = o.requestLog;
-  const app = await buildAgentApp(deps, { checkins, logs }, {
+  const app = await buildAgentApp(deps, { checkins, logs, state }, {
     https: { cert, key: readFileSync(files.keyFile) },
     lifecycle,
     maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,

@@ -11,7 +11,7 @@
 // - 4xx for a request the agent got wrong (not JSON, too large, unknown path): never node_invalid,
 //   so a hostile or broken request cannot make the server look like it forgot the node.
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { gunzip } from 'node:zlib';
+import { gunzip, gunzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 
 const gunzipAsync = promisify(gunzip);
@@ -20,10 +20,11 @@ import type { Deps } from '../context.js';
 import { HttpError, rateLimited } from '../errors.js';
 import { RateLimiter } from '../lib/rate-limit.js';
 import type { DenialAudit } from '../services/denial-audit.js';
-import type { EnvironmentRow, NodeRow } from '../store/schema.js';
+import type { EnvironmentRow } from '../store/schema.js';
+import type { AgentNode, AgentState } from './state.js';
 import type { CheckinBatcher } from '../services/checkins.js';
 import { LogBackpressure, type LogDelivery } from '../services/log-delivery.js';
-import { enrollNode, enrollRefusal, nodeByKey } from '../services/agent-nodes.js';
+import { enrollNode, enrollRefusal } from '../services/agent-nodes.js';
 import { agentConfig } from '../services/osquery-config.js';
 import { CarveRefusal, MAX_CARVE_BLOCK, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
@@ -39,6 +40,8 @@ export const AGENT_INFLATED_LIMIT = 16 * 1024 * 1024;
 export interface AgentServices {
   checkins: CheckinBatcher;
   logs: LogDelivery;
+  /** Environments, node keys, live queries and sinks, cached per counter (agent/state.ts). */
+  state: AgentState;
 }
 
 const INVALID = { node_invalid: true };
@@ -81,6 +84,9 @@ const REFUSAL_PAUSE_MS = 1000;
 /** Big bodies decoded at once; one more is answered 503 before it is inflated (memory and CPU bound). */
 const BIG_BODIES_AT_ONCE = 1;
 
+/** Gzip bodies declaring at most this many inflated bytes are inflated on the event loop (tens of microseconds). */
+const SMALL_INFLATED = 64 * 1024;
+
 /** The inflated size a gzip member declares in its trailer (ISIZE, mod 2^32); a liar is caught by the limits below. */
 function declaredSize(raw: Buffer): number {
   return raw.length >= 18 ? raw.readUInt32LE(raw.length - 4) : raw.length;
@@ -93,6 +99,16 @@ async function inflate(req: FastifyRequest, limit: number): Promise<Buffer> {
   const enc = String(req.headers['content-encoding'] ?? '').toLowerCase();
   if (enc === 'gzip') {
     try {
+      // A small body (osquery's usual batch of a few KB) inflates here at once: handing it to the
+      // thread pool costs more than inflating it. Bounded by SMALL_INFLATED, whatever its
+      // trailer says; a bigger one goes to the pool, off the event loop.
+      if (declaredSize(raw) <= SMALL_INFLATED && limit >= SMALL_INFLATED) {
+        try {
+          return gunzipSync(raw, { maxOutputLength: SMALL_INFLATED });
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw e;
+        }
+      }
       // In libuv's thread pool, not on the event loop: a 16 MB batch does not stall other agents.
       return await gunzipAsync(raw, { maxOutputLength: limit });
     } catch (e) {
@@ -164,7 +180,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     logger: false,
     https: { ...o.https, ...lifecycle.serverOptions() },
     requestTimeout: lifecycle.timeouts.requestMs,
-    keepAliveTimeout: lifecycle.timeouts.keepAliveMs,
+    keepAliveTimeout: lifecycle.timeouts.agentKeepAliveMs,
     forceCloseConnections: false,
     bodyLimit: CARVE_BLOCK_BODY_LIMIT,
     return503OnClosing: false,
@@ -213,7 +229,7 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     } catch {
       throw agentError(400, 'the path is not valid %-encoding');
     }
-    const env = await findEnv(deps, ref);
+    const env = await services.state.env(ref);
     const ep = env && endpointOf(env, rest.join('/'));
     if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
     req.agentEnv = env;
@@ -331,13 +347,13 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
       const decoded = await decoder.decode(req.body as Buffer, AGENT_INFLATED_LIMIT).catch((e: unknown) => {
         throw e instanceof DecodeError ? agentError(e.status, e.message) : e;
       });
-      const node = await nodeByKey(deps, env, decoded.head.node_key);
+      const node = await services.state.node(env, decoded.head.node_key);
       if (!node) {
         req.agentInvalid = true;
         return INVALID;
       }
       req.agentNode = node.uuid;
-      services.checkins.record(node.id, { bytes: wire, ip: req.ip });
+      checkin(services, node, wire, req.ip);
       const type = decoded.head.log_type === 'status' || decoded.head.log_type === 'result' ? decoded.head.log_type : undefined;
       if (env.logging_tls && type) await services.logs.deliverTexts(env, node, type, decoded.entries, { ip: req.ip });
       return OK;
@@ -363,16 +379,27 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
       await refusedAs400(carveBlock(deps, body));
       return { success: true };
     }
-    const node = await nodeByKey(deps, env, body.node_key);
+    const node = await services.state.node(env, body.node_key);
     if (!node) {
       req.agentInvalid = true;
       return INVALID;
     }
     req.agentNode = node.uuid;
-    services.checkins.record(node.id, { bytes: wire, ip: req.ip });
+    checkin(services, node, wire, req.ip);
     return handle(deps, services, env, node, ep, body, req.ip);
   };
   return app;
+}
+
+/**
+ * Every agent request is a check-in (last_seen, bytes). The address is written only when it
+ * changed: it is a searched and indexed column, and rewriting the same value on every check-in
+ * would re-index the node each time.
+ */
+function checkin(services: AgentServices, node: AgentNode, bytes: number, ip: string): void {
+  const moved = node.ip_address !== ip;
+  if (moved) node.ip_address = ip;
+  services.checkins.record(node.id, { bytes, ...(moved ? { ip } : {}) });
 }
 
 /** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it). */
@@ -404,7 +431,7 @@ class Semaphore {
   }
 }
 
-async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: NodeRow, ep: Endpoint, body: Record<string, unknown>, ip: string) {
+async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>, ip: string) {
   switch (ep) {
     case 'config': {
       if (!env.config_tls) return OK;
@@ -424,8 +451,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       await services.logs.deliver(env, node, type, data, { ip });
       return OK;
     }
-    case 'read':
-      return env.query_tls ? { queries: await pendingQueriesFor(deps, node.id), ...OK } : { queries: {}, ...OK };
+    case 'read': {
+      // A node that owes no live query or carve (the common case) is answered without a query.
+      if (!env.query_tls || !(await services.state.mayOwe(node.id))) return { queries: {}, ...OK };
+      const queries = await pendingQueriesFor(deps, node.id);
+      if (Object.keys(queries).length === 0) services.state.owesNothing(node.id);
+      return { queries, ...OK };
+    }
     case 'write': {
       if (!env.query_tls) return OK;
       const recorded = await recordAnswers(deps, node, obj(body.queries), obj(body.statuses), obj(body.messages));

@@ -13,8 +13,9 @@
 // sets last_seen again, so health and activity (hours of granularity) are unaffected.
 // With N replicas each keeps its own pending map: bytes are added (never overwritten) and
 // last_seen only moves forward, so concurrent flushes from several replicas stay correct.
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { Deps } from '../context.js';
+import type { Dialect } from '../store/migrations.js';
 import { Periodic } from '../lib/periodic.js';
 
 export interface Checkin {
@@ -36,6 +37,45 @@ interface Pending {
   daemonHash?: string;
   configValid?: boolean;
   configFetchedAt?: string;
+}
+
+/** The optional columns of a check-in: JSON key, nodes column, value (undefined: not changed). */
+const OPTIONAL: [key: string, column: string, value: (p: Pending) => string | number | undefined][] = [
+  ['ip', 'ip_address', (p) => p.ip],
+  ['ch', 'config_hash', (p) => p.configHash],
+  ['dh', 'daemon_hash', (p) => p.daemonHash],
+  ['cv', 'config_valid', (p) => (p.configValid === undefined ? undefined : p.configValid ? 1 : 0)],
+  ['cf', 'config_fetched_at', (p) => p.configFetchedAt],
+];
+
+const statements = new Map<string, string>();
+
+/**
+ * The statement for one shape (which optional columns its rows set). bytes are added, never set,
+ * and last_seen only moves forward: replicas and workers flushing the same node in any order stay
+ * right. Cached by shape: the texts are prepared once.
+ */
+function checkinSql(dialect: Dialect, mask: number): string {
+  const key = `${dialect}:${mask}`;
+  let text = statements.get(key);
+  if (text) return text;
+  const chosen = OPTIONAL.filter((_, i) => mask & (1 << i));
+  const sets = [
+    'bytes_received = nodes.bytes_received + c.b',
+    'last_seen = case when nodes.last_seen is null or nodes.last_seen < c.s then c.s else nodes.last_seen end',
+    ...chosen.map(([k, col]) => `${col} = c.${k}`),
+  ].join(', ');
+  if (dialect === 'postgres') {
+    const types: Record<string, string> = { ip: 'text', ch: 'text', dh: 'text', cv: 'int', cf: 'text' };
+    const cols = ['id int', 'b bigint', 's text', ...chosen.map(([k]) => `${k} ${types[k]}`)].join(', ');
+    text = `update nodes set ${sets} from jsonb_to_recordset($1::jsonb) as c(${cols}) where nodes.id = c.id`;
+  } else {
+    const cols = ['id', 'b', 's', ...chosen.map(([k]) => k)].map((k) => `value ->> '$.${k}' as ${k}`).join(', ');
+    // SQLite's UPDATE ... SET does not take the target's name before a column: plain names.
+    text = `update nodes set ${sets.replaceAll('nodes.bytes_received', 'bytes_received')} from (select ${cols} from json_each(?)) as c where nodes.id = c.id`;
+  }
+  statements.set(key, text);
+  return text;
 }
 
 export class CheckinBatcher {
@@ -89,29 +129,34 @@ export class CheckinBatcher {
     }
   }
 
-  /** Writes everything pending in one transaction; on failure it is pending again (and thrown). */
+  /**
+   * Writes everything pending in one transaction: one set-based statement per shape of check-in
+   * (most carry only last_seen and bytes; a config fetch adds its hash and time, a new address
+   * the address), its rows passed as one JSON parameter, so a flush of thousands of nodes costs a
+   * few statements whose text never changes. On failure it is pending again (and thrown).
+   */
   private async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     try {
+      const shapes = new Map<number, object[]>();
+      for (const [id, p] of batch) {
+        let mask = 0;
+        const row: Record<string, unknown> = { id, b: p.bytes, s: p.lastSeen };
+        OPTIONAL.forEach(([key, , value], i) => {
+          const v = value(p);
+          if (v !== undefined) {
+            mask |= 1 << i;
+            row[key] = v;
+          }
+        });
+        let rows = shapes.get(mask);
+        if (!rows) shapes.set(mask, (rows = []));
+        rows.push(row);
+      }
       await this.deps.db.transaction().execute(async (trx) => {
-        for (const [id, p] of batch) {
-          await trx
-            .updateTable('nodes')
-            .set((eb) => ({
-              bytes_received: eb('bytes_received', '+', p.bytes),
-              // Only forward: a replica flushing an older check-in after another's newer one.
-              last_seen: sql<string>`case when last_seen is null or last_seen < ${p.lastSeen} then ${p.lastSeen} else last_seen end`,
-              ...(p.ip ? { ip_address: p.ip } : {}),
-              ...(p.configHash ? { config_hash: p.configHash } : {}),
-              ...(p.daemonHash ? { daemon_hash: p.daemonHash } : {}),
-              ...(p.configValid !== undefined ? { config_valid: p.configValid ? 1 : 0 } : {}),
-              ...(p.configFetchedAt ? { config_fetched_at: p.configFetchedAt } : {}),
-            }))
-            .where('id', '=', id)
-            .execute();
-        }
+        for (const [mask, rows] of shapes) await trx.executeQuery(CompiledQuery.raw(checkinSql(this.deps.dialect, mask), [JSON.stringify(rows)]));
       });
     } catch (e) {
       for (const [id, p] of batch) this.merge(id, p);

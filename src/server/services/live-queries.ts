@@ -379,7 +379,7 @@ export async function pendingQueriesFor(deps: Deps, nodeId: number): Promise<Rec
 /** One node's answers (distributed write). Unknown or not-owed query names are ignored. */
 export async function recordAnswers(
   deps: Deps,
-  node: NodeRow,
+  node: Pick<NodeRow, 'id' | 'uuid' | 'hostname'>,
   queries: Record<string, unknown>,
   statuses: Record<string, unknown>,
   messages: Record<string, unknown>,
@@ -431,7 +431,7 @@ export class CarveRefusal extends Error {}
  * name). Refused unless the carve is still running, the node is one of its targets, and the
  * announced sizes are consistent and within the limits (block size, server-wide carve size).
  */
-export async function carveStart(deps: Deps, node: NodeRow, b: Record<string, unknown>): Promise<string> {
+export async function carveStart(deps: Deps, node: Pick<NodeRow, 'id' | 'uuid' | 'environment_id'>, b: Record<string, unknown>): Promise<string> {
   const name = typeof b.request_id === 'string' ? b.request_id : '';
   const blockCount = Number(b.block_count);
   const blockSize = Number(b.block_size);

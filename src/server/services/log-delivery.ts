@@ -27,6 +27,9 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Deps } from '../context.js';
 import { Periodic } from '../lib/periodic.js';
 import type { EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
+
+/** What a delivery needs of the node that sent the logs. */
+type LogNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname'>;
 import { LogTypes, Severities } from '../../api/index.js';
 import { writeAudit } from './audit.js';
 
@@ -135,7 +138,11 @@ export class LogDelivery {
 
   private readonly limits: { sinkBytes: number; nodeBytes: number };
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Deps,
+    /** Where the sinks of a delivery come from (the agent door's counter-keyed cache). */
+    private readonly sinkSource?: (envId: number, source: string) => Promise<LogSinkRow[]>,
+  ) {
     this.limits = { sinkBytes: deps.config.sinkQueueBytes ?? SINK_QUEUE_BYTES, nodeBytes: deps.config.nodeQueueBytes ?? NODE_QUEUE_BYTES };
     this.task = new Periodic('log sink counters', 1000, () => this.flushCounters(), deps.faults);
     if (deps.metrics) deps.metrics.sources.sinkQueueBytes = () => new Map([...this.states.values()].map((st) => [st.sink.name, st.bytes]));
@@ -150,10 +157,12 @@ export class LogDelivery {
   }
 
   /**
-   * Read on every delivery (a small indexed table), not cached: a sink added through the admin
-   * API gets the very next log, on every replica, with no window in which entries go nowhere.
+   * The sinks of a delivery. With the agent door's state (agent/state.ts), cached per process and
+   * keyed by the configuration counter, which every sink change moves (migration 011): a sink
+   * added through the admin API gets the very next log, on every replica. Without it, read.
    */
   private sinksFor(envId: number, source: string): Promise<LogSinkRow[]> {
+    if (this.sinkSource) return this.sinkSource(envId, source);
     return this.deps.db
       .selectFrom('log_sinks')
       .selectAll()
@@ -184,7 +193,7 @@ export class LogDelivery {
    * Queues entries for every matching sink, or for none: throws LogBackpressure when a queue or
    * the node's share has no room (the caller answers 503). Never waits for delivery.
    */
-  async deliver(env: EnvironmentRow, node: NodeRow, logType: string, entries: unknown[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
+  async deliver(env: EnvironmentRow, node: LogNode, logType: string, entries: unknown[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
     return this.deliverTexts(env, node, logType, entries.map((e) => ({ text: JSON.stringify(e) ?? 'null', name: queryName(e) })), o);
   }
 
@@ -193,7 +202,7 @@ export class LogDelivery {
    * wrapped in the envelope by concatenation, never parsed again. The envelope's keys are in the
    * order of LogEntry.
    */
-  async deliverTexts(env: EnvironmentRow, node: NodeRow, logType: string, entries: { text: string; name?: string }[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
+  async deliverTexts(env: EnvironmentRow, node: LogNode, logType: string, entries: { text: string; name?: string }[], o: { dropWhenFull?: boolean; ip?: string } = {}): Promise<void> {
     if (entries.length === 0) return;
     const sinks = await this.sinksFor(env.id, logType);
     if (sinks.length === 0) return;

@@ -5,6 +5,7 @@ import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
+import { startCheckpointer } from './sqlite-checkpoint.js';
 
 export interface Store {
   db: Kysely<DB>;
@@ -57,8 +58,18 @@ export async function openSqlite(path: string): Promise<Store> {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
+  // Checkpoints run in a thread of their own (store/sqlite-checkpoint.ts), never inside a commit
+  // on the event loop; the WAL file is cut back to 64 MiB when it is reset.
+  sqlite.pragma('wal_autocheckpoint = 0');
+  sqlite.pragma('journal_size_limit = 67108864');
+  const checkpointer = startCheckpointer(path, (message, code) => console.error(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
-  await migrate(db, 'sqlite');
+  try {
+    await migrate(db, 'sqlite');
+  } catch (e) {
+    await checkpointer.close();
+    throw e;
+  }
   const outOfSpace = async (): Promise<string | undefined> => {
     // The page limit (PRAGMA max_page_count) and the file system's free space.
     const pages = Number(sqlite.pragma('page_count', { simple: true }));
@@ -95,6 +106,7 @@ export async function openSqlite(path: string): Promise<Store> {
     close: async () => {
       clearInterval(timer);
       await db.destroy();
+      await checkpointer.close();
     },
   };
 }

@@ -4,6 +4,7 @@ import { type Kysely, type Migration, type MigrationProvider, sql, type CreateTa
 import { perfMigration } from './migration-perf.js';
 import { createRequestCacheCounters } from './node-index.js';
 import { listIndexesMigration } from './migration-lists.js';
+import { agentCountersMigration } from './migration-agent.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -418,6 +419,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '009_health_filters': healthFilters(dialect),
       // Indexes for every filter and sort of the node and audit lists at fleet size (issue 21).
       '010_list_indexes': listIndexesMigration(dialect),
+      // Counters the agent door's caches are keyed by (issue 21).
+      '011_agent_counters': agentCountersMigration(dialect),
     }),
   };
 }

@@ -108,6 +108,10 @@ export interface Generations {
   config: number;
   /** Changes whenever an audit row is added, removed, or changes a filtered or searched column. */
   audit: number;
+  /** Changes whenever a node is deleted, re-keyed or moved to another environment (agent door). */
+  nodeKeys: number;
+  /** Changes whenever a live query or carve starts, ends or is deleted (agent door). */
+  liveQueries: number;
 }
 
 /**
@@ -121,7 +125,7 @@ const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_gene
 export async function readGenerations(db: Kysely<any>): Promise<Generations> {
   const rows = (await db.executeQuery(READ_GENERATIONS)).rows as { id: number; generation: number | string }[];
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
-  return { counts: of(1), content: of(2), auth: of(3), config: of(4), audit: of(6) };
+  return { counts: of(1), content: of(2), auth: of(3), config: of(4), audit: of(6), nodeKeys: of(7), liveQueries: of(8) };
 }
 
 /** The tables whose changes move the auth (3) and config (4) counters. */
