@@ -289,9 +289,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   try {
     const https = opts.tls ? { cert: readFileSync(opts.tls.certFile), key: readFileSync(opts.tls.keyFile) } : undefined;
     const lifecycle = new HttpLifecycle(config.timeouts);
-    const denials = new DenialAudit(deps);
-    const purger = new SessionPurger(deps);
-    const app = await buildApp(deps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
+    // The admin door and its background tasks on the store's admin connections (on SQLite,
+    // threads of their own: store/sqlite-thread.ts), so an admin read never holds the event loop
+    // the agent door answers on.
+    // (Its clock is the server's: a test that moves deps.now moves both doors.)
+    const adminDeps = { ...deps, db: store.adminDb, now: () => deps.now() } as Deps;
+    adminDeps.loginGuard = new LoginGuard(adminDeps);
+    const denials = new DenialAudit(adminDeps);
+    const purger = new SessionPurger(adminDeps);
+    const app = await buildApp(adminDeps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();

@@ -6,9 +6,19 @@ import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
 import { startCheckpointer } from './sqlite-checkpoint.js';
+import { AdminSqliteDialect } from './sqlite-thread.js';
+
+/** Read connections (threads) of the admin door on SQLite: one long read leaves the other free. */
+const ADMIN_THREADS = 2;
 
 export interface Store {
   db: Kysely<DB>;
+  /**
+   * What the admin door queries through. SQLite: its reads on connections of worker threads, its
+   * writes and transactions on `db`'s connection (store/sqlite-thread.ts), so an admin read never
+   * holds the event loop; PostgreSQL: `db` itself (node-postgres never blocks the loop).
+   */
+  adminDb: Kysely<DB>;
   dialect: Dialect;
   /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
@@ -96,6 +106,7 @@ export async function openSqlite(path: string): Promise<Store> {
   optimize();
   const timer = setInterval(optimize, 3600_000);
   timer.unref();
+  const adminDb = new Kysely<DB>({ dialect: new AdminSqliteDialect(db, path, ADMIN_THREADS) });
   // One process at a time per file already: SQLite's own locks serialise writers.
   return {
     db,
@@ -103,8 +114,10 @@ export async function openSqlite(path: string): Promise<Store> {
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),
+    adminDb,
     close: async () => {
       clearInterval(timer);
+      await adminDb.destroy();
       await db.destroy();
       await checkpointer.close();
     },

@@ -143,5 +143,5 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   }
   // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
   const analyze = async () => void (await pool.query('analyze'));
-  return { db, dialect: 'postgres', exclusive, analyze, close: () => db.destroy() };
+  return { db, adminDb: db, dialect: 'postgres', exclusive, analyze, close: () => db.destroy() };
 }
