@@ -104,12 +104,14 @@ export class SimAgent {
   dueAt?: number;
 
   private async call(kind: RequestKind, path: string, body: object, gzip = false): Promise<any> {
-    const sent = performance.now();
-    const t = this.env.latencyFromSend ? sent : sent - Math.max(0, Date.now() - (this.dueAt ?? Infinity));
+    const called = performance.now();
+    let t = called - Math.max(0, Date.now() - (this.dueAt ?? Infinity));
     this.dueAt = undefined;
     let res: any;
     try {
-      res = await this.env.transport.post(path, body, gzip, this.index);
+      // From the send: the moment the request goes on the wire (after any earlier request of this agent's).
+      res = await this.env.transport.post(path, body, gzip, this.index, this.env.latencyFromSend ? (sent) => (t = sent) : undefined);
+      if (this.env.latencyFromSend && t < called) t = called;
     } catch (e) {
       this.env.stats.error(kind, (e as Error).message);
       throw e;

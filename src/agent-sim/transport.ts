@@ -1,10 +1,12 @@
 // The agents' HTTPS connection to the server: osquery's TLS transport in miniature. JSON bodies
 // POSTed to an endpoint; gzip (Content-Encoding) when --logger_tls_compress asks for it.
-// Two shapes: a small pool of keep-alive connections shared by every simulated agent (the demo
-// and tests: the server sees the same requests, fewer sockets), or, with `perAgent`, one
-// connection per agent as a real fleet has (osquery keeps its socket, --tls_session_reuse, and
-// resumes its TLS session when the server closed it): what the load benchmark drives.
-import { Client, Pool, buildConnector, type Dispatcher } from 'undici';
+// Two shapes: a small pool of keep-alive connections shared by every simulated agent (undici; the
+// demo and tests: the server sees the same requests, fewer sockets), or, with `perAgent`, one
+// connection per agent as a real fleet has (agent-connection.ts: osquery keeps its socket,
+// --tls_session_reuse, and resumes its TLS session when the server closed it): what the load
+// benchmark drives.
+import { Pool, type Dispatcher } from 'undici';
+import { AgentConnection } from './agent-connection.js';
 import { gzipSync } from 'node:zlib';
 
 export interface TransportOptions {
@@ -36,15 +38,12 @@ export class TransportError extends Error {
   }
 }
 
-/** How long an agent keeps an idle connection (osquery: --tls_session_timeout, 3600 s); the server's Keep-Alive hint wins when shorter. */
-const AGENT_KEEPALIVE_MS = 3600_000;
-
 export class Transport {
   private pool?: Pool;
-  private clients = new Map<number, Client>();
+  private clients = new Map<number, AgentConnection>();
   private hostHeader: string;
   private origin: string;
-  private clientOptions: Client.Options;
+  private agentOptions?: Omit<import('./agent-connection.js').AgentConnectionOptions, 'localAddress'>;
   private localAddresses: string[];
 
   constructor(o: TransportOptions) {
@@ -56,18 +55,16 @@ export class Transport {
     const tls = { ca: o.ca, rejectUnauthorized: !o.insecure, servername: isIp ? undefined : o.host };
     this.localAddresses = o.localAddresses ?? [];
     if (o.perAgent) {
-      // One connector for every agent's connection: its TLS session cache lets an agent whose
-      // connection the server closed resume its session (an abbreviated handshake), as osquery does.
-      this.clientOptions = {
-        pipelining: 1,
-        keepAliveTimeout: AGENT_KEEPALIVE_MS,
-        keepAliveMaxTimeout: AGENT_KEEPALIVE_MS,
-        headersTimeout: o.timeoutMs,
-        bodyTimeout: o.timeoutMs,
-        connect: buildConnector({ ...tls, maxCachedSessions: 1000 }),
+      // One connection per agent (agent-connection.ts), each resuming its own TLS session.
+      this.agentOptions = {
+        host: target,
+        port: o.connectPort ?? o.port,
+        servername: isIp ? undefined : o.host,
+        ca: o.ca,
+        rejectUnauthorized: !o.insecure,
+        timeoutMs: o.timeoutMs,
       };
     } else {
-      this.clientOptions = {};
       this.pool = new Pool(this.origin, {
         connections: o.connections,
         pipelining: 1,
@@ -79,40 +76,51 @@ export class Transport {
     }
   }
 
-  private dispatcher(agent: number): Dispatcher {
-    if (this.pool) return this.pool;
+  private connection(agent: number): AgentConnection {
     let c = this.clients.get(agent);
     if (!c) {
-      const local = this.localAddresses.length ? { localAddress: this.localAddresses[agent % this.localAddresses.length] } : {};
-      this.clients.set(agent, (c = new Client(this.origin, { ...this.clientOptions, ...local })));
+      const localAddress = this.localAddresses.length ? this.localAddresses[agent % this.localAddresses.length] : undefined;
+      this.clients.set(agent, (c = new AgentConnection({ ...this.agentOptions!, localAddress })));
     }
     return c;
   }
 
-  /** Open connections (per-agent transport; the pool's size otherwise). */
+  /** Open connections (per-agent transport; 0 for the pool). */
   get connections(): number {
-    return this.pool ? 0 : this.clients.size;
+    let n = 0;
+    for (const c of this.clients.values()) if (c.open) n++;
+    return n;
   }
 
   /** POSTs `body` as JSON and returns the parsed JSON answer (an HTTP error status throws). `agent` picks its connection. */
-  async post(path: string, body: unknown, gzip = false, agent = 0): Promise<any> {
+  async post(path: string, body: unknown, gzip = false, agent = 0, onSent?: (t: number) => void): Promise<any> {
     let payload: string | Buffer = JSON.stringify(body);
-    const headers: Record<string, string> = { host: this.hostHeader, 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'osquery/sim' };
-    if (gzip) {
-      payload = gzipSync(payload);
-      headers['content-encoding'] = 'gzip';
+    if (gzip) payload = gzipSync(payload);
+    let status: number;
+    let text: string;
+    if (this.pool) {
+      const headers: Record<string, string> = { host: this.hostHeader, 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'osquery/sim' };
+      if (gzip) headers['content-encoding'] = 'gzip';
+      const res = await (this.pool as Dispatcher).request({ method: 'POST', path, headers, body: payload });
+      status = res.statusCode;
+      text = await res.body.text();
+    } else {
+      const data = typeof payload === 'string' ? Buffer.from(payload) : payload;
+      const head = `POST ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nContent-Type: application/json\r\nAccept: application/json\r\nUser-Agent: osquery/sim\r\n${gzip ? 'Content-Encoding: gzip\r\n' : ''}Content-Length: ${data.length}\r\n\r\n`;
+      const res = await this.connection(agent).request(head, data, onSent);
+      status = res.status;
+      text = res.body.toString('utf8');
     }
-    const res = await this.dispatcher(agent).request({ method: 'POST', path, headers, body: payload });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) throw new TransportError(`${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`, res.statusCode);
+    if (status !== 200) throw new TransportError(`${path}: HTTP ${status} ${text.slice(0, 200)}`, status);
     try {
       return JSON.parse(text);
     } catch {
-      throw new TransportError(`${path}: answer is not JSON: ${text.slice(0, 100)}`, res.statusCode);
+      throw new TransportError(`${path}: answer is not JSON: ${text.slice(0, 100)}`, status);
     }
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pool?.close(), ...[...this.clients.values()].map((c) => c.close())]);
+    for (const c of this.clients.values()) c.close();
+    await this.pool?.close();
   }
 }

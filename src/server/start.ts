@@ -268,16 +268,24 @@ async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
  * For the primary of `--workers N` (server/cluster.ts): migrations and the one-time bootstrap,
  * before any worker opens the database. The temporary directory of --dev stays until `close`.
  */
-export async function bootstrapDatabase(opts: ServerOptions): Promise<{ demo?: RunningServer['demo']; tempDir?: string; dbPath: string; store: Store; close(): Promise<void> }> {
+export async function bootstrapDatabase(opts: ServerOptions): Promise<{ demo?: RunningServer['demo']; tempDir?: string; dbPath: string; store: Store; closeStore(): Promise<void>; close(): Promise<void> }> {
   const o = await openAndBootstrap({ ...opts, worker: undefined });
+  let closing: Promise<void> | undefined;
+  // The primary needs the database only to bootstrap and print the banner: closed then, so it
+  // keeps no connections, threads or timers while the workers serve.
+  const closeStore = () =>
+    (closing ??= (async () => {
+      await o.store.close().catch(() => undefined);
+      o.faults.stop();
+    })());
   return {
     demo: o.demo,
     tempDir: o.tempDir,
     dbPath: o.dbPath,
     store: o.store,
+    closeStore,
     close: async () => {
-      await o.store.close().catch(() => undefined);
-      o.faults.stop();
+      await closeStore();
       if (o.tempDir) rmSync(o.tempDir, { recursive: true, force: true });
     },
   };

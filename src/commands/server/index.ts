@@ -386,6 +386,7 @@ async function serveAsPrimary(
   }
   if (agent) ctx.io.out(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
   ctx.io.out(`Workers: ${workers} server processes share these ports\n`);
+  await boot.closeStore();
   let metricsServer: import('node:http').Server | undefined;
   if (options.metricsListen) {
     const m = await listenMetrics(options.metricsListen, () => primary.metrics(), primary.metricsContentType, (e) => log(`metrics: ${(e as Error).message}`));
