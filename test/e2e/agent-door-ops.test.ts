@@ -62,7 +62,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => stall.listen(0, '127.0.0.1', r));
   server = await startServerProcess(
     ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
-      '--sink-dir', dir, '--log', '--metrics-listen', '127.0.0.1:0', '--agent-max-in-flight', '2', '--shutdown-grace', '1',
+      // One process: the in-flight bound is per server process (two stalled uploads must meet in one).
+      '--sink-dir', dir, '--log', '--metrics-listen', '127.0.0.1:0', '--agent-max-in-flight', '2', '--shutdown-grace', '1', '--workers', '1',
       '--sink-queue-size', '40M', '--node-log-queue-size', '2M'],
     { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
   );
