@@ -12,7 +12,9 @@ import {
 import {
   ConfigError, checkAcrossParts, isConfigPart, pathOf, readStoredParts, sameJson, validatePart,
 } from '../../lib/osquery-config.js';
+import { uncheckedSql } from '../../lib/sql-check.js';
 import { badRequest, conflict, invalidTarget } from '../errors.js';
+import { parseOffLoop } from '../lib/sql-worker.js';
 import { atomically } from '../store/db.js';
 import { writeAudit } from './audit.js';
 
@@ -103,6 +105,8 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
   if (unknown !== undefined) throw badRequest(`${pathOf('', unknown).replace(/^\./, '')}: unknown part (valid: ${CONFIG_PARTS.join(', ')})`);
   const given = CONFIG_PARTS.filter((p) => body[p] !== undefined);
   if (given.length === 0) throw badRequest(`nothing to change: give at least one of ${CONFIG_PARTS.join(', ')}`);
+  // SQL not seen before is parsed off the event loop first: the checks below then read answers.
+  await parseOffLoop(uncheckedSql(() => given.forEach((p) => validatePart(p, body[p]))));
   const next: Partial<OsqueryConfigParts> = {};
   try {
     for (const p of given) (next as Record<string, unknown>)[p] = validatePart(p, body[p]);
