@@ -1,11 +1,10 @@
 // The Fastify application: JSON in and out, one error handler producing `{code, error}`, and
 // the auth hook that applies each route's permission rule (permissions.ts).
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyError } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest, type FastifyError } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Deps, Caller } from './context.js';
-import type { EnvironmentRow } from './store/schema.js';
 import { HttpError, forbidden, notFound, rateLimited } from './errors.js';
-import { hasLevel, type Rule } from './permissions.js';
+import { hasLevel } from './permissions.js';
 import { authenticate } from './services/auth.js';
 import { findEnv } from './services/environments.js';
 import { RateLimiter } from './lib/rate-limit.js';
@@ -13,24 +12,9 @@ import { HttpLifecycle } from './lib/http-lifecycle.js';
 import { MAX_JSON_DEPTH, duplicateKey, nestsDeeperThan } from './lib/json-depth.js';
 import type { DenialAudit } from './services/denial-audit.js';
 import { registerRoutes } from './routes/index.js';
+import type { App } from './routes/request.js';
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    rule?: Rule;
-    /** 'login' routes are limited per client IP instead of per user. */
-    limit?: 'login';
-    /** A body whose objects repeat a key is refused (osquery configurations: docs/api.md). */
-    uniqueKeys?: boolean;
-  }
-  interface FastifyRequest {
-    caller?: Caller;
-    fleetEnv?: EnvironmentRow;
-    /** The path of a key the JSON body gives twice in one object (routes with uniqueKeys). */
-    duplicateKey?: string;
-  }
-}
-
-export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
+export type { App };
 
 export interface AppOptions {
   logger?: boolean | object;
@@ -47,15 +31,6 @@ export interface AppOptions {
 
 /** Longest path parameter (Fastify's default, 100, cut real hostnames): Node's 16 KiB header cap binds first. */
 const MAX_PARAM_LENGTH = 8192;
-
-export function callerOf(req: FastifyRequest): Caller {
-  if (!req.caller) throw new HttpError(500, 'internal', 'route has no authenticated caller');
-  return req.caller;
-}
-export function envOf(req: FastifyRequest): EnvironmentRow {
-  if (!req.fleetEnv) throw new HttpError(500, 'internal', 'route has no environment');
-  return req.fleetEnv;
-}
 
 function errorBody(err: FastifyError | HttpError): { status: number; body: Record<string, unknown>; headers?: Record<string, string> } {
   if (err instanceof HttpError) return { status: err.status, body: { code: err.code, error: err.message, ...err.extra }, headers: err.headers };

@@ -1,5 +1,5 @@
 // Audit logs (4.19): authenticated; the service narrows non-super-admins to their own rows.
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { AuditLogEntry, AuditQuery, Paginated } from '../../api/index.js';
 import { RULES } from '../permissions.js';

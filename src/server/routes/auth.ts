@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';

@@ -1,6 +1,6 @@
 // Carves: list (contract.md 5), read (4.16) and actions (4.17); rules live in services/carves.ts.
 import { Type } from '@sinclair/typebox';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { CarveDetail, CarvesListQuery, MessageResponse, Paginated, CarveQuery } from '../../api/index.js';
 import { RULES } from '../permissions.js';

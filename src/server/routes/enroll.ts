@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DataResponse, EnrollBody, MessageResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';

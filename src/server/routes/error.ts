@@ -1,6 +1,6 @@
 // 4.21: a generic error for clients to test their error handling (no auth).
 import { Type } from '@sinclair/typebox';
-import type { App } from '../app.js';
+import type { App } from './request.js';
 import type { Deps } from '../context.js';
 import { RULES } from '../permissions.js';
 import type { ErrorCode } from '../../api/index.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { App } from '../app.js';
+import type { App } from './request.js';
 import type { Deps } from '../context.js';
 import { HttpError } from '../errors.js';
 import { RULES } from '../permissions.js';

@@ -1,5 +1,5 @@
 // One module per resource group; each registers its routes with their permission rule.
-import type { App } from '../app.js';
+import type { App } from './request.js';
 import type { Deps } from '../context.js';
 import { authRoutes } from './auth.js';
 import { usersRoutes } from './users.js';

@@ -1,6 +1,6 @@
 // The caller's second factors: TOTP enrolment and WebAuthn credentials (contract.md 2).
 import { Type } from '@sinclair/typebox';
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { MessageResponse, PasswordBody, TotpBeginResponse, TotpConfirmBody, TotpConfirmResponse, WebauthnCredential } from '../../api/index.js';
 import { RULES } from '../permissions.js';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { MessageResponse, Node, NodeDeleteBody, NodesQuery, Paginated } from '../../api/index.js';
 // Response schemas: Fastify compiles each once at start-up (fast-json-stringify) and serialises

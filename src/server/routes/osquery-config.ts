@@ -1,7 +1,7 @@
 // An environment's osquery configuration (issue 22; docs/api.md "osquery configuration").
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { AgentConfigView, OsqueryConfigPatch, OsqueryConfigQuery, OsqueryConfigView } from '../../api/index.js';
 import { RULES } from '../permissions.js';

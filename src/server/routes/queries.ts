@@ -1,7 +1,7 @@
 // Live queries (issue 13) and the carve start/archive endpoints; rules in services/live-queries.ts.
 // Paths follow osctrl-api: /api/v1/queries/{env}..., POST /api/v1/carves/{env}, .../archive/{name}.
 import { Type } from '@sinclair/typebox';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { RULES } from '../permissions.js';
 import contentDisposition from 'content-disposition';

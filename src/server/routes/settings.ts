@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { callerOf, envOf, type App } from '../app.js';
+import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { Setting, SettingUpdateBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';

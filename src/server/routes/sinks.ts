@@ -1,6 +1,6 @@
 // Log sinks: clone (4.18) plus list/create/delete (contract.md 4.18), all super-admin.
 import { Type } from '@sinclair/typebox';
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { LogSink, MessageResponse, SinkCloneBody, SinkCreateBody, SinksListQuery } from '../../api/index.js';
 import { RULES } from '../permissions.js';

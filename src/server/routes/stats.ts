@@ -1,5 +1,5 @@
 // Dashboard statistics (4.20): authenticated; only the caller's environments are counted.
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DashboardStats } from '../../api/index.js';
 import { RULES } from '../permissions.js';

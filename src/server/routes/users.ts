@@ -1,6 +1,6 @@
 // Users (4.5), the user list and "me" (contract.md 5), and the caller's own password (4.3).
 import { Type } from '@sinclair/typebox';
-import { callerOf, type App } from '../app.js';
+import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DataResponse, MessageResponse, PasswordChangeBody, User, UserBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';
