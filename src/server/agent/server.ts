@@ -287,7 +287,10 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
       chunks.push(c);
     });
     payload.on('end', () => finish(null, Buffer.concat(chunks, size)));
-    payload.on('error', (e) => finish(e));
+    // The agent went away before its body arrived (it timed out, or was stopped): its own doing,
+    // answered 400 (to nobody) and not reported as a server fault. Node's "aborted" carries
+    // ECONNRESET, which would otherwise read as a database connection lost.
+    payload.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ECONNRESET' || e.message === 'aborted' ? agentError(400, 'the agent aborted the request') : e));
   });
   app.setErrorHandler((err: FastifyError | HttpError, req, reply) => {
     const a = answerForError(deps, err, req);
