@@ -346,6 +346,16 @@ const carried = (r) => {
   return best;
 };
 
+// Stopped from outside (Ctrl-C, a timeout): the server, its workers and the drivers go too.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const c of children) c.kill('SIGKILL');
+    cluster?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
+
 const results = { machine: { cpus: cpus().length, model: cpus()[0]?.model, fileLimit }, options: { LADDER, WINDOW_S, SETTLE_S, RAMP, DRIVERS, PROFILE, PG, INTERVALS, SCHEDULE }, runs: [] };
 try {
   console.log(`fleetctl agent load benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${uptime()}; ${PG ? 'PostgreSQL' : 'SQLite'}; open files per process ${fileLimit}`);
