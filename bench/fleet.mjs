@@ -215,7 +215,7 @@ async function seedAudit(target, n) {
     const client = new pg.Client({ connectionString: target });
     await client.connect();
     const cat = (...xs) => `(${xs.map((x) => `(${x})::text`).join(' || ')})`;
-    await client.query(`insert into audit_logs (${cols}) select $1, '', (n % 3) + 1, ${line('n', cat, 'to_hex(n * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from generate_series(1, $2::int) n`, [now, n]);
+    await client.query(`insert into audit_logs (${cols}) select $1, '', (n % 3) + 1, ${line('n', cat, 'to_hex(n::bigint * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from generate_series(1, $2::int) n`, [now, n]);
     await client.query('analyze audit_logs');
     await client.end();
   } else {
