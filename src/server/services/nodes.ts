@@ -386,7 +386,12 @@ async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: Pa
   return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE);
 }
 
-const DERIVED = new WeakMap<object, Map<string, { generation: number; bounds: HealthBounds; total: number }>>();
+interface DerivedEntry {
+  generation: number;
+  bounds: HealthBounds;
+  total: number;
+}
+const DERIVED = new WeakMap<object, Map<string, DerivedEntry>>();
 
 /**
  * The total of a health- or risk-filtered list, exact at every instant without a recount per
@@ -395,33 +400,50 @@ const DERIVED = new WeakMap<object, Map<string, { generation: number; bounds: He
  * cutoffs can have changed class, so the total is moved by counting just those, under the old
  * bounds and under the new ones (two short ranges of the nodes_env_health index).
  */
-async function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<number> {
+const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+/** One derivedTotal at a time per list: two requests must not both move the same total. */
+function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
+  let turns = DERIVED_TURNS.get(deps.db);
+  if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map()));
+  const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
+  const prev = turns.get(key) ?? Promise.resolve();
+  const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, ctx));
+  const settled = next.catch(() => undefined);
+  turns.set(key, settled);
+  void settled.then(() => {
+    if (turns.get(key) === settled) turns.delete(key);
+  });
+  return next;
+}
+
+async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
   let cache = DERIVED.get(deps.db);
   if (!cache) DERIVED.set(deps.db, (cache = new Map()));
   const { bounds, sort: _s, order: _o, ...filters } = p;
   void _s;
   void _o;
   const b1 = bounds!;
-  const key = JSON.stringify([env.id, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const key = JSON.stringify([env.id, env.name, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
   const select = () => deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
   const hit = cache.get(key);
-  let total: number;
   if (hit && hit.generation === generation) {
     const b0 = hit.bounds;
-    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit.total;
+    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
     const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))));
     const [was, is] = await Promise.all([
       countOf(inRanges(applyFilters(deps, select(), { ...p, bounds: b0 }, b0.inactiveBefore))),
       countOf(inRanges(applyFilters(deps, select(), p, cutoff))),
     ]);
-    total = hit.total - was + is;
-  } else {
-    total = await countOf(applyFilters(deps, select(), p, cutoff));
+    hit.total += is - was;
+    hit.bounds = b1;
+    return hit;
   }
+  const entry: DerivedEntry = { generation, bounds: b1, total: await countOf(applyFilters(deps, select(), p, cutoff)) };
   if (!hit && cache.size >= 256) cache.clear();
-  cache.set(key, { generation, bounds: b1, total });
-  return total;
+  cache.set(key, entry);
+  return entry;
 }
 
 /** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
@@ -488,11 +510,11 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     if (filters.tagId === undefined) return pageOf([], pageReq, 0);
   }
   if (params.health || params.risk) {
-    // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: these
-    // pages are read per request, through the nodes_env_health index; their totals are cached
-    // until the data changes or the clock reaches the next node that crosses a cutoff.
+    // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: the
+    // total is moved with them (derivedTotal), a page read again once a node crossed (derivedPage).
     filters.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
-    const total = await derivedTotal(deps, env, filters, cutoff, generation.content, ctx);
+    const entry = await derivedTotal(deps, env, filters, cutoff, generation.content, ctx);
+    const total = entry.total;
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
     const page = await derivedPage(deps, env, filters, pageReq, cutoff, generation.content, ctx);
     return pageOf(page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])), pageReq, total);
