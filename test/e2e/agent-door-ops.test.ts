@@ -71,7 +71,7 @@ beforeAll(async () => {
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   for (const r of held) r.destroy();
@@ -170,5 +170,5 @@ describe('the agent door as a service', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 503/);
     const r = await server.proc;
     expect(r.exitCode).toBe(0);
-  }, 60_000);
+  }, 180_000);
 });

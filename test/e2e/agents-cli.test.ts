@@ -22,7 +22,7 @@ let agents: ResultPromise;
 let agentsOut = '';
 let carvesDir: string;
 
-async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 30_000): Promise<void> {
+async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 90_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await ok()) return;
@@ -57,7 +57,7 @@ beforeAll(async () => {
   );
   agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
   await until(() => /Enrolled \d+\/\d+ agents/.test(agentsOut), 'enrollment');
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   agents?.kill('SIGTERM');
@@ -163,7 +163,7 @@ describe('fleetctl server --dev --dev-agents N', () => {
       const before = await exports('prod-status-file');
       const q = await c.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'tag:live-agents']);
       expect(q.exitCode, q.stderr).toBe(0);
-      await until(async () => (await exports('prod-status-file')) > before, 'status logs delivered to prod-status-file');
+      await until(async () => (await exports('prod-status-file')) > before, 'status logs delivered to prod-status-file', 90_000);
       // What a sink that cannot deliver writes: "log sink NAME dropped N entries: ..." (severity error), once a minute.
       const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as { line: string; severity: number }[];
       expect(sinkRows.filter((p) => p.severity > 1 || /dropped|fail/.test(p.line)).map((p) => p.line)).toEqual([]);

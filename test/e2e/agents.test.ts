@@ -44,7 +44,7 @@ beforeAll(async () => {
   sinkFile = join(dir, 'status.jsonl');
   const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: 'status.jsonl' } });
   expect(sink.status).toBe(200);
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await server?.stop();

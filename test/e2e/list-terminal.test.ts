@@ -18,7 +18,7 @@ let dir: string;
 beforeAll(async () => {
   ({ server, cli } = await startAdminSession());
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-export-'));
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   cli?.cleanup();
@@ -35,7 +35,7 @@ describe('--all export', () => {
   it('at a terminal with stdout in a file: a progress line on stderr, cleared at the end; the file is the whole list', async () => {
     const file = join(dir, 'nodes.json');
     const t = new Terminal([`$FLEETCTL ${EXPORT.join(' ')} > ${file}`], { configDir: cli.configDir, shell: true, env: { CI: undefined, ...NOW } });
-    await t.waitFor(/Fetched [\d,]+ of [\d,]+ nodes \([\d,]+\/s\)/, 60_000);
+    await t.waitFor(/Fetched [\d,]+ of [\d,]+ nodes \([\d,]+\/s\)/, 120_000);
     expect(await t.exitCode(120_000)).toBe(0);
     const nodes = JSON.parse(readFileSync(file, 'utf8')) as Node[];
     const total = Number((await cli.run(['stats', '--jq', '.environments[] | select(.name == "prod") | .total'])).stdout);

@@ -24,7 +24,7 @@ let cli: Cli;
 let carvesDir: string;
 const sims: { proc: ResultPromise; out: () => string }[] = [];
 
-async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 60_000): Promise<void> {
+async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 120_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await ok()) return;
@@ -88,7 +88,7 @@ beforeAll(async () => {
   online = nodes.filter((n) => seenByA.has(n.uuid.toLowerCase()));
   offline = nodes.filter((n) => !seenByA.has(n.uuid.toLowerCase()));
   expect(online).toHaveLength(LIVE);
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   for (const s of sims) s.proc.kill('SIGTERM');
@@ -128,7 +128,7 @@ describe('query run is bounded and online-aware', () => {
   it('Ctrl-C at a terminal stops waiting, cancels the query on the server and exits 130: no active query is left', async () => {
     const before = await activeQueries();
     const p = runInPty(cli, ['query', 'run', 'SELECT * FROM os_version', '--wait', '10m']);
-    await p.expect(/20\/40 answered/, 60_000); // the online ones answered; the offline ones never will
+    await p.expect(/20\/40 answered/, 120_000); // the online ones answered; the offline ones never will
     const name = queryName(p.output())!;
     expect(await activeQueries()).toContain(name);
     p.write('\x03');

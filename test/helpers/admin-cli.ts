@@ -106,7 +106,7 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
       check();
     });
   return {
-    async expect(re, timeoutMs = 20_000) {
+    async expect(re, timeoutMs = 90_000) {
       const find = () => re.exec(clean().slice(cursor));
       await waitFor(() => find() !== null || exit !== undefined, String(re), timeoutMs);
       const m = find();
@@ -120,7 +120,7 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
     write(text) {
       p.write(text);
     },
-    async done(timeoutMs = 30_000) {
+    async done(timeoutMs = 120_000) {
       await waitFor(() => exit !== undefined, 'exit', timeoutMs);
       return { exitCode: exit!, output: clean() };
     },

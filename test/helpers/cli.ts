@@ -49,7 +49,7 @@ export class Cli {
       env: { ...baseEnv(this.configDir), ...o.env },
       extendEnv: false,
       reject: false,
-      timeout: o.timeout ?? 60_000,
+      timeout: o.timeout ?? 180_000, // a bound for a hung command, far from what a loaded machine takes
       stripFinalNewline: false,
       cwd: o.cwd,
     });
@@ -91,7 +91,7 @@ export async function startServerProcess(args: string[] = ['--dev', '--dev-passw
   });
   let out = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 180_000);
     proc.all!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /(https?:\/\/127\.0\.0\.1:\d+)/.exec(out);

@@ -76,7 +76,7 @@ export function hostDetails(uuid: string, hostname: string) {
 }
 
 /** Polls until `check` returns a value (not undefined); fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
