@@ -80,6 +80,10 @@ export async function startServerProcess(args: string[] = ['--dev', '--dev-passw
   // In the postgres project, a --dev server seeds its demo fleet into a fresh database.
   const pgUrl = args.includes('--dev') && !args.includes('--db') ? await testDatabaseUrl() : undefined;
   if (pgUrl) args = [...args, '--db', pgUrl];
+  // One server process unless a test is about --workers: the default (one per core) doubles the CPU
+  // every server start costs on two cores, and what the CLI tests look at is the same either way
+  // (test/server/workers.test.ts covers the workers).
+  if (!args.some((a) => a === '--workers' || a.startsWith('--workers='))) args = [...args, '--workers', '1'];
   const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', '--denied-rate-limit', '10000', '--account-login-limit', '10000', ...args], {
     env: { ...o.env },
     input: o.input,
