@@ -747,7 +747,7 @@ complete -c fleetctl -n '__fleetctl_at \'server\'' -l sink-dir -r -F -d 'the onl
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l sink-queue-size -x -d 'log bytes queued per sink before agents are answered 503 (they resend), e.g. 64M (default 64M)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l node-log-queue-size -x -d 'log bytes one node may have queued over all sinks before its requests are answered 503 (default 16M)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l carve-max-size -x -d 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)'
-complete -c fleetctl -n '__fleetctl_at \'server\'' -l agent-max-in-flight -x -d 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 128)'
+complete -c fleetctl -n '__fleetctl_at \'server\'' -l agent-max-in-flight -x -d 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 512)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l metrics-listen -x -d 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l workers -x -d 'server processes sharing the ports and the database, each serving both doors (default: the machine\'s cores)'
 complete -c fleetctl -n '__fleetctl_at \'help\' 0' -a 'login logout auth mfa users env schedule enroll tags nodes settings query carves sinks audit stats apply diff api config completion version server options' -d 'command'

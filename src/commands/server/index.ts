@@ -158,7 +158,7 @@ export function registerServer(program: Command): void {
         .option('--sink-queue-size <size>', 'log bytes queued per sink before agents are answered 503 (they resend), e.g. 64M (default 64M)', sizeArg)
         .option('--node-log-queue-size <size>', 'log bytes one node may have queued over all sinks before its requests are answered 503 (default 16M)', sizeArg)
         .option('--carve-max-size <size>', 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)', sizeArg)
-        .option('--agent-max-in-flight <n>', 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 128)', intArg(1))
+        .option('--agent-max-in-flight <n>', 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 512)', intArg(1))
         .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)')
         .option('--workers <n>', "server processes sharing the ports and the database, each serving both doors (default: the machine's cores)", intArg(1)),
     async (ctx, _args, o) => {
