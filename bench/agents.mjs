@@ -176,10 +176,14 @@ async function startDrivers(init) {
 }
 
 const head = 'agents  req/s  req/agent/min  p50/p99/max ms  errors  list p99/max  stats p99/max  server CPU  CPU ms/req  driver delay p99/late  load';
-const line = (m, verdict) =>
+const line = (m, verdict) => {
   console.log(
     `${String(m.agents).padStart(6)}  ${m.rps.toFixed(0).padStart(5)}  ${m.perAgentMin.toFixed(2).padStart(13)}  ${`${f1(m.p50)}/${f1(m.p99)}/${f1(m.max)}`.padStart(14)}  ${String(m.errors).padStart(6)}  ${`${f1(m.listP99)}/${f1(m.listMax)}`.padStart(12)}  ${`${f1(m.statsP99)}/${f1(m.statsMax)}`.padStart(13)}  ${`${(m.serverCpu * 100).toFixed(0)}%`.padStart(10)}  ${m.cpuMsPerRequest.toFixed(3).padStart(10)}  ${`${f1(m.driverDelayP99)}/${f1(m.driverLateMax)}`.padStart(21)}  ${m.load}  ${verdict}`,
   );
+  // Which requests failed and how, under the row: "errors 19" alone does not say whether the
+  // server shed, timed out or the driver gave up.
+  if (m.errors) console.log(`        errors by request: ${Object.entries(m.errorKinds).map(([k, n]) => `${k} ${n}`).join(', ')}; last: ${m.lastError ?? '?'}`);
+};
 const judge = (m) => {
   if (m.driverDelayP99 > DRIVER_DELAY_LIMIT_MS) return 'drivers saturated';
   if (m.enrolled < m.agents * 0.995) return 'not all enrolled';
