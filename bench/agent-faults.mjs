@@ -14,7 +14,7 @@
 //               how long until it is back under 100 ms.
 //
 // Usage: npm run build && node bench/agent-faults.mjs pg-restart|flood|overload [options]
-// (take the heavy lock: flock /work/locks/heavy node bench/agent-faults.mjs ...)
+// Run it alone on the machine: its figures are latencies and memory under load.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';

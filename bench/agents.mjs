@@ -8,7 +8,7 @@
 //     read 60 s, logger period 4 s (a log request only when results are buffered), a schedule of
 //     one 60 s snapshot query and one 300 s differential query: about 2.2 agent requests per
 //     agent per minute, as Fleet's osquery-perf with osquery-like intervals
-//     (/work/peers/fleet-perf/REPORT.md); enrolling with config_valid "0" and 2 KB host_details;
+//     (read in osquery-perf's code, and measured from nginx's log of its runs); enrolling with config_valid "0" and 2 KB host_details;
 //     --profile fast (config 60 s, distributed 6 s, a 10 s query) sends about 8 times as many,
 //     to load a server with fewer sockets;
 //   - a gradual enrollment ramp (--ramp agents/s), so phases spread as a fleet's do;
