@@ -2,6 +2,7 @@
 // install gets, through the admin API like an operator would (log in, read the environment's
 // flags and enroll secret), then enroll over the agent listener's TLS.
 import { request } from 'undici';
+import { NEVER } from '../api/common.js';
 import { Simulator, parseAgentFlags, syntheticHost } from './index.js';
 
 export interface DevAgentsOptions {
@@ -56,6 +57,16 @@ export async function startDevAgents(o: DevAgentsOptions): Promise<{ sim: Simula
     }
     const uuids = sim.agents.filter((a) => a.nodeKey).map((a) => a.host.uuid);
     await getJson(`${api}/api/v1/tags/${env}/tag`, { method: 'POST', token, body: { name: LIVE_TAG, uuids } });
+    // Their first config fetch reaches the node rows with the next check-in flush (about a
+    // second): until then they list as config_invalid (osquery enrolls with config_valid "0"), and
+    // the demo's first `nodes list` would show five new agents as unhealthy.
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) {
+      const page = await getJson(`${api}/api/v1/nodes/${env}?tag=${LIVE_TAG}&page_size=${Math.max(50, uuids.length)}`, { token });
+      const fetched = (page.items ?? []).filter((n: { config_fetched_at?: string }) => n.config_fetched_at && n.config_fetched_at !== NEVER).length;
+      if (fetched >= uuids.length) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
   return { sim, hosts };
 }
