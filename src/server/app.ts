@@ -113,6 +113,9 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let { status, body, headers } = errorBody(err);
+    // Past the shutdown grace the drain has answered this request 503 already (lib/http-lifecycle.ts)
+    // and the store closes under its handler: that failure is the shutdown, not a fault to report.
+    if (lifecycle.closing && reply.raw.headersSent) return reply;
     if (status === 500) {
       // The server's own trouble: logged and counted (lib/faults.ts); a database that is down,
       // busy or full is 503 with Retry-After (clients retry), anything else a 500 without internals.
