@@ -7,6 +7,7 @@ import type { DB } from './schema.js';
 import { migrationProvider, type Dialect } from './migrations.js';
 import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
+import { rollbackIfOpen } from './sqlite-rollback.js';
 
 /** Read connections (threads) of the admin door on SQLite: one long read leaves the other free. */
 const ADMIN_THREADS = 2;
@@ -138,9 +139,13 @@ class ImmediateSqliteDialect extends SqliteDialect {
       override async beginTransaction(connection: DatabaseConnection): Promise<void> {
         await connection.executeQuery(CompiledQuery.raw('begin immediate'));
       }
+      override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+        await rollbackIfOpen(connection);
+      }
     })(this.cfg);
   }
 }
+
 
 type SqliteDb = InstanceType<typeof import('better-sqlite3')>;
 

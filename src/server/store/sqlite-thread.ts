@@ -8,6 +8,7 @@
 // connection never has two transactions interleaved and a transaction reads its own writes.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
+import { rollbackIfOpen } from './sqlite-rollback.js';
 import {
   CompiledQuery,
   RawNode,
@@ -206,7 +207,8 @@ class RoutingSqliteDriver implements Driver {
     const held = rc.held;
     if (!held) return;
     try {
-      await held.conn.executeQuery(CompiledQuery.raw(how));
+      if (how === 'rollback') await rollbackIfOpen(held.conn);
+      else await held.conn.executeQuery(CompiledQuery.raw(how));
     } finally {
       rc.held = undefined;
       held.release();
