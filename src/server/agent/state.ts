@@ -16,6 +16,7 @@ import type { Deps } from '../context.js';
 import type { DB, EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
 import { readGenerations, type Generations } from '../store/node-index.js';
 import { NEVER } from '../../api/index.js';
+import { enabledSinks } from '../services/log-delivery.js';
 
 /** What the agent door needs of a node (a small part of its row: a fleet's worth is kept). */
 export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address'>;
@@ -182,15 +183,7 @@ export class AgentState {
     const key = `${envId}\u0000${source}`;
     let hit = this.sinks.get(key);
     if (!hit) {
-      hit = this.db
-        .selectFrom('log_sinks')
-        .selectAll()
-        .where('environment_id', 'in', [envId, 0])
-        .where('source', '=', source)
-        .where('enabled', '=', 1)
-        .orderBy('environment_id')
-        .orderBy('sort_order')
-        .execute();
+      hit = enabledSinks(this.db, envId, source);
       const entries = this.sinks;
       entries.set(key, hit);
       hit.catch(() => entries.delete(key));

@@ -26,7 +26,8 @@ import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/prom
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Deps } from '../context.js';
 import { Periodic } from '../lib/periodic.js';
-import type { EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
+import type { Kysely } from 'kysely';
+import type { DB, EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
 
 /** What a delivery needs of the node that sent the logs. */
 type LogNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname'>;
@@ -163,15 +164,7 @@ export class LogDelivery {
    */
   private sinksFor(envId: number, source: string): Promise<LogSinkRow[]> {
     if (this.sinkSource) return this.sinkSource(envId, source);
-    return this.deps.db
-      .selectFrom('log_sinks')
-      .selectAll()
-      .where('environment_id', 'in', [envId, 0])
-      .where('source', '=', source)
-      .where('enabled', '=', 1)
-      .orderBy('environment_id')
-      .orderBy('sort_order')
-      .execute();
+    return enabledSinks(this.deps.db, envId, source);
   }
 
   private state(sink: LogSinkRow): SinkState {
@@ -484,4 +477,17 @@ async function rotate(path: string, keep: number): Promise<void> {
   await unlink(`${path}.${keep}`).catch(() => undefined);
   for (let i = keep - 1; i >= 1; i--) if (await exists(`${path}.${i}`)) await rename(`${path}.${i}`, `${path}.${i + 1}`);
   if (await exists(path)) await rename(path, `${path}.1`);
+}
+
+/** The enabled sinks a log of `source` from environment `envId` goes to: the environment's, then the global ones (id 0), in order. */
+export function enabledSinks(db: Kysely<DB>, envId: number, source: string): Promise<LogSinkRow[]> {
+  return db
+    .selectFrom('log_sinks')
+    .selectAll()
+    .where('environment_id', 'in', [envId, 0])
+    .where('source', '=', source)
+    .where('enabled', '=', 1)
+    .orderBy('environment_id')
+    .orderBy('sort_order')
+    .execute();
 }
