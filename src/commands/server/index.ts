@@ -258,32 +258,13 @@ export function registerServer(program: Command): void {
       process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
       const seededInto = pgWhere ?? db;
       if (server.demo) ctx.io.out(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
-      else {
-        const where = pgWhere ?? db ?? defaultDbPath(ctx.env);
-        const envs = await server.deps.db.selectFrom('environments').select('name').orderBy('name').execute();
-        ctx.io.out(
-          `fleetctl reference server listening on ${server.url} (database ${where})\n` +
-            `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
-        );
-      }
+      else await printListening(ctx, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
       if (server.agent) {
         ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
       if (server.metricsUrl) ctx.io.out(`Prometheus metrics at ${server.metricsUrl}\n`);
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
-      let agents: { stop(): Promise<void> } | undefined;
-      if (o.devAgents && server.demo && server.agent) {
-        const { startDevAgents } = await import('../../agent-sim/dev.js');
-        const { sim, hosts } = await startDevAgents({
-          apiUrl: server.url, username: o.adminUsername, password: server.demo.password, env: 'prod', count: o.devAgents, ca: server.agent.certPem,
-          log: (line) => ctx.io.err(`agents: ${line}\n`),
-        });
-        agents = sim;
-        ctx.io.out(
-          `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${server.agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
-            '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
-        );
-      }
+      const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent) : undefined;
       await new Promise<void>((resolve) => {
         const stop = () => {
           ctx.io.err('Shutting down: finishing in-flight requests...\n');
@@ -297,6 +278,31 @@ export function registerServer(program: Command): void {
 }
 
 type Failed = (e: unknown) => never;
+type Ctx = import('../../context.js').Context;
+
+/** The banner of a server without the demo fleet: where it listens, its database, its environments. */
+async function printListening(ctx: Ctx, url: string, where: string, db: import('kysely').Kysely<import('../../server/store/schema.js').DB>): Promise<void> {
+  const envs = await db.selectFrom('environments').select('name').orderBy('name').execute();
+  ctx.io.out(
+    `fleetctl reference server listening on ${url} (database ${where})\n` +
+      `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
+  );
+}
+
+/** --dev-agents: the simulator in this process, enrolled like a real install (one process or the primary of --workers). */
+async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }): Promise<{ stop(): Promise<void> } | undefined> {
+  if (!o.devAgents) return undefined;
+  const { startDevAgents } = await import('../../agent-sim/dev.js');
+  const { sim, hosts } = await startDevAgents({
+    apiUrl: url, username: o.adminUsername, password, env: 'prod', count: o.devAgents, ca: agent.certPem,
+    log: (line) => ctx.io.err(`agents: ${line}\n`),
+  });
+  ctx.io.out(
+    `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
+      '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
+  );
+  return sim;
+}
 
 /** Resolves at the first SIGINT or SIGTERM (Ctrl-C reaches every process of the group). */
 function stopSignal(): Promise<void> {
@@ -377,13 +383,7 @@ async function serveAsPrimary(
   }
   const { url, agent } = primary.ready;
   if (boot.demo) ctx.io.out(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
-  else {
-    const envs = await boot.store.db.selectFrom('environments').select('name').orderBy('name').execute();
-    ctx.io.out(
-      `fleetctl reference server listening on ${url} (database ${where})\n` +
-        `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
-    );
-  }
+  else await printListening(ctx, url, where, boot.store.db);
   if (agent) ctx.io.out(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
   ctx.io.out(`Workers: ${workers} server processes share these ports\n`);
   await boot.closeStore();
@@ -393,19 +393,7 @@ async function serveAsPrimary(
     metricsServer = m.server;
     ctx.io.out(`Prometheus metrics at ${m.url}\n`);
   }
-  let agents: { stop(): Promise<void> } | undefined;
-  if (o.devAgents && boot.demo && agent) {
-    const { startDevAgents } = await import('../../agent-sim/dev.js');
-    const { sim, hosts } = await startDevAgents({
-      apiUrl: url, username: o.adminUsername, password: boot.demo.password, env: 'prod', count: o.devAgents, ca: agent.certPem,
-      log: (line) => ctx.io.err(`agents: ${line}\n`),
-    });
-    agents = sim;
-    ctx.io.out(
-      `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
-        '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
-    );
-  }
+  const agents = boot.demo && agent ? await startDemoAgents(ctx, o, url, boot.demo.password, agent) : undefined;
   await stopSignal();
   ctx.io.err('Shutting down: finishing in-flight requests...\n');
   await agents?.stop();
