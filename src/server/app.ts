@@ -5,12 +5,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Deps, Caller } from './context.js';
 import { HttpError, forbidden, notFound, rateLimited } from './errors.js';
 import { hasLevel } from './permissions.js';
-import { authenticate } from './services/auth.js';
-import { findEnv } from './services/environments.js';
+import { authenticate } from './services/auth/auth.js';
+import { findEnv } from './services/environments/environments.js';
 import { RateLimiter } from './lib/rate-limit.js';
 import { HttpLifecycle } from './lib/http-lifecycle.js';
 import { MAX_JSON_DEPTH, duplicateKey, nestsDeeperThan } from './lib/json-depth.js';
-import type { DenialAudit } from './services/denial-audit.js';
+import type { DenialAudit } from './services/auth/denial-audit.js';
 import { registerRoutes } from './routes/index.js';
 import type { App } from './routes/request.js';
 

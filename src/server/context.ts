@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { DB, UserRow } from './store/schema.js';
 import type { Dialect } from './store/migrations.js';
 import type { EnvLevels } from './permissions.js';
-import type { LoginGuard } from './services/login-guard.js';
+import type { LoginGuard } from './services/auth/login-guard.js';
 import type { Faults } from './lib/faults.js';
 import type { Metrics } from './lib/metrics.js';
 

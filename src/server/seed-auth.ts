@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
 import { hashPassword, randomToken } from './lib/crypto.js';
 import { generateTotpSecret, otpauthUri } from '../lib/totp.js';
-import { replaceRecoveryCodes } from './services/recovery-codes.js';
+import { replaceRecoveryCodes } from './services/auth/recovery-codes.js';
 
 export const MFA_DEMO_USER = 'mfa-user';
 export const MFA_DEMO_ENVS = ['prod', 'staging'] as const;

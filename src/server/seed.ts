@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { DB, NewNode } from './store/schema.js';
 import { NEVER } from '../api/index.js';
 import { hashPassword, randomHex } from './lib/crypto.js';
-import { platformBucket, versionKey } from './services/node-health.js';
+import { platformBucket, versionKey } from './services/fleet/node-health.js';
 import { seedAuthExtras } from './seed-auth.js';
 import { seedActivity } from './seed-activity.js';
 

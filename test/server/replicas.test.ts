@@ -16,7 +16,7 @@ import { selfSigned } from '../../src/server/agent/listener.js';
 import { openSqlite, type Store } from '../../src/server/store/db.js';
 import { openPostgres } from '../../src/server/store/postgres.js';
 import { totpCode } from '../../src/lib/totp.js';
-import { MFA_MAX_FAILURES } from '../../src/server/services/mfa.js';
+import { MFA_MAX_FAILURES } from '../../src/server/services/auth/mfa.js';
 
 const PASSWORD = 'replica-test-password-1';
 const LOGIN_LIMIT = 30;

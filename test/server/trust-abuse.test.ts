@@ -53,7 +53,7 @@ describe('per-account login limit', () => {
   const attempt = async (username: string, password: string, ip: string) => {
     const { deps } = ts.server;
     try {
-      const { login } = await import('../../src/server/services/auth.js');
+      const { login } = await import('../../src/server/services/auth/auth.js');
       await login(deps, 'prod', { username, password }, ip);
       return 200;
     } catch (e) {

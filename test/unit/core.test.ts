@@ -6,7 +6,7 @@ import { redactBody, redactHeaders } from '../../src/client/redact.js';
 import { ApiError, CliError, ExitCode, mapError, NetworkError, UsageError } from '../../src/errors.js';
 import { hasLevel } from '../../src/server/permissions.js';
 import { likeContains, pageOf, parsePage } from '../../src/server/lib/pagination.js';
-import { deriveHealth, isOutdated, platformBucket, uptime, versionKey } from '../../src/server/services/node-health.js';
+import { deriveHealth, isOutdated, platformBucket, uptime, versionKey } from '../../src/server/services/fleet/node-health.js';
 import { base32Decode, base32Encode, hotp, matchTotp, totpCode } from '../../src/lib/totp.js';
 import { hashPassword, signJwt, verifyJwt, verifyPassword } from '../../src/server/lib/crypto.js';
 import { parseDuration } from '../../src/context.js';

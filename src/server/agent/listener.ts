@@ -5,12 +5,12 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Deps } from '../context.js';
-import { CheckinBatcher } from '../services/checkins.js';
-import { LogDelivery } from '../services/log-delivery.js';
+import { CheckinBatcher } from '../services/agents/checkins.js';
+import { LogDelivery } from '../services/delivery/log-delivery.js';
 import { AgentState } from './state.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
-import type { DenialAudit } from '../services/denial-audit.js';
+import type { DenialAudit } from '../services/auth/denial-audit.js';
 
 export interface AgentListenOptions {
   host: string;

@@ -19,17 +19,17 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../context.js';
 import { HttpError, rateLimited } from '../errors.js';
 import { RateLimiter } from '../lib/rate-limit.js';
-import type { DenialAudit } from '../services/denial-audit.js';
+import type { DenialAudit } from '../services/auth/denial-audit.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import type { AgentNode, AgentState } from './state.js';
-import type { CheckinBatcher } from '../services/checkins.js';
-import { LogBackpressure, type LogDelivery } from '../services/log-delivery.js';
-import { enrollNode, enrollRefusal } from '../services/agent-nodes.js';
-import { agentConfig } from '../services/osquery-config.js';
-import { CarveRefusal, MAX_CARVE_BLOCK, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/live-queries.js';
+import type { CheckinBatcher } from '../services/agents/checkins.js';
+import { LogBackpressure, type LogDelivery } from '../services/delivery/log-delivery.js';
+import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
+import { agentConfig } from '../services/environments/osquery-config.js';
+import { CarveRefusal, MAX_CARVE_BLOCK, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import { BigBodyDecoder, DecodeError } from './big-body.js';
-import { enrollRead } from '../services/enroll.js';
+import { enrollRead } from '../services/environments/enroll.js';
 import { NEVER } from '../../api/index.js';
 
 /** On the wire (osquery sends small bodies; logs are batched by --logger_tls_period). */

@@ -16,7 +16,7 @@ import type { Deps } from '../context.js';
 import type { DB, EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js';
 import { readGenerations, type Generations } from '../store/node-index.js';
 import { NEVER } from '../../api/index.js';
-import { enabledSinks } from '../services/log-delivery.js';
+import { enabledSinks } from '../services/delivery/log-delivery.js';
 
 /** What the agent door needs of a node (a small part of its row: a fleet's worth is kept). */
 export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address'>;

@@ -3,7 +3,7 @@ import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { AuditLogEntry, AuditQuery, Paginated } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { listAuditLogs, readAuditLog } from '../services/audit-query.js';
+import { listAuditLogs, readAuditLog } from '../services/audit/audit-query.js';
 import { Type } from '@sinclair/typebox';
 
 export function auditRoutes(app: App, deps: Deps): void {

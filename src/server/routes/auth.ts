@@ -3,8 +3,8 @@ import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { LoginBody, MessageResponse, MfaLoginBody, TokenResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { login, logout } from '../services/auth.js';
-import { loginMfa } from '../services/mfa.js';
+import { login, logout } from '../services/auth/auth.js';
+import { loginMfa } from '../services/auth/mfa.js';
 
 export function authRoutes(app: App, deps: Deps): void {
   app.post(

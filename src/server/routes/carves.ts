@@ -4,7 +4,7 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { CarveDetail, CarvesListQuery, MessageResponse, Paginated, CarveQuery } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { carveAction, listCarves, readCarve } from '../services/carves.js';
+import { carveAction, listCarves, readCarve } from '../services/agents/carves.js';
 
 export function carvesRoutes(app: App, deps: Deps): void {
   app.get(

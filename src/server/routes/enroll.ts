@@ -4,7 +4,7 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DataResponse, EnrollBody, MessageResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { enrollAction, enrollRead } from '../services/enroll.js';
+import { enrollAction, enrollRead } from '../services/environments/enroll.js';
 
 export function enrollRoutes(app: App, deps: Deps): void {
   // The body of an enroll action may be left out (extend, expire, rotate, notexpire need none),

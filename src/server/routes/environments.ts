@@ -3,7 +3,7 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { Environment, IntervalsBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { environmentMap, readEnvironment, updateIntervals } from '../services/environments.js';
+import { environmentMap, readEnvironment, updateIntervals } from '../services/environments/environments.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 

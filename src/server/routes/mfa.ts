@@ -4,7 +4,7 @@ import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { MessageResponse, PasswordBody, TotpBeginResponse, TotpConfirmBody, TotpConfirmResponse, WebauthnCredential } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { beginTotp, confirmTotp, disableTotp, listWebauthn, regenerateRecoveryCodes, removeWebauthn } from '../services/mfa-factors.js';
+import { beginTotp, confirmTotp, disableTotp, listWebauthn, regenerateRecoveryCodes, removeWebauthn } from '../services/auth/mfa-factors.js';
 
 export function mfaRoutes(app: App, deps: Deps): void {
   app.post(

@@ -5,7 +5,7 @@ import { MessageResponse, Node, NodeDeleteBody, NodesQuery, Paginated } from '..
 // Response schemas: Fastify compiles each once at start-up (fast-json-stringify) and serialises
 // every answer through it, instead of JSON.stringify per request.
 import { RULES } from '../permissions.js';
-import { deleteNode, listNodes, readNode } from '../services/nodes.js';
+import { deleteNode, listNodes, readNode } from '../services/fleet/nodes.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 

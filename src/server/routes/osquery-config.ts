@@ -6,7 +6,7 @@ import type { Deps } from '../context.js';
 import { AgentConfigView, OsqueryConfigPatch, OsqueryConfigQuery, OsqueryConfigView } from '../../api/index.js';
 import { RULES } from '../permissions.js';
 import { badRequest } from '../errors.js';
-import { agentConfigView, patchConfig, readConfig, replacePart, type PatchOptions } from '../services/osquery-config.js';
+import { agentConfigView, patchConfig, readConfig, replacePart, type PatchOptions } from '../services/environments/osquery-config.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 const PartParams = Type.Object({ env: Type.String(), part: Type.String() });

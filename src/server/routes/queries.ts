@@ -7,7 +7,7 @@ import { RULES } from '../permissions.js';
 import contentDisposition from 'content-disposition';
 import {
   carveArchive, liveQueryAction, liveQueryResults, listLiveQueries, readLiveQuery, startLiveQuery, type LiveQueryRequest,
-} from '../services/live-queries.js';
+} from '../services/agents/live-queries.js';
 
 const Env = Type.Object({ env: Type.String() });
 const EnvName = Type.Object({ env: Type.String(), name: Type.String() });

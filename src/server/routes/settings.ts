@@ -3,7 +3,7 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { Setting, SettingUpdateBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { readSettings, updateSetting } from '../services/settings.js';
+import { readSettings, updateSetting } from '../services/environments/settings.js';
 
 export function settingsRoutes(app: App, deps: Deps): void {
   app.get(

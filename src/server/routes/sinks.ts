@@ -4,7 +4,7 @@ import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { LogSink, MessageResponse, SinkCloneBody, SinkCreateBody, SinksListQuery } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { cloneSinks, createSink, deleteSink, listSinks } from '../services/sinks.js';
+import { cloneSinks, createSink, deleteSink, listSinks } from '../services/delivery/sinks.js';
 
 export function sinksRoutes(app: App, deps: Deps): void {
   app.get(

@@ -3,7 +3,7 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DataResponse, TagBody, TagWithCount } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { listTags, tagAction } from '../services/tags.js';
+import { listTags, tagAction } from '../services/fleet/tags.js';
 
 export function tagsRoutes(app: App, deps: Deps): void {
   app.get(

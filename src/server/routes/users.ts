@@ -4,8 +4,8 @@ import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { DataResponse, MessageResponse, PasswordChangeBody, User, UserBody } from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { listUsers, readMe, userAction } from '../services/users.js';
-import { changeOwnPassword } from '../services/password.js';
+import { listUsers, readMe, userAction } from '../services/users/users.js';
+import { changeOwnPassword } from '../services/auth/password.js';
 
 export function usersRoutes(app: App, deps: Deps): void {
   app.get(

@@ -1,0 +1,82 @@
+// Enrollment and node lookup for the agent door (issue 13): the node row is built from the
+// host_details osquery sends at enroll (system_info, os_version, osquery_info, platform_info).
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../../context.js';
+import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
+import { NEVER } from '../../../api/index.js';
+import { platformBucket, versionKey } from '../fleet/node-health.js';
+
+const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+/** A short single-line text from agent input (hostile input must not bloat rows or break lines). */
+const str = (v: unknown, max = 255): string => (typeof v === 'string' || typeof v === 'number' ? String(v).replace(/[\x00-\x1f\x7f]/g, ' ').slice(0, max) : '');
+
+function secretMatches(given: unknown, secret: string): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given.trim());
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Why an enroll is refused, or undefined when it may go on. */
+export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): string | undefined {
+  if (!env.accept_enrolls) return 'environment does not accept enrolls';
+  if (!secretMatches(secret, env.secret)) return 'wrong enroll secret';
+  if (env.enroll_expire && env.enroll_expire !== NEVER && new Date(env.enroll_expire) <= now) return 'enroll secret expired';
+  return undefined;
+}
+
+/** Creates (or re-keys) the node for host_identifier and returns its new node key. */
+export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: unknown, details: unknown, ip: string): Promise<string | undefined> {
+  const d = obj(details);
+  const sys = obj(d.system_info);
+  const os = obj(d.os_version);
+  const osq = obj(d.osquery_info);
+  const uuid = (str(identifier, 64) || str(sys.uuid, 64)).toLowerCase();
+  if (!/^[a-z0-9][a-z0-9._:-]*$/.test(uuid)) return undefined;
+  const platform = str(os.platform, 64) || str(osq.build_platform, 64) || 'unknown';
+  const version = str(os.version, 64);
+  const osqueryVersion = str(osq.version, 64);
+  const hostname = str(sys.hostname) || str(sys.computer_name) || uuid;
+  const nodeKey = randomBytes(20).toString('hex');
+  const ts = deps.now().toISOString();
+  // osquery's platform_info table is the BIOS; the other parts keep osquery's table names.
+  const systemInfo = { bios: obj(d.platform_info), os, osquery: osq, system: sys };
+  const values = {
+    node_key: nodeKey,
+    hostname,
+    localname: str(sys.local_hostname) || str(sys.computer_name) || hostname,
+    ip_address: str(ip, 64),
+    platform,
+    platform_bucket: platformBucket(platform),
+    platform_version: version,
+    osquery_version: osqueryVersion,
+    osquery_version_key: versionKey(osqueryVersion),
+    cpu: str(sys.cpu_brand),
+    memory: str(sys.physical_memory, 32),
+    hardware_serial: str(sys.hardware_serial),
+    config_hash: str(osq.config_hash, 128),
+    daemon_hash: '',
+    environment_id: env.id,
+    last_seen: ts,
+    config_valid: str(osq.config_valid) === '0' ? 0 : 1,
+    system_info: JSON.stringify(systemInfo).slice(0, 64 * 1024),
+    updated_at: ts,
+  };
+  const existing = await deps.db.selectFrom('nodes').select(['id', 'environment_id']).where('uuid', '=', uuid).executeTakeFirst();
+  if (existing && existing.environment_id !== env.id) return undefined; // a UUID belongs to one environment
+  if (existing) {
+    await deps.db.updateTable('nodes').set(values).where('id', '=', existing.id).execute();
+  } else {
+    await deps.db
+      .insertInto('nodes')
+      .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user) || 'root', extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
+      .execute();
+  }
+  return nodeKey;
+}
+
+export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): Promise<NodeRow | undefined> {
+  if (typeof key !== 'string' || key.length === 0 || key.length > 128) return undefined;
+  const n = await deps.db.selectFrom('nodes').selectAll().where('node_key', '=', key).executeTakeFirst();
+  return n && n.environment_id === env.id ? n : undefined;
+}

@@ -1,0 +1,520 @@
+// Live queries and carves (issue 13): one model, a distributed query row of `queries`; a carve
+// is its type 'carve' case. The admin door starts, reads and acts on them; the agent door
+// (src/server/agent) asks which queries a node owes and records answers and carve blocks.
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { sql } from 'kysely';
+import { atomically, inTransaction } from '../../store/db.js';
+import type { Caller, Deps } from '../../context.js';
+import type { EnvironmentRow, NodeRow, QueryRow } from '../../store/schema.js';
+import { HealthStatuses, LogTypes, NEVER, RiskLevels } from '../../../api/index.js';
+import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
+import { writeAudit } from '../audit/audit.js';
+import { carveFilesWithHost, toCarveQuery } from './carves.js';
+import { healthBoundsOf } from '../fleet/nodes.js';
+import { healthWhere, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
+
+export interface LiveQueryRequest {
+  query?: unknown;
+  path?: unknown;
+  uuid_list?: unknown;
+  platform_list?: unknown;
+  environment_list?: unknown;
+  host_list?: unknown;
+  tag_list?: unknown;
+  /** Issue 20 (fleetctl's server only): targets by activity, derived health and risk, as `nodes list` filters them. */
+  status_list?: unknown;
+  health_list?: unknown;
+  risk_list?: unknown;
+  hidden?: unknown;
+  exp_hours?: unknown;
+  /** Issue 20: expiry in seconds (wins over exp_hours, which osctrl reads). */
+  expire_seconds?: unknown;
+}
+
+/** A live query or carve started without exp_hours or expire_seconds ends after a day (docs/api.md). */
+export const DEFAULT_EXPIRE_SECONDS = 24 * 3600;
+export const MAX_EXPIRE_SECONDS = 8760 * 3600;
+
+export const QueryActions = ['delete', 'expire', 'complete', 'cancel'] as const;
+
+const strList = (v: unknown, field: string): string[] => {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw badRequest(`${field} must be an array of strings`);
+  return (v as string[]).map((s) => s.trim()).filter((s) => s !== '');
+};
+
+/** osctrl's carve SQL, with the path's quotes doubled. */
+export const carveSql = (path: string) => `SELECT * FROM carves WHERE carve=1 AND path = '${path.replace(/'/g, "''")}';`;
+
+/** A list whose values must each be one of `allowed` (lower-cased). */
+function choiceList<T extends string>(v: unknown, field: string, allowed: readonly T[]): T[] {
+  const list = strList(v, field).map((s) => s.toLowerCase());
+  const bad = list.find((s) => !(allowed as readonly string[]).includes(s));
+  if (bad !== undefined) throw badRequest(`${field}: invalid value "${bad}"; valid values: ${allowed.join(', ')}`);
+  return [...new Set(list)] as T[];
+}
+
+/** Node ids of the env matching any of the target lists; no lists = every node of the env. */
+async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryRequest) {
+  const uuids = strList(body.uuid_list, 'uuid_list').map((u) => u.toLowerCase());
+  const platforms = strList(body.platform_list, 'platform_list').map((p) => p.toLowerCase());
+  const hosts = strList(body.host_list, 'host_list').map((h) => h.toLowerCase());
+  const tags = strList(body.tag_list, 'tag_list');
+  const statuses = choiceList(body.status_list, 'status_list', ['active', 'inactive'] as const);
+  const healths = choiceList(body.health_list, 'health_list', HealthStatuses);
+  const risks = choiceList(body.risk_list, 'risk_list', RiskLevels);
+  const bounds = statuses.length || healths.length || risks.length ? await healthBoundsOf(deps, env) : undefined;
+  for (const e of strList(body.environment_list, 'environment_list')) {
+    if (e !== env.name && e.toLowerCase() !== env.uuid.toLowerCase()) throw badRequest(`environment_list names "${e}", not this environment (${env.name})`);
+  }
+  const targets = [
+    ...uuids.map((value) => ({ type: 'uuid', value })),
+    ...platforms.map((value) => ({ type: 'platform', value })),
+    ...hosts.map((value) => ({ type: 'host', value })),
+    ...tags.map((value) => ({ type: 'tag', value })),
+    ...statuses.map((value) => ({ type: 'status', value })),
+    ...healths.map((value) => ({ type: 'health', value })),
+    ...risks.map((value) => ({ type: 'risk', value })),
+  ];
+  const all = targets.length === 0;
+  let base = deps.db.selectFrom('nodes').select('id').where('environment_id', '=', env.id);
+  if (!all) {
+    base = base.where((eb) => {
+      const ors = [];
+      if (uuids.length) ors.push(eb(eb.fn('lower', ['uuid']), 'in', uuids));
+      if (hosts.length) ors.push(eb(eb.fn('lower', ['hostname']), 'in', hosts), eb(eb.fn('lower', ['localname']), 'in', hosts));
+      if (platforms.length) ors.push(eb(eb.fn('lower', ['platform']), 'in', platforms), eb('platform_bucket', 'in', platforms));
+      if (tags.length) {
+        ors.push(
+          eb('id', 'in', eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', 'in', tags).where('tags.environment_id', '=', env.id)),
+        );
+      }
+      // The union, like the lists above: a node in any of them is targeted.
+      for (const s of statuses) ors.push(statusWhere(eb, s, bounds!));
+      for (const h of healths) ors.push(healthWhere(eb, h, bounds!));
+      for (const r of risks) ors.push(riskWhere(eb, r, bounds!));
+      return eb.or(ors);
+    });
+  }
+  const rows = await base
+    .execute();
+  return { ids: rows.map((r) => r.id), targets: all ? [{ type: 'environment', value: env.name }] : targets };
+}
+
+/**
+ * Seconds until the query expires, 0 for never. `expire_seconds` (1 to a year) wins; else
+ * `exp_hours` (0 to 8760, 0 = never, osctrl's meaning); neither: a day, so a query nobody
+ * cancels does not stay active for ever (issue 20).
+ */
+function expirySeconds(body: LiveQueryRequest): number {
+  if (body.expire_seconds !== undefined && body.expire_seconds !== null) {
+    const s = body.expire_seconds;
+    if (typeof s !== 'number' || !Number.isInteger(s) || s < 1 || s > MAX_EXPIRE_SECONDS) throw badRequest(`expire_seconds must be an integer from 1 to ${MAX_EXPIRE_SECONDS}`);
+    return s;
+  }
+  if (body.exp_hours === undefined || body.exp_hours === null) return DEFAULT_EXPIRE_SECONDS;
+  const h = body.exp_hours;
+  if (typeof h !== 'number' || !Number.isInteger(h) || h < 0 || h > 8760) throw badRequest('exp_hours must be an integer from 0 to 8760');
+  return h * 3600;
+}
+
+export async function startLiveQuery(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  body: LiveQueryRequest,
+  kind: 'query' | 'carve',
+  sourceIp: string,
+): Promise<{ query_name: string; expected: number }> {
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    let text: string;
+    let path = '';
+    if (kind === 'carve') {
+      if (typeof body.path !== 'string' || body.path.trim() === '') throw badRequest('path can not be empty');
+      path = body.path.trim();
+      if (path.includes('\0')) throw badRequest('path must not contain NUL');
+      text = carveSql(path);
+    } else {
+      if (typeof body.query !== 'string' || body.query.trim() === '') throw badRequest('query can not be empty');
+      text = body.query.trim();
+    }
+    const expireSeconds = expirySeconds(body);
+    if (body.hidden !== undefined && typeof body.hidden !== 'boolean') throw badRequest('hidden must be a boolean');
+    const { ids, targets } = await targetNodes(deps, env, body);
+    if (ids.length === 0) throw badRequest('no nodes match the targets');
+    const now = deps.now();
+    const ts = now.toISOString();
+    const name = `${kind}_${createHash('md5').update(randomBytes(16)).digest('hex')}`;
+    await inTransaction(deps.db, async (trx) => {
+      const q = await trx
+        .insertInto('queries')
+        .values({
+          name,
+          query: text,
+          path,
+          type: kind,
+          target: targets.map((t) => t.type).join(','),
+          targets: JSON.stringify(targets),
+          creator: caller.user.username,
+          environment_id: env.id,
+          active: 1,
+          completed: 0,
+          deleted: 0,
+          expired: 0,
+          hidden: body.hidden ? 1 : 0,
+          protected: 0,
+          errors: 0,
+          executions: 0,
+          expected: ids.length,
+          expiration: expireSeconds ? new Date(now.getTime() + expireSeconds * 1000).toISOString() : '',
+          extra_data: '',
+          created_at: ts,
+          updated_at: ts,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      for (let i = 0; i < ids.length; i += 500) {
+        await trx.insertInto('node_queries').values(ids.slice(i, i + 500).map((node_id) => ({ query_id: q.id, node_id, status: 'pending' }))).execute();
+      }
+    });
+    await writeAudit(deps, {
+      line: `${kind === 'carve' ? `carve of ${path}` : 'query'} ${name} started on ${ids.length} node${ids.length === 1 ? '' : 's'} (environment ${env.name})`,
+      logType: kind === 'carve' ? LogTypes.carve : LogTypes.query,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
+    return { query_name: name, expected: ids.length };
+  });
+}
+
+/** Status of a live query: DELETED > EXPIRED (flag or past expiration) > COMPLETED (flag or every node answered) > ACTIVE. */
+export function queryStatus(r: QueryRow, now: Date): string {
+  if (r.deleted) return 'DELETED';
+  if (r.expired || (r.expiration && r.expiration !== NEVER && new Date(r.expiration) <= now)) return 'EXPIRED';
+  if (r.completed || (r.expected > 0 && r.executions >= r.expected)) return 'COMPLETED';
+  return 'ACTIVE';
+}
+
+function toLiveQuery(r: QueryRow, now: Date) {
+  const { carve_status: _omit, ...rest } = toCarveQuery({ ...r, carve_status: '' });
+  void _omit;
+  return { ...rest, status: queryStatus(r, now) };
+}
+
+async function findQuery(deps: Deps, env: EnvironmentRow, name: string): Promise<QueryRow> {
+  const row = await deps.db.selectFrom('queries').selectAll().where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  if (!row) throw notFound(`query "${name}" not found in environment ${env.name}`);
+  return row;
+}
+
+export async function listLiveQueries(deps: Deps, env: EnvironmentRow, q: { status?: string; page?: string; page_size?: string }) {
+  const statuses = ['active', 'completed', 'expired', 'deleted'];
+  const want = q.status?.toLowerCase();
+  if (want !== undefined && want !== '' && !statuses.includes(want)) throw badRequest(`invalid status "${q.status}"; valid values: ${statuses.join(', ')}`);
+  const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
+  const size = Math.min(500, Math.max(1, Number.parseInt(q.page_size ?? '50', 10) || 50));
+  const now = deps.now();
+  const rows = await deps.db.selectFrom('queries').selectAll().where('environment_id', '=', env.id).where('type', '=', 'query').orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  const items = rows.map((r) => toLiveQuery(r, now)).filter((r) => !want || r.status === want.toUpperCase());
+  const total = items.length;
+  return { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: total, total_pages: total ? Math.ceil(total / size) : 0 };
+}
+
+/**
+ * Where the targets stand (issue 20): how many are online now (onlineSince), how many of those
+ * have not answered yet (a client waiting with --exit stops when none are left), and the longest
+ * hostname among them (a streamed table sizes its NODE column from it, so no hostname is cut).
+ */
+async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Promise<{ online: number; online_pending: number; hostname_width: number }> {
+  const since = onlineSince(env, deps.now().getTime());
+  const row = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .select((eb) => [
+      eb.fn.sum<number>(eb.case().when('nodes.last_seen', '>=', since).then(1).else(0).end()).as('online'),
+      eb.fn
+        .sum<number>(eb.case().when(eb.and([eb('nodes.last_seen', '>=', since), eb('node_queries.status', '=', 'pending')])).then(1).else(0).end())
+        .as('online_pending'),
+      eb.fn.max<number>(eb.fn('length', ['nodes.hostname'])).as('hostname_width'),
+    ])
+    .where('node_queries.query_id', '=', queryId)
+    .executeTakeFirst();
+  return { online: Number(row?.online ?? 0), online_pending: Number(row?.online_pending ?? 0), hostname_width: Number(row?.hostname_width ?? 0) };
+}
+
+export async function readLiveQuery(deps: Deps, env: EnvironmentRow, name: string) {
+  const row = await findQuery(deps, env, name);
+  const { online, online_pending } = await targetState(deps, env, row.id);
+  return { ...toLiveQuery(row, deps.now()), online, online_pending };
+}
+
+export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: string, q: { page?: string; page_size?: string; after_id?: string; since?: string }) {
+  const row = await findQuery(deps, env, name);
+  const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
+  const size = Math.min(1000, Math.max(1, Number.parseInt(q.page_size ?? '100', 10) || 100));
+  const after = Number.parseInt(q.after_id ?? '0', 10) || 0;
+  let base = deps.db.selectFrom('query_results').where('query_id', '=', row.id).where('id', '>', after);
+  if (q.since && !Number.isNaN(Date.parse(q.since))) base = base.where('created_at', '>=', new Date(q.since).toISOString());
+  const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst())?.n ?? 0);
+  const rows = await base.selectAll().orderBy('id').limit(size).offset((page - 1) * size).execute();
+  const items = rows.map((r) => {
+    let data: unknown = [];
+    try {
+      data = JSON.parse(r.rows);
+    } catch {
+      data = [];
+    }
+    return { id: r.id, uuid: r.node_uuid, hostname: r.hostname, status: r.status, error: r.error, rows: data, created_at: r.created_at };
+  });
+  return {
+    items,
+    page,
+    page_size: size,
+    total_items: total,
+    total_pages: total ? Math.ceil(total / size) : 0,
+    expected: row.expected,
+    answered: row.executions,
+    query_status: queryStatus(row, deps.now()),
+    ...(await targetState(deps, env, row.id)),
+  };
+}
+
+export async function liveQueryAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, name: string, sourceIp: string) {
+  // The change and its audit row commit together (store/db.ts, atomically).
+  return atomically(deps, async (deps) => {
+    if (!(QueryActions as readonly string[]).includes(action)) throw invalidAction(action, QueryActions);
+    const row = await findQuery(deps, env, name);
+    if (row.deleted) throw conflict(`query "${name}" is deleted; it cannot be changed any more`);
+    const ts = deps.now().toISOString();
+    const set = action === 'delete' ? { deleted: 1 } : action === 'complete' ? { completed: 1 } : { expired: 1 };
+    await deps.db.updateTable('queries').set({ ...set, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
+    const verb = { delete: 'deleted', complete: 'completed', expire: 'expired', cancel: 'cancelled' }[action as (typeof QueryActions)[number]];
+    const message = `query ${name} ${verb}`;
+    await writeAudit(deps, { line: `${message} (environment ${env.name})`, logType: row.type === 'carve' ? LogTypes.carve : LogTypes.query, username: caller.user.username, sourceIp, env });
+    return message;
+  });
+}
+
+/** Blocks read from the database per step of a download: memory stays at this many blocks. */
+const DOWNLOAD_BLOCKS_PER_READ = 4;
+
+/** The blocks of a carve session in order, decoded, read a few at a time (constant memory). */
+async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> {
+  let next = 0;
+  for (;;) {
+    const rows = await deps.db
+      .selectFrom('carve_blocks')
+      .select(['block_id', 'data'])
+      .where('session_id', '=', session)
+      .where('block_id', '>=', next)
+      .orderBy('block_id')
+      .limit(DOWNLOAD_BLOCKS_PER_READ)
+      .execute();
+    if (rows.length === 0) return;
+    for (const r of rows) yield Buffer.from(r.data, 'base64');
+    next = rows[rows.length - 1]!.block_id + 1;
+  }
+}
+
+/**
+ * A completed carve file, streamed (docs/api.md: the raw bytes osquery sent, not re-wrapped). The
+ * SHA-256 header needs every byte before the first is sent: it is computed by one streaming pass
+ * at the first download and kept in the row, so later downloads make one pass.
+ */
+export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentRow, name: string, session: string | undefined, sourceIp: string) {
+  const row = await findQuery(deps, env, name);
+  if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
+  const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
+  if (files.length === 0) throw notFound('no carved files yet');
+  let file = files[0]!;
+  if (session) {
+    const f = files.find((x) => x.session_id === session);
+    if (!f) throw notFound('session not found for carve');
+    file = f;
+  } else if (files.length > 1) {
+    throw conflict(`carve has ${files.length} files; pass ?session=<id> to select one (sessions: ${files.map((f) => f.session_id).join(', ')})`, { sessions: files.map((f) => f.session_id) });
+  }
+  let sha256 = file.sha256;
+  if (!sha256) {
+    const h = createHash('sha256');
+    for await (const chunk of carveBytes(deps, file.session_id)) h.update(chunk);
+    sha256 = h.digest('hex');
+    await deps.db.updateTable('carve_files').set({ sha256 }).where('id', '=', file.id).execute();
+  }
+  const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar`;
+  // Every download is audited (issue 20): who took which node's file, and how much of it.
+  await writeAudit(deps, {
+    line: `carve ${name}: file of ${file.hostname || file.uuid} (session ${file.session_id}, ${file.path}) downloaded, ${Number(file.carve_size)} bytes`,
+    logType: LogTypes.carve,
+    username: caller.user.username,
+    sourceIp,
+    env,
+  });
+  return { stream: Readable.from(carveBytes(deps, file.session_id)), filename, size: Number(file.carve_size), blocks: file.total_blocks, sha256 };
+}
+
+// ---- the agent door's side ----
+
+/** Queries a node owes: active, not expired/completed/deleted, no answer yet. name -> sql. */
+export async function pendingQueriesFor(deps: Deps, nodeId: number): Promise<Record<string, string>> {
+  const now = deps.now().toISOString();
+  const rows = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('queries', 'queries.id', 'node_queries.query_id')
+    .select(['queries.name', 'queries.query'])
+    .where('node_queries.node_id', '=', nodeId)
+    .where('node_queries.status', '=', 'pending')
+    .where('queries.active', '=', 1)
+    .where('queries.deleted', '=', 0)
+    .where('queries.expired', '=', 0)
+    .where('queries.completed', '=', 0)
+    .where((eb) => eb.or([eb('queries.expiration', '=', ''), eb('queries.expiration', '>', now)]))
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.name, r.query]));
+}
+
+/** One node's answers (distributed write). Unknown or not-owed query names are ignored. */
+export async function recordAnswers(
+  deps: Deps,
+  node: Pick<NodeRow, 'id' | 'uuid' | 'hostname'>,
+  queries: Record<string, unknown>,
+  statuses: Record<string, unknown>,
+  messages: Record<string, unknown>,
+): Promise<{ name: string; rows: unknown[] }[]> {
+  const names = [...new Set([...Object.keys(queries), ...Object.keys(statuses)])];
+  if (names.length === 0) return [];
+  const ts = deps.now().toISOString();
+  const recorded: { name: string; rows: unknown[] }[] = [];
+  await inTransaction(deps.db, async (trx) => {
+    const owed = await trx
+      .selectFrom('node_queries')
+      .innerJoin('queries', 'queries.id', 'node_queries.query_id')
+      .select(['queries.id', 'queries.name'])
+      .where('node_queries.node_id', '=', node.id)
+      .where('node_queries.status', '=', 'pending')
+      .where('queries.name', 'in', names)
+      .execute();
+    for (const q of owed) {
+      // osquery's rows are objects of column -> text; anything else from an agent is dropped, so
+      // readers of the results can rely on that shape.
+      const rows = (Array.isArray(queries[q.name]) ? (queries[q.name] as unknown[]) : []).filter(
+        (r) => typeof r === 'object' && r !== null && !Array.isArray(r),
+      );
+      const status = Number(statuses[q.name] ?? 0) || 0;
+      const error = typeof messages[q.name] === 'string' ? (messages[q.name] as string) : '';
+      await trx.insertInto('query_results').values({ query_id: q.id, node_id: node.id, node_uuid: node.uuid, hostname: node.hostname, status, error, rows: JSON.stringify(rows), created_at: ts }).execute();
+      await trx.updateTable('node_queries').set({ status: status === 0 ? 'answered' : 'error' }).where('query_id', '=', q.id).where('node_id', '=', node.id).execute();
+      await trx
+        .updateTable('queries')
+        .set((eb) => ({ executions: eb('executions', '+', 1), errors: eb('errors', '+', status === 0 ? 0 : 1), updated_at: ts }))
+        .where('id', '=', q.id)
+        .execute();
+      recorded.push({ name: q.name, rows });
+    }
+  });
+  return recorded;
+}
+
+/** Largest carve block accepted (osctrl's flags ask for 5,120,000-byte blocks). */
+export const MAX_CARVE_BLOCK = 8 * 1024 * 1024;
+/** Carve sessions a node may have in progress at once (any number one after the other). */
+export const MAX_OPEN_CARVE_SESSIONS = 16;
+
+/** Why a carve start or block is refused (the agent door answers it 400). */
+export class CarveRefusal extends Error {}
+
+/**
+ * carver start: a session for a carve this node was targeted by (request_id = the carve's query
+ * name). Refused unless the carve is still running, the node is one of its targets, and the
+ * announced sizes are consistent and within the limits (block size, server-wide carve size).
+ */
+export async function carveStart(deps: Deps, node: Pick<NodeRow, 'id' | 'uuid' | 'environment_id'>, b: Record<string, unknown>): Promise<string> {
+  const name = typeof b.request_id === 'string' ? b.request_id : '';
+  const blockCount = Number(b.block_count);
+  const blockSize = Number(b.block_size);
+  const carveSize = Number(b.carve_size);
+  if (![blockCount, blockSize, carveSize].every((n) => Number.isSafeInteger(n) && n >= 0)) throw new CarveRefusal('block_count, block_size and carve_size must be whole numbers');
+  if (blockSize < 1 || blockSize > MAX_CARVE_BLOCK) throw new CarveRefusal(`block_size must be from 1 to ${MAX_CARVE_BLOCK} bytes`);
+  if (carveSize > deps.config.carveMaxBytes) throw new CarveRefusal(`carve_size ${carveSize} is over this server's limit of ${deps.config.carveMaxBytes} bytes (--carve-max-size)`);
+  if (blockCount !== Math.ceil(carveSize / blockSize)) throw new CarveRefusal(`block_count ${blockCount} does not match carve_size ${carveSize} in blocks of ${blockSize}`);
+  const now = deps.now().toISOString();
+  const q = await deps.db
+    .selectFrom('queries')
+    .select(['id', 'path', 'expiration'])
+    .where('name', '=', name)
+    .where('type', '=', 'carve')
+    .where('environment_id', '=', node.environment_id)
+    .where('deleted', '=', 0)
+    .where('expired', '=', 0)
+    .where('completed', '=', 0)
+    .executeTakeFirst();
+  if (!q || (q.expiration && q.expiration !== NEVER && q.expiration <= now)) throw new CarveRefusal(`no running carve "${name.slice(0, 80)}" in this environment`);
+  const targeted = await deps.db.selectFrom('node_queries').select('node_id').where('query_id', '=', q.id).where('node_id', '=', node.id).executeTakeFirst();
+  if (!targeted) throw new CarveRefusal('this node is not a target of the carve');
+  const open = await deps.db
+    .selectFrom('carve_files')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('uuid', '=', node.uuid)
+    .where('status', '=', 'IN PROGRESS')
+    .executeTakeFirst();
+  if (Number(open?.n ?? 0) >= MAX_OPEN_CARVE_SESSIONS) throw new CarveRefusal(`this node has ${MAX_OPEN_CARVE_SESSIONS} carve sessions in progress already`);
+  const session = randomBytes(16).toString('hex');
+  await deps.db
+    .insertInto('carve_files')
+    .values({
+      uuid: node.uuid,
+      query_id: q.id,
+      carve_id: typeof b.carve_id === 'string' ? b.carve_id.slice(0, 200) : '',
+      session_id: session,
+      path: q.path,
+      status: blockCount === 0 ? 'COMPLETED' : 'IN PROGRESS',
+      archived: 0,
+      block_size: blockSize,
+      carve_size: carveSize,
+      total_blocks: blockCount,
+      completed_blocks: 0,
+      created_at: now,
+      completed_at: blockCount === 0 ? now : '',
+    })
+    .execute();
+  return session;
+}
+
+/**
+ * carver continue: stores one block, checked against what its session announced (block id in
+ * range, exactly block_size bytes, the last block the rest of carve_size). The count is added in
+ * the database in the same statement that completes the file, so blocks arriving at once on
+ * several connections or replicas are each counted once (a retried block is accepted, not counted).
+ */
+export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promise<void> {
+  const session = typeof b.session_id === 'string' ? b.session_id : '';
+  const blockId = Number(b.block_id);
+  const data = typeof b.data === 'string' ? b.data : undefined;
+  if (!session || !Number.isSafeInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/[\r\n]/g, ''))) {
+    throw new CarveRefusal('session_id, block_id and base64 data are required');
+  }
+  const clean = data.replace(/[\r\n]/g, '');
+  const f = await deps.db.selectFrom('carve_files').select(['total_blocks', 'block_size', 'carve_size', 'status']).where('session_id', '=', session).executeTakeFirst();
+  if (!f) throw new CarveRefusal('unknown carve session');
+  if (blockId >= f.total_blocks) throw new CarveRefusal(`block_id ${blockId} is past the session's ${f.total_blocks} blocks`);
+  const size = Buffer.byteLength(clean, 'base64');
+  const want = blockId === f.total_blocks - 1 ? Number(f.carve_size) - Number(f.block_size) * (f.total_blocks - 1) : Number(f.block_size);
+  if (size !== want) throw new CarveRefusal(`block ${blockId} has ${size} bytes; the session announced ${want}`);
+  const ts = deps.now().toISOString();
+  await inTransaction(deps.db, async (trx) => {
+    const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data: clean }).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return; // a retried block
+    await trx
+      .updateTable('carve_files')
+      .set((eb) => ({
+        completed_blocks: eb('completed_blocks', '+', 1),
+        status: sql<string>`case when completed_blocks + 1 >= total_blocks then 'COMPLETED' else status end`,
+        completed_at: sql<string>`case when completed_blocks + 1 >= total_blocks then ${ts} else completed_at end`,
+      }))
+      .where('session_id', '=', session)
+      .execute();
+  });
+}

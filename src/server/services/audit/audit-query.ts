@@ -1,0 +1,68 @@
+// Reading the audit trail (4.19). Newest first by id: every row is written with the server's
+// clock at insertion, so id order is time order. Every combination of the equality filters
+// (username, service, environment) has an index ending in id (migration 010), so a page is the
+// start of one index range; `q` goes through a trigram index (FTS5 on SQLite, pg_trgm on
+// PostgreSQL). Totals are cached per audit counter (moved by every audit write, on any replica),
+// so paging through a million rows counts them once, not per page.
+import { sql, type ExpressionBuilder, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { AuditLogRow } from '../../store/schema.js';
+import type { Caller, Deps } from '../../context.js';
+import type { AuditLogEntry, AuditQuery, Page } from '../../../api/index.js';
+import { likeContains, pageOf, parsePage } from '../../lib/pagination.js';
+import { requireEnv } from '../environments/environments.js';
+import { toAuditEntry } from './audit.js';
+import { notFound } from '../../errors.js';
+import { MIN_INDEXED_QUERY, readGenerations } from '../../store/node-index.js';
+import { cachedCount } from '../fleet/node-counts.js';
+
+/** A quoted FTS5 phrase: an exact substring match of the trigram-indexed line. */
+const phrase = (q: string) => `"${q.replaceAll('"', '""')}"`;
+
+export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuery): Promise<Page<AuditLogEntry>> {
+  const pageReq = parsePage(query);
+  let envId: number | undefined;
+  if (query.env) envId = (await requireEnv(deps, query.env)).id;
+  // SQLite, q long enough for trigrams: the line index drives, newest first (FTS5 reads its
+  // matches in rowid order and stops at the page), each match checked against the other filters.
+  const fts = deps.dialect === 'sqlite' && !!query.q && [...query.q].length >= MIN_INDEXED_QUERY;
+  const filtered = <Q extends SelectQueryBuilder<any, any, any>>(q: Q): Q => {
+    // Non-super-admins see their own entries only; their username filter can only narrow that.
+    if (!caller.isSuperAdmin) q = q.where('audit_logs.username', '=', caller.user.username) as Q;
+    if (query.username) q = q.where('audit_logs.username', '=', query.username) as Q;
+    if (query.service) q = q.where('audit_logs.service', '=', query.service) as Q;
+    if (envId !== undefined) q = q.where('audit_logs.environment_id', '=', envId) as Q;
+    // PostgreSQL (and a q too short for trigrams): the expression of audit_logs_line_trgm (GIN, pg_trgm).
+    if (query.q && !fts) q = q.where(sql<SqlBool>`lower(audit_logs.line) like ${likeContains(query.q.toLowerCase())} escape '\\'`) as Q;
+    return q;
+  };
+  const db = deps.db as unknown as Kysely<any>;
+  const base = fts
+    ? filtered(db.selectFrom('audit_search').crossJoin('audit_logs').whereRef('audit_logs.id', '=', 'audit_search.rowid').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`))
+    : filtered(db.selectFrom('audit_logs'));
+  const onlyQ = fts && caller.isSuperAdmin && !query.username && !query.service && envId === undefined;
+  const generation = (caller.generations ?? (await readGenerations(deps.db))).audit;
+  const key = JSON.stringify(['audit', caller.isSuperAdmin ? '' : caller.user.username, query.username ?? '', query.service ?? '', envId ?? '', query.q ?? '']);
+  const total = await cachedCount(deps.db, key, generation, '', async () => {
+    // q alone: counted in the line index itself, without visiting the rows.
+    const counted = onlyQ ? db.selectFrom('audit_search').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`) : base;
+    const row = await counted.select((eb: ExpressionBuilder<any, any>) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  });
+  if (pageReq.offset >= total) return pageOf([], pageReq, total);
+  const rows = (await base
+    .selectAll('audit_logs')
+    .orderBy(fts ? 'audit_search.rowid' : 'audit_logs.id', 'desc')
+    .limit(pageReq.pageSize)
+    .offset(pageReq.offset)
+    .execute()) as AuditLogRow[];
+  return pageOf(rows.map(toAuditEntry), pageReq, total);
+}
+
+/** One entry by id (added endpoint). Non-super-admins reach their own entries only: others are 404, as if absent. */
+export async function readAuditLog(deps: Deps, caller: Caller, id: number): Promise<AuditLogEntry> {
+  let q = deps.db.selectFrom('audit_logs').selectAll().where('id', '=', id);
+  if (!caller.isSuperAdmin) q = q.where('username', '=', caller.user.username);
+  const row = await q.executeTakeFirst();
+  if (!row) throw notFound(`no audit entry ${id}`);
+  return toAuditEntry(row);
+}
