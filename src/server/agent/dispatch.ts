@@ -1,0 +1,166 @@
+// What each agent endpoint does once a request is admitted and its body read: enroll, config,
+// log, distributed read and write, carver start and continue. Calls the services; answers in
+// osquery's shapes.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../context.js';
+import { HttpError, rateLimited } from '../errors.js';
+import { RateLimiter } from '../lib/rate-limit.js';
+import { LogBackpressure } from '../services/delivery/log-delivery.js';
+import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
+import { agentConfig } from '../services/environments/osquery-config.js';
+import { CarveRefusal, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
+import type { EnvironmentRow } from '../store/schema.js';
+import { BigBodyDecoder, DecodeError } from './big-body.js';
+import { declaredSize, inflate, obj, parseObject } from './body.js';
+import { agentError, busy } from './errors.js';
+import { AGENT_INFLATED_LIMIT, BIG_BODIES_AT_ONCE, BIG_BODY } from './limits.js';
+import type { AgentNode } from './state.js';
+import type { AgentDoorOptions, AgentServices, Endpoint } from './types.js';
+
+const INVALID = { node_invalid: true };
+const OK = { node_invalid: false };
+
+export interface Dispatcher {
+  answer(req: FastifyRequest, reply: FastifyReply): Promise<object>;
+  close(): Promise<void>;
+}
+
+export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoorOptions): Dispatcher {
+  let bigBodies = 0;
+  const decoder = new BigBodyDecoder();
+  // Failed enrolls per client address, counted in the database (every replica sees them): past
+  // --denied-rate-limit a minute, that address's enrolls are answered 429 until the window ends.
+  const enrollFailures = new RateLimiter(deps.db, 'enroll', deps.config.deniedRateLimit, 60_000, () => deps.now().getTime());
+
+  const answer = async (req: FastifyRequest, reply: FastifyReply): Promise<object> => {
+    const env = req.agentEnv!;
+    const ep = req.agentEndpoint!;
+    let big = false;
+    const gz = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
+    if (gz && Buffer.isBuffer(req.body) && declaredSize(req.body) > BIG_BODY) {
+      // A big log batch: decoded only with one of the big-body slots (else 503 at once, before
+      // inflating), and only for a node whose log queue has room (else 503 before parsing).
+      if (ep === 'log' && services.logs.refusing({ ip: req.ip })) throw new LogBackpressure('the node sending from this address has more logs queued than its share');
+      if (bigBodies >= BIG_BODIES_AT_ONCE) throw busy('the server is busy with large bodies; retry later', { bigBody: true });
+      bigBodies++;
+      // Held until the answer is sent: the parsed batch lives until it is queued.
+      reply.raw.once('close', () => bigBodies--);
+      big = true;
+    }
+    const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
+    if (big && ep === 'log') {
+      // Inflated, parsed and serialised again in a worker thread (big-body.ts): other agents'
+      // requests do not wait behind it.
+      const decoded = await decoder.decode(req.body as Buffer, AGENT_INFLATED_LIMIT).catch((e: unknown) => {
+        throw e instanceof DecodeError ? agentError(e.status, e.message) : e;
+      });
+      const node = await services.state.node(env, decoded.head.node_key);
+      if (!node) {
+        req.agentInvalid = true;
+        return INVALID;
+      }
+      req.agentNode = node.uuid;
+      checkin(services, node, wire, req.ip);
+      const type = decoded.head.log_type === 'status' || decoded.head.log_type === 'result' ? decoded.head.log_type : undefined;
+      if (env.logging_tls && type) await services.logs.deliverTexts(env, node, type, decoded.entries, { ip: req.ip });
+      return OK;
+    }
+    // Without a slot, a body inflating past BIG_BODY lied in its trailer: refused.
+    const body = parseObject(await inflate(req, big ? AGENT_INFLATED_LIMIT : BIG_BODY));
+
+    if (ep === 'enroll') {
+      const failed = await enrollFailures.count(req.ip);
+      if (failed.count >= deps.config.deniedRateLimit) throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
+      let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
+      const key = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip);
+      if (key) return { node_key: key, node_invalid: false };
+      refusal ??= 'host identifier refused (not a valid identifier, or a node of another environment)';
+      // Refused enrolls are audited (one row per address and minute, with a count) and throttled.
+      await enrollFailures.hit(req.ip);
+      await o.denials?.record({ ip: req.ip, line: `enroll refused in environment ${env.name}: ${refusal}`, env });
+      return INVALID;
+    }
+    // carver continue carries no node key in osquery's protocol: the session id is the credential.
+    if (ep === 'carve_block') {
+      if (!env.carves_tls) return { success: false };
+      await refusedAs400(carveBlock(deps, body));
+      return { success: true };
+    }
+    const node = await services.state.node(env, body.node_key);
+    if (!node) {
+      req.agentInvalid = true;
+      return INVALID;
+    }
+    req.agentNode = node.uuid;
+    checkin(services, node, wire, req.ip);
+    return handle(deps, services, env, node, ep, body, req.ip);
+  };
+  return { answer, close: () => decoder.close() };
+}
+
+/**
+ * Every agent request is a check-in (last_seen, bytes). The address is written only when it
+ * changed: it is a searched and indexed column, and rewriting the same value on every check-in
+ * would re-index the node each time.
+ */
+function checkin(services: AgentServices, node: AgentNode, bytes: number, ip: string): void {
+  const moved = node.ip_address !== ip;
+  if (moved) node.ip_address = ip;
+  services.checkins.record(node.id, { bytes, ...(moved ? { ip } : {}) });
+}
+
+/** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it). */
+async function refusedAs400<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof CarveRefusal) throw new HttpError(400, 'bad_request', e.message, { success: false });
+    throw e;
+  }
+}
+
+async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>, ip: string) {
+  switch (ep) {
+    case 'config': {
+      if (!env.config_tls) return OK;
+      // The hash the node now has, and when it fetched it (nodes show, nodes list --config-stale).
+      const { config, hash } = agentConfig(env);
+      // osquery enrolls before it has a configuration (config_valid "0" at enroll): a node that
+      // fetched the configuration we serve (validated when it was stored) has one, so health
+      // follows the config fetch, not the enroll (issue 18).
+      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true, configValid: true });
+      return { ...config, ...OK };
+    }
+    case 'log': {
+      if (!env.logging_tls) return OK;
+      const type = body.log_type === 'status' || body.log_type === 'result' ? body.log_type : undefined;
+      const data = Array.isArray(body.data) ? body.data : [];
+      if (!type) return OK;
+      await services.logs.deliver(env, node, type, data, { ip });
+      return OK;
+    }
+    case 'read': {
+      // A node that owes no live query or carve (the common case) is answered without a query.
+      if (!env.query_tls || !(await services.state.mayOwe(node.id))) return { queries: {}, ...OK };
+      const queries = await pendingQueriesFor(deps, node.id);
+      if (Object.keys(queries).length === 0) services.state.owesNothing(node.id);
+      return { queries, ...OK };
+    }
+    case 'write': {
+      if (!env.query_tls) return OK;
+      const recorded = await recordAnswers(deps, node, obj(body.queries), obj(body.statuses), obj(body.messages));
+      // The answers are stored (the API serves them) before they go to the query sinks, so a
+      // full queue here cannot ask osquery to resend: those sink entries are dropped on purpose,
+      // counted and audited.
+      for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }], { dropWhenFull: true });
+      return OK;
+    }
+    case 'carve_init': {
+      if (!env.carves_tls) return { success: false, ...OK };
+      const session = await refusedAs400(carveStart(deps, node, body));
+      return { session_id: session, success: true };
+    }
+    default:
+      return INVALID;
+  }
+}
