@@ -12,7 +12,7 @@ import { sinksApi } from './resources/sinks.js';
 import { auditApi } from './resources/audit.js';
 import { statsApi } from './resources/stats.js';
 import { need, type Feature, type ServerFlavor } from './flavors/index.js';
-import { osctrlResources } from './flavors/osctrl.js';
+import { osctrlResources } from './flavors/osctrl/index.js';
 import { queriesApi } from './resources/queries.js';
 import { osqueryConfigApi } from './resources/osquery-config.js';
 

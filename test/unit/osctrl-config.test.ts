@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { osctrlConfig } from '../../src/client/flavors/osctrl-config.js';
+import { osctrlConfig } from '../../src/client/flavors/osctrl/config.js';
 import type { HttpClient } from '../../src/client/http.js';
 import { ApiError } from '../../src/errors.js';
 

@@ -10,12 +10,12 @@ import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import {
   CONFIG_PARTS, Environment, type AgentConfigView, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView,
-} from '../../api/index.js';
-import { ApiError } from '../../errors.js';
-import type { HttpClient } from '../http.js';
-import { UnexpectedAnswerError, checkAnswer } from '../validate.js';
-import type { FleetResources } from '../index.js';
-import type { WriteOptions } from '../resources/osquery-config.js';
+} from '../../../api/index.js';
+import { ApiError } from '../../../errors.js';
+import type { HttpClient } from '../../http.js';
+import { UnexpectedAnswerError, checkAnswer } from '../../validate.js';
+import type { FleetResources } from '../../index.js';
+import type { WriteOptions } from '../../resources/osquery-config.js';
 
 const seg = encodeURIComponent;
 
@@ -29,7 +29,7 @@ const hashOf = (text: string) => createHash('sha256').update(text).digest('hex')
 export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   const environment = (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`, { schema: Environment });
   // Loaded when used: every osctrl command loads this flavour, few of them touch the configuration.
-  const lib = () => import('../../lib/osquery-config.js');
+  const lib = () => import('../../../lib/osquery-config.js');
   const read = async (env: string) => {
     const { readStoredParts } = await lib();
     const [parts, e] = await Promise.all([

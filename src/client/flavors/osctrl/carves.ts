@@ -1,0 +1,35 @@
+import { Type } from '@sinclair/typebox';
+import { CarveQuery, type CarveDetail, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
+import { checkAnswer, needs } from '../../validate.js';
+import type { FleetResources } from '../../index.js';
+import type { OsctrlSession } from './session.js';
+import { seg, NAME_ANSWER, refuse, CARVE_PAGE, CARVE_FILE } from './shapes.js';
+
+export function carvesResource(s: OsctrlSession) {
+  const { http, base, runBody } = s;
+  return {
+    ...base.carves,
+    list: async (env: string, query: Parameters<FleetResources['carves']['list']>[1] = {}) => {
+      const { status, ...rest } = query;
+      // osctrl filters with `target`; `pending` is a derived status it cannot filter on.
+      if (status === 'pending') refuse('filtering carves by status pending');
+      return checkAnswer<Page<CarveQuery>>(CARVE_PAGE, await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }));
+    },
+    get: async (env: string, name: string): Promise<CarveDetail> => {
+      const d = checkAnswer<{ query: Record<string, unknown>; files: unknown[] }>(
+        needs(Type.Object({ query: needs(Type.Object({ name: Type.String() }), 'name'), files: Type.Array(Type.Unknown()) }), 'query'),
+        await http.request<unknown>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`),
+      );
+      const q = d.query;
+      const status = q.deleted ? 'DELETED' : q.expired ? 'EXPIRED' : q.completed ? 'COMPLETED' : d.files.length ? 'PENDING' : 'ACTIVE';
+      return {
+        query: checkAnswer<CarveQuery>(CarveQuery, { carve_status: status, ...q }, 'query'),
+        files: d.files.map((f, i) => checkAnswer<CarveDetail['files'][number]>(CARVE_FILE, f, `files[${i}]`)),
+      };
+    },
+    run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
+      checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
+    action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>
+      action === 'archive' ? refuse('carve-archive') : base.carves.action(env, action, name),
+  };
+}

@@ -1,0 +1,11 @@
+import type { OsctrlSession } from './session.js';
+import { refuse } from './shapes.js';
+
+export function sinksResource(_s: OsctrlSession) {
+  return {
+    list: () => refuse('log-sinks'),
+    clone: () => refuse('log-sinks'),
+    create: () => refuse('log-sinks'),
+    delete: () => refuse('log-sinks'),
+  };
+}

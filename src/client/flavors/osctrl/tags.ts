@@ -1,0 +1,46 @@
+import { MessageResponse, TagTypes } from '../../../api/index.js';
+import { ApiError, CliError, ExitCode } from '../../../errors.js';
+import { checkAnswer } from '../../validate.js';
+import type { FleetResources } from '../../index.js';
+import type { OsctrlSession } from './session.js';
+import { seg, refuse } from './shapes.js';
+
+export function tagsResource(s: OsctrlSession) {
+  const { http, base, tagList, currentTag } = s;
+  return {
+    ...base.tags,
+    list: tagList,
+    // osctrl stores type 0 (env) when tagtype is omitted; this API's default is `tag`.
+    add: (env: string, body: Parameters<FleetResources['tags']['add']>[1]) => base.tags.add(env, { ...body, tagtype: body.tagtype ?? TagTypes.tag }),
+    // osctrl compares an omitted tagtype (0) with the stored one and changes it: send the current type.
+    edit: async (env: string, body: Parameters<FleetResources['tags']['edit']>[1]) => {
+      if (body.tagtype !== undefined) return base.tags.edit(env, body);
+      const cur = await currentTag(env, body.name);
+      if (!cur) throw new ApiError(404, 'not_found', `tag "${body.name}" not found`);
+      return base.tags.edit(env, { ...body, tagtype: cur.tag_type });
+    },
+    /**
+     * osctrl tags one node per request and creates the tag when missing (so it is checked first).
+     * A node that already has the tag answers 500 "error tagging node": this API counts that as
+     * done, as its own server does, and says which nodes they were; every node is tried.
+     */
+    tag: async (env: string, name: string, uuids: string[]) => {
+      const cur = await currentTag(env, name);
+      if (!cur) throw new ApiError(404, 'not_found', `tag "${name}" not found`);
+      const already: string[] = [];
+      for (const uuid of uuids) {
+        try {
+          checkAnswer(MessageResponse, await http.request<unknown>('POST', `api/v1/nodes/${seg(env)}/tag`, { body: { uuid, tag: name, type: cur.tag_type, custom: cur.custom_tag } }));
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 500 && /error tagging node/.test(e.message)) already.push(uuid);
+          else throw new CliError(`${(e as Error).message}: tag ${name} was applied to ${uuids.indexOf(uuid)} of ${uuids.length} node(s) before ${uuid}`, e instanceof ApiError ? ExitCode.error : ExitCode.unavailable);
+        }
+      }
+      if (already.length) {
+        http.opts.warn?.(`osctrl-tagged-${name}`, `${already.length} of ${uuids.length} node(s) already had tag ${name}, or osctrl could not tag them (it answers 500 "error tagging node" for both): ${already.join(', ')}`);
+      }
+      return { data: `tag ${name} applied to ${uuids.length - already.length} node(s)` };
+    },
+    untag: () => refuse('untag'),
+  };
+}
