@@ -2,7 +2,7 @@
 import type { Generations } from './store/node-index.js';
 import type { Kysely } from 'kysely';
 import type { DB, UserRow } from './store/schema.js';
-import type { Dialect } from './store/migrations.js';
+import type { Dialect } from './store/dialect.js';
 import type { EnvLevels } from './permissions.js';
 import type { LoginGuard } from './services/auth/login-guard.js';
 import type { Faults } from './lib/faults.js';

@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
 import { CarveFileStatuses, LogTypes, Severities, type LogType, type Severity } from '../api/index.js';
-import { prng, pick, uuidFrom, type Rand } from './seed.js';
+import { prng, pick, uuidFrom, type Rand } from './seed-random.js';
 
 const HOUR = 3600_000;
 const BLOCK_SIZE = 300_000; // osquery's default --carver_block_size

@@ -4,7 +4,8 @@ import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type Data
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
-import { migrationProvider, type Dialect } from './migrations.js';
+import { migrationProvider } from './migrations.js';
+import type { Dialect } from './dialect.js';
 import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';

@@ -8,7 +8,7 @@
 //   removed or changed, except the delivery counters (bytes_sent, exports_count) added every
 //   second.
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Dialect } from './migrations.js';
+import type { Dialect } from './dialect.js';
 
 export const NODE_KEYS_GENERATION = 7;
 export const LIVE_QUERIES_GENERATION = 8;

@@ -16,7 +16,7 @@
 //   a trigram index over the line for `q` (FTS5 on SQLite, pg_trgm on PostgreSQL); counter 6 of
 //   node_generation, moved by every audit write, keys the cached totals (services/audit-query.ts).
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Dialect } from './migrations.js';
+import type { Dialect } from './dialect.js';
 import { SEARCH_COLUMNS, WATCHED, sqliteSearchText } from './node-index.js';
 
 /** node_generation row moved by every change to audit_logs (cached audit totals). */

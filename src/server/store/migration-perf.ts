@@ -2,7 +2,7 @@
 // the trigram search index over the searched node columns (store/node-index.ts), and an index
 // for moving cached active counts along with time.
 import type { Kysely, Migration } from 'kysely';
-import type { Dialect } from './migrations.js';
+import type { Dialect } from './dialect.js';
 import { createNodeIndex } from './node-index.js';
 
 export function perfMigration(dialect: Dialect): Migration {

@@ -5,8 +5,7 @@ import { perfMigration } from './migration-perf.js';
 import { createRequestCacheCounters } from './node-index.js';
 import { listIndexesMigration } from './migration-lists.js';
 import { agentCountersMigration } from './migration-agent.js';
-
-export type Dialect = 'sqlite' | 'postgres';
+import type { Dialect } from './dialect.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'

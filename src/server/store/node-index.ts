@@ -3,7 +3,7 @@
 // expression joining the searched columns, and statement-level plpgsql triggers bumping the same
 // node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
 import { CompiledQuery, sql, type Expression, type Kysely, type OrderByItemBuilder, type SqlBool } from 'kysely';
-import type { Dialect } from './migrations.js';
+import type { Dialect } from './dialect.js';
 import { likeContains } from '../lib/pagination.js';
 
 /** The columns `q` matches (contract.md 4.11), case-insensitive substring. */

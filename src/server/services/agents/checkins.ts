@@ -15,7 +15,7 @@
 // last_seen only moves forward, so concurrent flushes from several replicas stay correct.
 import { CompiledQuery } from 'kysely';
 import type { Deps } from '../../context.js';
-import type { Dialect } from '../../store/migrations.js';
+import type { Dialect } from '../../store/dialect.js';
 import { Periodic } from '../../lib/periodic.js';
 
 export interface Checkin {

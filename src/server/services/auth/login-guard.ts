@@ -4,18 +4,26 @@
 // account until the window ends. Addresses the account logged in from successfully within the
 // last 30 days are never refused by this limit: an attacker spreading guesses over many
 // addresses cannot lock the real user out of the places they normally log in from.
-import type { Deps } from '../../context.js';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../store/schema.js';
 import { rateLimited } from '../../errors.js';
 import { RateLimiter } from '../../lib/rate-limit.js';
 
 export const ACCOUNT_WINDOW_MS = 15 * 60_000;
 export const KNOWN_ADDRESS_DAYS = 30;
 
+/** What the guard needs of the server (a part of Deps: the guard is itself one of Deps). */
+export interface LoginGuardDeps {
+  db: Kysely<DB>;
+  now: () => Date;
+  config: { accountLoginLimit: number };
+}
+
 export class LoginGuard {
   /** Failures per account in 15-minute windows, shared by every replica (rate_windows). */
   private readonly failures: RateLimiter;
 
-  constructor(private readonly deps: Deps) {
+  constructor(private readonly deps: LoginGuardDeps) {
     this.failures = new RateLimiter(deps.db, 'account', deps.config.accountLoginLimit, ACCOUNT_WINDOW_MS, () => deps.now().getTime());
   }
 
