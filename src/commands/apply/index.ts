@@ -3,13 +3,8 @@
 // document checked (here, then by the server) before anything changes, idempotent.
 import type { Command } from 'commander';
 import { verb } from '../define.js';
+import type { FileOpts } from './options.js';
 
-export interface FileOpts {
-  file: string[];
-  recursive?: boolean;
-  prune?: boolean;
-  dryRun?: boolean;
-}
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 

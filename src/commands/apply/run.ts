@@ -5,7 +5,7 @@ import { CliError, ExitCode, mapError } from '../../errors.js';
 import { printObject } from '../../output/index.js';
 import type { FleetApi } from '../../client/index.js';
 import { DocumentError, loadDocuments, partsOf, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
-import type { FileOpts } from './index.js';
+import type { FileOpts } from './options.js';
 
 interface Planned {
   doc: LoadedDocument;

@@ -3,21 +3,8 @@
 // changes one entry and writes the part back on the condition that nobody changed it meanwhile.
 import type { Command } from 'commander';
 import { group, intArg, verb } from '../define.js';
+import type { QueryOpts } from './options.js';
 
-export interface QueryOpts {
-  pack?: string;
-  query?: string;
-  queryFile?: string;
-  interval?: number;
-  platform?: string;
-  minVersion?: string;
-  shard?: number;
-  snapshot?: boolean;
-  removed?: boolean;
-  denylist?: boolean;
-  description?: string;
-  yes?: boolean;
-}
 
 const packOption = '--pack <pack>';
 const packHelp = 'the queries of this pack instead of the schedule';

@@ -5,7 +5,7 @@ import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { ConfigError, pathOf, scheduledQuery } from '../../lib/osquery-config.js';
 import { confirmDestructive } from '../confirm.js';
-import type { QueryOpts } from './index.js';
+import type { QueryOpts } from './options.js';
 
 /** One scheduled query as the verbs show it: osquery's defaults filled in for the flags. */
 export interface QueryRow {
