@@ -6,9 +6,10 @@ import { ConfigStore, normalizeServerUrl, type Profile } from './config/profiles
 import { KeychainUnavailableError, tokenExpiry, type CredentialStore, type StoredCredential } from './auth/credentials.js';
 import { CredentialStores } from './auth/select-store.js';
 import { EnvCredentialStore } from './auth/env-store.js';
-import { ReauthHttpClient, expiryWarning } from './auth/reauth.js';
+import { ReauthHttpClient } from './auth/reauth.js';
+import { expiryWarning, sessionEnded } from './auth/session-end.js';
 import { FleetApi, parseFlavor, type ServerFlavor } from './client/index.js';
-import { CliError, ExitCode, UsageError } from './errors.js';
+import { CliError, ExitCode, UsageError, type ApiError } from './errors.js';
 import type { OutputOptions } from './output/index.js';
 import { parseOutputFormat, setTimeStyle, type TimeStyle } from './output/index.js';
 import type { Prompter } from './prompt.js';
@@ -51,6 +52,8 @@ export class Context {
     readonly globals: GlobalOptions,
     readonly env: NodeJS.ProcessEnv = process.env,
     io?: IO,
+    /** Logs in again when the session ended mid-command (the login flow, given by commands/define.ts). */
+    private readonly renewSession?: (ctx: Context, e: ApiError) => Promise<StoredCredential>,
   ) {
     this.io = io ?? processIO({ noColor: globals.color === false, env });
   }
@@ -190,7 +193,8 @@ export class Context {
     if (o.check) return FleetApi.create(opts, this.serverFlavor());
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
-    return new FleetApi(new ReauthHttpClient(opts, this), this.serverFlavor());
+    const renew = this.renewSession && ((e: ApiError) => this.renewSession!(this, e));
+    return new FleetApi(new ReauthHttpClient(opts, (e) => sessionEnded(this, e), renew), this.serverFlavor());
   }
 
   private httpOptions(url: string) {

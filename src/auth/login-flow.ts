@@ -5,7 +5,7 @@ import { MfaMethods } from '../api/constants.js';
 import type { MfaMethod, TokenResponse } from '../api/index.js';
 import { ApiError, CliError, ExitCode, InterruptedError } from '../errors.js';
 import { tokenExpiry, type StoredCredential } from './credentials.js';
-import { sessionEnded } from './reauth.js';
+import { sessionEnded } from './session-end.js';
 import { detectFlavor, type ServerFlavor } from '../client/index.js';
 
 export interface LoginInput {

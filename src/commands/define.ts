@@ -1,6 +1,7 @@
 // How every verb is declared: commander for parsing, examples in --help, and run(ctx, args, opts).
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context, GlobalOptions } from '../context.js';
+import type { ApiError } from '../errors.js';
 import { flow } from '../help.js';
 
 export interface VerbSpec {
@@ -61,10 +62,12 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
     const { Context } = await import('../context.js');
     const globals = command.optsWithGlobals() as GlobalOptions;
     const opts = command.opts() as O & { watch?: string | boolean; pager?: boolean };
-    if (!spec.watch && !spec.pager) return run(new Context(globals), positional, opts);
+    // At a terminal, a session that ends mid-command is renewed by logging in again (loaded then).
+    const renew = async (ctx: Context, e: ApiError) => (await import('../auth/login-flow.js')).renewSession(ctx, e);
+    if (!spec.watch && !spec.pager) return run(new Context(globals, process.env, undefined, renew), positional, opts);
     const { runInTerminalMode } = await import('./terminal-modes.js');
     const line = ['fleetctl', ...process.argv.slice(2)].join(' ');
-    await runInTerminalMode(globals, opts, (io) => run(new Context(globals, process.env, io), positional, opts), line);
+    await runInTerminalMode(globals, opts, (io) => run(new Context(globals, process.env, io, renew), positional, opts), line);
   });
   return cmd;
 }

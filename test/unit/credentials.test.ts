@@ -8,7 +8,7 @@ import { decodeCredential, encodeCredential, KeychainUnavailableError, tokenExpi
 import { FileCredentialStore } from '../../src/auth/file-store.js';
 import { KeychainCredentialStore, keychainPrecheck } from '../../src/auth/keychain-store.js';
 import { CredentialStores } from '../../src/auth/select-store.js';
-import { expiryWarning, isTokenExpired } from '../../src/auth/reauth.js';
+import { expiryWarning, isTokenExpired } from '../../src/auth/session-end.js';
 import { isValidProfileName, normalizeServerUrl } from '../../src/config/profiles.js';
 import { readStdinSecretLines } from '../../src/prompt.js';
 import { ApiError } from '../../src/errors.js';
