@@ -1,30 +1,10 @@
 // The typed API: one method per endpoint, grouped by resource, over the one HttpClient.
 import { HttpClient, type HttpOptions } from './http.js';
-import { authApi } from './resources/auth.js';
-import { usersApi } from './resources/users.js';
-import { mfaApi } from './resources/mfa.js';
-import { environmentsApi } from './resources/environments.js';
-import { nodesApi } from './resources/nodes.js';
-import { tagsApi } from './resources/tags.js';
-import { settingsApi } from './resources/settings.js';
-import { carvesApi } from './resources/carves.js';
-import { sinksApi } from './resources/sinks.js';
-import { auditApi } from './resources/audit.js';
-import { statsApi } from './resources/stats.js';
 import { need, type Feature, type ServerFlavor } from './flavors/index.js';
 import { osctrlResources } from './flavors/osctrl/index.js';
-import { queriesApi } from './resources/queries.js';
-import { osqueryConfigApi } from './resources/osquery-config.js';
+import { fleetResources, type FleetResources } from './resources/index.js';
 
-function fleetResources(http: HttpClient) {
-  return {
-    auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
-    tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
-    queries: queriesApi(http), config: osqueryConfigApi(http),
-  };
-}
-/** The typed API of this server; a flavour replaces some methods (src/client/flavors/), never the shape. */
-export type FleetResources = ReturnType<typeof fleetResources>;
+export type { FleetResources } from './resources/index.js';
 
 export class FleetApi {
   readonly auth: FleetResources['auth'];

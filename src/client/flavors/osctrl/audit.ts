@@ -1,6 +1,6 @@
 import { AuditLogEntry, type Page } from '../../../api/index.js';
 import { checkAnswer } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { refuse, AUDIT_PAGE } from './shapes.js';
 

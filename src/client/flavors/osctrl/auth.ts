@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { TokenResponse } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../../errors.js';
 import { checkAnswer, needs } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { refuse } from './shapes.js';
 

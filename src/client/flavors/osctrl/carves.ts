@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { CarveQuery, type CarveDetail, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg, NAME_ANSWER, refuse, CARVE_PAGE, CARVE_FILE } from './shapes.js';
 

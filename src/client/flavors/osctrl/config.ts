@@ -14,7 +14,7 @@ import {
 import { ApiError } from '../../../errors.js';
 import type { HttpClient } from '../../http.js';
 import { UnexpectedAnswerError, checkAnswer } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { WriteOptions } from '../../resources/osquery-config.js';
 
 const seg = encodeURIComponent;

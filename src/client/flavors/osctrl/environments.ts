@@ -1,6 +1,6 @@
 import { DataResponse, EnvironmentMap, MessageResponse, type EnvironmentMapEntry, type MapTarget } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg } from './shapes.js';
 

@@ -4,7 +4,7 @@
 // request. Wire facts are from a real osctrl-api, osctrl-tls and osctrl-cli built at commit
 // 3c1c5ab4, with agents enrolled (recorded in test/fixtures/osctrl/, docs/osctrl.md).
 import type { HttpClient } from '../../http.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import { osctrlSession } from './session.js';
 import { osctrlConfig } from './config.js';
 import { authResource } from './auth.js';

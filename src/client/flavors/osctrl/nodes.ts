@@ -1,4 +1,4 @@
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 
 export function nodesResource(s: OsctrlSession) {

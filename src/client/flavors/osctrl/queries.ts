@@ -1,6 +1,6 @@
 import { MessageResponse, Paginated, type Page, type QueryResult, type QueryResultsPage, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg, RawQuery, RawResultsPage, NAME_ANSWER, RESULTS_PAGE, toQuery, toResult } from './shapes.js';
 

@@ -7,7 +7,7 @@ import { platformBucket } from '../../../lib/platforms.js';
 import { ApiError } from '../../../errors.js';
 import type { HttpClient } from '../../http.js';
 import { checkAnswer, needs } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import { seg, RawMap, RawLoginEnv, type Access, RawPermissions, RawUser, RawMe, RawQuery, OSCTRL_DEFAULT_EXPIRE_HOURS, LIST_PAGE, refuse, TAGS, toQuery } from './shapes.js';
 
 export function osctrlSession(http: HttpClient, base: FleetResources) {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Setting } from '../../../api/index.js';
 import type { Setting as SettingT } from '../../../api/index.js';
 import { checkAnswer } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg, RawSetting, refuse, settingFromOsctrl } from './shapes.js';
 

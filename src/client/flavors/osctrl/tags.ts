@@ -1,7 +1,7 @@
 import { MessageResponse, TagTypes } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../../errors.js';
 import { checkAnswer } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg, refuse } from './shapes.js';
 

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { DataResponse, User, type UserBody } from '../../../api/index.js';
 import { checkAnswer } from '../../validate.js';
-import type { FleetResources } from '../../index.js';
+import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg, RawUser, refuse } from './shapes.js';
 
