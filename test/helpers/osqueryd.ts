@@ -1,6 +1,6 @@
 // The real osquery agent in tests (issue 26). Starts `osqueryd` from the OSQUERYD environment
-// variable (`.ci/run` points it at ../shared/peers/osqueryd when that file exists; nothing else in
-// the repository names that path) against a test server, with the flags `fleetctl enroll show ENV
+// variable (`.ci/run` points it at the real agent in the shared folder beside the clone when it
+// exists; nothing else in the repository names that path) against a test server, with the flags `fleetctl enroll show ENV
 // flags` hands out. Each agent has its own temporary directory: the secret and certificate files
 // the flags point at, its database, pidfile, extensions socket and logger path, and its stderr.
 // Agents are stopped by their PID. Without OSQUERYD the real-agent tests skip with a one-line
