@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cli } from '../helpers/cli.js';
-import { OSCTRL_PASSWORD, OsctrlStandIn, PROD, DEV, RECORDED } from '../helpers/osctrl-server.js';
+import { OSCTRL_PASSWORD, OsctrlStandIn, PROD, DEV, RECORDED, rec } from '../helpers/osctrl-server.js';
 
 let osctrl: OsctrlStandIn;
 let cli: Cli;
@@ -81,7 +81,7 @@ describe('login, auth status, logout', () => {
 
 describe('nodes enrolled through osctrl-tls (recorded: empty host fields left out)', () => {
   it('nodes list and show work, on both flavours: a missing optional field is never an error', async () => {
-    const recorded = RECORDED['GET /api/v1/nodes/prod 200']!.body.items as Array<{ system_info: { bios: Record<string, string> } }>;
+    const recorded = rec<{ items: Array<{ system_info: { bios: Record<string, string> } }> }>('GET /api/v1/nodes/prod 200').items;
     expect(recorded.some((n) => n.system_info.bios.address === undefined)).toBe(true); // what broke before
     const l = await run(['nodes', 'list', '-o', 'json']);
     expect(l.exitCode, l.stderr).toBe(0);
@@ -98,12 +98,14 @@ describe('nodes enrolled through osctrl-tls (recorded: empty host fields left ou
 
   it('nodes delete and tags apply act on enrolled nodes; tagging a node twice is said, not hidden', async () => {
     const [a, b] = osctrl.nodes;
-    const t = await run(['tags', 'apply', 'prod', a.hostname, b.hostname]);
+    expect((await run(['tags', 'add', 'web'])).exitCode).toBe(0);
+    const t = await run(['tags', 'apply', 'web', a.hostname, b.hostname]);
     expect(t.exitCode, t.stderr).toBe(0);
-    expect(osctrl.tagged.filter((x) => x.tag === 'prod').map((x) => x.uuid)).toEqual([a.uuid, b.uuid]);
-    const again = await run(['tags', 'apply', 'prod', a.hostname]);
+    expect(osctrl.tagged.filter((x) => x.tag === 'web').map((x) => x.uuid)).toEqual([a.uuid, b.uuid]);
+    const again = await run(['tags', 'apply', 'web', a.hostname]);
     expect(again.exitCode).toBe(0);
-    expect(again.stderr).toMatch(/1 of 1 node\(s\) already had tag prod, or osctrl could not tag them/);
+    expect(again.stderr).toMatch(/1 of 1 node\(s\) already had tag web, or osctrl could not tag them/);
+    expect(again.sent.at(-1)).toMatchObject({ method: 'POST', path: '/api/v1/nodes/prod/tag' });
     const last = osctrl.nodes.at(-1);
     const d = await run(['nodes', 'delete', last.hostname, '--yes']);
     expect(d.exitCode, d.stderr).toBe(0);
@@ -200,7 +202,7 @@ describe('the query group on osctrl', () => {
 
   it('--target platform:linux reaches the Linux nodes (osctrl matches platform names exactly); kinds are not mixed', async () => {
     const linux = osctrl.nodes.filter((n) => ['ubuntu', 'debian', 'rhel'].includes(n.platform));
-    const r = await run(['query', 'run', 'SELECT * FROM uptime', '--target', 'platform:linux', '--wait', '20s', '-o', 'json']);
+    const r = await run(['query', 'run', 'SELECT version FROM osquery_info', '--target', 'platform:linux', '--wait', '20s', '-o', 'json']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.sent.find((s) => s.method === 'POST')!.body.platform_list).toEqual([...new Set(linux.map((n) => n.platform))]);
     expect(JSON.parse(r.stdout).length).toBe(linux.length);
@@ -227,11 +229,14 @@ describe('carves on osctrl', () => {
 });
 
 describe('tags, settings, audit, stats, env', () => {
-  it('tags list has no made-up node count; add/edit keep the type; show --nodes and unapply refuse before any request', async () => {
+  it('tags list has no made-up node count; add/edit keep the type; an existing tag is a conflict; show --nodes and unapply refuse before any request', async () => {
     const l = await run(['tags', 'list', '-o', 'json']);
     expect(l.exitCode).toBe(0);
     expect(JSON.parse(l.stdout).every((t: object) => !('node_count' in t))).toBe(true);
     expect((await run(['tags', 'add', 'pci-scope', '--description', 'PCI scope'])).exitCode).toBe(0);
+    const dup = await run(['tags', 'add', 'pci-scope']);
+    expect(dup.exitCode, dup.stderr).toBe(6); // osctrl: 409
+    expect(dup.stderr).toMatch(/tag with that name already exists in this environment \(conflict, HTTP 409\)/);
     expect(osctrl.tags.find((t) => t.name === 'pci-scope').tag_type).toBe(6);
     expect((await run(['tags', 'edit', 'pci-scope', '--description', 'PCI DSS'])).exitCode).toBe(0);
     expect(osctrl.tags.find((t) => t.name === 'pci-scope')).toMatchObject({ description: 'PCI DSS', tag_type: 6 });
@@ -268,10 +273,49 @@ describe('tags, settings, audit, stats, env', () => {
   });
 });
 
+describe('rules of the real osctrl-api the stand-in follows (issue 29)', () => {
+  it('removing yourself: osctrl answers 400 and keeps you (exit 1, its message)', async () => {
+    const r = await run(['users', 'remove', 'admin', '--yes']);
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/error removing user \(bad_request, HTTP 400\)/);
+    expect(osctrl.users.has('admin')).toBe(true);
+  });
+
+  it('query show has the targets osctrl recorded for the run', async () => {
+    const host = osctrl.nodes[1].hostname;
+    const w = await run(['query', 'run', 'SELECT * FROM processes', '--target', host, '--wait', '0', '--detach']);
+    expect(w.exitCode, w.stderr).toBe(0);
+    const name = /query_[0-9a-f]{32}/.exec(w.stderr + w.stdout)![0];
+    const s = await run(['query', 'show', name, '-o', 'json']);
+    expect(JSON.parse(s.stdout).targets).toEqual([{ type: 'host', value: host }]);
+    const all = await run(['query', 'run', 'SELECT * FROM processes', '--wait', '0', '--detach']);
+    const n2 = /query_[0-9a-f]{32}/.exec(all.stderr + all.stdout)![0];
+    expect(JSON.parse((await run(['query', 'show', n2, '-o', 'json'])).stdout).targets).toEqual([{ type: 'environment', value: 'prod' }]);
+  });
+
+  it('users edit --environment gets the permissions reply in its recorded shape (the access stored)', async () => {
+    await run(['users', 'add', 'perry', '--password-stdin'], 'perry-password-1');
+    const before = osctrl.requests.length;
+    const e = await run(['users', 'edit', 'perry', '--environment', 'dev', '--level', 'carve']);
+    expect(e.exitCode, e.stderr).toBe(0);
+    const sent = osctrl.sent(before).find((x) => x.path === '/api/v1/users/perry/permissions');
+    expect(sent!.body).toEqual({ env_uuid: DEV, access: { user: true, query: false, carve: true, admin: false } });
+    const reply = await fetch(`${osctrl.url}/api/v1/users/perry/permissions`, { method: 'POST', headers: { authorization: `Bearer ${(await cli.run(['auth', 'token'])).stdout.trim()}` }, body: JSON.stringify(sent!.body) });
+    expect(Object.keys((await reply.json()) as object)).toEqual(Object.keys(rec('POST /api/v1/users/{user}/permissions 200')));
+  });
+});
+
 describe('the recorded wire data', () => {
   it('holds no secret: tokens, CSRF tokens, node keys, enroll secrets and secret paths, passwords are scrubbed', () => {
     const text = readFileSync(join(import.meta.dirname, '../fixtures/osctrl/recorded.json'), 'utf8');
     expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/);
+    const parsed = (t: string | null | undefined) => {
+      try {
+        return JSON.parse(t ?? 'null');
+      } catch {
+        return null;
+      }
+    };
     const walk = (v: unknown, key = ''): void => {
       if (Array.isArray(v)) v.forEach((x) => walk(x));
       else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, k);
@@ -279,11 +323,22 @@ describe('the recorded wire data', () => {
         expect(v, key).toMatch(/^REDACTED-/);
       }
     };
-    walk(JSON.parse(text));
-    // and it covers what the CLI uses: enrolled nodes, live queries and results, a carve, tags, users of each kind
-    for (const k of ['GET /api/v1/nodes/prod 200', 'GET /api/v1/queries/prod/results/{query} 200', 'GET /api/v1/carves/prod/archive/{carve} 200', 'GET /api/v1/tags/prod 200', 'GET /api/v1/users/quinn/permissions 200', 'POST /api/v1/logout 200']) {
+    for (const x of Object.values(RECORDED)) {
+      walk(parsed(x.body));
+      walk(parsed(x.request));
+    }
+    // and it covers what the CLI uses: enrolled nodes, live query answers, a carve, tags, users of each kind, the errors
+    for (const k of ['GET /api/v1/nodes/prod 200', 'GET /api/v1/queries/prod/results/{query} 200 (os_version)', 'GET /api/v1/queries/prod/{query} 200 (targets)', 'GET /api/v1/carves/prod/archive/{carve} 200', 'GET /api/v1/tags/prod 200', 'GET /api/v1/users/quinn/permissions 200', 'POST /api/v1/users/{user}/permissions 200', 'POST /api/v1/logout 200', 'POST /api/v1/tags/prod/add 409', 'POST /api/v1/users/{user}/remove 400', 'POST /api/v1/login 429', 'GET /api/v1/users/me 401', 'GET /api/v1/users 403', 'POST /api/v1/nope 405', 'GET /error 500']) {
       expect(RECORDED[k], k).toBeDefined();
     }
+  });
+
+  it('bodies are the bytes osctrl sent: Go key order (struct order, not sorted), no trailing newline', () => {
+    const node = RECORDED['GET /api/v1/nodes/prod/node/{node} 200']!.body!;
+    expect(node.startsWith('{"id":')).toBe(true);
+    expect(node.indexOf('"uuid"')).toBeLessThan(node.indexOf('"platform"'));
+    expect(node.endsWith('\n')).toBe(false);
+    expect(RECORDED['GET /api/v1/nope 404']!.body).toBe('404 page not found\n');
   });
 });
 
