@@ -1,6 +1,6 @@
 // The typed API: one method per endpoint, grouped by resource, over the one HttpClient.
 import { HttpClient, type HttpOptions } from './http.js';
-import { need, type Feature, type ServerFlavor } from './flavors/index.js';
+import { need, traits, type Feature, type ServerFlavor, type Traits } from './flavors/index.js';
 import { osctrlResources } from './flavors/osctrl/index.js';
 import { fleetResources, type FleetResources } from './resources/index.js';
 
@@ -45,6 +45,11 @@ export class FleetApi {
   /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */
   need(feature: Feature): void {
     need(this.flavor, feature);
+  }
+
+  /** How this server behaves where a command must say something else (src/client/flavors). */
+  get traits(): Traits {
+    return traits(this.flavor);
   }
 
   static create(opts: HttpOptions, flavor: ServerFlavor = 'fleet'): FleetApi {

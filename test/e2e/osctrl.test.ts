@@ -229,10 +229,15 @@ describe('carves on osctrl', () => {
 });
 
 describe('tags, settings, audit, stats, env', () => {
-  it('tags list has no made-up node count; add/edit keep the type; an existing tag is a conflict; show --nodes and unapply refuse before any request', async () => {
+  it('tags list counts what osctrl-tls tags every node with (env, platform) from the nodes, never makes one up; add/edit keep the type; show --nodes and unapply refuse before any request', async () => {
     const l = await run(['tags', 'list', '-o', 'json']);
     expect(l.exitCode).toBe(0);
-    expect(JSON.parse(l.stdout).every((t: object) => !('node_count' in t))).toBe(true);
+    const counts = Object.fromEntries((JSON.parse(l.stdout) as Array<{ name: string; node_count?: number }>).map((t) => [t.name, t.node_count]));
+    expect(counts.prod).toBe(osctrl.nodes.length);
+    expect(counts[osctrl.nodes[0].platform]).toBe(osctrl.nodes.filter((n) => n.platform === osctrl.nodes[0].platform).length);
+    expect(Object.values(counts).filter((n) => n === undefined).length).toBe(Object.keys(counts).length - 2); // the others: no count, never a made-up 0
+    const t = await run(['tags', 'list']);
+    expect(t.stdout).toMatch(new RegExp(`^prod\\t.*\\t${osctrl.nodes.length}$`, 'm'));
     expect((await run(['tags', 'add', 'pci-scope', '--description', 'PCI scope'])).exitCode).toBe(0);
     const dup = await run(['tags', 'add', 'pci-scope']);
     expect(dup.exitCode, dup.stderr).toBe(6); // osctrl: 409
@@ -270,6 +275,43 @@ describe('tags, settings, audit, stats, env', () => {
     const rm = await run(['enroll', 'show', 'dev', 'remove.sh']);
     expect(rm.exitCode, rm.stderr).toBe(0);
     expect(rm.sent.at(-1)!.path).toBe('/api/v1/environments/dev/remove/remove.sh');
+  });
+});
+
+describe('what osctrl really does, said (issue 29)', () => {
+  it('enroll rotate reads the secret back: osctrl keeps it, so it says so and exits 1', async () => {
+    const r = await run(['enroll', 'rotate', 'dev', '--yes']);
+    expect(r.exitCode, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^error: the enroll secret of dev was NOT rotated: osctrl renewed only the enroll path/);
+    expect(r.stderr).toMatch(/accept_enrolls=false/);
+    expect(paths(r.sent)).toEqual(['GET /api/v1/environments/dev/enroll/secret', 'POST /api/v1/environments/dev/enroll/rotate', 'GET /api/v1/environments/dev/enroll/secret']);
+  });
+
+  it('a password change says the sessions stay valid until they expire (users passwd, users edit), and they do', async () => {
+    const { c } = await loginAs('bob', 'dev');
+    const p = await run(['users', 'passwd', '--password-stdin'], `${OSCTRL_PASSWORD}\nbob-new-password-1\n`, c);
+    expect(p.exitCode, p.stderr).toBe(0);
+    expect(p.stderr).toMatch(/password changed/);
+    expect(p.stderr).toMatch(/your sessions, this one included, stay valid until they expire/);
+    expect(p.stderr).not.toMatch(/have ended/);
+    expect((await run(['users', 'me'], undefined, c)).exitCode).toBe(0);
+    const e = await run(['users', 'edit', 'bob', '--password-stdin'], OSCTRL_PASSWORD);
+    expect(e.exitCode, e.stderr).toBe(0);
+    expect(e.stderr).toMatch(/osctrl keeps bob's session: a token issued before the change stays valid until it expires \(to end it now: fleetctl api DELETE \/api\/v1\/users\/bob\/token\)/);
+    expect((await run(['users', 'me'], undefined, c)).exitCode).toBe(0);
+  });
+
+  it('users add, users edit and users passwd check the password policy before any request', async () => {
+    for (const args of [['users', 'add', 'shorty', '--password-stdin'], ['users', 'edit', 'quinn', '--password-stdin']]) {
+      const r = await run(args, 'short');
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^error: the new password must be at least 8 characters; nothing was changed/);
+      expect(r.sent).toEqual([]);
+    }
+    const p = await run(['users', 'passwd', '--password-stdin'], `${OSCTRL_PASSWORD}\nshort\n`);
+    expect(p.exitCode).toBe(2);
+    expect(p.sent.filter((s) => s.method === 'POST')).toEqual([]);
+    expect(osctrl.users.has('shorty')).toBe(false);
   });
 });
 

@@ -37,6 +37,17 @@ const MISSING: Record<ServerFlavor, ReadonlySet<Feature>> = {
   osctrl: new Set(Object.keys(FEATURE_NAMES) as Feature[]),
 };
 
+/** How a flavour behaves where a command must say something else (not a missing feature). */
+export interface Traits {
+  /** A password change ends the user's other sessions (osctrl 0.5.4: every token stays valid until it expires). */
+  passwordChangeEndsSessions: boolean;
+}
+const TRAITS: Record<ServerFlavor, Traits> = {
+  fleet: { passwordChangeEndsSessions: true },
+  osctrl: { passwordChangeEndsSessions: false },
+};
+export const traits = (flavor: ServerFlavor): Traits => TRAITS[flavor];
+
 /** Throws NotSupportedError when the flavour lacks the feature; commands call it before any request. */
 export function need(flavor: ServerFlavor, feature: Feature): void {
   if (MISSING[flavor].has(feature)) throw new NotSupportedError(FEATURE_NAMES[feature]);

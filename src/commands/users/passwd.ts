@@ -9,10 +9,15 @@ import { ApiError, UsageError } from '../../errors.js';
 import type { FleetApi } from '../../client/index.js';
 import type { Context } from '../../context.js';
 import { readStdinSecretLines } from '../../prompt.js';
-import { promptNewPassword } from './secrets.js';
+import { checkNewPassword, promptNewPassword } from './secrets.js';
 import { safeText } from '../../output/index.js';
 
 async function keepLoggedIn(ctx: Context, api: FleetApi, password: string): Promise<void> {
+  if (!api.traits.passwordChangeEndsSessions) {
+    // osctrl: the change ends no session, so none of them needs a new login either.
+    ctx.io.err('This server ends no session on a password change: your sessions, this one included, stay valid until they expire.\n');
+    return;
+  }
   try {
     await api.users.me();
     ctx.io.err('Your other sessions have ended; this one continues.\n');
@@ -45,8 +50,8 @@ export function registerPasswd(users: Command): void {
       description:
         'Change the password of the user you are logged in as. At a terminal it asks for the current ' +
         'password, then the new one twice. With --password-stdin it reads two lines from stdin: the ' +
-        `current password, then the new one (at least ${PASSWORD_MIN_LENGTH} characters). The change ends your other\n` +
-        'sessions; this profile stays logged in.',
+        `current password, then the new one (at least ${PASSWORD_MIN_LENGTH} characters, checked before anything is sent). The change ends your other\n` +
+        'sessions; this profile stays logged in. (osctrl ends no session on a password change: the command says so.)',
       examples: ['fleetctl users passwd', 'printf \'%s\\n%s\\n\' "$OLD" "$NEW" | fleetctl users passwd --password-stdin'],
     },
     (cmd) => cmd.option('--password-stdin', 'read two lines from stdin: current password, then new password'),
@@ -56,6 +61,7 @@ export function registerPasswd(users: Command): void {
       let next: string;
       if (o.passwordStdin) {
         [current, next] = (await readStdinSecretLines(ctx.io, ['the current password', 'the new password'])) as [string, string];
+        checkNewPassword(next);
       } else {
         if (!ctx.io.canPrompt()) throw new UsageError('passwords are required: pass --password-stdin and pipe two lines (current, new)');
         const p = await ctx.prompter();

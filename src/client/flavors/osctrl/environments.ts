@@ -1,4 +1,5 @@
 import { DataResponse, EnvironmentMap, MessageResponse, type EnvironmentMapEntry, type MapTarget } from '../../../api/index.js';
+import { CliError, ExitCode } from '../../../errors.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
@@ -6,6 +7,23 @@ import { seg } from './shapes.js';
 
 export function environmentsResource(s: OsctrlSession) {
   const { http, base, environments, me, accessibleEnvironments } = s;
+  /**
+   * osctrl's `rotate` renews the enroll secret path (the enroll.sh/enroll.ps1 URLs) and opens
+   * enrollment for 24 hours, and keeps the enroll secret: no osctrl 0.5.4 API changes it, and
+   * osctrl-tls enrolls anyone who sends it, expired enrollment or not. An operator rotating a
+   * leaked secret must not be told it is done: the secret is read before and after.
+   */
+  const rotate = async (env: string, body: Parameters<FleetResources['environments']['enrollAction']>[2]) => {
+    const secret = async () => (await base.environments.enrollRead(env, 'secret')).data;
+    const before = await secret();
+    const res = await base.environments.enrollAction(env, 'rotate', body);
+    if ((await secret()) !== before) return res;
+    throw new CliError(
+      `the enroll secret of ${env} was NOT rotated: osctrl renewed only the enroll path (new enroll.sh/enroll.ps1 URLs, enrollment open 24 hours) and kept the secret, which still enrolls nodes`,
+      ExitCode.error,
+      `osctrl has no API to change the secret; to stop all enrolls into ${env}: fleetctl api PATCH /api/v1/environments/${env} -F accept_enrolls=false`,
+    );
+  };
   return {
     ...base.environments,
     /**
@@ -19,6 +37,7 @@ export function environmentsResource(s: OsctrlSession) {
       return checkAnswer<EnvironmentMap>(EnvironmentMap, Object.fromEntries(list.map((e) => [key(e), e])));
     },
     enrollAction: async (env: string, action: Parameters<FleetResources['environments']['enrollAction']>[1], body: Parameters<FleetResources['environments']['enrollAction']>[2] = {}) => {
+      if (action === 'rotate') return rotate(env, body);
       if (action !== 'update') return base.environments.enrollAction(env, action, body);
       // osctrl: one action per package, and the certificate through its own upload endpoint.
       const steps: Array<[string, Record<string, string>]> = [];

@@ -148,15 +148,20 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
   };
   const hostnames = new Map<string, string>();
   const platforms = new Set<string>();
+  /** Nodes per platform and in all, from the same read (tag counts). */
+  const nodeCounts = { total: 0, perPlatform: new Map<string, number>() };
   let nodesRead: Promise<void> | undefined;
   /** The env's nodes' hostnames (osctrl's results carry only the UUID) and platforms, read once per command. */
   const readNodes = (env: string) =>
     (nodesRead ??= (async () => {
+      nodeCounts.perPlatform.clear();
       for (let page = 1; ; page++) {
         const p = await base.nodes.list(env, { page, page_size: LIST_PAGE });
+        nodeCounts.total = p.total_items;
         for (const n of p.items) {
           hostnames.set(n.uuid.toUpperCase(), n.hostname);
           if (n.platform) platforms.add(n.platform);
+          nodeCounts.perPlatform.set(n.platform, (nodeCounts.perPlatform.get(n.platform) ?? 0) + 1);
         }
         if (page >= p.total_pages || p.items.length === 0) break;
       }
@@ -164,7 +169,7 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
 
   return {
     http, base, environments, envNames, envUuid, me, accessibleEnvironments, toUser, permissionsOf, accessOf, setAccess,
-    userExists, tagList, currentTag, platformsIn, runBody, queryOf, hostnames, platforms, readNodes,
+    userExists, tagList, currentTag, platformsIn, runBody, queryOf, hostnames, platforms, nodeCounts, readNodes,
     /** Forgets the nodes read (a node enrolled since): the next readNodes reads them again. */
     forgetNodes: () => {
       nodesRead = undefined;

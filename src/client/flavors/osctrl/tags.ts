@@ -1,4 +1,4 @@
-import { MessageResponse, TagTypes } from '../../../api/index.js';
+import { MessageResponse, TagTypes, type TagWithCount } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../../errors.js';
 import { checkAnswer } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
@@ -6,10 +6,23 @@ import type { OsctrlSession } from './session.js';
 import { seg, refuse } from './shapes.js';
 
 export function tagsResource(s: OsctrlSession) {
-  const { http, base, tagList, currentTag } = s;
+  const { http, base, tagList, currentTag, envNames, readNodes, nodeCounts } = s;
   return {
     ...base.tags,
-    list: tagList,
+    /**
+     * osctrl sends no node counts, and its API says nowhere which nodes carry a tag. Two kinds of
+     * tag are on nodes by rule: osctrl-tls tags every node it enrolls with its environment's name
+     * (the env tag, type 0) and its platform (an auto tag, type 1), so those are counted from the
+     * node list. Any other tag keeps no count (blank), never a made-up one.
+     */
+    list: async (env: string) => {
+      const list = await tagList(env);
+      const envName = (await envNames()).find((x) => x.uuid === env || x.name === env)?.name ?? env;
+      const counted = (t: TagWithCount) => (t.tag_type === 0 && t.name === envName) || (t.auto_tag && t.tag_type === 1);
+      if (!list.some(counted)) return list;
+      await readNodes(env);
+      return list.map((t) => (counted(t) ? { ...t, node_count: t.tag_type === 0 ? nodeCounts.total : (nodeCounts.perPlatform.get(t.name) ?? 0) } : t));
+    },
     // osctrl stores type 0 (env) when tagtype is omitted; this API's default is `tag`.
     add: (env: string, body: Parameters<FleetResources['tags']['add']>[1]) => base.tags.add(env, { ...body, tagtype: body.tagtype ?? TagTypes.tag }),
     // osctrl compares an omitted tagtype (0) with the stored one and changes it: send the current type.

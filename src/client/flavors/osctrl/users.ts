@@ -41,6 +41,10 @@ export function usersResource(s: OsctrlSession) {
         if (envRefs?.length) await Promise.all(envRefs.map(envUuid));
         const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...rest, username } }));
         if (envRefs?.length) await setAccess(username, envRefs, levels ? accessOf(body) : accessOf({}));
+        // osctrl ends no session on a password change: the user's token stays valid until it expires.
+        if (body.password !== undefined) {
+          return { data: `${res.data}; osctrl keeps ${username}'s session: a token issued before the change stays valid until it expires (to end it now: fleetctl api DELETE /api/v1/users/${username}/token)` };
+        }
         return res;
       }
       return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...rest, username } }));
