@@ -52,7 +52,7 @@ export async function promptNewPassword(ctx: Context, who?: string): Promise<str
     }
     const problem = passwordProblem(first);
     if (problem) {
-      ctx.io.err(`${problem[0]!.toUpperCase()}${problem.slice(1)}; try again.\n`);
+      ctx.io.err(`${problem.charAt(0).toUpperCase()}${problem.slice(1)}; try again.\n`);
       continue;
     }
     const second = await p.password('Repeat the new password:');
