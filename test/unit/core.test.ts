@@ -54,6 +54,8 @@ describe('redaction for --debug', () => {
     expect(body).toContain('"username":"u"');
     expect(redactBody(JSON.stringify({ code: 'mfa_required', error: 'x', challenge: 'c' }), true)).toBe('{"code":"mfa_required","error":"x","challenge":"[redacted]"}');
     expect(redactBody('not json secret', false)).toBe('[15 bytes of text]');
+    // An environment's secret paths are the secret part of its enroll.sh/remove.sh URLs.
+    expect(JSON.parse(redactBody(JSON.stringify({ name: 'prod', enroll_secret_path: '3Md7Io', remove_secret_path: '3Md7Ir' }), false))).toEqual({ name: 'prod', enroll_secret_path: '[redacted]', remove_secret_path: '[redacted]' });
   });
 });
 
