@@ -139,6 +139,7 @@ c(ADMIN, ['mfa', 'webauthn', 'remove', 'x', '--yes', '--password-stdin'], { refu
 c(ADMIN, ['env', 'list'], { verify: has(new RegExp(`\\b${ENV}\\b[\\s\\S]*\\b${ENV2}\\b|\\b${ENV2}\\b[\\s\\S]*\\b${ENV}\\b`), 'both environments') });
 c('quinn', ['env', 'list'], { note: 'the environments the user may read, no map request', verify: (r, sent) => (sent.some((s) => s.path.includes('/map/')) ? 'asked the map' : undefined) });
 c(ADMIN, ['env', 'show', ENV]);
+c(ADMIN, ['env', 'show', 'nope'], { expect: 3, note: 'osctrl 404' });
 c(ADMIN, ['env', 'map']);
 c(ADMIN, ['env', 'map', 'uuid', '-o', 'json']);
 c(ADMIN, ['env', 'intervals', ENV2, '--config', '600']);
@@ -167,6 +168,7 @@ c('bob', ['nodes', 'list'], { note: `user level on ${ENV2}` });
 c(ADMIN, () => ['nodes', 'show', ctx.node1]);
 c(ADMIN, () => ['nodes', 'show', ctx.node1, '-o', 'json']);
 c(ADMIN, ['nodes', 'show', 'no-such-node'], { expect: 3 });
+c(ADMIN, ['nodes', 'list', '--env', 'nope'], { expect: 3, note: 'unknown environment' });
 
 // Tags.
 c(ADMIN, ['tags', 'list'], { note: 'NODES: see the tag counts below' });
@@ -228,6 +230,7 @@ c(ADMIN, ['carves', 'list']);
 c(ADMIN, ['carves', 'list', '--status', 'completed']);
 c(ADMIN, ['carves', 'list', '--status', 'pending'], { refused: true, note: 'osctrl cannot filter on pending' });
 c(ADMIN, () => ['carves', 'show', ctx.carve], { record: ['uploaded', /carves/] });
+c(ADMIN, ['carves', 'show', 'carve_nope'], { expect: 3, note: 'unknown carve' });
 c('carla', () => ['carves', 'download', ctx.carve, '-O', 'carve.tar', '--force'], { note: 'size and blocks checked' });
 c(ADMIN, () => ['carves', 'archive', ctx.carve], { refused: true });
 c(ADMIN, () => ['carves', 'complete', ctx.carve]);
@@ -274,6 +277,8 @@ c('quinn', ['env', 'config', ENV], { expect: 5, note: 'env admins only (osctrl)'
 
 // Deleting, passwords, logout, limits: last.
 c(ADMIN, ['nodes', 'delete', 'no-such-node', '--yes'], { expect: 3 });
+c(ADMIN, () => ['nodes', 'delete', ctx.node3, '--yes'], { note: 'a real node: its agent enrolls again at its next check-in' });
+c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `not-${users.carla.password}\n${pw()}\n`, expect: 5, note: 'wrong current password: osctrl 403' });
 c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `${users.carla.password}\n${(users.carla.next = pw())}\n`, note: 'own password; says the sessions stay valid', verify: has(/stays? valid|remains? valid|still valid/i, 'that sessions stay valid') });
 c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `${users.carla.next}\nshort\n`, expect: 2, note: 'too short: refused before any request', verify: (r, sent) => (sent.some((s) => s.method === 'POST') ? 'sent' : undefined) });
 c('carla', ['api', 'POST', '/api/v1/users/me/password', '-f', 'current_password=x', '-f', 'new_password=short'], { expect: 1, note: 'osctrl 400 (policy)' });
@@ -293,10 +298,10 @@ async function prepare() {
   for (const u of ['erin', 'quinn', 'carla', 'bob', 'dora']) await fleetctl(ADMIN, ['users', 'remove', u, '--yes']);
   await fleetctl(ADMIN, ['schedule', 'remove', ENV, 'uptime_run', '--yes']);
   const nodes = JSON.parse((await fleetctl(ADMIN, ['nodes', 'list', '--env', ENV, '--all', '-o', 'json', '--sort', 'hostname'])).stdout);
-  const linux = nodes.filter((n) => n.status === 'active' || true);
-  if (linux.length < 2) throw new Error(`${ENV} needs at least two enrolled nodes (has ${linux.length})`);
-  ctx.node1 = linux[0].hostname;
-  ctx.node2 = linux[1].hostname;
+  if (nodes.length < 2) throw new Error(`${ENV} needs at least two enrolled nodes (has ${nodes.length})`);
+  ctx.node1 = nodes[0].hostname;
+  ctx.node2 = nodes[1].hostname;
+  ctx.node3 = nodes.at(-1).hostname; // deleted near the end: its agent enrolls again
   const s = JSON.parse((await fleetctl(ADMIN, ['settings', 'list', 'admin', '-o', 'json'])).stdout).find((x) => x.name === 'inactive_hours');
   ctx.inactiveHours = s?.integer;
   // A GitOps file: the environment's configuration with one option changed; its options as they are, to put back.

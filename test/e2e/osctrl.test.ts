@@ -406,5 +406,11 @@ describe('refused groups and errors', () => {
     expect(r.stderr).toMatch(/node not found \(not_found, HTTP 404\)/);
     const t = await run(['api', 'GET', '/api/v1/nope']);
     expect(t.stderr).toMatch(/404 page not found \(not_found, HTTP 404\)\n/);
+    const e = await run(['env', 'show', 'nope']);
+    expect(e.exitCode).toBe(3);
+    expect(e.stderr).toMatch(/environment not found \(not_found, HTTP 404\)/);
+    const p = await run(['users', 'passwd', '--password-stdin'], 'not-the-password\nsome-new-password\n');
+    expect(p.exitCode).toBe(5);
+    expect(p.stderr).toMatch(/current password is incorrect \(forbidden, HTTP 403\)/);
   });
 });

@@ -22,6 +22,8 @@ export { RECORDED, rec, raw } from './osctrl-recorded.js';
 export const OSCTRL_PASSWORD = 'osctrl-pass-1';
 const NEVER = '0001-01-01T00:00:00Z';
 const NO_ACCESS = 'GET /api/v1/users 403'; // {"error":"no access"}, what every permission check answers
+const ENV_404 = 'GET /api/v1/environments/nope 404'; // {"error":"environment not found"}, every handler's unknown env
+const noAccessAnswer = (res: ServerResponse) => replay(res, NO_ACCESS);
 
 export interface Recorded { method: string; path: string; query: Record<string, string>; body: any; cookie?: string }
 type Level = 'admin' | 'query' | 'carve' | 'user';
@@ -171,8 +173,9 @@ export class OsctrlStandIn {
       if (!user || !body?.password || user.password !== body.password) return play('POST /api/v1/login 403');
       if (p.env !== undefined) {
         const e = envOf(p.env);
-        if (!e) return unrecorded(404, 'environment not found'); // fleetctl logs in without the env
-        if (!this.can(body.username, 'admin', e.UUID)) return unrecorded(403, 'no access');
+        // fleetctl logs in without the env (its /login/{env} lets in env admins only): never reached by it.
+        if (!e) return play(ENV_404);
+        if (!this.can(body.username, 'admin', e.UUID)) return noAccessAnswer(res);
       }
       const claims = Buffer.from(JSON.stringify({ username: body.username, iss: 'osctrl-api', exp: Math.floor(now / 1000) + 3 * 3600, jti: randomBytes(16).toString('hex') })).toString('base64url');
       user.token = `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.${claims}.sig`;
@@ -205,7 +208,7 @@ export class OsctrlStandIn {
     }
     if ((p = route('GET', '/api/v1/environments/{env}'))) {
       const e = envOf(p.env!);
-      if (!e) return unrecorded(404, 'environment not found');
+      if (!e) return play(ENV_404);
       if (!can('user', e.UUID)) return noAccess();
       const v: Record<string, any> = { ...this.envViews.get(e.UUID) };
       // A non-admin gets osctrl's TLSEnvironmentView: the same record without its secrets.
@@ -214,21 +217,21 @@ export class OsctrlStandIn {
     }
     if ((p = route('POST', '/api/v1/environments/{env}/enroll/{action}'))) {
       const e = envOf(p.env!);
-      if (!e) return unrecorded(404, 'environment not found');
+      if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return noAccess();
       const key = `POST /api/v1/environments/dev/enroll/${p.action} 200`;
-      if (!RECORDED[key]) return unrecorded(400, 'invalid action');
+      if (!RECORDED[key]) return unrecorded(400, 'invalid action'); // fleetctl sends the actions osctrl has (recorded)
       if (p.action === 'set_deb') this.envViews.get(e.UUID)!.deb_package = body?.url_deb_pkg ?? '';
       return play(key); // rotate renews the path and keeps the secret (REDACTED-SECRET before and after)
     }
     if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) || (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
       const e = envOf(p.env!);
-      if (!e) return unrecorded(404, 'environment not found');
+      if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return play('GET /api/v1/environments/prod/enroll/secret 403');
       const kind = u.pathname.includes('/remove/') ? 'remove' : 'enroll';
       // Recorded for dev: the scripts name dev's UUID whatever env is asked.
       const key = `GET /api/v1/environments/dev/${kind}/${p.target} 200`;
-      return RECORDED[key] ? play(key) : unrecorded(400, 'invalid target');
+      return RECORDED[key] ? play(key) : unrecorded(400, 'invalid target'); // fleetctl checks the target first
     }
     if ((p = route('PATCH', '/api/v1/environments/intervals/{env}'))) {
       const e = envOf(p.env!)!;
@@ -261,7 +264,7 @@ export class OsctrlStandIn {
     }
     if (route('POST', '/api/v1/users/me/password')) {
       if (String(body?.new_password ?? '').length < 8) return play('POST /api/v1/users/me/password 400');
-      if (body?.current_password !== meUser.password) return unrecorded(403, 'current password is incorrect'); // fleetctl sends what the user typed
+      if (body?.current_password !== meUser.password) return play('POST /api/v1/users/me/password 403');
       meUser.password = body.new_password; // osctrl ends no session here
       return play('POST /api/v1/users/me/password 200');
     }
@@ -293,7 +296,7 @@ export class OsctrlStandIn {
 
     if ((p = route('GET', '/api/v1/nodes/{env}'))) {
       const e = envOf(p.env!);
-      if (!e) return unrecorded(404, 'environment not found');
+      if (!e) return play(ENV_404);
       if (!can('user', e.UUID)) return noAccess();
       // osctrl's page of its node records, filtered and sorted as NodesPagedHandler does.
       const q = (u.searchParams.get('q') ?? '').toLowerCase();
@@ -318,7 +321,7 @@ export class OsctrlStandIn {
       const i = this.nodes.findIndex((x) => x.uuid === body?.uuid);
       if (i < 0) return play('GET /api/v1/nodes/prod/node/{node} 404');
       this.nodes.splice(i, 1);
-      return RECORDED['POST /api/v1/nodes/prod/delete 200'] ? play('POST /api/v1/nodes/prod/delete 200') : built(200, { message: 'node deleted' });
+      return play('POST /api/v1/nodes/prod/delete 200');
     }
     if ((p = route('POST', '/api/v1/nodes/{env}/tag'))) {
       if (!can('admin', PROD)) return noAccess();
@@ -352,7 +355,7 @@ export class OsctrlStandIn {
         this.tags.splice(this.tags.indexOf(t), 1); // its tagged-node rows stay (osctrl)
         return play('POST /api/v1/tags/prod/remove 200');
       }
-      return unrecorded(400, 'invalid action');
+      return unrecorded(400, 'invalid action'); // fleetctl sends add, edit, remove only
     }
 
     if ((p = route('GET', '/api/v1/settings/{service}/{env}'))) return play('GET /api/v1/settings/admin/prod 200'); // []: no env rows
@@ -472,15 +475,15 @@ export class OsctrlStandIn {
     }
     if ((p = route('GET', '/api/v1/carves/{env}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);
-      if (!c) return unrecorded(404, 'carve not found'); // fleetctl shows listed carves
+      if (!c) return play('GET /api/v1/carves/prod/carve_nope 404');
       if (c.name === CARVE.query.name) return play('GET /api/v1/carves/prod/{carve} 200 (uploaded)');
       return built(200, { query: detail(c), files: this.carveFiles.get(c.name) ?? [] });
     }
     if ((p = route('POST', '/api/v1/carves/{env}/{action}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);
-      if (!c) return unrecorded(404, 'carve not found');
+      if (!c) return play('GET /api/v1/carves/prod/carve_nope 404');
       const key = `POST /api/v1/carves/prod/${p.action}/{carve} 200`;
-      if (!RECORDED[key]) return unrecorded(400, 'invalid action');
+      if (!RECORDED[key]) return unrecorded(400, 'invalid action'); // archive is refused before any request
       c[p.action === 'delete' ? 'deleted' : p.action === 'expire' ? 'expired' : 'completed'] = true;
       c.active = false;
       return play(key, [[recordedName(key, 'carve'), c.name]]);
