@@ -283,8 +283,24 @@ describe('what osctrl really does, said (issue 29)', () => {
     const r = await run(['enroll', 'rotate', 'dev', '--yes']);
     expect(r.exitCode, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^error: the enroll secret of dev was NOT rotated: osctrl renewed only the enroll path/);
-    expect(r.stderr).toMatch(/accept_enrolls=false/);
+    expect(r.stderr).toMatch(/to stop all enrolls into dev: fleetctl enroll expire dev --yes/);
     expect(paths(r.sent)).toEqual(['GET /api/v1/environments/dev/enroll/secret', 'POST /api/v1/environments/dev/enroll/rotate', 'GET /api/v1/environments/dev/enroll/secret']);
+  });
+
+  it('enroll expire stops enrolls on osctrl (its expiry ends only the enroll.sh links): accept_enrolls goes off, extend and notexpire turn it on', async () => {
+    const x = await run(['enroll', 'expire', 'dev', '--yes']);
+    expect(x.exitCode, x.stderr).toBe(0);
+    expect(x.sent.filter((s) => s.method !== 'GET').map((s) => [s.method, s.path, s.body])).toEqual([
+      ['POST', '/api/v1/environments/dev/enroll/expire', {}],
+      ['PATCH', '/api/v1/environments/dev', { accept_enrolls: false }],
+    ]);
+    expect(osctrl.envViews.get(DEV)!.accept_enrolls).toBe(false);
+    for (const action of ['extend', 'notexpire']) {
+      const r = await run(['enroll', action, 'dev']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.sent.find((s) => s.method === 'PATCH')!.body).toEqual({ accept_enrolls: true });
+    }
+    expect(osctrl.envViews.get(DEV)!.accept_enrolls).toBe(true);
   });
 
   it('a password change says the sessions stay valid until they expire (users passwd, users edit), and they do', async () => {

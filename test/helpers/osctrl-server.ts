@@ -215,6 +215,14 @@ export class OsctrlStandIn {
       if (!can('admin', e.UUID)) for (const k of ['secret', 'certificate', 'flags', 'enroll_secret_path', 'remove_secret_path']) delete v[k];
       return built(200, v);
     }
+    if ((p = route('PATCH', '/api/v1/environments/{env}'))) {
+      const e = envOf(p.env!);
+      if (!e) return play(ENV_404);
+      if (!can('admin', '')) return noAccess();
+      const v = this.envViews.get(e.UUID)!;
+      for (const k of ['accept_enrolls', 'debug_http']) if (typeof body?.[k] === 'boolean') v[k] = body[k];
+      return RECORDED['PATCH /api/v1/environments/{uuid} 200'] ? play('PATCH /api/v1/environments/{uuid} 200') : built(200, v); // osctrl answers with the changed record
+    }
     if ((p = route('POST', '/api/v1/environments/{env}/enroll/{action}'))) {
       const e = envOf(p.env!);
       if (!e) return play(ENV_404);

@@ -21,9 +21,17 @@ export function environmentsResource(s: OsctrlSession) {
     throw new CliError(
       `the enroll secret of ${env} was NOT rotated: osctrl renewed only the enroll path (new enroll.sh/enroll.ps1 URLs, enrollment open 24 hours) and kept the secret, which still enrolls nodes`,
       ExitCode.error,
-      `osctrl has no API to change the secret; to stop all enrolls into ${env}: fleetctl api PATCH /api/v1/environments/${env} -F accept_enrolls=false`,
+      `osctrl has no API to change the secret; to stop all enrolls into ${env}: fleetctl enroll expire ${env} --yes`,
     );
   };
+  /**
+   * osctrl's enroll expiry only ends the enroll.sh/enroll.ps1 links: osctrl-tls enrolls any agent
+   * that sends the secret, expired or not, unless the environment's accept_enrolls is off. So
+   * `expire` (new nodes can no longer enrol) also turns accept_enrolls off, and `extend` and
+   * `notexpire` (nodes may enrol) turn it back on: what the commands say is then what happens.
+   */
+  const acceptEnrolls = (env: string, on: boolean) =>
+    http.request<unknown>('PATCH', `api/v1/environments/${seg(env)}`, { body: { accept_enrolls: on } });
   return {
     ...base.environments,
     /**
@@ -38,6 +46,11 @@ export function environmentsResource(s: OsctrlSession) {
     },
     enrollAction: async (env: string, action: Parameters<FleetResources['environments']['enrollAction']>[1], body: Parameters<FleetResources['environments']['enrollAction']>[2] = {}) => {
       if (action === 'rotate') return rotate(env, body);
+      if (action === 'expire' || action === 'extend' || action === 'notexpire') {
+        const res = await base.environments.enrollAction(env, action, body);
+        await acceptEnrolls(env, action !== 'expire');
+        return res;
+      }
       if (action !== 'update') return base.environments.enrollAction(env, action, body);
       // osctrl: one action per package, and the certificate through its own upload endpoint.
       const steps: Array<[string, Record<string, string>]> = [];
