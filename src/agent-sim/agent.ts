@@ -20,7 +20,7 @@ export interface AgentEnv {
   /** Called with every batch of log entries the server acknowledged (200), for loss checks. */
   onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
   /** Called with every archive uploaded (to record it). */
-  onCarve?: (c: { requestId: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
+  onCarve?: (c: { requestId: string; name: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
   /**
    * Latency from the moment the request is sent, not from when its task was due: with one
    * connection per agent nothing queues in the client, and the load benchmark must not count
@@ -279,7 +279,7 @@ export class SimAgent {
     const names = Object.keys(queries).filter((n) => typeof queries[n] === 'string');
     if (names.length === 0) return 0;
     const out = { node_key: this.nodeKey, queries: {} as Record<string, Row[]>, statuses: {} as Record<string, number>, messages: {} as Record<string, string> };
-    const carves: { name: string; path: string; guid: string }[] = [];
+    const carves: { name: string; path: string; guid: string; requestId: string }[] = [];
     const now = this.env.now();
     for (const name of names) {
       const a = answer(queries[name] as string, this.host, now);
@@ -291,14 +291,18 @@ export class SimAgent {
         out.queries[name] = a.rows;
         out.statuses[name] = 0;
       } else {
+        // As osquery 4.7 and later (tables/forensic/carves.cpp): the carve is scheduled under a fresh
+        // carve_guid and a random request_id, both in the answer's row, and its carver start
+        // carries those two, never the query's name (issue 26).
         const guid = randomUUID();
-        out.queries[name] = [{ time: String(Math.floor(now / 1000)), sha256: '', size: '-1', path: a.path, status: 'STARTING', carve_guid: guid, request_id: name, carve: '1' }];
+        const requestId = randomUUID();
+        out.queries[name] = [{ time: String(Math.floor(now / 1000)), sha256: '', size: '-1', path: a.path, status: 'SCHEDULED', carve_guid: guid, request_id: requestId, carve: '1' }];
         out.statuses[name] = 0;
-        carves.push({ name, path: a.path, guid });
+        carves.push({ name, path: a.path, guid, requestId });
       }
     }
     await this.call('write', f.distributedWrite, out);
-    for (const c of carves) await this.carve(c.name, c.path, c.guid);
+    for (const c of carves) await this.carve(c.requestId, c.path, c.guid, c.name);
     return names.length;
   }
 
@@ -312,7 +316,8 @@ export class SimAgent {
     return Buffer.from(lines.join('\n') + '\n');
   }
 
-  async carve(requestId: string, path: string, carveId: string): Promise<void> {
+  /** Uploads a carve: `requestId` and `carveId` as the answer named them; `name`, the carve query's (for onCarve). */
+  async carve(requestId: string, path: string, carveId: string, name = requestId): Promise<void> {
     const f = this.env.flags;
     if (!f.carverStart || !f.carverContinue) return;
     let content: Buffer;
@@ -334,6 +339,6 @@ export class SimAgent {
       const data = archive.subarray(i * blockSize, (i + 1) * blockSize).toString('base64');
       await this.call('carve', f.carverContinue, { block_id: i, session_id: sessionId, request_id: requestId, data });
     }
-    await this.env.onCarve?.({ requestId, uuid: this.host.uuid, hostname: this.host.hostname, sessionId, path, archive });
+    await this.env.onCarve?.({ requestId, name, uuid: this.host.uuid, hostname: this.host.hostname, sessionId, path, archive });
   }
 }

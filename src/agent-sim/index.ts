@@ -141,10 +141,10 @@ export class Simulator {
       onLogs: o.onLogs,
       onCarve: async (c) => {
         this.carves++;
-        o.log?.(`carve ${c.requestId}: ${c.hostname} uploaded ${c.path} (${c.archive.length} bytes, session ${c.sessionId})`);
+        o.log?.(`carve ${c.name}: ${c.hostname} uploaded ${c.path} (${c.archive.length} bytes, session ${c.sessionId})`);
         if (o.recordDir) {
           await mkdir(o.recordDir, { recursive: true });
-          await writeFile(join(o.recordDir, `${c.requestId}_${c.uuid}.tar`), c.archive);
+          await writeFile(join(o.recordDir, `${c.name}_${c.uuid}.tar`), c.archive);
         }
       },
     };

@@ -46,10 +46,18 @@ export const CarveFile = Type.Object({
   completed_blocks: Type.Integer(),
   created_at: Type.String(),
   completed_at: Type.String(),
+  /** Issue 26 (fleetctl's server): the archive's compression, 'zstd' (osquery's --carver_compression) or 'none' ('' until complete). */
+  compression: Type.Optional(Type.String()),
+  /** Issue 26: '' or why a completed archive holds no file (a directory, a pattern matching none). */
+  note: Type.Optional(Type.String()),
 });
 export type CarveFile = Static<typeof CarveFile>;
 
-export const CarveDetail = Type.Object({ files: Type.Array(CarveFile), query: CarveQuery });
+/** Issue 26 (fleetctl's server): why a node's last carver start for this carve was refused. */
+export const CarveRefusalView = Type.Object({ uuid: Type.String(), hostname: Type.String(), error: Type.String(), at: Type.String() });
+export type CarveRefusalView = Static<typeof CarveRefusalView>;
+
+export const CarveDetail = Type.Object({ files: Type.Array(CarveFile), query: CarveQuery, refusals: Type.Optional(Type.Array(CarveRefusalView)) });
 export type CarveDetail = Static<typeof CarveDetail>;
 
 export const CarveActions = ['delete', 'expire', 'complete', 'archive'] as const;

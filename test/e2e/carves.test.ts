@@ -113,7 +113,7 @@ describe('carves show', () => {
     expect(head).toContain('carve_status\tPENDING\n');
     expect(head).toContain(`query\t${detail.query.query}`);
     const rows = files!.trimEnd().split('\n');
-    expect(rows[0]).toBe('NODE\tSESSION\tPATH\tSTATUS\tBLOCKS\tSIZE\tARCHIVED\tCREATED\tCOMPLETED');
+    expect(rows[0]).toBe('NODE\tSESSION\tPATH\tSTATUS\tBLOCKS\tSIZE\tCOMPRESSION\tARCHIVED\tCREATED\tCOMPLETED\tNOTE');
     expect(rows).toHaveLength(detail.files.length + 1);
   });
 

@@ -138,3 +138,65 @@ describe('carves', () => {
     expect(d.bytes.toString()).toBe('hello');
   });
 });
+
+// Issue 26: osquery 4.7+ carves under a carve_guid and a random request_id that its answer's row
+// names; the start carries those, never the query's name.
+describe('carves matched by the ids osquery sends', () => {
+  // What osquery uploads for a directory: an archive of no file (the tar's end: zero blocks).
+  const content = Buffer.alloc(1024);
+  const row = (guid: string, requestId: string, path: string) => ({ time: '1', sha256: '', size: '-1', path, status: 'SCHEDULED', carve_guid: guid, request_id: requestId, carve: '1' });
+  const start = (key: string, b: object) => post('carveStart', { node_key: key, block_count: 1, block_size: 4096, carve_size: content.length, ...b });
+
+  it('a start overtaking the answer is 503 (osquery retries); after the answer its ids match, by carve_id or request_id', async () => {
+    const n = await enroll();
+    const name = await startCarve('/etc/matched', [n.hostname]);
+    const [guid, requestId] = [randomUUID(), randomUUID()];
+    await post('read', { node_key: n.key });
+    const early = await start(n.key, { carve_id: guid, request_id: requestId });
+    expect(early.status).toBe(503);
+    await post('write', { node_key: n.key, queries: { [name]: [row(guid, requestId, '/etc/matched')] }, statuses: { [name]: 0 }, messages: { [name]: '' }, stats: {} });
+    const s = await start(n.key, { carve_id: guid, request_id: requestId });
+    expect(s.status).toBe(200);
+    expect((await block(s.body.session_id, requestId, content, 4096, 0)).body).toEqual({ success: true });
+    const detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
+    expect(detail.files).toMatchObject([{ uuid: n.uuid, carve_id: guid, status: 'COMPLETED', compression: 'none', note: expect.stringContaining('no file in the archive') }]);
+    expect(detail.refusals).toEqual([]);
+    // request_id alone matches too (a start without carve_id).
+    const again = await start(n.key, { request_id: requestId.toUpperCase() });
+    expect(again.status).toBe(200);
+  });
+
+  it('a start matching no carve is refused (400), and the refusal is read back on the carve; a refused size is recorded with the reason', async () => {
+    const n = await enroll();
+    const name = await startCarve('/etc/refused', [n.hostname]);
+    const [guid, requestId] = [randomUUID(), randomUUID()];
+    await post('read', { node_key: n.key });
+    await post('write', { node_key: n.key, queries: { [name]: [row(guid, requestId, '/etc/refused')] }, statuses: { [name]: 0 } });
+    const stray = await start(n.key, { carve_id: randomUUID(), request_id: randomUUID() });
+    expect(stray.status).toBe(400);
+    expect(stray.body).toMatchObject({ success: false, error: expect.stringContaining('no running carve of this node has carve_guid') });
+    let detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
+    expect(detail.refusals).toMatchObject([{ uuid: n.uuid, hostname: n.hostname, error: expect.stringContaining('no running carve') }]);
+    const tooBig = await start(n.key, { carve_id: guid, request_id: requestId, block_size: 9 * 1024 * 1024, block_count: 1 });
+    expect(tooBig.status).toBe(400);
+    detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
+    expect(detail.refusals).toMatchObject([{ uuid: n.uuid, error: expect.stringContaining('block_size 9437184 is not from 1 to 8388608') }]);
+  });
+
+  it('a zstd archive is recognised when complete', async () => {
+    const n = await enroll();
+    const name = await startCarve('/etc/zstd', [n.hostname]);
+    const [guid, requestId] = [randomUUID(), randomUUID()];
+    await post('read', { node_key: n.key });
+    await post('write', { node_key: n.key, queries: { [name]: [row(guid, requestId, '/etc/zstd')] }, statuses: { [name]: 0 } });
+    // A zstd frame of a 512-byte tar header ("x" then zeros) is not empty; the magic is what counts here.
+    const zst = Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), randomBytes(60)]);
+    const s = await post('carveStart', { node_key: n.key, block_count: 1, block_size: 4096, carve_size: zst.length, carve_id: guid, request_id: requestId });
+    expect((await block(s.body.session_id, requestId, zst, 4096, 0)).body).toEqual({ success: true });
+    const detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
+    expect(detail.files[0]).toMatchObject({ compression: 'zstd' });
+    const res = await fetch(`${t.url}/api/v1/carves/prod/archive/${name}`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(res.headers.get('content-disposition')).toMatch(/\.tar\.zst"?$/);
+    await res.arrayBuffer();
+  });
+});

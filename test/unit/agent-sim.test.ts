@@ -144,7 +144,13 @@ describe('agent simulator', () => {
       expect(w.statuses).toEqual({ q1: 0, q2: 1, c1: 0 });
       expect(w.messages.q2).toBe('no such table: nope');
       expect(w.queries.q1[0]).toHaveProperty('version');
-      expect(w.queries.c1[0]).toMatchObject({ carve: '1', request_id: 'c1', path: '/etc/hosts' });
+      // As osquery 4.7+: a fresh carve_guid and random request_id in the row, and the carver start
+      // carries those two, not the query's name (issue 26).
+      const row = w.queries.c1[0];
+      expect(row).toMatchObject({ carve: '1', path: '/etc/hosts', status: 'SCHEDULED', carve_guid: expect.stringMatching(/^[0-9a-f-]{36}$/), request_id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      expect(row.request_id).not.toBe('c1');
+      const start = seen.find((s) => s.path === '/env-1/init')!.body;
+      expect(start).toMatchObject({ carve_id: row.carve_guid, request_id: row.request_id });
       const sent = recorded();
       expect(received()).toEqual(sent);
       expect(sent.length).toBeGreaterThan(300); // several blocks

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { CarveListStatuses, PAGE_SIZE_MAX } from '../../api/constants.js';
-import type { CarveAction, CarveFile, CarveListStatus, CarveQuery } from '../../api/index.js';
+import type { CarveAction, CarveFile, CarveListStatus, CarveQuery, CarveRefusalView } from '../../api/index.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';
@@ -41,9 +41,19 @@ const FILE_COLUMNS: Column<CarveFile>[] = [
   { key: 'status', header: 'STATUS', kind: 'status' },
   { key: 'blocks', header: 'BLOCKS', get: (f) => `${f.completed_blocks}/${f.total_blocks}` },
   { key: 'carve_size', header: 'SIZE', kind: 'number' },
+  // zstd when the node compressed its archive (downloaded as .tar.zst); the note says why an archive holds no file.
+  { key: 'compression', header: 'COMPRESSION', drop: 2 },
   { key: 'archived', header: 'ARCHIVED', kind: 'bool' },
   { key: 'created_at', header: 'CREATED', kind: 'time' },
   { key: 'completed_at', header: 'COMPLETED', kind: 'time' },
+  { key: 'note', header: 'NOTE' },
+];
+
+/** Why nodes' carver starts were refused (issue 26): the file that never came. */
+const REFUSAL_COLUMNS: Column<CarveRefusalView>[] = [
+  { key: 'node', header: 'NODE', id: true, get: (r) => r.hostname || r.uuid },
+  { key: 'error', header: 'REFUSED' },
+  { key: 'at', header: 'AT', kind: 'time' },
 ];
 
 interface ListOpts {
@@ -129,6 +139,11 @@ export function registerCarves(program: Command): void {
       await printObject(ctx.io, ctx.output(), detail.query, CARVE_DETAIL_COLUMNS);
       ctx.io.out(ctx.io.stdoutIsTTY ? `\nFILES (${detail.files.length})\n` : '\n');
       if (detail.files.length > 0 || !ctx.io.stdoutIsTTY) await printList(ctx.io, ctx.output(), detail.files, FILE_COLUMNS);
+      const refusals = detail.refusals ?? [];
+      if (refusals.length > 0) {
+        ctx.io.out(ctx.io.stdoutIsTTY ? `\nREFUSED CARVER STARTS (${refusals.length})\n` : '\n');
+        await printList(ctx.io, ctx.output(), refusals, REFUSAL_COLUMNS);
+      }
     },
   );
 

@@ -13,7 +13,7 @@ import { sanitize } from '../../output/cell.js';
 import type { CarveDetail, CarveFile } from '../../api/index.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
-import { addRunOptions, targetLists, TARGET_HELP, type RunFlags } from '../query/targets.js';
+import { addRunOptions, carveWaitSeconds, targetLists, TARGET_HELP, type RunFlags } from '../query/targets.js';
 import { LiveRun } from '../query/live-run.js';
 
 const headerInt = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined);
@@ -34,12 +34,23 @@ async function waitForFiles(ctx: Context, api: FleetApi, run: LiveRun, name: str
       const online = state?.online;
       if (progress) ctx.io.err(`\r\x1b[K${complete}/${expected} files complete${online !== undefined ? `, ${online} online` : ''} (${Math.round((Date.now() - started) / 1000)} s)`);
       const onlineDone = o.exit === true && state?.online_pending === 0 && d.files.every(done) && complete < expected;
-      if ((expected > 0 && complete >= expected) || onlineDone || Date.now() >= o.deadline || run.interrupted) return { detail: d, onlineDone, online };
+      // A node whose carver start was refused gives that carve up (osquery does not retry it): done too.
+      const settled = complete + refusedWithoutFile(d).length;
+      if ((expected > 0 && settled >= expected) || onlineDone || Date.now() >= o.deadline || run.interrupted) return { detail: d, onlineDone, online };
       await run.sleep(Math.min(1000, Math.max(0, o.deadline - Date.now())));
     }
   } finally {
     if (progress) ctx.io.err('\r\x1b[K');
   }
+}
+
+/** Nodes whose last carver start was refused and that have no file of this carve. */
+const refusedWithoutFile = (d: CarveDetail) => (d.refusals ?? []).filter((r) => !d.files.some((f) => f.uuid === r.uuid));
+
+/** One line per node (at most 3, then how many more): "host: why". */
+function perNode(items: { host: string; why: string }[]): string {
+  const shown = items.slice(0, 3).map((i) => `${sanitize(i.host)}: ${sanitize(i.why)}`);
+  return shown.join('; ') + (items.length > 3 ? `; and ${items.length - 3} more` : '');
 }
 
 export function registerCarveRun(carves: Command): void {
@@ -69,6 +80,8 @@ export function registerCarveRun(carves: Command): void {
       const env = ctx.requireEnv();
       const api = await ctx.api();
       if (lists.status_list || lists.health_list || lists.risk_list) api.need('derived-targets');
+      // Without --wait: long enough for osquery to read, start and upload the carve (carveWaitSeconds).
+      o.wait ??= `${carveWaitSeconds((await api.environments.get(env)).query_interval)}s`;
       const run = new LiveRun(ctx, api, env, 'carve', o);
       const { query_name: name } = await api.carves.run(env, { path, ...lists, ...run.expiryBody() });
       run.begin(name);
@@ -92,11 +105,23 @@ export function registerCarveRun(carves: Command): void {
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, expected, completed });
       else ctx.io.out(`${name}\n`);
       if (run.waitMs > 0 && completed < expected) {
-        const why = onlineDone ? 'every online target uploaded its file; the others are offline' : `not within ${o.wait}`;
+        const refused = refusedWithoutFile(detail);
+        const why = refused.length > 0
+          ? `the server refused the upload of ${perNode(refused.map((r) => ({ host: r.hostname || r.uuid, why: r.error })))}`
+          : onlineDone ? 'every online target uploaded its file; the others are offline' : `not within ${o.wait}`;
         throw new CliError(
           `${expected - completed} of ${expected} file${expected === 1 ? '' : 's'} not uploaded (${why})${fate ? `; ${fate}` : ''}`,
           ExitCode.incomplete,
           completed > 0 ? `download what arrived: fleetctl carves download ${name}` : `see fleetctl carves show ${name}`,
+        );
+      }
+      // An archive of nothing (a directory, a pattern matching no file) is not the file asked for.
+      const empty = detail.files.filter((f) => done(f) && f.note);
+      if (run.waitMs > 0 && empty.length > 0) {
+        throw new CliError(
+          `${empty.length} of ${completed} archive${completed === 1 ? '' : 's'} came back empty (${perNode(empty.map((f) => ({ host: f.hostname || f.uuid, why: f.note! })))})`,
+          ExitCode.incomplete,
+          'carve files, or a pattern of files: % matches within a directory, %% recursively (e.g. /var/log/%.log)',
         );
       }
     },
@@ -110,9 +135,10 @@ export function registerCarveRun(carves: Command): void {
       description:
         'Download the reassembled archives (tars) of a carve and check each: its size must be the carve_size the\n' +
         'node announced, and carve_size/block_size must give its block count; otherwise the partial file is\n' +
-        'removed and the command fails. Without -O, each file is written to NAME_HOST_SESSION.tar (every\n' +
-        'completed file of the carve, or the one --node or --session picks); -O FILE (or - for stdout, not a\n' +
-        'terminal) takes one file. Files are created 0600, never through a symbolic link, and written to\n' +
+        'removed and the command fails. Without -O, each file is written to NAME_HOST_SESSION.tar (.tar.zst when\n' +
+        'the node compressed it: --carver_compression), every completed file of the carve or the one --node or\n' +
+        '--session picks; -O FILE (or - for stdout, not a terminal) takes one file. Files are created 0600, never\n' +
+        'through a symbolic link, and written to ' +
         'FILE.partial until checked. Every download is written to the audit log by the server.',
       examples: [
         'fleetctl carves download carve_1a2b3c',
@@ -123,7 +149,7 @@ export function registerCarveRun(carves: Command): void {
     (cmd) =>
       cmd
         .argument('<name>', 'carve name')
-        .option('-O, --output-file <file>', 'where to write one archive (default: NAME_HOST_SESSION.tar each; - for stdout)')
+        .option('-O, --output-file <file>', 'where to write one archive (default: NAME_HOST_SESSION.tar(.zst) each; - for stdout)')
         .option('--node <node>', 'the file of this node (hostname or UUID)')
         .option('--session <id>', 'the file of this carve session (carves show lists them)')
         .option('-f, --force', 'overwrite existing files'),
@@ -171,10 +197,10 @@ export function registerCarveRun(carves: Command): void {
   );
 }
 
-/** NAME_HOST_SESSION.tar, from characters safe in a file name on every system (the hostname is the node's word). */
+/** NAME_HOST_SESSION.tar (.tar.zst for a zstd archive), from characters safe in a file name on every system (the hostname is the node's word). */
 export function defaultFileName(name: string, f: CarveFile): string {
   const safe = (v: string) => v.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._-]+/, '').slice(0, 100) || 'node';
-  return `${safe(name)}_${safe(f.hostname || f.uuid)}_${safe(f.session_id).slice(0, 12)}.tar`;
+  return `${safe(name)}_${safe(f.hostname || f.uuid)}_${safe(f.session_id).slice(0, 12)}.tar${f.compression === 'zstd' ? '.zst' : ''}`;
 }
 
 const exists = (p: string) => {

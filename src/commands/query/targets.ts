@@ -66,6 +66,7 @@ export function targetLists(targets: readonly string[]): TargetLists {
 
 export interface RunFlags {
   target?: string[];
+  /** Always set for query run ('1m'); carves run computes its default from the agents' interval (carveWait). */
   wait: string;
   exit?: boolean;
   detach?: boolean;
@@ -77,9 +78,25 @@ export interface RunFlags {
 export function addRunOptions(cmd: Command, noun: 'query' | 'carve', verb: string, waitFor: string): Command {
   return cmd
     .option('-t, --target <target>', `nodes to ${verb} (repeatable, comma-separated; several are a union: a node matching any is targeted): ${TARGET_HELP}`, collectTargets)
-    .option('--wait <duration>', `how long to wait for ${waitFor} (30s, 2m; 0: start it and return, like --detach)`, '1m')
+    .option(
+      '--wait <duration>',
+      `how long to wait for ${waitFor} (30s, 2m; 0: start it and return, like --detach)` +
+        (noun === 'carve' ? ' (default: twice the agents\' query interval, plus the minute osquery waits to start a carve and 2m for the upload; at least 5m)' : ''),
+      noun === 'carve' ? undefined : '1m',
+    )
     .option('--exit', `stop as soon as every online target has ${noun === 'carve' ? 'uploaded its file' : 'answered'} (offline ones are not waited for)`)
     .option('--detach', `leave the ${noun} running when the command ends (it expires after --expire); otherwise it is stopped on exit or Ctrl-C`)
     .option('--expire <duration>', `with --detach (or --wait 0): when the ${noun} expires on the server (default 24h)`)
     .addOption(new Option('--expire-hours <n>', 'the same as --expire Nh').argParser(intArg(1)).hideHelp());
+}
+
+/**
+ * The default wait of `carves run` (issue 26): osquery reads the carve at its distributed interval,
+ * starts it on its scheduler's next whole minute, then uploads; twice the interval (a node polls
+ * at most once an interval after the start, and may poll just before), the minute, two minutes
+ * for the upload, and never under 5 minutes.
+ */
+export function carveWaitSeconds(queryIntervalSeconds: number): number {
+  const interval = Number.isFinite(queryIntervalSeconds) && queryIntervalSeconds > 0 ? queryIntervalSeconds : 60;
+  return Math.max(300, 2 * interval + 60 + 120);
 }

@@ -8,7 +8,8 @@ import { RateLimiter } from '../lib/rate-limit.js';
 import { LogBackpressure } from '../services/delivery/log-delivery.js';
 import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
 import { agentConfig } from '../services/environments/osquery-config.js';
-import { CarveRefusal, carveBlock, carveStart, pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
+import { pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
+import { CarveNotYet, CarveRefusal, carveBlock, carveStart } from '../services/agents/carve-uploads.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import { BigBodyDecoder, DecodeError } from './big-body.js';
 import { declaredSize, inflate, obj, parseObject } from './body.js';
@@ -109,12 +110,14 @@ function checkin(services: AgentServices, node: AgentNode, bytes: number, ip: st
   services.checkins.record(node.id, { bytes, ...(moved ? { ip } : {}) });
 }
 
-/** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it). */
+/** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it); a start too early, 503. */
 async function refusedAs400<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (e) {
     if (e instanceof CarveRefusal) throw new HttpError(400, 'bad_request', e.message, { success: false });
+    // The start overtook the node's answer naming its ids: osquery retries a start that failed.
+    if (e instanceof CarveNotYet) throw busy(e.message);
     throw e;
   }
 }

@@ -1,5 +1,5 @@
 // The agent door's bounds, in one place: what an agent may send and how much the door does at once.
-import { MAX_CARVE_BLOCK } from '../services/agents/live-queries.js';
+import { MAX_CARVE_BLOCK } from '../services/agents/carve-uploads.js';
 
 /** On the wire (osquery sends small bodies; logs are batched by --logger_tls_period). */
 export const AGENT_BODY_LIMIT = 1024 * 1024;

@@ -6,6 +6,7 @@ import { createRequestCacheCounters } from './node-index.js';
 import { listIndexesMigration } from './migration-lists.js';
 import { agentCountersMigration } from './migration-agent.js';
 import type { Dialect } from './dialect.js';
+import { carveIdsMigration } from './migration-carves.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -420,6 +421,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '010_list_indexes': listIndexesMigration(dialect),
       // Counters the agent door's caches are keyed by (issue 21).
       '011_agent_counters': agentCountersMigration(dialect),
+      // Carves matched by the ids a real osquery sends; refusals and compression kept (issue 26).
+      '012_carve_ids': carveIdsMigration(),
     }),
   };
 }

@@ -249,6 +249,10 @@ export interface CarveFilesTable {
   completed_at: string;
   /** Hex SHA-256 of the reassembled archive, computed at the first download ('' until then). */
   sha256: Generated<string>;
+  /** 012_carve_ids: 'zstd' when the node compressed the archive (--carver_compression), '' for a plain tar. */
+  compression: Generated<string>;
+  /** 012_carve_ids: '' or why the completed archive holds no file (a directory, no match). */
+  note: Generated<string>;
 }
 
 /** A live query owed by a node (0004_agents): pending until its answer arrives. */
@@ -256,6 +260,12 @@ export interface NodeQueriesTable {
   query_id: number;
   node_id: number;
   status: string;
+  /** 012_carve_ids: the ids in the node's answer to a carve query (osquery 4.7+), '' before it. */
+  carve_guid: Generated<string>;
+  carve_request_id: Generated<string>;
+  /** 012_carve_ids: why the node's last carver start for this carve was refused, and when ('' when none). */
+  carve_error: Generated<string>;
+  carve_error_at: Generated<string>;
 }
 
 /** One node's answer (result set) to a live query. */

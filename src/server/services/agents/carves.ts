@@ -7,7 +7,7 @@ import type { Caller, Deps } from '../../context.js';
 import type { CarveFileRow, EnvironmentRow, QueryRow } from '../../store/schema.js';
 import {
   CarveActions, CarveListStatuses, CarveStatuses, LogTypes, NEVER,
-  type CarveAction, type CarveDetail, type CarveFile, type CarveQuery, type CarvesListQuery, type Page,
+  type CarveAction, type CarveDetail, type CarveFile, type CarveQuery, type CarveRefusalView, type CarvesListQuery, type Page,
 } from '../../../api/index.js';
 import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { likeContains, pageOf, parsePage } from '../../lib/pagination.js';
@@ -86,6 +86,8 @@ export function toCarveFile(r: CarveFileRow & { hostname?: string | null }): Car
     created_at: r.created_at,
     // A file still in flight has no completion time; "never" keeps the field RFC 3339.
     completed_at: r.completed_at || NEVER,
+    compression: r.compression,
+    note: r.note,
   };
 }
 
@@ -147,7 +149,21 @@ export async function carveFilesWithHost(deps: Deps, env: EnvironmentRow, queryI
 export async function readCarve(deps: Deps, env: EnvironmentRow, name: string): Promise<CarveDetail> {
   const row = await findCarve(deps, env, name);
   const files = await carveFilesWithHost(deps, env, row.id);
-  return { files: files.map(toCarveFile), query: toCarveQuery(row) };
+  return { files: files.map(toCarveFile), query: toCarveQuery(row), refusals: await carveRefusals(deps, row.id) };
+}
+
+/** The last refusal of each node's carver start for this carve (issue 26), newest first. */
+async function carveRefusals(deps: Deps, queryId: number): Promise<CarveRefusalView[]> {
+  const rows = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .select(['nodes.uuid', 'nodes.hostname', 'node_queries.carve_error', 'node_queries.carve_error_at'])
+    .where('node_queries.query_id', '=', queryId)
+    .where('node_queries.carve_error', '<>', '')
+    .orderBy('node_queries.carve_error_at', 'desc')
+    .limit(100)
+    .execute();
+  return rows.map((r) => ({ uuid: r.uuid, hostname: r.hostname, error: r.carve_error, at: r.carve_error_at }));
 }
 
 export async function carveAction(

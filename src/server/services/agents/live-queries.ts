@@ -3,7 +3,6 @@
 // (src/server/agent) asks which queries a node owes and records answers and carve blocks.
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { sql } from 'kysely';
 import { atomically, inTransaction } from '../../store/db.js';
 import type { Caller, Deps } from '../../context.js';
 import type { EnvironmentRow, NodeRow, QueryRow } from '../../store/schema.js';
@@ -11,6 +10,7 @@ import { HealthStatuses, LogTypes, NEVER, RiskLevels } from '../../../api/index.
 import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { writeAudit } from '../audit/audit.js';
 import { carveFilesWithHost, toCarveQuery } from './carves.js';
+import { recordCarveIds } from './carve-uploads.js';
 import { healthBoundsOf } from '../fleet/nodes.js';
 import { healthWhere, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
 
@@ -44,8 +44,20 @@ const strList = (v: unknown, field: string): string[] => {
   return (v as string[]).map((s) => s.trim()).filter((s) => s !== '');
 };
 
-/** osctrl's carve SQL, with the path's quotes doubled. */
-export const carveSql = (path: string) => `SELECT * FROM carves WHERE carve=1 AND path = '${path.replace(/'/g, "''")}';`;
+/**
+ * The carve SQL, with the path's quotes doubled: osctrl's `path =` for a file; `path LIKE` for a
+ * pattern with osquery's wildcards (% within a directory, %% recursively), which osquery expands
+ * only for LIKE (issue 26: `=` carved the literal name, an empty archive).
+ */
+export const carveSql = (path: string) => `SELECT * FROM carves WHERE carve=1 AND path ${path.includes('%') ? 'LIKE' : '='} '${path.replace(/'/g, "''")}';`;
+
+/** A carve path refused before anything is started: osquery would carve nothing from it. */
+function carvePathProblem(path: string): string | undefined {
+  if (path.includes('\0')) return 'path must not contain NUL';
+  if (/[/\\]$/.test(path)) return `${path} is a directory: osquery carves files, not directories; carve the files in it with a pattern, e.g. ${path}%`;
+  if (/[*?]/.test(path)) return `carve patterns use osquery's wildcards, not the shell's: % matches within a directory and %% recursively (e.g. /var/log/%.log)`;
+  return undefined;
+}
 
 /** A list whose values must each be one of `allowed` (lower-cased). */
 function choiceList<T extends string>(v: unknown, field: string, allowed: readonly T[]): T[] {
@@ -134,7 +146,8 @@ export async function startLiveQuery(
     if (kind === 'carve') {
       if (typeof body.path !== 'string' || body.path.trim() === '') throw badRequest('path can not be empty');
       path = body.path.trim();
-      if (path.includes('\0')) throw badRequest('path must not contain NUL');
+      const problem = carvePathProblem(path);
+      if (problem) throw badRequest(problem);
       text = carveSql(path);
     } else {
       if (typeof body.query !== 'string' || body.query.trim() === '') throw badRequest('query can not be empty');
@@ -344,7 +357,7 @@ export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentR
     sha256 = h.digest('hex');
     await deps.db.updateTable('carve_files').set({ sha256 }).where('id', '=', file.id).execute();
   }
-  const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar`;
+  const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar${file.compression === 'zstd' ? '.zst' : ''}`;
   // Every download is audited (issue 20): who took which node's file, and how much of it.
   await writeAudit(deps, {
     line: `carve ${name}: file of ${file.hostname || file.uuid} (session ${file.session_id}, ${file.path}) downloaded, ${Number(file.carve_size)} bytes`,
@@ -392,7 +405,7 @@ export async function recordAnswers(
     const owed = await trx
       .selectFrom('node_queries')
       .innerJoin('queries', 'queries.id', 'node_queries.query_id')
-      .select(['queries.id', 'queries.name'])
+      .select(['queries.id', 'queries.name', 'queries.type'])
       .where('node_queries.node_id', '=', node.id)
       .where('node_queries.status', '=', 'pending')
       .where('queries.name', 'in', names)
@@ -412,109 +425,10 @@ export async function recordAnswers(
         .set((eb) => ({ executions: eb('executions', '+', 1), errors: eb('errors', '+', status === 0 ? 0 : 1), updated_at: ts }))
         .where('id', '=', q.id)
         .execute();
+      // A carve's answer names the ids its carver start will carry (carve-uploads.ts).
+      if (q.type === 'carve') await recordCarveIds(trx, q.id, node.id, rows as Record<string, unknown>[]);
       recorded.push({ name: q.name, rows });
     }
   });
   return recorded;
-}
-
-/** Largest carve block accepted (osctrl's flags ask for 5,120,000-byte blocks). */
-export const MAX_CARVE_BLOCK = 8 * 1024 * 1024;
-/** Carve sessions a node may have in progress at once (any number one after the other). */
-export const MAX_OPEN_CARVE_SESSIONS = 16;
-
-/** Why a carve start or block is refused (the agent door answers it 400). */
-export class CarveRefusal extends Error {}
-
-/**
- * carver start: a session for a carve this node was targeted by (request_id = the carve's query
- * name). Refused unless the carve is still running, the node is one of its targets, and the
- * announced sizes are consistent and within the limits (block size, server-wide carve size).
- */
-export async function carveStart(deps: Deps, node: Pick<NodeRow, 'id' | 'uuid' | 'environment_id'>, b: Record<string, unknown>): Promise<string> {
-  const name = typeof b.request_id === 'string' ? b.request_id : '';
-  const blockCount = Number(b.block_count);
-  const blockSize = Number(b.block_size);
-  const carveSize = Number(b.carve_size);
-  if (![blockCount, blockSize, carveSize].every((n) => Number.isSafeInteger(n) && n >= 0)) throw new CarveRefusal('block_count, block_size and carve_size must be whole numbers');
-  if (blockSize < 1 || blockSize > MAX_CARVE_BLOCK) throw new CarveRefusal(`block_size must be from 1 to ${MAX_CARVE_BLOCK} bytes`);
-  if (carveSize > deps.config.carveMaxBytes) throw new CarveRefusal(`carve_size ${carveSize} is over this server's limit of ${deps.config.carveMaxBytes} bytes (--carve-max-size)`);
-  if (blockCount !== Math.ceil(carveSize / blockSize)) throw new CarveRefusal(`block_count ${blockCount} does not match carve_size ${carveSize} in blocks of ${blockSize}`);
-  const now = deps.now().toISOString();
-  const q = await deps.db
-    .selectFrom('queries')
-    .select(['id', 'path', 'expiration'])
-    .where('name', '=', name)
-    .where('type', '=', 'carve')
-    .where('environment_id', '=', node.environment_id)
-    .where('deleted', '=', 0)
-    .where('expired', '=', 0)
-    .where('completed', '=', 0)
-    .executeTakeFirst();
-  if (!q || (q.expiration && q.expiration !== NEVER && q.expiration <= now)) throw new CarveRefusal(`no running carve "${name.slice(0, 80)}" in this environment`);
-  const targeted = await deps.db.selectFrom('node_queries').select('node_id').where('query_id', '=', q.id).where('node_id', '=', node.id).executeTakeFirst();
-  if (!targeted) throw new CarveRefusal('this node is not a target of the carve');
-  const open = await deps.db
-    .selectFrom('carve_files')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('uuid', '=', node.uuid)
-    .where('status', '=', 'IN PROGRESS')
-    .executeTakeFirst();
-  if (Number(open?.n ?? 0) >= MAX_OPEN_CARVE_SESSIONS) throw new CarveRefusal(`this node has ${MAX_OPEN_CARVE_SESSIONS} carve sessions in progress already`);
-  const session = randomBytes(16).toString('hex');
-  await deps.db
-    .insertInto('carve_files')
-    .values({
-      uuid: node.uuid,
-      query_id: q.id,
-      carve_id: typeof b.carve_id === 'string' ? b.carve_id.slice(0, 200) : '',
-      session_id: session,
-      path: q.path,
-      status: blockCount === 0 ? 'COMPLETED' : 'IN PROGRESS',
-      archived: 0,
-      block_size: blockSize,
-      carve_size: carveSize,
-      total_blocks: blockCount,
-      completed_blocks: 0,
-      created_at: now,
-      completed_at: blockCount === 0 ? now : '',
-    })
-    .execute();
-  return session;
-}
-
-/**
- * carver continue: stores one block, checked against what its session announced (block id in
- * range, exactly block_size bytes, the last block the rest of carve_size). The count is added in
- * the database in the same statement that completes the file, so blocks arriving at once on
- * several connections or replicas are each counted once (a retried block is accepted, not counted).
- */
-export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promise<void> {
-  const session = typeof b.session_id === 'string' ? b.session_id : '';
-  const blockId = Number(b.block_id);
-  const data = typeof b.data === 'string' ? b.data : undefined;
-  if (!session || !Number.isSafeInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/[\r\n]/g, ''))) {
-    throw new CarveRefusal('session_id, block_id and base64 data are required');
-  }
-  const clean = data.replace(/[\r\n]/g, '');
-  const f = await deps.db.selectFrom('carve_files').select(['total_blocks', 'block_size', 'carve_size', 'status']).where('session_id', '=', session).executeTakeFirst();
-  if (!f) throw new CarveRefusal('unknown carve session');
-  if (blockId >= f.total_blocks) throw new CarveRefusal(`block_id ${blockId} is past the session's ${f.total_blocks} blocks`);
-  const size = Buffer.byteLength(clean, 'base64');
-  const want = blockId === f.total_blocks - 1 ? Number(f.carve_size) - Number(f.block_size) * (f.total_blocks - 1) : Number(f.block_size);
-  if (size !== want) throw new CarveRefusal(`block ${blockId} has ${size} bytes; the session announced ${want}`);
-  const ts = deps.now().toISOString();
-  await inTransaction(deps.db, async (trx) => {
-    const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data: clean }).onConflict((oc) => oc.doNothing()).executeTakeFirst();
-    if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return; // a retried block
-    await trx
-      .updateTable('carve_files')
-      .set((eb) => ({
-        completed_blocks: eb('completed_blocks', '+', 1),
-        status: sql<string>`case when completed_blocks + 1 >= total_blocks then 'COMPLETED' else status end`,
-        completed_at: sql<string>`case when completed_blocks + 1 >= total_blocks then ${ts} else completed_at end`,
-      }))
-      .where('session_id', '=', session)
-      .execute();
-  });
 }
