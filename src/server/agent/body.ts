@@ -5,6 +5,7 @@ import { gunzip, gunzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { agentError } from './errors.js';
 import { AGENT_BODY_LIMIT, CARVE_BLOCK_BODY_LIMIT, SMALL_INFLATED } from './limits.js';
+import { readWriteBody } from './write-body.js';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -57,11 +58,15 @@ export const obj = (v: unknown): Record<string, unknown> => (typeof v === 'objec
 
 /**
  * Every body is taken as bytes (osquery's content type varies; gzip is decoded later), read
- * with the endpoint's own limit: 1 MiB, or a carve block's size.
+ * with the endpoint's own limit: 1 MiB, or a carve block's size; a distributed write without
+ * Content-Encoding is read by readWriteBody (write-body.ts) whatever its size.
  */
 export function readBodiesAsBytes(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req, payload, done) => {
+    // A live query's answer, as osquery sends it (plain JSON, any size): read whole, streamed.
+    const enc = String(req.headers['content-encoding'] ?? '').toLowerCase();
+    if (req.agentEndpoint === 'write' && (enc === '' || enc === 'identity')) return readWriteBody(payload, done);
     const limit = req.agentEndpoint === 'carve_block' ? CARVE_BLOCK_BODY_LIMIT : AGENT_BODY_LIMIT;
     const declared = Number(req.headers['content-length']);
     if (declared > limit) return done(agentError(413, `the body is larger than ${limit} bytes`), undefined);

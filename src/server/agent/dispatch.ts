@@ -15,6 +15,7 @@ import { BigBodyDecoder, DecodeError } from './big-body.js';
 import { declaredSize, inflate, obj, parseObject } from './body.js';
 import { agentError, busy } from './errors.js';
 import { AGENT_INFLATED_LIMIT, BIG_BODIES_AT_ONCE, BIG_BODY } from './limits.js';
+import { WRITE_LIMIT, WriteBody } from './write-body.js';
 import type { AgentNode } from './state.js';
 import type { AgentDoorOptions, AgentServices, Endpoint } from './types.js';
 
@@ -47,6 +48,18 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
       // Held until the answer is sent: the parsed batch lives until it is queued.
       reply.raw.once('close', () => bigBodies--);
       big = true;
+    }
+    if (req.body instanceof WriteBody) {
+      // A distributed write, read whatever its size (write-body.ts).
+      const w = req.body;
+      const node = await services.state.node(env, w.node_key);
+      if (!node) {
+        req.agentInvalid = true;
+        return INVALID;
+      }
+      req.agentNode = node.uuid;
+      checkin(services, node, w.bytes, req.ip);
+      return env.query_tls ? storeAnswers(deps, services, env, node, w) : OK;
     }
     const wire = Number(req.headers['content-length'] ?? (req.body as Buffer).length) || 0;
     if (big && ep === 'log') {
@@ -122,6 +135,26 @@ async function refusedAs400<T>(p: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Stores a node's answers and hands them to the query sinks. An answer over WRITE_LIMIT is stored
+ * as that query's error for this node, with the reason: osquery, answered 200, drops it, and
+ * `query run` says why the node gave no rows.
+ */
+async function storeAnswers(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, w: WriteBody) {
+  if (w.tooLarge) {
+    const names = w.names();
+    const why = `the answer was ${w.bytes} bytes, over this server's limit of ${WRITE_LIMIT} bytes (16 MiB); it was discarded: ask for fewer rows or columns`;
+    await recordAnswers(deps, node, Object.fromEntries(names.map((n) => [n, []])), Object.fromEntries(names.map((n) => [n, 1])), Object.fromEntries(names.map((n) => [n, why])));
+    return OK;
+  }
+  const recorded = await recordAnswers(deps, node, w.queries, w.statuses, w.messages);
+  // The answers are stored (the API serves them) before they go to the query sinks, so a
+  // full queue here cannot ask osquery to resend: those sink entries are dropped on purpose,
+  // counted and audited.
+  for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }], { dropWhenFull: true });
+  return OK;
+}
+
 async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>, ip: string) {
   switch (ep) {
     case 'config': {
@@ -150,13 +183,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       return { queries, ...OK };
     }
     case 'write': {
+      // A gzipped write (osquery sends them plain; read by readWriteBody): within the body bounds.
       if (!env.query_tls) return OK;
-      const recorded = await recordAnswers(deps, node, obj(body.queries), obj(body.statuses), obj(body.messages));
-      // The answers are stored (the API serves them) before they go to the query sinks, so a
-      // full queue here cannot ask osquery to resend: those sink entries are dropped on purpose,
-      // counted and audited.
-      for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }], { dropWhenFull: true });
-      return OK;
+      const w = new WriteBody();
+      w.queries = Object.fromEntries(Object.entries(obj(body.queries)).map(([k, v]) => [k, Array.isArray(v) ? v : []]));
+      w.statuses = obj(body.statuses);
+      w.messages = obj(body.messages);
+      return storeAnswers(deps, services, env, node, w);
     }
     case 'carve_init': {
       if (!env.carves_tls) return { success: false, ...OK };
