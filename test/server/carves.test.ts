@@ -106,7 +106,9 @@ describe('GET /api/v1/carves/{env}/{name} (4.16)', () => {
   it('returns {files, query} with every field of 2.7 and 2.8', async () => {
     const r = await read('prod', 'carve_bash_history');
     expect(r.status).toBe(200);
-    expect(Object.keys(r.body).sort()).toEqual(['files', 'query']);
+    // refusals: fleetctl's server's addition (issue 26): why nodes' carver starts were refused.
+    expect(Object.keys(r.body).sort()).toEqual(['files', 'query', 'refusals']);
+    expect(r.body.refusals).toEqual([]);
     expectFields(r.body.query, CARVE_QUERY, 'query');
     expect(r.body.query).toMatchObject({ name: 'carve_bash_history', type: 'carve', path: '/root/.bash_history', carve_status: 'PENDING' });
     for (const t of r.body.query.targets) expect(t).toEqual({ type: expect.any(String), value: expect.any(String) });
