@@ -127,11 +127,28 @@ function queries(path: string, v: unknown, what: string): Record<string, Schedul
   return out;
 }
 
+/** Options the server sets from the environment's intervals (issue 26): not stored, never accepted and overridden. */
+const INTERVAL_OPTIONS: Record<string, 'query' | 'log'> = { distributed_interval: 'query', logger_tls_period: 'log' };
+
+/**
+ * What is worth a warning in options that are valid (issue 26): host_identifier in the
+ * configuration overrides each host's own --host_identifier, so a host enrolled by hostname or a
+ * specified identifier sends results under another identifier than its node's, and comes back as
+ * a new node after a restart and a delete.
+ */
+export function optionWarnings(options: Record<string, unknown>): string[] {
+  return 'host_identifier' in options
+    ? [`options.host_identifier (${JSON.stringify(options.host_identifier)}) overrides every host's own --host_identifier: hosts enrolled with another identifier send results under this one and re-enroll as new nodes after a restart; leave it to the flags unless every host uses it`]
+    : [];
+}
+
 function options(v: unknown): Record<string, OptionValue> {
   const out: Record<string, OptionValue> = {};
   for (const [k, val] of sorted(object('options', v))) {
     const p = pathOf('options', k);
     if (!/^[A-Za-z0-9_]{1,128}$/.test(k)) throw new ConfigError(p, 'is not an osquery flag name (letters, digits and _)');
+    const interval = INTERVAL_OPTIONS[k];
+    if (interval) throw new ConfigError(p, `is the environment's ${interval} interval, which the server puts in the options agents receive: set it with fleetctl env intervals ENV --${interval} N`);
     if (typeof val === 'number' && !Number.isFinite(val)) throw new ConfigError(p, 'must be a finite number');
     if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') throw new ConfigError(p, `must be a string, number or boolean, not ${describe(val)}`);
     if (typeof val === 'string' && val.length > 4096) throw new ConfigError(p, 'is longer than 4096 characters');

@@ -26,7 +26,8 @@ export async function createEnvironment(db: Kysely<DB>, name: string, opts: { uu
       secret: opts.secret ?? randomHex(24),
       certificate: '',
       flags: '',
-      options: '{"disable_distributed":false,"host_identifier":"uuid"}',
+      // No host_identifier (issue 26): from the configuration it would override each host's own flag.
+      options: '{"disable_distributed":false}',
       schedule: '{}',
       packs: '{}',
       decorators: '{}',

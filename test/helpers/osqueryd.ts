@@ -201,22 +201,36 @@ export class Osqueryd {
    */
   waitFor(re: RegExp, o: { after?: number; timeoutMs?: number } = {}): Promise<RegExpExecArray> {
     const from = o.after ?? 0;
+    return this.until((text) => re.exec(text.slice(from)) ?? undefined, String(re), o.timeoutMs);
+  }
+
+  /** Waits until `check(stderr so far)` returns a value; fails when the agent exits first or after `timeoutMs`. */
+  until<T>(check: (stderr: string) => T | undefined, what: string, timeoutMs = 150_000): Promise<T> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`timed out waiting for ${re} in osqueryd's stderr; last lines:\n${this.tail()}`)), o.timeoutMs ?? 150_000);
-      const finish = (e?: Error, m?: RegExpExecArray) => {
+      const timer = setTimeout(() => finish(new Error(`timed out waiting for ${what} in osqueryd's stderr; last lines:\n${this.tail()}`)), timeoutMs);
+      const finish = (e?: Error, v?: T) => {
         clearTimeout(timer);
-        this.waiters.delete(check);
+        this.waiters.delete(test);
         if (e) reject(e);
-        else resolve(m!);
+        else resolve(v as T);
       };
-      const check = () => {
-        const m = re.exec(this.err.slice(from));
-        if (m) return finish(undefined, m);
-        if (this.exit) finish(new Error(`osqueryd exited (${this.exit.code ?? this.exit.signal}) before ${re}; last lines:\n${this.tail()}`));
+      const test = () => {
+        const v = check(this.err);
+        if (v !== undefined) return finish(undefined, v);
+        if (this.exit) finish(new Error(`osqueryd exited (${this.exit.code ?? this.exit.signal}) before ${what}; last lines:\n${this.tail()}`));
       };
-      this.waiters.add(check);
-      check();
+      this.waiters.add(test);
+      test();
     });
+  }
+
+  /**
+   * The times (ms, from glog's line prefix, this day) of the agent's requests to an endpoint whose
+   * path ends in `/suffix` (with --verbose: "TLS/HTTPS POST request to URI: ..."), after `mark`.
+   */
+  requests(suffix: string, after = 0): number[] {
+    const re = new RegExp(String.raw`^I\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) .*TLS/HTTPS POST request to URI: \S+/${suffix}$`, 'gm');
+    return [...this.err.slice(after).matchAll(re)].map((m) => ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]) / 1000);
   }
 
   /** The host identifier osquery enrolls with (its "Using host identifier" line). */

@@ -37,7 +37,7 @@ describe('reading', () => {
     const r = await cfg();
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ environment: 'staging', schedule: {}, packs: {}, decorators: {}, atc: {} });
-    expect(r.body.options).toEqual({ disable_distributed: false, host_identifier: 'uuid' });
+    expect(r.body.options).toEqual({ disable_distributed: false });
     expect(r.body.hash).toMatch(/^[0-9a-f]{64}$/);
     expect(r.headers.get('etag')).toBe(`"${r.body.hash}"`);
     const agent = await t.call('GET', '/api/v1/environments/staging/agent-config', { token: admin });

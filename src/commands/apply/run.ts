@@ -6,6 +6,7 @@ import { printObject } from '../../output/index.js';
 import type { FleetApi } from '../../client/index.js';
 import { DocumentError, loadDocuments, partsOf, plan, renderDiff, summary, type LoadedDocument, type Plan } from './documents.js';
 import type { FileOpts } from './options.js';
+import { optionWarnings } from '../../lib/osquery-config.js';
 
 interface Planned {
   doc: LoadedDocument;
@@ -50,6 +51,7 @@ export async function runApply(ctx: Context, o: FileOpts): Promise<void> {
   if (!data) await showDiffs(ctx, planned);
   noteKept(ctx, planned);
   const changing = planned.filter((p) => p.plan.changes.length > 0);
+  for (const p of changing) if (p.plan.parts.options) for (const w of optionWarnings(p.plan.parts.options)) ctx.io.err(`warning: ${p.current.environment}: ${w}\n`);
   // The server checks every change before any is stored: one refusal changes nothing anywhere.
   const checked = new Map<Planned, string>();
   for (const p of changing) checked.set(p, await api.config.check(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p)));

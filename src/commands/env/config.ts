@@ -9,7 +9,7 @@ import type { Context } from '../../context.js';
 import { CONFIG_PARTS, type ConfigPart, type OsqueryConfigParts } from '../../api/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printObject, printText } from '../../output/index.js';
-import { ConfigError, isConfigPart, validatePart } from '../../lib/osquery-config.js';
+import { ConfigError, isConfigPart, optionWarnings, validatePart } from '../../lib/osquery-config.js';
 import { DocumentError, documentYaml, parseDocuments, parseYaml, partsOf, plan, summary, toDocument } from '../apply/documents.js';
 import { readInput } from '../read-input.js';
 
@@ -62,6 +62,7 @@ async function setPart(ctx: Context, env: string, part: ConfigPart, file: string
     if (e instanceof ConfigError) throw new CliError(`${name}: ${e.message}`);
     throw e;
   }
+  if (part === 'options') for (const w of optionWarnings(value as Record<string, unknown>)) ctx.io.err(`warning: ${w}\n`);
   const api = await ctx.api();
   const before = await api.config.get(env, part);
   const after = await api.config.put(env, part, value, { ifMatch: before.hash });
@@ -149,6 +150,7 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
           ctx.io.err('Edit cancelled: no changes made.\n');
           return;
         }
+        if (p.parts.options) for (const w of optionWarnings(p.parts.options)) ctx.io.err(`warning: ${w}\n`);
         const after = await api.config.patch(env, p.parts, { ifMatch: view.hash });
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), toDocument(after));
         ctx.io.err(`osqueryconfig/${after.environment} edited (${summary(p.changes)}; config hash ${view.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n`);

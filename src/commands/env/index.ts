@@ -127,7 +127,9 @@ export function registerEnv(program: Command): void {
       description:
         'Set how often agents of the environment fetch their configuration (--config), send logs (--log) ' +
         'and poll for queries (--query), in seconds (integers >= 1). Intervals not given keep their value. ' +
-        'Needs env admin. Prints the intervals as they now are.',
+        'Running agents take --log and --query from their configuration at their next config fetch (the ' +
+        'server puts them in its options); --config reaches them through their flags only (osquery reads ' +
+        'config_refresh from the command line). Needs env admin. Prints the intervals as they now are.',
       examples: ['fleetctl env intervals prod --config 600', 'fleetctl env intervals staging --log 120 --query 30', 'fleetctl --env dev env intervals --query 15 -o json'],
     },
     (cmd) =>

@@ -164,7 +164,8 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       // osquery enrolls before it has a configuration (config_valid "0" at enroll): a node that
       // fetched the configuration we serve (validated when it was stored) has one, so health
       // follows the config fetch, not the enroll (issue 18).
-      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true, configValid: true });
+      // Its distributed interval from now on is the one in these options (issue 26: "online" follows it).
+      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true, configValid: true, distributedInterval: env.query_interval });
       return { ...config, ...OK };
     }
     case 'log': {

@@ -6,7 +6,7 @@ import { createRequestCacheCounters } from './node-index.js';
 import { listIndexesMigration } from './migration-lists.js';
 import { agentCountersMigration } from './migration-agent.js';
 import type { Dialect } from './dialect.js';
-import { carveIdsMigration } from './migration-carves.js';
+import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -423,6 +423,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '011_agent_counters': agentCountersMigration(dialect),
       // Carves matched by the ids a real osquery sends; refusals and compression kept (issue 26).
       '012_carve_ids': carveIdsMigration(),
+      // Each node's own distributed interval; no host_identifier in the default options (issue 26).
+      '013_agent_cadence': agentCadenceMigration(),
     }),
   };
 }

@@ -145,6 +145,10 @@ export interface NodesTable {
   config_valid: Bool;
   /** When the node last fetched its configuration (issue 22); null: never. */
   config_fetched_at: string | null;
+  /** 013_agent_cadence: seconds between the node's distributed reads as far as the server knows (0: unknown, the environment's). */
+  distributed_interval: Generated<number>;
+  /** 013_agent_cadence: the distributed interval its last configuration told it (a lower one counts from the second telling). */
+  distributed_interval_told: Generated<number>;
   /** JSON of api-spec 2.6 system_info. */
   system_info: string;
   created_at: string;

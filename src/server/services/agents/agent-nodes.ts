@@ -59,6 +59,10 @@ export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: un
     environment_id: env.id,
     last_seen: ts,
     config_valid: str(osq.config_valid) === '0' ? 0 : 1,
+    // What its flags say, as far as the server knows (the environment's); each config fetch then
+    // says what it was told (issue 26: "online" follows each node's cadence).
+    distributed_interval: env.query_interval,
+    distributed_interval_told: env.query_interval,
     system_info: JSON.stringify(systemInfo).slice(0, 64 * 1024),
     updated_at: ts,
   };

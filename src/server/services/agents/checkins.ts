@@ -27,6 +27,8 @@ export interface Checkin {
   configValid?: boolean;
   /** A config fetch (issue 22): config_fetched_at becomes this check-in's time. */
   configFetched?: boolean;
+  /** The distributed interval the node was just told (issue 26: its configuration's options). */
+  distributedInterval?: number;
 }
 
 interface Pending {
@@ -37,6 +39,7 @@ interface Pending {
   daemonHash?: string;
   configValid?: boolean;
   configFetchedAt?: string;
+  distributedInterval?: number;
 }
 
 /** The optional columns of a check-in: JSON key, nodes column, value (undefined: not changed). */
@@ -46,7 +49,17 @@ const OPTIONAL: [key: string, column: string, value: (p: Pending) => string | nu
   ['dh', 'daemon_hash', (p) => p.daemonHash],
   ['cv', 'config_valid', (p) => (p.configValid === undefined ? undefined : p.configValid ? 1 : 0)],
   ['cf', 'config_fetched_at', (p) => p.configFetchedAt],
+  ['di', 'distributed_interval', (p) => p.distributedInterval],
 ];
+
+/**
+ * The distributed interval a config fetch told the node (issue 26): a longer one counts at once; a
+ * shorter one from the second fetch that tells it, since after the first the node may still be
+ * waiting out its old interval (osquery applies the new one after its current pause).
+ */
+const INTERVAL_SET =
+  'distributed_interval = case when c.di >= nodes.distributed_interval or nodes.distributed_interval_told = c.di then c.di else nodes.distributed_interval end, ' +
+  'distributed_interval_told = c.di';
 
 const statements = new Map<string, string>();
 
@@ -63,10 +76,10 @@ function checkinSql(dialect: Dialect, mask: number): string {
   const sets = [
     'bytes_received = nodes.bytes_received + c.b',
     'last_seen = case when nodes.last_seen is null or nodes.last_seen < c.s then c.s else nodes.last_seen end',
-    ...chosen.map(([k, col]) => `${col} = c.${k}`),
+    ...chosen.map(([k, col]) => (k === 'di' ? INTERVAL_SET : `${col} = c.${k}`)),
   ].join(', ');
   if (dialect === 'postgres') {
-    const types: Record<string, string> = { ip: 'text', ch: 'text', dh: 'text', cv: 'int', cf: 'text' };
+    const types: Record<string, string> = { ip: 'text', ch: 'text', dh: 'text', cv: 'int', cf: 'text', di: 'int' };
     const cols = ['id int', 'b bigint', 's text', ...chosen.map(([k]) => `${k} ${types[k]}`)].join(', ');
     text = `update nodes set ${sets} from jsonb_to_recordset($1::jsonb) as c(${cols}) where nodes.id = c.id`;
   } else {
@@ -120,12 +133,14 @@ export class CheckinBatcher {
       if (c.daemonHash) p.daemonHash = c.daemonHash;
       if (c.configValid !== undefined) p.configValid = c.configValid;
       if (c.configFetchedAt) p.configFetchedAt = c.configFetchedAt;
+      if (c.distributedInterval !== undefined) p.distributedInterval = c.distributedInterval;
     } else {
       p.ip ??= c.ip;
       p.configHash ??= c.configHash;
       p.daemonHash ??= c.daemonHash;
       p.configValid ??= c.configValid;
       p.configFetchedAt ??= c.configFetchedAt;
+      p.distributedInterval ??= c.distributedInterval;
     }
   }
 

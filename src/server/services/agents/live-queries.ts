@@ -3,9 +3,10 @@
 // (src/server/agent) asks which queries a node owes and records answers and carve blocks.
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import type { ExpressionBuilder } from 'kysely';
 import { atomically, inTransaction } from '../../store/db.js';
 import type { Caller, Deps } from '../../context.js';
-import type { EnvironmentRow, NodeRow, QueryRow } from '../../store/schema.js';
+import type { DB, EnvironmentRow, NodeRow, QueryRow } from '../../store/schema.js';
 import { HealthStatuses, LogTypes, NEVER, RiskLevels } from '../../../api/index.js';
 import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { writeAudit } from '../audit/audit.js';
@@ -242,14 +243,33 @@ export async function listLiveQueries(deps: Deps, env: EnvironmentRow, q: { stat
  * hostname among them (a streamed table sizes its NODE column from it, so no hostname is cut).
  */
 async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Promise<{ online: number; online_pending: number; hostname_width: number }> {
-  const since = onlineSince(env, deps.now().getTime());
+  const now = deps.now().getTime();
+  // Each node is online within its own cadence (issue 26): the distributed interval it was last
+  // told (0: unknown, the environment's), so a lowered interval that has not reached a node yet
+  // does not make it look offline. The targets have few distinct intervals: one test per interval.
+  const cadences = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .select('nodes.distributed_interval')
+    .distinct()
+    .where('node_queries.query_id', '=', queryId)
+    .limit(50)
+    .execute();
+  const online = (eb: ExpressionBuilder<DB, 'nodes' | 'node_queries'>) =>
+    eb.or([
+      ...cadences.map(({ distributed_interval: i }) =>
+        eb.and([eb('nodes.distributed_interval', '=', i), eb('nodes.last_seen', '>=', onlineSince({ query_interval: i || env.query_interval }, now))]),
+      ),
+      // Past the 50 intervals looked at (never in practice): the environment's.
+      eb.and([eb('nodes.distributed_interval', 'not in', [...cadences.map((c) => c.distributed_interval), -1]), eb('nodes.last_seen', '>=', onlineSince(env, now))]),
+    ]);
   const row = await deps.db
     .selectFrom('node_queries')
     .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
     .select((eb) => [
-      eb.fn.sum<number>(eb.case().when('nodes.last_seen', '>=', since).then(1).else(0).end()).as('online'),
+      eb.fn.sum<number>(eb.case().when(online(eb)).then(1).else(0).end()).as('online'),
       eb.fn
-        .sum<number>(eb.case().when(eb.and([eb('nodes.last_seen', '>=', since), eb('node_queries.status', '=', 'pending')])).then(1).else(0).end())
+        .sum<number>(eb.case().when(eb.and([online(eb), eb('node_queries.status', '=', 'pending')])).then(1).else(0).end())
         .as('online_pending'),
       eb.fn.max<number>(eb.fn('length', ['nodes.hostname'])).as('hostname_width'),
     ])

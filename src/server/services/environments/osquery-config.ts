@@ -23,10 +23,24 @@ interface AgentConfig {
   hash: string;
 }
 
+/** The environment's intervals an agent takes from its configuration (issue 26). */
+type Intervals = Pick<EnvironmentRow, 'query_interval' | 'log_interval'>;
+
+/**
+ * The options agents receive: the stored ones, and the environment's distributed and log
+ * intervals (issue 26). osquery applies `distributed_interval` and `logger_tls_period` from its
+ * configuration's options at its next config fetch, so `env intervals --query/--log` reaches
+ * running agents, not only new flags. (`config_refresh` is a command-line-only flag in osquery:
+ * the config interval reaches agents through their flags only.)
+ */
+export function servedOptions(options: OsqueryConfigParts['options'], env: Intervals): OsqueryConfigParts['options'] {
+  return { ...options, distributed_interval: env.query_interval, logger_tls_period: env.log_interval };
+}
+
 /** The agent config of the parts (osquery's key names), and the SHA-256 of its JSON. */
-function assemble(parts: OsqueryConfigParts): AgentConfig {
+function assemble(parts: OsqueryConfigParts, env: Intervals): AgentConfig {
   const config = {
-    options: parts.options,
+    options: servedOptions(parts.options, env),
     schedule: parts.schedule,
     packs: parts.packs,
     decorators: parts.decorators,
@@ -42,10 +56,10 @@ const assembled = new Map<number, { key: string; value: AgentConfig }>();
 
 /** What an agent of `env` receives from the config endpoint, and its hash. */
 export function agentConfig(env: EnvironmentRow): AgentConfig {
-  const key = CONFIG_PARTS.map((p) => env[p]).join('\u0000');
+  const key = [...CONFIG_PARTS.map((p) => env[p]), env.query_interval, env.log_interval].join('\u0000');
   const hit = assembled.get(env.id);
   if (hit && hit.key === key) return hit.value;
-  const value = assemble(readStoredParts(env));
+  const value = assemble(readStoredParts(env), env);
   if (assembled.size >= 10_000) assembled.clear();
   assembled.set(env.id, { key, value });
   return value;
@@ -128,7 +142,7 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
     }
     const changed = given.filter((p) => !sameJson(before[p], after[p]) || row[p] !== JSON.stringify(after[p]));
     const contentChanged = given.filter((p) => !sameJson(before[p], after[p]));
-    const { hash } = assemble(after);
+    const { hash } = assemble(after, row);
     const view: OsqueryConfigView = { environment: row.name, hash, updated_at: row.updated_at, ...after, changed: contentChanged, dry_run: Boolean(o.dryRun) };
     if (o.dryRun || changed.length === 0) return view;
     const ts = deps.now().toISOString();

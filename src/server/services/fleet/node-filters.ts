@@ -89,9 +89,10 @@ export function statusWhere(eb: EB, status: NodeStatusFilter, b: Pick<HealthBoun
 }
 
 /**
- * Online (issue 20): seen within 3 distributed intervals of the environment (its query_interval,
- * the `--distributed_interval` of its flags), and never less than the last 10 seconds. An agent
- * asks for live queries every interval, so one that missed two in a row is not coming.
+ * Online (issue 20): seen within 3 distributed intervals, and never less than the last 10
+ * seconds. An agent asks for live queries every interval, so one that missed two in a row is not
+ * coming. The interval is the node's own when known (issue 26: nodes.distributed_interval, what
+ * its last configuration told it), else the environment's query_interval.
  */
 export const ONLINE_INTERVALS = 3;
 export const ONLINE_MIN_SECONDS = 10;
