@@ -123,14 +123,20 @@ function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: 
   const expire = kind === 'enroll' ? env.enroll_expire : env.remove_expire;
   const url = one(`https://${env.hostname}/${env.uuid}/${secretPath}/${kind}.${ext}`);
   const name = one(env.name);
+  // -f: an HTTP error is a failure, not a page piped to sh; -S: curl says why it failed (an
+  // untrusted certificate) instead of piping nothing to sh silently (issue 26).
   const oneLiner =
     ext === 'sh'
-      ? `curl -s ${url} | sh`
+      ? `curl -fsS ${url} | sh`
       : `Set-ExecutionPolicy Bypass -Scope Process -Force; iex ((New-Object System.Net.WebClient).DownloadString('${url}'))`;
   const lines = [
     `# fleetctl ${kind} script for environment ${name} (${one(env.uuid)}), server ${one(env.hostname)}`,
     `# One-liner (where the environment's TLS service serves this script): ${oneLiner}`,
   ];
+  if (ext === 'sh' && env.certificate.trim() !== '') {
+    // A host that does not trust the listener's certificate yet (a private CA): trust it for this download.
+    lines.push(`# Where this host does not trust the listener's certificate yet: save it (fleetctl enroll show ${one(env.name)} cert > fleetctl.crt), then: curl -fsS --cacert fleetctl.crt ${url} | sh`);
+  }
   if (opts.expires && hasExpired(expire, opts.now)) {
     lines.push(
       kind === 'enroll'
