@@ -49,6 +49,8 @@ export const QueryResult = Type.Object({
   created_at: Type.String(),
   uuid: Type.String(),
   hostname: Type.Optional(Type.String()),
+  /** Issue 26 (fleetctl's server): how to name the node beside its rows: its hostname, with its UUID's first 8 characters when another target of the query has the same hostname (clones). */
+  node: Type.Optional(Type.String()),
   status: Type.Integer(),
   error: Type.Optional(Type.String()),
   rows: Type.Array(Type.Record(Type.String(), Type.Unknown())),

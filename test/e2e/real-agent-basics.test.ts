@@ -1,6 +1,8 @@
 // The real osquery agent (issue 26) against a real `fleetctl server`: it enrolls with the flags
 // `fleetctl enroll show` hands out, fetches the configuration, and answers a live query started
-// by `fleetctl query run`. Skipped without OSQUERYD (failed under CI): test/helpers/osqueryd.ts.
+// by `fleetctl query run`; the node record holds what osquery sent, cleaned (item 8); clones on
+// one hostname are told apart; a node enrolled under a specified identifier is targeted by it.
+// Skipped without OSQUERYD (failed under CI): test/helpers/osqueryd.ts.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRealAgent, startAgentServer, startOsqueryd, type AgentServer, type Osqueryd } from '../helpers/osqueryd.js';
 
@@ -38,5 +40,39 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ uuid, status: 0 });
     expect(answers[0]!.rows).toEqual([{ version: expect.stringMatching(/^\d+\.\d+\.\d+/), instance_id: uuid }]);
+  });
+
+  it('the node record is cleaned: no NUL padding, config_valid as it is now, no assumed osquery user', async () => {
+    const node = await srv.waitForNode(uuid, (n) => n.config_hash !== '');
+    const text = JSON.stringify(node);
+    expect(text).not.toContain('\\u0000');
+    expect(node.cpu).toBe(node.cpu.trim());
+    expect(node.system_info.system.cpu_brand).toBe(node.cpu);
+    // osquery enrolls with config_valid "0" (no configuration yet); after its fetch the record says 1.
+    expect(node.system_info.osquery.config_valid).toBe('1');
+    expect(node.health.signals).not.toContain('config_invalid');
+    expect(node.osquery_user).toBe('');
+  });
+
+  it('clones on one hostname are told apart in query run\'s table; a specified identifier is targeted with uuid:', async () => {
+    const enrollment = await srv.enrollment();
+    const clone = startOsqueryd({ enrollment });
+    const named = startOsqueryd({ enrollment, hostIdentifier: { specified: 'web-01.example' } });
+    try {
+      const cloneId = await clone.identifier();
+      expect(await named.identifier()).toBe('web-01.example');
+      await srv.waitForNode(cloneId, (n) => n.config_hash !== '');
+      const web = await srv.waitForNode('web-01.example', (n) => n.config_hash !== '');
+      expect(web.hostname).toBe((await srv.waitForNode(uuid)).hostname);
+      const r = await srv.cli.run(['query', 'run', 'SELECT 1 AS one', '--target', uuid, '--target', cloneId, '--exit', '--wait', '3m']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const lines = r.stdout.trim().split('\n').slice(1).sort();
+      expect(lines).toEqual([`${web.hostname} (${cloneId.slice(0, 8)})\t1`, `${web.hostname} (${uuid.slice(0, 8)})\t1`].sort());
+      const byId = await srv.cli.run(['query', 'run', 'SELECT 2 AS two', '--target', 'uuid:web-01.example', '--exit', '--wait', '3m', '-o', 'json']);
+      expect(byId.exitCode, byId.stderr).toBe(0);
+      expect(JSON.parse(byId.stdout)).toEqual([expect.objectContaining({ uuid: 'web-01.example', rows: [{ two: '2' }] })]);
+    } finally {
+      await Promise.all([clone.remove(), named.remove()]);
+    }
   });
 });

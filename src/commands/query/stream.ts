@@ -41,7 +41,8 @@ export interface StreamResult {
   onlineDone: boolean;
 }
 
-const nodeName = (r: QueryResult) => r.hostname || r.uuid;
+/** The server's label (fleetctl's: the hostname, with the UUID's start for clones), else the hostname, else the UUID. */
+const nodeName = (r: QueryResult) => r.node || r.hostname || r.uuid;
 
 /** Prints the answers of query `name` as they arrive. */
 export async function streamResults(ctx: Context, api: FleetApi, o: StreamOptions): Promise<StreamResult> {

@@ -31,7 +31,8 @@ const CHOICES: Partial<Record<keyof typeof KINDS, readonly string[]>> = { status
 
 export const TARGET_HELP =
   'all (the default: every node of the environment), env:NAME, platform:NAME, tag:NAME, status:active|inactive, ' +
-  `health:${HealthStatuses.join('|')}, risk:${RiskLevels.join('|')}, or a node UUID or hostname`;
+  `health:${HealthStatuses.join('|')}, risk:${RiskLevels.join('|')}, or a node UUID or hostname ` +
+  '(uuid:ID for a node whose identifier is not UUID-shaped, e.g. enrolled with --host_identifier=hostname or specified)';
 
 /** Collects repeated and comma-separated --target values (commander's reducer). */
 export function collectTargets(v: string, acc: string[] = []): string[] {

@@ -7,8 +7,20 @@ import { NEVER } from '../../../api/index.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
-/** A short single-line text from agent input (hostile input must not bloat rows or break lines). */
-const str = (v: unknown, max = 255): string => (typeof v === 'string' || typeof v === 'number' ? String(v).replace(/[\x00-\x1f\x7f]/g, ' ').slice(0, max) : '');
+/**
+ * A short single-line text from agent input (hostile input must not bloat rows or break lines).
+ * NULs go (osquery pads cpu_brand with them: 40 NULs after "AMD EPYC"), other control characters
+ * become spaces, and the ends are trimmed (issue 26).
+ */
+const str = (v: unknown, max = 255): string =>
+  typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\0+/g, '').replace(/[\x01-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
+
+/** host_details as stored: each group's values as text, NULs removed (osquery's padding), at most 64 KiB in all. */
+function cleanGroup(v: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(obj(v)).slice(0, 200)) out[k.slice(0, 128)] = typeof x === 'string' ? x.replace(/\0+/g, '').trim() : x;
+  return out;
+}
 
 function secretMatches(given: unknown, secret: string): boolean {
   if (typeof given !== 'string') return false;
@@ -40,7 +52,7 @@ export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: un
   const nodeKey = randomBytes(20).toString('hex');
   const ts = deps.now().toISOString();
   // osquery's platform_info table is the BIOS; the other parts keep osquery's table names.
-  const systemInfo = { bios: obj(d.platform_info), os, osquery: osq, system: sys };
+  const systemInfo = { bios: cleanGroup(d.platform_info), os: cleanGroup(os), osquery: cleanGroup(osq), system: cleanGroup(sys) };
   const values = {
     node_key: nodeKey,
     hostname,
@@ -73,7 +85,8 @@ export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: un
   } else {
     await deps.db
       .insertInto('nodes')
-      .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user) || 'root', extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
+      // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
+      .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
       .execute();
   }
   return nodeKey;

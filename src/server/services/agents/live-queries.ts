@@ -284,6 +284,20 @@ export async function readLiveQuery(deps: Deps, env: EnvironmentRow, name: strin
   return { ...toLiveQuery(row, deps.now()), online, online_pending };
 }
 
+/** Hostnames (lower-case) that several targets of the query share: clones, named with their UUID too (issue 26). */
+async function cloneHostnames(deps: Deps, queryId: number): Promise<Set<string>> {
+  const rows = await deps.db
+    .selectFrom('node_queries')
+    .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .select((eb) => eb.fn('lower', ['nodes.hostname']).as('h'))
+    .where('node_queries.query_id', '=', queryId)
+    .groupBy((eb) => eb.fn('lower', ['nodes.hostname']))
+    .having((eb) => eb.fn.countAll(), '>', 1)
+    .limit(1000)
+    .execute();
+  return new Set(rows.map((r) => String(r.h)));
+}
+
 export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: string, q: { page?: string; page_size?: string; after_id?: string; since?: string }) {
   const row = await findQuery(deps, env, name);
   const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
@@ -293,6 +307,8 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
   if (q.since && !Number.isNaN(Date.parse(q.since))) base = base.where('created_at', '>=', new Date(q.since).toISOString());
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst())?.n ?? 0);
   const rows = await base.selectAll().orderBy('id').limit(size).offset((page - 1) * size).execute();
+  const clones = await cloneHostnames(deps, row.id);
+  const label = (hostname: string, uuid: string) => (hostname && !clones.has(hostname.toLowerCase()) ? hostname : `${hostname || uuid} (${uuid.slice(0, 8)})`);
   const items = rows.map((r) => {
     let data: unknown = [];
     try {
@@ -300,7 +316,7 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
     } catch {
       data = [];
     }
-    return { id: r.id, uuid: r.node_uuid, hostname: r.hostname, status: r.status, error: r.error, rows: data, created_at: r.created_at };
+    return { id: r.id, uuid: r.node_uuid, hostname: r.hostname, node: label(r.hostname, r.node_uuid), status: r.status, error: r.error, rows: data, created_at: r.created_at };
   });
   return {
     items,
@@ -311,7 +327,7 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
     expected: row.expected,
     answered: row.executions,
     query_status: queryStatus(row, deps.now()),
-    ...(await targetState(deps, env, row.id)),
+    ...(await targetState(deps, env, row.id).then((t) => ({ ...t, hostname_width: t.hostname_width + (clones.size > 0 ? 11 : 0) }))),
   };
 }
 

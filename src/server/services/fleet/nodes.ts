@@ -154,8 +154,12 @@ const parseSystemInfo = (r: NodeRow): SystemInfo => {
   const out: Record<string, Record<string, string>> = {};
   for (const [group, schema] of Object.entries(SystemInfo.properties)) {
     const given = src[group] && typeof src[group] === 'object' ? src[group]! : {};
-    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : String(given[k])]));
+    // NUL padding from older rows (osquery pads cpu_brand with NULs) never reaches a client (issue 26).
+    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : String(given[k]).replace(/\0+/g, '').trim()]));
   }
+  // What osquery reported at enroll ("0": it had no configuration yet) is not news once it has
+  // fetched one: the node's own config_valid (issue 26).
+  if (out.osquery && 'config_valid' in out.osquery) out.osquery.config_valid = r.config_valid ? '1' : '0';
   return out as SystemInfo;
 };
 
