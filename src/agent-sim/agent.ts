@@ -86,7 +86,6 @@ export class SimAgent {
   private statusLogs: object[] = [];
   private resultLogs: object[] = [];
   private schedule: ScheduledQuery[] = [];
-  private configHash = '';
   private decorators: { load?: unknown; always?: unknown } = {};
 
   constructor(
@@ -110,7 +109,9 @@ export class SimAgent {
     let res: any;
     try {
       // From the send: the moment the request goes on the wire (after any earlier request of this agent's).
-      res = await this.env.transport.post(path, body, gzip, this.index, this.env.latencyFromSend ? (sent) => (t = sent) : undefined);
+      // osquery sends its node key in an Authorization header too (NodeKey scheme), once it has one.
+      const auth = kind !== 'enroll' && this.nodeKey ? this.nodeKey : undefined;
+      res = await this.env.transport.post(path, body, gzip, this.index, this.env.latencyFromSend ? (sent) => (t = sent) : undefined, auth);
       if (this.env.latencyFromSend && t < called) t = called;
     } catch (e) {
       this.env.stats.error(kind, (e as Error).message);
@@ -124,9 +125,18 @@ export class SimAgent {
     return res;
   }
 
+  /**
+   * The `decorations` of a log entry, as osquery adds them: the columns of the configuration's
+   * decorators only, and no field at all without decorators (issue 26: osquery 5.23 recorded).
+   */
+  private decorated(): { decorations?: Record<string, unknown> } {
+    const d = this.decorations();
+    return Object.keys(d).length > 0 ? { decorations: d } : {};
+  }
+
   private decorations() {
     const h = this.host;
-    const out: Record<string, string | undefined> = { host_uuid: h.uuid, hostname: h.hostname, osquery_version: h.osqueryInfo.version, config_hash: this.configHash };
+    const out: Record<string, unknown> = {};
     // The config's load and always decorators: the first row of each, its columns added.
     for (const list of [this.decorators.load, this.decorators.always]) {
       if (!Array.isArray(list)) continue;
@@ -141,8 +151,8 @@ export class SimAgent {
   private status(message: string, severity = 0): void {
     const now = this.env.now();
     this.statusLogs.push({
-      hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: String(Math.floor(now / 1000)),
-      severity: String(severity), filename: 'sim.cpp', line: '1', message, version: this.host.osqueryInfo.version, decorations: this.decorations(),
+      hostIdentifier: this.host.uuid, calendarTime: calendarTime(now), unixTime: Math.floor(now / 1000),
+      severity, filename: 'sim.cpp', line: 1, message, version: this.host.osqueryInfo.version, ...this.decorated(),
     });
     if (this.statusLogs.length > 1000) this.statusLogs.splice(0, this.statusLogs.length - 1000);
   }
@@ -153,7 +163,7 @@ export class SimAgent {
       enroll_secret: this.env.secret,
       host_identifier: h.uuid,
       platform_type: h.platformType,
-      host_details: { os_version: h.osVersion, osquery_info: h.osqueryInfo, system_info: h.systemInfo, platform_info: h.platformInfo },
+      host_details: { os_version: h.osVersion, osquery_info: h.osqueryInfo, system_info: h.systemInfo, ...(h.platformInfo ? { platform_info: h.platformInfo } : {}) },
     });
     if (typeof res?.node_key !== 'string' || res.node_key === '') throw new TransportError('enroll: no node_key in the answer');
     this.nodeKey = res.node_key;
@@ -165,7 +175,6 @@ export class SimAgent {
   async config(): Promise<void> {
     if (!this.env.flags.config) return;
     const res = await this.call('config', this.env.flags.config, { node_key: this.nodeKey });
-    this.configHash = createHash('sha1').update(JSON.stringify(res)).digest('hex');
     this.loadSchedule(res);
     this.status('Config refreshed');
   }
@@ -234,7 +243,7 @@ export class SimAgent {
       const a = answer(s.query, this.host, now);
       if (a.kind !== 'rows') continue;
       ran++;
-      const base = { name: s.name, hostIdentifier: this.host.uuid, calendarTime: new Date(now).toUTCString(), unixTime: Math.floor(now / 1000), epoch: 0, numerics: false, decorations: this.decorations() };
+      const base = { name: s.name, hostIdentifier: this.host.uuid, calendarTime: calendarTime(now), unixTime: Math.floor(now / 1000), epoch: 0, numerics: false, ...this.decorated() };
       if (s.snapshot) {
         this.resultLogs.push({ ...base, counter: 0, snapshot: a.rows, action: 'snapshot' });
         continue;
@@ -278,11 +287,14 @@ export class SimAgent {
     const queries = res?.queries && typeof res.queries === 'object' ? (res.queries as Record<string, unknown>) : {};
     const names = Object.keys(queries).filter((n) => typeof queries[n] === 'string');
     if (names.length === 0) return 0;
-    const out = { node_key: this.nodeKey, queries: {} as Record<string, Row[]>, statuses: {} as Record<string, number>, messages: {} as Record<string, string> };
+    const out = { queries: {} as Record<string, Row[]>, statuses: {} as Record<string, number>, messages: {} as Record<string, string>, stats: {} as Record<string, object>, node_key: this.nodeKey };
     const carves: { name: string; path: string; guid: string; requestId: string }[] = [];
     const now = this.env.now();
     for (const name of names) {
       const a = answer(queries[name] as string, this.host, now);
+      // osquery sends every answer's message ('' when it ran) and its resource figures (stats).
+      out.stats[name] = { wall_time_ms: 1, user_time: 0, system_time: 0, memory: 0 };
+      out.messages[name] = '';
       if (a.kind === 'error') {
         out.queries[name] = [];
         out.statuses[name] = 1;
@@ -341,4 +353,13 @@ export class SimAgent {
     }
     await this.env.onCarve?.({ requestId, name, uuid: this.host.uuid, hostname: this.host.hostname, sessionId, path, archive });
   }
+}
+
+/** osquery's calendarTime: "Thu Nov 26 05:03:26 2026 UTC" (strftime "%a %b %e %H:%M:%S %Y UTC"). */
+export function calendarTime(ms: number): string {
+  const d = new Date(ms);
+  const day = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][d.getUTCDay()]!;
+  const mon = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()]!;
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${day} ${mon} ${String(d.getUTCDate()).padStart(2, ' ')} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} ${d.getUTCFullYear()} UTC`;
 }

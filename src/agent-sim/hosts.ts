@@ -13,7 +13,8 @@ export interface SimHost {
   osVersion: Record<string, string>;
   systemInfo: Record<string, string>;
   osqueryInfo: Record<string, string>;
-  platformInfo: Record<string, string>;
+  /** osquery's platform_info (the BIOS), absent where osquery cannot read SMBIOS (a virtual machine). */
+  platformInfo?: Record<string, string>;
   startTime: number;
 }
 
@@ -35,7 +36,7 @@ interface OsModel {
 
 const MODELS: OsModel[] = [
   { platform: 'ubuntu', platformLike: 'debian', platformType: '9', name: 'Ubuntu', version: '22.04.4 LTS (Jammy Jellyfish)', major: '22', minor: '4', patch: '0', codename: 'jammy', prefix: 'web', vendor: 'Dell Inc.', model: 'PowerEdge R650' },
-  { platform: 'debian', platformLike: 'debian', platformType: '9', name: 'Debian GNU/Linux', version: '12 (bookworm)', major: '12', minor: '0', patch: '0', codename: 'bookworm', prefix: 'db', vendor: 'HPE', model: 'ProLiant DL360 Gen10' },
+  { platform: 'debian', platformLike: '', platformType: '9', name: 'Debian GNU/Linux', version: '12 (bookworm)', major: '12', minor: '0', patch: '0', codename: 'bookworm', prefix: 'db', vendor: 'HPE', model: 'ProLiant DL360 Gen10' },
   { platform: 'rhel', platformLike: 'fedora', platformType: '9', name: 'Red Hat Enterprise Linux', version: '9.3 (Plow)', major: '9', minor: '3', patch: '0', codename: '', prefix: 'app', vendor: 'Lenovo', model: 'ThinkSystem SR630' },
   { platform: 'darwin', platformLike: 'darwin', platformType: '21', name: 'macOS', version: '14.4.1', major: '14', minor: '4', patch: '1', codename: 'Sonoma', build: '23E224', prefix: 'mac', vendor: 'Apple Inc.', model: 'MacBookPro18,3' },
   { platform: 'windows', platformLike: 'windows', platformType: '2', name: 'Microsoft Windows 11 Pro', version: '10.0.22631', major: '10', minor: '0', patch: '22631', codename: 'Microsoft Windows 11 Pro', build: '22631', prefix: 'win', vendor: 'LENOVO', model: '20XW004GUS' },
@@ -51,6 +52,9 @@ function uuidFrom(b: Buffer): string {
   const h = b.toString('hex').toUpperCase();
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-A${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
+
+/** The columns with a value: osquery leaves a column it did not fill out of the row. */
+const present = (row: Record<string, string>) => Object.fromEntries(Object.entries(row).filter(([, v]) => v !== ''));
 
 /** The index-th synthetic host of a fleet named by `seed`. */
 export function syntheticHost(seed: string, index: number, now = Date.now()): SimHost {
@@ -73,15 +77,21 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
     platform: m.platform,
     platformType: m.platformType,
     startTime,
-    osVersion: {
+    // As osquery 5.23 sends them (recorded, test/fixtures/osquery/enroll.json): a table's row has
+    // only the columns it filled (no build or platform_like where the OS has none, no hardware
+    // or board columns on a virtual machine whose SMBIOS osquery cannot read), and a table with no
+    // row (platform_info on such a machine) is not sent at all (issue 26).
+    osVersion: present({
       name: m.name, version: m.version, major: m.major, minor: m.minor, patch: m.patch, build: m.build ?? '',
       platform: m.platform, platform_like: m.platformLike, codename: m.codename, arch: m.platform === 'darwin' ? 'arm64' : 'x86_64',
-    },
+      _id: m.platform === 'ubuntu' ? `${m.major}.${m.minor.padStart(2, '0')}` : m.major, pid_with_namespace: '0',
+    }),
     systemInfo: {
-      hostname, uuid, cpu_type: m.platform === 'darwin' ? 'arm64e' : 'x86_64', cpu_subtype: '', cpu_brand: m.platform === 'darwin' ? 'Apple M1 Pro' : 'Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz',
-      cpu_physical_cores: String(cores), cpu_logical_cores: String(cores * 2), cpu_microcode: '', physical_memory: memory,
-      hardware_vendor: vm ? 'QEMU' : m.vendor, hardware_model: vm ? 'Standard PC (Q35 + ICH9, 2009)' : m.model, hardware_version: vm ? 'pc-q35-8.2' : '', hardware_serial: vm ? '' : serial,
-      board_vendor: vm ? '' : m.vendor, board_model: '', board_version: '', board_serial: vm ? '' : serial, computer_name: hostname, local_hostname: hostname,
+      hostname, uuid, cpu_type: m.platform === 'darwin' ? 'arm64e' : 'x86_64', cpu_subtype: m.platform === 'darwin' ? '2' : '106', cpu_brand: m.platform === 'darwin' ? 'Apple M1 Pro' : 'Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz',
+      cpu_physical_cores: String(cores), cpu_logical_cores: String(cores * 2), cpu_sockets: '1', cpu_microcode: m.platform === 'darwin' ? '' : '0xd0003a5', physical_memory: memory,
+      hardware_model: vm ? '' : m.model,
+      ...(vm ? {} : { hardware_vendor: m.vendor, hardware_version: '', hardware_serial: serial, board_vendor: m.vendor, board_model: '', board_version: '', board_serial: serial }),
+      computer_name: hostname, local_hostname: hostname,
     },
     osqueryInfo: {
       pid: String(1000 + (r.readUInt16BE(8) % 30000)), uuid, instance_id: uuidFrom(bytes(seed, index, 'instance')).toLowerCase(), version: osq,
@@ -89,9 +99,7 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
       config_hash: '', config_valid: '0', extensions: 'active', build_platform: m.platform, build_distro: m.platform === 'darwin' ? '10.14' : 'centos7',
       start_time: String(startTime), watcher: String(900 + (r[10]! % 99)), platform_mask: m.platformType,
     },
-    platformInfo: vm
-      ? { vendor: 'SeaBIOS', version: '1.16.3-debian-1.16.3-2', date: '04/01/2014', revision: '1.0', extra: '', address: '', size: '', volume_size: '' }
-      : { vendor: m.vendor, version: `${1 + (r[11]! % 3)}.${r[12]! % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0' },
+    platformInfo: vm ? undefined : { vendor: m.vendor, version: `${1 + (r[11]! % 3)}.${r[12]! % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0' },
   };
 }
 

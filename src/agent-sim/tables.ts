@@ -27,7 +27,7 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
     case 'osquery_info':
       return [h.osqueryInfo];
     case 'platform_info':
-      return [h.platformInfo];
+      return h.platformInfo ? [h.platformInfo] : [];
     case 'uptime': {
       const s = Math.max(0, Math.floor(now / 1000) - h.startTime);
       return [{ days: String(Math.floor(s / 86400)), hours: String(Math.floor(s / 3600) % 24), minutes: String(Math.floor(s / 60) % 60), seconds: String(s % 60), total_seconds: String(s) }];

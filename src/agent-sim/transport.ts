@@ -93,7 +93,7 @@ export class Transport {
   }
 
   /** POSTs `body` as JSON and returns the parsed JSON answer (an HTTP error status throws). `agent` picks its connection. */
-  async post(path: string, body: unknown, gzip = false, agent = 0, onSent?: (t: number) => void): Promise<any> {
+  async post(path: string, body: unknown, gzip = false, agent = 0, onSent?: (t: number) => void, nodeKey?: string): Promise<any> {
     let payload: string | Buffer = JSON.stringify(body);
     if (gzip) payload = gzipSync(payload);
     let status: number;
@@ -101,12 +101,13 @@ export class Transport {
     if (this.pool) {
       const headers: Record<string, string> = { host: this.hostHeader, 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'osquery/sim' };
       if (gzip) headers['content-encoding'] = 'gzip';
+      if (nodeKey) headers.authorization = `NodeKey ${nodeKey}`;
       const res = await (this.pool as Dispatcher).request({ method: 'POST', path, headers, body: payload });
       status = res.statusCode;
       text = await res.body.text();
     } else {
       const data = typeof payload === 'string' ? Buffer.from(payload) : payload;
-      const head = `POST ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nContent-Type: application/json\r\nAccept: application/json\r\nUser-Agent: osquery/sim\r\n${gzip ? 'Content-Encoding: gzip\r\n' : ''}Content-Length: ${data.length}\r\n\r\n`;
+      const head = `POST ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nContent-Type: application/json\r\nAccept: application/json\r\nUser-Agent: osquery/sim\r\n${gzip ? 'Content-Encoding: gzip\r\n' : ''}${nodeKey ? `Authorization: NodeKey ${nodeKey}\r\n` : ''}Content-Length: ${data.length}\r\n\r\n`;
       const res = await this.connection(agent).request(head, data, onSent);
       status = res.status;
       text = res.body.toString('utf8');
