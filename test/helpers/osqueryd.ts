@@ -104,8 +104,11 @@ export interface OsquerydOptions {
 
 /** Agents still running in this test process: stopped at exit if a test forgot (or failed before) stopping them. */
 const running = new Set<Osqueryd>();
+/** Directories the harness made: removed when the test process ends (OSQUERYD_KEEP=1 keeps them to look into). */
+const made = new Set<string>();
 process.once('exit', () => {
   for (const a of running) a.killNow();
+  if (process.env.OSQUERYD_KEEP !== '1') for (const d of made) rmSync(d, { recursive: true, force: true });
 });
 
 const hostIdentifierFlags = (h: HostIdentifier): string[] =>
@@ -148,6 +151,7 @@ export class Osqueryd {
     if (why) throw new Error(`cannot start the real agent: ${why}`);
     // Short: the extensions socket's path must fit a Unix socket address (about 100 bytes).
     const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'osqd-'));
+    if (!o.dir) made.add(dir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const secretFile = join(dir, 'secret');
     const certFile = join(dir, 'cert.pem');
@@ -291,6 +295,10 @@ export interface AgentServer {
   enrollment(env?: string): Promise<Enrollment>;
   /** Waits until the node `uuid` exists and `ok(node)` holds; returns it. */
   waitForNode(uuid: string, ok?: (n: any) => boolean, what?: string): Promise<any>;
+  /** Stops the server process only (SIGTERM, drained): agents see it gone; its database and directory stay. */
+  halt(): Promise<void>;
+  /** Starts it again on the same database and the same two ports (agents come back to it). */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -307,7 +315,7 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
   const dir = mkdtempSync(join(tmpdir(), 'fleetctl-real-agent-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   const args = ['--db', join(dir, 'fleet.db'), '--create-env', env, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir, ...(o.args ?? [])];
-  const server = await startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD } });
+  let server = await startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD } });
   const cli = new Cli();
   await cli.login(server.url, 'admin', env, ADMIN_PASSWORD);
   const token = await apiToken(server.url, 'admin', ADMIN_PASSWORD, env);
@@ -315,8 +323,13 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
   const iv = o.intervals ?? TEST_INTERVALS;
   const r = await cli.run(['env', 'intervals', env, '--config', String(iv.config), '--log', String(iv.log), '--query', String(iv.query)]);
   if (r.exitCode !== 0) throw new Error(`fleetctl env intervals failed (${r.exitCode}): ${r.stderr}`);
+  const agentPort = Number(/Agent API \(osquery TLS\) listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(server.output())?.[1]);
+  const apiPort = Number(new URL(server.url).port);
+  let halted = false;
   return {
-    server,
+    get server() {
+      return server;
+    },
     url: server.url,
     cli,
     token,
@@ -329,8 +342,17 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
         const n = await api('GET', `/api/v1/nodes/${env}/node/${encodeURIComponent(uuid)}`);
         return n.status === 200 && ok(n.body) ? n.body : undefined;
       }, what, 150_000),
-    async stop() {
+    async halt() {
       await server.stop();
+      halted = true;
+    },
+    async resume() {
+      // The later --listen and --agent-listen win over startServerProcess's own (any free port).
+      server = await startServerProcess([...args, '--listen', `127.0.0.1:${apiPort}`, '--agent-listen', `127.0.0.1:${agentPort}`], { env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD } });
+      halted = false;
+    },
+    async stop() {
+      if (!halted) await server.stop();
       cli.cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
