@@ -242,10 +242,27 @@ export class Osqueryd {
     return (await this.waitFor(/Using host identifier: (\S+)/))[1]!;
   }
 
-  /** Stops the agent by its PID (SIGTERM; SIGKILL if it has not ended after `graceMs`). */
+  /**
+   * Freezes the agent (SIGSTOP by its PID): it sends nothing until thaw(), as an agent in the
+   * middle of a long pause. Its monotonic clock runs on, so at thaw() every pause that ended while
+   * it was frozen ends at once. For tests that need the agent's last request to be some time ago.
+   */
+  freeze(): void {
+    if (this.exit || this.proc.pid === undefined) return;
+    process.kill(this.proc.pid, 'SIGSTOP');
+  }
+
+  /** Lets a frozen agent run again (SIGCONT). */
+  thaw(): void {
+    if (this.exit || this.proc.pid === undefined) return;
+    process.kill(this.proc.pid, 'SIGCONT');
+  }
+
+  /** Stops the agent by its PID (SIGTERM; SIGKILL if it has not ended after `graceMs`). A frozen agent is thawed to take it. */
   async stop(graceMs = 30_000): Promise<void> {
     if (this.exit || this.proc.pid === undefined) return;
     process.kill(this.proc.pid, 'SIGTERM');
+    this.thaw();
     const timer = setTimeout(() => this.killNow(), graceMs);
     await this.exited;
     clearTimeout(timer);
