@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { createServer as createNetServer } from 'node:net';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, Cli, DEV_PASSWORD, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
@@ -121,6 +121,17 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
   });
 });
 
+/** Whole JSON lines of a file (a writer may be appending the last one); none when it does not exist yet. */
+function jsonLines(file: string): Record<string, unknown>[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  return text
+    .slice(0, text.lastIndexOf('\n') + 1)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
 /** A free port P whose P+1 is free too (found, then released: the server binds them next). */
 async function freePortPair(): Promise<number> {
   for (;;) {
@@ -140,7 +151,9 @@ async function freePortPair(): Promise<number> {
 
 describe('fleetctl server --dev --dev-agents N', () => {
   it('gives the demo fleet live agents: they enroll in prod over the dev agent door, tagged live-agents; the demo sinks deliver without errors', async () => {
-    const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '30', '--dev-agents', '2']);
+    // The demo's file sinks write here (--dev alone puts them in its temporary directory).
+    const sinkDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-sinks-'));
+    const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '30', '--dev-agents', '2', '--sink-dir', sinkDir]);
     const c = new Cli();
     try {
       await until(() => /Simulated agents: 2 of 2 enrolled in prod over https:\/\/127\.0\.0\.1:\d+, tagged live-agents/.test(dev.output()), 'the simulated agents line');
@@ -159,11 +172,15 @@ describe('fleetctl server --dev --dev-agents N', () => {
       expect(new Set(tagged.map((n) => n.uuid.toLowerCase()))).toEqual(new Set(expected.map((h) => h.uuid.toLowerCase())));
       // The demo's sinks work (issue 20: they wrote error rows every minute): the enabled ones are
       // file sinks in the server's sink directory, and they deliver the agents' logs and answers.
-      const exports = async (name: string) => (JSON.parse((await c.run(['sinks', 'show', name, 'prod', '-o', 'json'])).stdout) as { exports_count: number }).exports_count;
-      const before = await exports('prod-status-file');
+      // What each agent always sends, whenever the test looks: the status logs of its enroll (the
+      // simulator sends status logs only at enroll, config fetch and a failed carve, so a later
+      // one may be minutes away), and its answer to a live query.
       const q = await c.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'tag:live-agents']);
       expect(q.exitCode, q.stderr).toBe(0);
-      await until(async () => (await exports('prod-status-file')) > before, 'status logs delivered to prod-status-file', 90_000);
+      const uuids = expected.map((h) => h.uuid.toLowerCase());
+      const from = (file: string) => new Set(jsonLines(join(sinkDir, file)).map((l) => String(l.node_uuid).toLowerCase()));
+      await until(() => uuids.every((u) => from('prod-status.log').has(u)), 'the status logs of both agents in prod-status-file', 90_000);
+      await until(() => uuids.every((u) => from('prod-queries.log').has(u)), 'the answers of both agents in prod-queries-file', 90_000);
       // What a sink that cannot deliver writes: "log sink NAME dropped N entries: ..." (severity error), once a minute.
       const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as { line: string; severity: number }[];
       expect(sinkRows.filter((p) => p.severity > 1 || /dropped|fail/.test(p.line)).map((p) => p.line)).toEqual([]);
@@ -172,6 +189,7 @@ describe('fleetctl server --dev --dev-agents N', () => {
     } finally {
       c.cleanup();
       await dev.stop();
+      rmSync(sinkDir, { recursive: true, force: true });
     }
   }, 120_000);
 
