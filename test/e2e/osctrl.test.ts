@@ -220,6 +220,12 @@ describe('carves on osctrl', () => {
     const d = await run(['carves', 'download', name, '-O', out]);
     expect(d.exitCode, d.stderr).toBe(0);
     expect(readFileSync(out).length).toBe(JSON.parse(s.stdout).files[0].carve_size);
+    // osctrl names a file's node by UUID only: the hostname comes from the node list, so --node HOST finds it.
+    const file = JSON.parse(s.stdout).files[0];
+    const host = osctrl.nodes.find((n) => n.uuid === file.uuid).hostname;
+    expect(file.hostname).toBe(host);
+    const byHost = await run(['carves', 'download', name, '--node', host, '-O', join(cli.configDir, 'by-host.tar')]);
+    expect(byHost.exitCode, byHost.stderr).toBe(0);
     refused(await run(['carves', 'archive', name]), /carve archive/);
     const r = await run(['carves', 'run', '/etc/hosts', '--target', osctrl.nodes[0].hostname, '--wait', '0']);
     expect(r.exitCode, r.stderr).toBe(0);

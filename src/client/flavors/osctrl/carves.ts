@@ -6,7 +6,7 @@ import type { OsctrlSession } from './session.js';
 import { seg, NAME_ANSWER, refuse, CARVE_PAGE, CARVE_FILE } from './shapes.js';
 
 export function carvesResource(s: OsctrlSession) {
-  const { http, base, runBody } = s;
+  const { http, base, runBody, readNodes, hostnames } = s;
   return {
     ...base.carves,
     list: async (env: string, query: Parameters<FleetResources['carves']['list']>[1] = {}) => {
@@ -22,10 +22,11 @@ export function carvesResource(s: OsctrlSession) {
       );
       const q = d.query;
       const status = q.deleted ? 'DELETED' : q.expired ? 'EXPIRED' : q.completed ? 'COMPLETED' : d.files.length ? 'PENDING' : 'ACTIVE';
-      return {
-        query: checkAnswer<CarveQuery>(CarveQuery, { carve_status: status, ...q }, 'query'),
-        files: d.files.map((f, i) => checkAnswer<CarveDetail['files'][number]>(CARVE_FILE, f, `files[${i}]`)),
-      };
+      const files = d.files.map((f, i) => checkAnswer<CarveDetail['files'][number]>(CARVE_FILE, f, `files[${i}]`));
+      // osctrl's carve files name their node by UUID only: the hostname (NODE, --node HOST) comes from the node list.
+      if (files.length) await readNodes(env).catch(() => undefined);
+      for (const f of files) f.hostname ??= hostnames.get(f.uuid.toUpperCase()) ?? '';
+      return { query: checkAnswer<CarveQuery>(CarveQuery, { carve_status: status, ...q }, 'query'), files };
     },
     run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
       checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
