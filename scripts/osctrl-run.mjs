@@ -10,8 +10,12 @@
 // OSCTRL_USERNAME/OSCTRL_PASSWORD: a super-admin. OSCTRL_ENV and OSCTRL_ENV2 (default prod and
 // dev): two environments, the first with at least two nodes enrolled through osctrl-tls and
 // answering live queries (the run waits for their answers and carves one file). The run adds and
-// removes users erin, quinn, carla, bob and dora and a tag pci, rotates the second environment's
-// enroll path, changes admin/inactive_hours and puts it back.
+// removes users erin, quinn, carla, bob and dora, a tag pci-XXXX, an environment lab, scheduled
+// queries uptime_run and log_probe; rotates the second environment's enroll path; changes
+// admin/inactive_hours and the first environment's options and puts them back; deletes the last
+// node of the first environment when it has three or more (osctrl-tls keeps serving that agent
+// from its cache: restart it with an empty database to enroll it again). Checks of commands this fleetctl does
+// not have are skipped (said on the console).
 //
 // fleetctl talks to osctrl through a recording proxy of this script, so every check knows what
 // reached osctrl; a refusal (exit 8) counts only if nothing did. --record writes the exchanges,
@@ -128,6 +132,7 @@ c(ADMIN, ['auth', 'token'], { verify: (r) => (/^eyJ/.test(r.stdout) ? undefined 
 c(ADMIN, ['config', 'list'], { note: 'local' });
 c(ADMIN, ['config', 'show'], { note: 'local' });
 c(ADMIN, ['config', 'set', 'env', ENV], { note: 'local' });
+c(ADMIN, ['config', 'use', 'default'], { note: 'local' });
 c(ADMIN, ['mfa', 'status'], { note: 'none: osctrl has no second factor' });
 c(ADMIN, ['mfa', 'totp', 'setup'], { refused: true });
 c(ADMIN, ['mfa', 'totp', 'disable', '--password-stdin'], { refused: true, input: () => 'x' });
@@ -143,6 +148,17 @@ c(ADMIN, ['env', 'show', 'nope'], { expect: 3, note: 'osctrl 404' });
 c(ADMIN, ['env', 'map']);
 c(ADMIN, ['env', 'map', 'uuid', '-o', 'json']);
 c(ADMIN, ['env', 'intervals', ENV2, '--config', '600']);
+c(ADMIN, ['env', 'create', 'lab', '--agent-host', target.hostname, '--query', '30'], { needs: ['env', 'create'], note: 'osctrl 201, then its intervals' });
+c(ADMIN, ['env', 'create', 'lab', '--agent-host', target.hostname], { needs: ['env', 'create'], expect: 6, note: 'exists: osctrl 409' });
+c(ADMIN, ['env', 'create', 'lab2', '--agent-host', `${target.hostname}:8443`], { needs: ['env', 'create'], refused: true, note: "osctrl's API takes no port" });
+c(ADMIN, ['env', 'create', 'lab2', '--agent-host', target.hostname, '--enroll-window', '7d'], { needs: ['env', 'create'], refused: true });
+c(ADMIN, ['env', 'create', 'lab2'], { needs: ['env', 'create'], expect: 2, note: 'osctrl needs the agent host' });
+c('quinn', ['env', 'create', 'lab2', '--agent-host', target.hostname], { needs: ['env', 'create'], expect: 5, note: 'super-admins only' });
+c(ADMIN, ['env', 'edit', 'lab', '--no-enroll'], { needs: ['env', 'edit'], verify: (r) => (/closed/i.test(r.stdout + r.stderr) ? undefined : 'not said closed') });
+c(ADMIN, ['env', 'edit', 'lab', '--name', 'lab-b', '--enroll', '--log', '120'], { needs: ['env', 'edit'] });
+c(ADMIN, ['env', 'show', 'lab-b'], { needs: ['env', 'delete'] });
+c(ADMIN, ['env', 'delete', 'lab-b', '--yes'], { needs: ['env', 'delete'] });
+c(ADMIN, ['env', 'show', 'lab-b'], { needs: ['env', 'delete'], expect: 3, note: 'deleted' });
 c(ADMIN, ['enroll', 'show', ENV2, 'secret']);
 c(ADMIN, ['enroll', 'show', ENV2, 'cert']);
 c(ADMIN, ['enroll', 'show', ENV2, 'flags']);
@@ -164,6 +180,7 @@ c(ADMIN, ['nodes', 'list', '--status', 'active', '--platform', 'linux', '--sort'
 c(ADMIN, ['nodes', 'list', '--all', '-o', 'jsonl']);
 c(ADMIN, () => ['nodes', 'list', '-q', ctx.node1.slice(0, 4)], { verify: (r) => (r.stdout.includes(ctx.node1) ? undefined : 'search missed the node') });
 c(ADMIN, ['nodes', 'list', '--tag', 'web'], { refused: true });
+c(ADMIN, ['nodes', 'list', '--risk', 'high', '--all', '--json'], { refused: true, note: 'README example; osctrl has no risk' });
 c('bob', ['nodes', 'list'], { note: `user level on ${ENV2}` });
 c(ADMIN, () => ['nodes', 'show', ctx.node1]);
 c(ADMIN, () => ['nodes', 'show', ctx.node1, '-o', 'json']);
@@ -180,6 +197,7 @@ c(ADMIN, ['tags', 'show', TAG, '--nodes'], { refused: true });
 c(ADMIN, () => ['tags', 'apply', TAG, ctx.node1, ctx.node2]);
 c(ADMIN, () => ['tags', 'apply', TAG, ctx.node1], { note: 'already tagged: osctrl 500, said as a warning', verify: has(/already had tag/, 'already tagged') });
 c(ADMIN, ['tags', 'apply', TAG, '--platform', 'linux']);
+c(ADMIN, ['tags', 'apply', TAG, '--risk', 'high'], { refused: true, note: 'README example' });
 c(ADMIN, () => ['tags', 'unapply', TAG, ctx.node1], { refused: true });
 c(ADMIN, ['tags', 'list', '-o', 'json'], { record: ['tagged', /tags/], note: 'after tagging' });
 c(ADMIN, ['tags', 'remove', TAG, '--yes']);
@@ -215,6 +233,7 @@ c(ADMIN, ['query', 'run', 'SELECT * FROM os_version', '--wait', '60s', '--exit']
 c(ADMIN, ['query', 'run', 'SELECT version FROM osquery_info', '--target', 'platform:linux', '--wait', '60s', '--exit', '-o', 'json'], { record: ['osquery_info', /queries/], note: 'platform bucket expanded' });
 c(ADMIN, () => ['query', 'run', 'SELECT hostname FROM system_info', '--target', ctx.node1, '--wait', '60s', '--exit'], { record: ['system_info', /queries/], note: 'by hostname' });
 c(ADMIN, ['query', 'run', 'SELECT * FROM uptime', '--target', 'platform:linux', '--target', 'tag:prod'], { refused: true, note: 'osctrl intersects kinds' });
+c(ADMIN, ['query', 'run', 'SELECT * FROM os_version', '--target', 'status:active', '--exit'], { refused: true, note: 'README example; osctrl would target every node' });
 c('quinn', ['query', 'run', 'SELECT total_seconds FROM uptime', '--wait', '60s', '--exit'], { record: ['uptime', /queries/], note: 'query level' });
 c(ADMIN, ['query', 'run', 'SELECT name FROM processes LIMIT 3', '--detach'], { verify: (r) => ((ctx.query = /query_[0-9a-f]{32}/.exec(r.stdout + r.stderr)?.[0]) ? undefined : 'no query name') });
 c(ADMIN, ['query', 'list']);
@@ -232,6 +251,7 @@ c(ADMIN, ['carves', 'list', '--status', 'pending'], { refused: true, note: 'osct
 c(ADMIN, () => ['carves', 'show', ctx.carve], { record: ['uploaded', /carves/] });
 c(ADMIN, ['carves', 'show', 'carve_nope'], { expect: 3, note: 'unknown carve' });
 c('carla', () => ['carves', 'download', ctx.carve, '-O', 'carve.tar', '--force'], { note: 'size and blocks checked' });
+c(ADMIN, () => ['carves', 'download', ctx.carve, '--node', ctx.node1, '--force'], { note: 'README example: NAME_HOST_SESSION.tar' });
 c(ADMIN, () => ['carves', 'archive', ctx.carve], { refused: true });
 c(ADMIN, () => ['carves', 'complete', ctx.carve]);
 c(ADMIN, () => ['carves', 'expire', ctx.carve, '--yes']);
@@ -244,6 +264,19 @@ c(ADMIN, ['sinks', 'show', '1'], { refused: true });
 c(ADMIN, ['sinks', 'add', '--name', 'x', '--type', 'stdout', '--source', 'result'], { refused: true });
 c(ADMIN, ['sinks', 'remove', '1', '--yes'], { refused: true });
 c(ADMIN, ['sinks', 'clone', '--from', ENV, '--to', ENV2], { refused: true });
+c(ADMIN, ['sinks', 'edit', '1', '--name', 'x'], { needs: ['sinks', 'edit'], refused: true });
+c(ADMIN, ['sinks', 'enable', '1'], { needs: ['sinks', 'enable'], refused: true });
+c(ADMIN, ['sinks', 'disable', '1'], { needs: ['sinks', 'disable'], refused: true });
+c(ADMIN, ['sinks', 'test', '1'], { needs: ['sinks', 'test'], refused: true });
+c(ADMIN, ['schedule', 'add', ENV, 'log_probe', '--query', 'SELECT total_seconds FROM uptime', '--interval', '10'], { needs: ['logs'], note: 'for the logs checks' });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'result', '--query', 'log_probe', '--limit', '3', '-o', 'json'], { needs: ['logs'], note: 'results the real agent sent', before: () => logged(ctx.node1), verify: (r) => (json(r).length ? undefined : 'no line') });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--limit', '5'], { needs: ['logs'] });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'status', '--limit', '3', '-o', 'json'], { needs: ['logs'] });
+c(ADMIN, () => ['nodes', 'show', ctx.node1, '-o', 'json'], { needs: ['logs'], note: 'status problems from its status lines', verify: (r) => (Array.isArray(json(r).status_problems) ? undefined : 'no status_problems') });
+c(ADMIN, ['logs'], { needs: ['logs'], refused: true, note: 'osctrl reads logs node by node' });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--severity', 'warning'], { needs: ['logs'], refused: true });
+c(ADMIN, ['schedule', 'report', ENV, 'log_probe'], { needs: ['schedule', 'report'], refused: true });
+c(ADMIN, ['schedule', 'remove', ENV, 'log_probe', '--yes'], { needs: ['logs'] });
 c(ADMIN, ['audit', 'list', '--limit', '20']);
 c(ADMIN, ['audit', 'list', '--env', ENV, '--limit', '5']);
 c(ADMIN, ['audit', 'list', '--user', 'quinn', '--limit', '5', '-o', 'json'], { note: 'exact user (osctrl matches substrings)', verify: (r) => (json(r).every((e) => e.username === 'quinn') ? undefined : 'another user listed') });
@@ -253,6 +286,7 @@ c(ADMIN, ['audit', 'list', '-q', 'login'], { refused: true });
 c(ADMIN, ['stats']);
 c('quinn', ['stats', '-o', 'json']);
 c(ADMIN, ['api', 'GET', `/api/v1/nodes/${ENV}`], { note: "osctrl's own shapes" });
+c(ADMIN, ['api', 'GET', `/api/v1/nodes/${ENV}`, '--paginate', '--jq', '.[].hostname'], { note: 'README example' });
 c(ADMIN, ['api', 'GET', '/api/v1/nope'], { expect: 3 });
 c(ADMIN, ['api', 'POST', '/api/v1/nope', '-f', 'a=b'], { expect: 1, note: 'osctrl 405 (text)' });
 c(ADMIN, ['api', 'GET', '/error'], { expect: 1, note: 'osctrl 500 ❌ (text)' });
@@ -277,7 +311,7 @@ c('quinn', ['env', 'config', ENV], { expect: 5, note: 'env admins only (osctrl)'
 
 // Deleting, passwords, logout, limits: last.
 c(ADMIN, ['nodes', 'delete', 'no-such-node', '--yes'], { expect: 3 });
-c(ADMIN, () => ['nodes', 'delete', ctx.node3, '--yes'], { note: 'a real node: its agent enrolls again at its next check-in' });
+c(ADMIN, () => ['nodes', 'delete', ctx.node3, '--yes'], { when: () => ctx.nodes >= 3, note: "a real node (osctrl-tls keeps serving its agent from its cache: restart that agent with an empty database to enroll it again)" });
 c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `not-${users.carla.password}\n${pw()}\n`, expect: 5, note: 'wrong current password: osctrl 403' });
 c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `${users.carla.password}\n${(users.carla.next = pw())}\n`, note: 'own password; says the sessions stay valid', verify: has(/stays? valid|remains? valid|still valid/i, 'that sessions stay valid') });
 c('carla', ['users', 'passwd', '--password-stdin'], { input: () => `${users.carla.next}\nshort\n`, expect: 2, note: 'too short: refused before any request', verify: (r, sent) => (sent.some((s) => s.method === 'POST') ? 'sent' : undefined) });
@@ -297,11 +331,14 @@ async function prepare() {
   await fleetctl(ADMIN, loginArgs(ADMIN), ADMIN_PASSWORD);
   for (const u of ['erin', 'quinn', 'carla', 'bob', 'dora']) await fleetctl(ADMIN, ['users', 'remove', u, '--yes']);
   await fleetctl(ADMIN, ['schedule', 'remove', ENV, 'uptime_run', '--yes']);
+  await fleetctl(ADMIN, ['schedule', 'remove', ENV, 'log_probe', '--yes']);
+  for (const e of ['lab', 'lab-b']) await fleetctl(ADMIN, ['env', 'delete', e, '--yes']);
   const nodes = JSON.parse((await fleetctl(ADMIN, ['nodes', 'list', '--env', ENV, '--all', '-o', 'json', '--sort', 'hostname'])).stdout);
   if (nodes.length < 2) throw new Error(`${ENV} needs at least two enrolled nodes (has ${nodes.length})`);
   ctx.node1 = nodes[0].hostname;
   ctx.node2 = nodes[1].hostname;
-  ctx.node3 = nodes.at(-1).hostname; // deleted near the end: its agent enrolls again
+  ctx.node3 = nodes.at(-1).hostname; // deleted near the end (only when there are three or more)
+  ctx.nodes = nodes.length;
   const s = JSON.parse((await fleetctl(ADMIN, ['settings', 'list', 'admin', '-o', 'json'])).stdout).find((x) => x.name === 'inactive_hours');
   ctx.inactiveHours = s?.integer;
   // A GitOps file: the environment's configuration with one option changed; its options as they are, to put back.
@@ -316,8 +353,26 @@ async function prepare() {
   exchanges.length = 0;
 }
 
+/** Whether this build has the command (a run against an older fleetctl skips the newer checks). */
+const has_ = new Map();
+async function available(words) {
+  const key = words.join(' ');
+  // commander answers --help of an unknown verb with its group's help: the usage line names the verb or not.
+  const usage = (await fleetctl(ADMIN, [...words, '--help'])).stdout.split('\n')[0] ?? '';
+  if (!has_.has(key)) has_.set(key, new RegExp(`^Usage: fleetctl ${words.slice(0, -1).map((w) => `${w} `).join('')}${words.at(-1)}[| ]`).test(usage));
+  return has_.get(key);
+}
+
 async function runCheck(i, ch) {
   current = i + 1;
+  if (ch.when && !ch.when()) {
+    console.log(`${String(i + 1).padStart(3)} skipped: ${ch.note}`);
+    return;
+  }
+  if (ch.needs && !(await available(ch.needs))) {
+    console.log(`${String(i + 1).padStart(3)} skipped: this fleetctl has no \`${ch.needs.join(' ')}\``);
+    return;
+  }
   if (ch.before) await ch.before();
   const args = (typeof ch.args === 'function' ? ch.args() : ch.args).map(resolveArg);
   const full = [...args];
@@ -358,6 +413,14 @@ async function runCheck(i, ch) {
   const line = `${String(i + 1).padStart(3)} ${verdict.padEnd(7)} exit ${r.exitCode}  ${shown.join(' ')} (${ch.as})${why ? `: ${why}` : ''}`;
   console.log(line);
   if (process.env.OSCTRL_RUN_VERBOSE) console.log(r.stdout.slice(0, 2000), r.stderr.slice(0, 2000));
+}
+/** Waits (up to 2 minutes) until the node sent a result line of log_probe. */
+async function logged(node) {
+  for (let i = 0; i < 60; i++) {
+    const r = await fleetctl(ADMIN, ['logs', '--node', node, '--type', 'result', '--query', 'log_probe', '--limit', '1', '-o', 'json']);
+    if (r.exitCode === 0 && JSON.parse(r.stdout || '[]').length) return;
+    await new Promise((done) => setTimeout(done, 2000));
+  }
 }
 /** Waits (up to 2 minutes) until every node targeted by the query answered. */
 async function answered(name) {
