@@ -26,9 +26,9 @@ export interface ServerConfig {
   carveMaxBytes: number;
   /** The one directory file sinks write in (--sink-dir); relative sink paths resolve here. */
   sinkDir: string;
-  /** Log bytes queued per sink, and per node over all sinks, before agents are answered 503. */
-  sinkQueueBytes: number;
-  nodeQueueBytes: number;
+  /** Each sink's backlog in the spool, bytes and age, past which its oldest entries are dropped (issue 28). */
+  sinkBacklogBytes: number;
+  sinkBacklogAgeMs: number;
 }
 
 /** 1 GiB: carves are kept in the database (base64), so the default is a size an operator plans for. */

@@ -17,7 +17,8 @@ import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
 import { randomUUID } from 'node:crypto';
 import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
 import { Faults } from './lib/faults.js';
-import { NODE_QUEUE_BYTES, SINK_QUEUE_BYTES } from './services/delivery/log-delivery.js';
+import { DEFAULT_BACKLOG_AGE_MS, DEFAULT_BACKLOG_BYTES, Delivery } from './services/delivery/delivery.js';
+import { Spool } from './services/delivery/spool.js';
 import { Metrics } from './lib/metrics.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 
@@ -57,9 +58,9 @@ export interface ServerOptions {
    */
   sinkDir?: string;
   defaultSinkDir?: string;
-  /** Log queue budgets in bytes (defaults: 64 MiB per sink, 16 MiB per node). */
-  sinkQueueBytes?: number;
-  nodeQueueBytes?: number;
+  /** Each sink's backlog bound in the spool: bytes (default 1 GiB) and age (default 7 days). */
+  sinkBacklogBytes?: number;
+  sinkBacklogAgeMs?: number;
   /** Largest carve an agent may announce, bytes (default 1 GiB). */
   carveMaxBytes?: number;
   /** Overrides of DEFAULT_TIMEOUTS (milliseconds). */
@@ -73,7 +74,7 @@ export interface ServerOptions {
   logger?: boolean | object;
   tls?: { certFile: string; keyFile: string };
   /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
-  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog' | 'denials'>;
+  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog' | 'denials' | 'spool' | 'delivery'>;
   /** Prometheus metrics on a listener of their own, without authentication (--metrics-listen). */
   metricsListen?: { host: string; port: number };
   /** Admin requests handled at once before the admin door answers 503 (default 256). */
@@ -100,6 +101,9 @@ export interface RunningServer {
   agent?: AgentDoor;
   /** http://host:port of the metrics listener (--metrics-listen). */
   metricsUrl?: string;
+  /** The durable log spool and the sinks' delivery (issue 28). */
+  spool: Spool;
+  delivery: Delivery;
   close(): Promise<void>;
 }
 
@@ -223,8 +227,8 @@ async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
       bodyLimit: 1024 * 1024,
       timeouts: { ...DEFAULT_TIMEOUTS, ...opts.timeouts },
       carveMaxBytes: opts.carveMaxBytes ?? DEFAULT_CARVE_MAX_BYTES,
-      sinkQueueBytes: opts.sinkQueueBytes ?? SINK_QUEUE_BYTES,
-      nodeQueueBytes: opts.nodeQueueBytes ?? NODE_QUEUE_BYTES,
+      sinkBacklogBytes: opts.sinkBacklogBytes ?? DEFAULT_BACKLOG_BYTES,
+      sinkBacklogAgeMs: opts.sinkBacklogAgeMs ?? DEFAULT_BACKLOG_AGE_MS,
       sinkDir: resolve(
         opts.sinkDir ??
           (tempDir ? join(tempDir, 'sinks') : postgres ? (opts.defaultSinkDir ?? join(tmpdir(), 'fleetctl-sinks')) : join(dirname(resolve(dbPath)), 'sinks')),
@@ -310,9 +314,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     denials.start();
     purger.start();
     const url = address.replace('[::1]', 'localhost');
+    // The log spool and its delivery run in every serving process: the leases pick one process
+    // per sink; per-host sinks (stdout) only in the only process or the first worker.
+    const spool = new Spool(deps);
+    const delivery = new Delivery(deps, store.adminDb, spool, !worker || worker.first);
+    delivery.start();
     // --log: the agent door writes its request lines where Fastify's logger writes the admin door's.
     const requestLog = opts.logger ? (line: string) => void process.stderr.write(`${line}\n`) : undefined;
-    const agent = opts.agent ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog, denials }).catch(async (e) => { await app.close(); throw e; }) : undefined;
+    const agent = opts.agent
+      ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog, denials, spool, delivery }).catch(async (e) => {
+          await delivery.stop(0);
+          await app.close();
+          throw e;
+        })
+      : undefined;
     let metricsServer: HttpServer | undefined;
     let metricsUrl: string | undefined;
     if (opts.metricsListen) ({ server: metricsServer, url: metricsUrl } = await listenMetrics(opts.metricsListen, () => metrics.text(), metrics.contentType, (e) => faults.report('metrics', e)));
@@ -342,11 +357,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       denials,
       agent,
       metricsUrl,
+      spool,
+      delivery,
       async close() {
         // Both doors drain at once (so /healthz answers 503 from the first moment, and the process
         // ends within one grace plus about a second, issue 18); the agent door then flushes its
         // check-ins and log queues; then the services stop, then the store.
         await Promise.all([agent?.close(), lifecycle.drain(app.server)]);
+        // What agents were answered for is committed; the sinks finish the batch in progress.
+        await spool.drain();
+        await delivery.stop(config.timeouts.shutdownGraceMs);
         await purger.stop();
         await denials.stop();
         await app.close();

@@ -26,7 +26,7 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
   };
   // An admin write that needs new pages too: a sink whose configuration is ~40 KB.
   const addSink = () =>
-    t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: `big-${randomUUID()}`, type: 'http', source: 'result', environment_id: 0, config: { url: 'https://logs.example/in', pad: 'x'.repeat(40_000) } } });
+    t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: `big-${randomUUID()}`, type: 'http', source: 'result', environment_id: 0, config: { url: 'https://logs.example/in', headers: { 'x-pad': 'x'.repeat(40_000) } } } });
 
   beforeAll(async () => {
     t = await startTestServer({ devNodes: 20, agent: { host: '127.0.0.1', port: 0 }, warn: (line) => logs.push(line) });

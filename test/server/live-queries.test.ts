@@ -133,14 +133,19 @@ describe('http sink', () => {
     expect(r.body).toEqual({ node_invalid: false });
     const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
-    // The sink that cannot be reached loses nothing (issue 18): the entry stays queued and is
-    // retried with a backoff; the failures are counted (metrics) and logged.
+    // The sink that cannot be reached loses nothing (issues 18, 28): the entry stays in the spool
+    // as its backlog and is retried with a backoff; the failures are counted (metrics) and logged.
     const metrics = await eventually(async () => {
       const m = await t.call('GET', '/metrics', { token: admin });
       return /fleetctl_faults_total\{where="log sink down",kind="error"\} [1-9]/.test(m.body) ? String(m.body) : undefined;
     }, 'the failing sink counted in /metrics');
-    expect(metrics).toMatch(/fleetctl_log_queue_bytes\{sink="down"\} [1-9]/);
-    expect(metrics).toMatch(/fleetctl_log_queue_bytes\{sink="collector"\} 0/);
+    const backlog = await eventually(async () => {
+      const m = String((await t.call('GET', '/metrics', { token: admin })).body);
+      const down = /fleetctl_sink_backlog_entries\{sink="down",environment="global"\} [1-9]/.test(m);
+      return down && /fleetctl_sink_backlog_entries\{sink="collector",environment="global"\} 0/.test(m) ? m : undefined;
+    }, 'the failing sink\'s backlog in /metrics, none for the collector');
+    expect(backlog).toMatch(/fleetctl_sink_delivered_total\{sink="collector",environment="global"\} [1-9]/);
+    expect(metrics).toMatch(/fleetctl_sink_failed_total\{sink="down",environment="global"\} [1-9]/);
     const drops = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });
     expect(drops.body.items).toEqual([]);
     expect((await t.call('DELETE', `/api/v1/log-sinks/${bad.body.id}`, { token: admin })).status).toBe(200);

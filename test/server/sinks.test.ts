@@ -61,27 +61,27 @@ describe('POST /api/v1/log-sinks', () => {
     const before = await list(ids.staging);
     const r = await ts.call('POST', '/api/v1/log-sinks', {
       token: admin,
-      body: { name: 'staging-kinesis', type: 'kinesis', source: 'result', environment_id: ids.staging, config: { stream: 'osq', region: 'eu-west-1', note: 'ünïcode' } },
+      body: { name: 'staging-file', type: 'file', source: 'result', environment_id: ids.staging, config: { path: 'staging/ünïcode.log', max_files: 2 } },
     });
     expect(r.status).toBe(200);
     expectFields(r.body, LOG_SINK);
-    expect(r.body).toMatchObject({ name: 'staging-kinesis', type: 'kinesis', source: 'result', environment_id: ids.staging, enabled: true, info: '', bytes_sent: 0, exports_count: 0 });
+    expect(r.body).toMatchObject({ name: 'staging-file', type: 'file', source: 'result', environment_id: ids.staging, enabled: true, info: '', bytes_sent: 0, exports_count: 0 });
     expect(r.body.order).toBe(Math.max(-1, ...before.body.map((s: any) => s.order)) + 1);
-    expect(decode(r.body.config)).toEqual({ stream: 'osq', region: 'eu-west-1', note: 'ünïcode' });
+    expect(decode(r.body.config)).toEqual({ path: 'staging/ünïcode.log', max_files: 2 });
     const after = await list(ids.staging);
     expect(after.body.map((s: any) => s.id)).toEqual([...before.body.map((s: any) => s.id), r.body.id]);
-    const audit = await db().selectFrom('audit_logs').selectAll().where('line', 'like', '%staging-kinesis%created%').executeTakeFirstOrThrow();
+    const audit = await db().selectFrom('audit_logs').selectAll().where('line', 'like', '%staging-file%created%').executeTakeFirstOrThrow();
     expect(audit).toMatchObject({ log_type: 7, username: 'admin', environment_id: ids.staging });
   });
 
   it('accepts config as the byte array, with explicit order, info and enabled', async () => {
-    const bytes = [...Buffer.from(JSON.stringify({ url: 'https://gl.example.com', port: 12201 }), 'utf8')];
+    const bytes = [...Buffer.from(JSON.stringify({ url: 'https://logs.example.com:8443/in', method: 'PUT' }), 'utf8')];
     const r = await ts.call('POST', '/api/v1/log-sinks', {
       token: admin,
-      body: { name: 'global-graylog', type: 'graylog', source: 'status', environment_id: 0, order: 7, info: 'gelf', enabled: false, config: bytes },
+      body: { name: 'global-http', type: 'http', source: 'status', environment_id: 0, order: 7, info: 'gateway', enabled: false, config: bytes },
     });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ environment_id: 0, order: 7, info: 'gelf', enabled: false, config: bytes });
+    expect(r.body).toMatchObject({ environment_id: 0, order: 7, info: 'gateway', enabled: false, config: bytes });
   });
 
   it('rejects bad values with 400 and creates nothing', async () => {
@@ -140,7 +140,7 @@ describe('POST /api/v1/log-sinks', () => {
 
 describe('DELETE /api/v1/log-sinks/{id}', () => {
   it('deletes: 200 {message}, gone from the list, audited; again 404', async () => {
-    const target = (await list(0)).body.find((s: any) => s.name === 'global-graylog');
+    const target = (await list(0)).body.find((s: any) => s.name === 'global-http');
     const r = await ts.call('DELETE', `/api/v1/log-sinks/${target.id}`, { token: admin });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body)).toEqual(['message']);

@@ -39,8 +39,8 @@ interface ServerOpts {
   carveMaxSize?: number;
   agentMaxInFlight?: number;
   metricsListen?: string;
-  sinkQueueSize?: number;
-  nodeLogQueueSize?: number;
+  sinkBacklogSize?: number;
+  sinkBacklogAge?: number;
   workers?: number;
 }
 
@@ -51,6 +51,15 @@ export function sizeArg(v: string): number {
   const n = Number(m[1]) * 1024 ** 'BKMGT'.indexOf((m[2] || 'B').toUpperCase());
   if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('a size of at least 1 byte');
   return n;
+}
+
+/** An age: seconds, or a number with s, m, h or d, e.g. 7d, 36h. Milliseconds. */
+export function ageArg(v: string): number {
+  const m = /^(\d+)\s*([smhd]?)$/i.exec(v.trim());
+  if (!m) throw new InvalidArgumentError('an age in seconds, or with s, m, h, d (e.g. 36h, 7d)');
+  const ms = Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[(m[2] ?? '').toLowerCase() as '' | 's' | 'm' | 'h' | 'd'] * 1000;
+  if (!Number.isSafeInteger(ms) || ms < 1000) throw new InvalidArgumentError('an age of at least 1 second');
+  return ms;
 }
 
 /** Default database: the user's data directory (XDG_DATA_HOME on Linux). */
@@ -155,8 +164,8 @@ export function registerServer(program: Command): void {
         .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
         .option('--log', 'structured request logs (JSON) on stderr, of both doors (agent lines: endpoint, status, ms, node)')
         .option('--sink-dir <dir>', 'the only directory file log sinks write in; relative sink paths resolve here (default: sinks/ beside the database)')
-        .option('--sink-queue-size <size>', 'log bytes queued per sink before agents are answered 503 (they resend), e.g. 64M (default 64M)', sizeArg)
-        .option('--node-log-queue-size <size>', 'log bytes one node may have queued over all sinks before its requests are answered 503 (default 16M)', sizeArg)
+        .option('--sink-backlog-size <size>', "bytes of log entries each sink may have waiting in the spool; past it its oldest undelivered entries are dropped (counted and audited), e.g. 512M (default 1G)", sizeArg)
+        .option('--sink-backlog-age <age>', 'age past which a sink\'s undelivered entries are dropped (counted and audited), e.g. 36h (default 7d)', ageArg)
         .option('--carve-max-size <size>', 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)', sizeArg)
         .option('--agent-max-in-flight <n>', 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 512)', intArg(1))
         .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)')
@@ -237,8 +246,8 @@ export function registerServer(program: Command): void {
         sinkDir: o.sinkDir,
         defaultSinkDir: join(dirname(defaultDbPath(ctx.env)), 'sinks'),
         carveMaxBytes: o.carveMaxSize,
-        sinkQueueBytes: o.sinkQueueSize,
-        nodeQueueBytes: o.nodeLogQueueSize,
+        sinkBacklogBytes: o.sinkBacklogSize,
+        sinkBacklogAgeMs: o.sinkBacklogAge,
         metricsListen: o.metricsListen ? parseListen(o.metricsListen) : undefined,
       };
       const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;

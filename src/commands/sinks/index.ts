@@ -157,7 +157,7 @@ export function registerSinks(program: Command): void {
         'Without --order it goes after the existing sinks.',
       examples: [
         'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"/var/log/osquery/result.log"}\'',
-        'fleetctl sinks add global --name siem --type splunk --source status --config @splunk.json --disabled',
+        'fleetctl sinks add global --name siem --type http --source status --config @siem.json --disabled',
       ],
     },
     (cmd) =>

@@ -5,10 +5,9 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../errors.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
-import { LogBackpressure } from '../services/delivery/log-delivery.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import { agentError, busy } from './errors.js';
-import { CARVE_BLOCKS_AT_ONCE, EARLY_REFUSAL_BYTES, REFUSAL_PAUSE_MS } from './limits.js';
+import { CARVE_BLOCKS_AT_ONCE, REFUSAL_PAUSE_MS } from './limits.js';
 import type { AgentDoorOptions, AgentServices, Endpoint } from './types.js';
 
 /** Waits out a refusal's pause (the flooder's pace) without holding an in-flight slot. */
@@ -69,14 +68,6 @@ export function installAdmission(app: FastifyInstance, services: AgentServices, 
     if (!env || !ep) throw agentError(404, 'no such environment or agent endpoint');
     req.agentEnv = env;
     req.agentEndpoint = ep;
-    if (ep === 'log' && Number(req.headers['content-length'] ?? 0) >= EARLY_REFUSAL_BYTES && services.logs.refusing({ ip: req.ip })) {
-      // A node over its log share sending another sizeable batch: answered 503 before its body is
-      // read, after a pause that holds no in-flight slot, so a flooding agent costs neither
-      // memory nor much CPU, and cannot send faster than a batch a second per connection.
-      release();
-      await refusalPause();
-      throw new LogBackpressure('the node sending from this address has more logs queued than its share');
-    }
     if (ep === 'carve_block') {
       const free = await carveSlots.acquire();
       reply.raw.once('close', free);

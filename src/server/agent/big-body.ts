@@ -8,8 +8,8 @@ import { Worker } from 'node:worker_threads';
 export interface DecodedLog {
   /** The body without `data`: node_key, log_type. */
   head: Record<string, unknown>;
-  /** Each entry of `data` as JSON text, with the query name osquery put in it (if any). */
-  entries: { text: string; name?: string }[];
+  /** Each entry of `data` as JSON text, with its query name, status severity and own time (if any). */
+  entries: { text: string; name?: string; severity?: number; time?: number }[];
 }
 
 /** A body the worker could not decode: the agent's fault (400/413). */
@@ -40,7 +40,18 @@ parentPort.on('message', ({ id, body, limit }) => {
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return parentPort.postMessage({ id, status: 400, error: 'the body must be a JSON object' });
   const data = Array.isArray(v.data) ? v.data : [];
-  const entries = data.map((e) => ({ text: JSON.stringify(e), name: e && typeof e === 'object' && typeof e.name === 'string' ? e.name.slice(0, 1024) : undefined }));
+  // The same fields as spool.ts's entryFields (kept in step by test/unit/spool-fields.test.ts).
+  const entries = data.map((e) => {
+    const out = { text: JSON.stringify(e) };
+    if (e && typeof e === 'object') {
+      if (typeof e.name === 'string') out.name = e.name.slice(0, 1024);
+      const sev = Number(e.severity);
+      if (e.severity !== undefined && e.severity !== '' && Number.isInteger(sev) && sev >= 0 && sev <= 9) out.severity = sev;
+      const t = Number(e.unixTime);
+      if (e.unixTime !== undefined && e.unixTime !== '' && Number.isFinite(t) && t > 0 && t < 1e11) out.time = Math.floor(t);
+    }
+    return out;
+  });
   delete v.data;
   parentPort.postMessage({ id, head: v, entries });
 });

@@ -5,7 +5,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../context.js';
 import { HttpError, rateLimited } from '../errors.js';
 import { RateLimiter } from '../lib/rate-limit.js';
-import { LogBackpressure } from '../services/delivery/log-delivery.js';
 import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
 import { agentConfig } from '../services/environments/osquery-config.js';
 import { pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
@@ -38,15 +37,19 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
     const env = req.agentEnv!;
     const ep = req.agentEndpoint!;
     let big = false;
+    let freeBig: (() => void) | undefined;
     const gz = String(req.headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
     if (gz && Buffer.isBuffer(req.body) && declaredSize(req.body) > BIG_BODY) {
-      // A big log batch: decoded only with one of the big-body slots (else 503 at once, before
-      // inflating), and only for a node whose log queue has room (else 503 before parsing).
-      if (ep === 'log' && services.logs.refusing({ ip: req.ip })) throw new LogBackpressure('the node sending from this address has more logs queued than its share');
+      // A big log batch: decoded only with one of the big-body slots (else 503 at once, before inflating).
       if (bigBodies >= BIG_BODIES_AT_ONCE) throw busy('the server is busy with large bodies; retry later', { bigBody: true });
       bigBodies++;
-      // Held until the answer is sent: the parsed batch lives until it is queued.
-      reply.raw.once('close', () => bigBodies--);
+      // Held while the batch is decoded and committed (a log batch frees it as soon as it is
+      // committed: the agent, answered, may send the next batch at once), or until the answer.
+      let held = true;
+      freeBig = () => {
+        if (held) (held = false), bigBodies--;
+      };
+      reply.raw.once('close', freeBig);
       big = true;
     }
     if (req.body instanceof WriteBody) {
@@ -65,19 +68,23 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
     if (big && ep === 'log') {
       // Inflated, parsed and serialised again in a worker thread (big-body.ts): other agents'
       // requests do not wait behind it.
-      const decoded = await decoder.decode(req.body as Buffer, AGENT_INFLATED_LIMIT).catch((e: unknown) => {
-        throw e instanceof DecodeError ? agentError(e.status, e.message) : e;
-      });
-      const node = await services.state.node(env, decoded.head.node_key);
-      if (!node) {
-        req.agentInvalid = true;
-        return INVALID;
+      try {
+        const decoded = await decoder.decode(req.body as Buffer, AGENT_INFLATED_LIMIT).catch((e: unknown) => {
+          throw e instanceof DecodeError ? agentError(e.status, e.message) : e;
+        });
+        const node = await services.state.node(env, decoded.head.node_key);
+        if (!node) {
+          req.agentInvalid = true;
+          return INVALID;
+        }
+        req.agentNode = node.uuid;
+        checkin(services, node, wire, req.ip);
+        const type = decoded.head.log_type === 'status' || decoded.head.log_type === 'result' ? decoded.head.log_type : undefined;
+        if (env.logging_tls && type) await services.logs.deliverTexts(env, node, type, decoded.entries);
+        return OK;
+      } finally {
+        freeBig?.();
       }
-      req.agentNode = node.uuid;
-      checkin(services, node, wire, req.ip);
-      const type = decoded.head.log_type === 'status' || decoded.head.log_type === 'result' ? decoded.head.log_type : undefined;
-      if (env.logging_tls && type) await services.logs.deliverTexts(env, node, type, decoded.entries, { ip: req.ip });
-      return OK;
     }
     // Without a slot, a body inflating past BIG_BODY lied in its trailer: refused.
     const body = parseObject(await inflate(req, big ? AGENT_INFLATED_LIMIT : BIG_BODY));
@@ -107,7 +114,7 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
     }
     req.agentNode = node.uuid;
     checkin(services, node, wire, req.ip);
-    return handle(deps, services, env, node, ep, body, req.ip);
+    return handle(deps, services, env, node, ep, body);
   };
   return { answer, close: () => decoder.close() };
 }
@@ -149,13 +156,13 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
   }
   const recorded = await recordAnswers(deps, node, w.queries, w.statuses, w.messages);
   // The answers are stored (the API serves them) before they go to the query sinks, so a
-  // full queue here cannot ask osquery to resend: those sink entries are dropped on purpose,
-  // counted and audited.
-  for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }], { dropWhenFull: true });
+  // spool failure here cannot ask osquery to resend: those sink entries are dropped on
+  // purpose, counted and audited (log-delivery.ts).
+  for (const r of recorded) await services.logs.deliver(env, node, 'query', [{ name: r.name, rows: r.rows }]);
   return OK;
 }
 
-async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>, ip: string) {
+async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>) {
   switch (ep) {
     case 'config': {
       if (!env.config_tls) return OK;
@@ -173,7 +180,8 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       const type = body.log_type === 'status' || body.log_type === 'result' ? body.log_type : undefined;
       const data = Array.isArray(body.data) ? body.data : [];
       if (!type) return OK;
-      await services.logs.deliver(env, node, type, data, { ip });
+      // Answered once the entries are committed to the spool (a failure: 503, osquery resends).
+      await services.logs.deliver(env, node, type, data);
       return OK;
     }
     case 'read': {

@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import type { Deps } from '../context.js';
 import { HttpError } from '../errors.js';
-import { LogBackpressure } from '../services/delivery/log-delivery.js';
+import { SpoolBusy } from '../services/delivery/spool.js';
 import { AGENT_BODY_LIMIT, RETRY_AFTER_SECONDS } from './limits.js';
 
 /** A request the agent got wrong: 4xx with `{code, error}`, never node_invalid. */
@@ -27,9 +27,9 @@ export interface AgentAnswer {
  * down, busy or full (osquery retries), 500 otherwise. Never node_invalid.
  */
 export function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyRequest): AgentAnswer {
-  if (err instanceof LogBackpressure) {
-    // Not a fault: the agent sends faster than the sinks take. osquery keeps the batch and resends.
-    return { status: 503, body: { code: 'unavailable', error: `log queue full (${err.message}); retry later` }, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
+  if (err instanceof SpoolBusy) {
+    // Not a fault: agents send faster than the spool commits. osquery keeps the batch and resends.
+    return { status: 503, body: { code: 'unavailable', error: `the log spool is busy (${err.message}); retry later` }, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
   }
   if (err instanceof HttpError && (err.status < 500 || err.code === 'unavailable')) {
     return {

@@ -11,9 +11,7 @@ export const BIG_BODY = 1024 * 1024;
 export const BIG_BODIES_AT_ONCE = 1;
 /** Gzip bodies declaring at most this many inflated bytes are inflated on the event loop (tens of microseconds). */
 export const SMALL_INFLATED = 64 * 1024;
-/** Log bodies from a refused node's address at least this large are refused before they are read. */
-export const EARLY_REFUSAL_BYTES = 8 * 1024;
-/** How long such a refusal waits before it is answered (the flooder's pace). */
+/** How long a refusal for room (spool busy, big-body slots) waits before it is answered (a flooder's pace). */
 export const REFUSAL_PAUSE_MS = 1000;
 /** Seconds a 503 asks the agent to wait (osquery retries at its own interval anyway). */
 export const RETRY_AFTER_SECONDS = 5;

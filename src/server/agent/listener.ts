@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import type { Deps } from '../context.js';
 import { CheckinBatcher } from '../services/agents/checkins.js';
 import { LogDelivery } from '../services/delivery/log-delivery.js';
+import type { Spool } from '../services/delivery/spool.js';
+import type { Delivery } from '../services/delivery/delivery.js';
 import { AgentState } from './state.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
@@ -25,6 +27,9 @@ export interface AgentListenOptions {
   denials?: DenialAudit;
   /** --log: one JSON line per agent request (endpoint, status, ms, node) to this writer. */
   requestLog?: (line: string) => void;
+  /** The process's log spool and sink delivery (start.ts). */
+  spool: Spool;
+  delivery?: Delivery;
 }
 
 /**
@@ -72,7 +77,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   const cert = readFileSync(files.certFile);
   const state = new AgentState(deps);
   const checkins = new CheckinBatcher(deps);
-  const logs = new LogDelivery(deps, (envId, source) => state.sinksFor(envId, source));
+  const logs = new LogDelivery(deps, o.spool, o.delivery, (envId, source) => state.sinksFor(envId, source));
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
   const requestLog = o.requestLog;
@@ -92,7 +97,6 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   });
   const listening = await app.listen({ host: o.host, port: o.port });
   checkins.start();
-  logs.start();
   const port = new URL(listening).port;
   const address = `${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
   return {
@@ -107,7 +111,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
       await lifecycle.drain(app.server);
       await app.close();
       await checkins.stop();
-      await logs.stop(deps.config.timeouts.shutdownGraceMs);
+      await o.spool.drain();
     },
   };
 }

@@ -17,7 +17,7 @@
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { Deps } from '../context.js';
 import { HttpError } from '../errors.js';
-import { LogBackpressure } from '../services/delivery/log-delivery.js';
+import { SpoolBusy } from '../services/delivery/spool.js';
 import { installAdmission, refusalPause } from './admission.js';
 import { readBodiesAsBytes } from './body.js';
 import { makeDispatcher } from './dispatch.js';
@@ -58,10 +58,10 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     try {
       return await dispatcher.answer(req, reply);
     } catch (e) {
-      // A log batch refused for room (the node's share, the sink's queue, the big-body slots)
-      // is answered after a pause that holds no in-flight slot: a flooding agent is paced to a
-      // batch a second per connection; osquery, which resends at its next period, never notices.
-      if (e instanceof LogBackpressure || (e instanceof HttpError && e.extra.bigBody)) {
+      // A log batch refused for room (the spool busy, the big-body slots) is answered after a
+      // pause that holds no in-flight slot: a flooding agent is paced to a batch a second per
+      // connection; osquery, which resends at its next period, never notices.
+      if (e instanceof SpoolBusy || (e instanceof HttpError && e.extra.bigBody)) {
         req.agentRelease?.();
         await refusalPause();
       }

@@ -10,8 +10,8 @@ import type { DbFault } from './db-errors.js';
 export interface MetricsSources {
   /** Agent requests in progress now. */
   agentInFlight?: () => number;
-  /** Bytes queued per sink name. */
-  sinkQueueBytes?: () => Map<string, number>;
+  /** Each sink's backlog in the spool (issue 28). */
+  sinkBacklog?: () => { sink: string; environment: string; entries: number; bytes: number; oldestSeconds: number }[];
   /** Check-ins waiting to be written. */
   checkinsPending?: () => number;
 }
@@ -26,6 +26,9 @@ export class Metrics {
   private readonly reenroll: Counter;
   private readonly dbErrors: Counter<'where' | 'kind'>;
   private readonly drops: Counter<'sink' | 'reason'>;
+  private readonly sinkDeliveredTotal: Counter<'sink' | 'environment'>;
+  private readonly sinkFailedTotal: Counter<'sink' | 'environment'>;
+  private readonly sinkDelivery: Histogram<'sink' | 'environment'>;
   readonly sources: MetricsSources = {};
 
   constructor() {
@@ -40,13 +43,21 @@ export class Metrics {
     const sources = this.sources;
     new Gauge({ name: 'fleetctl_agent_in_flight', help: 'Agent requests in progress', registers, collect() { this.set(sources.agentInFlight?.() ?? 0); } });
     new Gauge({ name: 'fleetctl_checkins_pending', help: 'Nodes whose check-ins wait to be written', registers, collect() { this.set(sources.checkinsPending?.() ?? 0); } });
-    new Gauge({
-      name: 'fleetctl_log_queue_bytes', help: 'Bytes of log entries queued for delivery, by sink', labelNames: ['sink'], registers,
-      collect() {
-        this.reset();
-        for (const [sink, bytes] of sources.sinkQueueBytes?.() ?? []) this.set({ sink }, bytes);
-      },
-    });
+    this.sinkDeliveredTotal = new Counter({ name: 'fleetctl_sink_delivered_total', help: 'Log entries a sink\'s destination acknowledged', labelNames: ['sink', 'environment'], registers });
+    this.sinkFailedTotal = new Counter({ name: 'fleetctl_sink_failed_total', help: 'Failed delivery attempts of a sink (each retried)', labelNames: ['sink', 'environment'], registers });
+    this.sinkDelivery = new Histogram({ name: 'fleetctl_sink_delivery_seconds', help: 'Time from an entry\'s acknowledgement to the agent to its acknowledgement by the sink\'s destination', labelNames: ['sink', 'environment'], buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600], registers });
+    // Every process reads the same spool state: across --workers the figures are one, not a sum.
+    const backlog = (name: string, help: string, pick: (b: { entries: number; bytes: number; oldestSeconds: number }) => number) =>
+      new Gauge({
+        name, help, labelNames: ['sink', 'environment'], registers, aggregator: 'max',
+        collect() {
+          this.reset();
+          for (const b of sources.sinkBacklog?.() ?? []) this.set({ sink: b.sink, environment: b.environment }, pick(b));
+        },
+      });
+    backlog('fleetctl_sink_backlog_entries', 'Log entries spooled for a sink and not yet delivered', (b) => b.entries);
+    backlog('fleetctl_sink_backlog_bytes', 'Bytes of log entries spooled for a sink and not yet delivered', (b) => b.bytes);
+    backlog('fleetctl_sink_oldest_seconds', 'Age of the oldest entry a sink has not delivered yet (0: none)', (b) => b.oldestSeconds);
   }
 
   request(door: 'admin' | 'agent', endpoint: string, status: number, seconds: number): void {
@@ -70,6 +81,18 @@ export class Metrics {
 
   dropped(sink: string, reason: string, n: number): void {
     this.drops.inc({ sink, reason }, n);
+  }
+
+  sinkDelivered(sink: string, environment: string, n: number): void {
+    this.sinkDeliveredTotal.inc({ sink, environment }, n);
+  }
+
+  sinkFailed(sink: string, environment: string): void {
+    this.sinkFailedTotal.inc({ sink, environment });
+  }
+
+  sinkLatency(sink: string, environment: string, seconds: number): void {
+    this.sinkDelivery.observe({ sink, environment }, seconds);
   }
 
   /** Set in a worker of --workers: every worker's metrics, aggregated by the primary (server/cluster.ts). */

@@ -7,6 +7,7 @@ import { listIndexesMigration } from './migration-lists.js';
 import { agentCountersMigration } from './migration-agent.js';
 import type { Dialect } from './dialect.js';
 import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent.js';
+import { spoolMigration } from './migration-spool.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -425,6 +426,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '012_carve_ids': carveIdsMigration(),
       // Each node's own distributed interval; no host_identifier in the default options (issue 26).
       '013_agent_cadence': agentCadenceMigration(),
+      // The durable log spool, its streams and the sinks' cursors (issue 28).
+      '014_log_spool': spoolMigration(dialect),
     }),
   };
 }

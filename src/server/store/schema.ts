@@ -208,6 +208,59 @@ export interface LogSinksTable {
   updated_at: string;
 }
 
+/** The durable log spool (issue 28, migration 012): one row per log entry, in commit order. */
+export interface LogSpoolTable {
+  id: Generated<number>;
+  environment_id: number;
+  node_id: number;
+  /** The node's uuid (osquery's host identifier at enroll). */
+  host_identifier: string;
+  hostname: string;
+  /** result, status or query. */
+  log_type: string;
+  name: string | null;
+  /** Status entries: osquery's severity (0 info, 1 warning, 2 error, 3 fatal). */
+  severity: number | null;
+  /** Seconds since the epoch: the entry's unixTime, else when it was received. */
+  time: number;
+  received_at: string;
+  /** The entry's JSON text as the agent sent it. */
+  line: string;
+  /** Entries and bytes before this row in its type stream (all environments) and environment stream. */
+  tseq: number;
+  tpos: number;
+  eseq: number;
+  epos: number;
+}
+
+/** The head of each spool stream; (0, '*') counts every entry and orders the commits. */
+export interface LogStreamsTable {
+  environment_id: number;
+  log_type: string;
+  entries: number;
+  bytes: number;
+  last_id: number;
+}
+
+/** Per sink: its cursor in its stream, the lease of the process delivering it, counters, last error. */
+export interface SinkStateTable {
+  sink_id: number;
+  cursor_id: Generated<number>;
+  cursor_seq: Generated<number>;
+  cursor_pos: Generated<number>;
+  lease_owner: Generated<string>;
+  /** Milliseconds since the epoch. */
+  lease_until: Generated<number>;
+  delivered: Generated<number>;
+  failed: Generated<number>;
+  dropped: Generated<number>;
+  rejected: Generated<number>;
+  last_success_at: Generated<string>;
+  last_error: Generated<string>;
+  last_error_at: Generated<string>;
+  retrying_since: Generated<string>;
+}
+
 /** Distributed queries; carves are the rows with type 'carve'. */
 export interface QueriesTable {
   id: Generated<number>;
@@ -351,6 +404,9 @@ export interface DB {
   node_tags: NodeTagsTable;
   settings: SettingsTable;
   log_sinks: LogSinksTable;
+  log_spool: LogSpoolTable;
+  log_streams: LogStreamsTable;
+  sink_state: SinkStateTable;
   queries: QueriesTable;
   carve_files: CarveFilesTable;
   audit_logs: AuditLogsTable;
@@ -370,6 +426,8 @@ export type NewNode = Insertable<NodesTable>;
 export type TagRow = Selectable<TagsTable>;
 export type SettingRow = Selectable<SettingsTable>;
 export type LogSinkRow = Selectable<LogSinksTable>;
+export type LogSpoolRow = Selectable<LogSpoolTable>;
+export type SinkStateRow = Selectable<SinkStateTable>;
 export type QueryRow = Selectable<QueriesTable>;
 export type CarveFileRow = Selectable<CarveFilesTable>;
 export type AuditLogRow = Selectable<AuditLogsTable>;

@@ -1,33 +1,22 @@
 // Log sinks (4.18 clone, and the list/create/delete endpoints the contract adds). A sink's
-// configuration is stored as JSON text and travels as its UTF-8 bytes (api-spec.md 2.4).
+// configuration is stored as JSON text and travels as its UTF-8 bytes (api-spec.md 2.4). Issue
+// 28: a type this server cannot deliver is refused, each type's config is checked (400 naming
+// the field, nothing stored), secrets never leave in a read, and each sink has its state row
+// (cursor in the spool) from the transaction that creates it.
 import { atomically, inTransaction } from '../../store/db.js';
 import type { Caller, Deps } from '../../context.js';
-import type { LogSinkRow } from '../../store/schema.js';
 import { LogTypes, SinkSources, SinkTypes, type LogSink, type SinkCloneBody, type SinkCreateBody } from '../../../api/index.js';
 import { badRequest, conflict, notFound } from '../../errors.js';
-import { filePathProblem } from './log-delivery.js';
 import { writeAudit } from '../audit/audit.js';
+import { destinationOf, unsupportedType } from './destinations/index.js';
+import { checkConfig, ConfigError } from './sink-config.js';
+import { createSinkState } from './sink-state.js';
+import { toSink, withStates } from './sink-view.js';
+
+export { toSink };
 
 /** Sink changes are environment configuration: audit log_type 7 (environment). */
 const AUDIT_TYPE = LogTypes.environment;
-
-export function toSink(r: LogSinkRow): LogSink {
-  return {
-    id: r.id,
-    name: r.name,
-    type: r.type,
-    source: r.source,
-    info: r.info,
-    enabled: !!r.enabled,
-    environment_id: r.environment_id,
-    order: r.sort_order,
-    config: [...Buffer.from(r.config, 'utf8')],
-    bytes_sent: Number(r.bytes_sent),
-    exports_count: Number(r.exports_count),
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  };
-}
 
 interface EnvRef {
   id: number;
@@ -50,13 +39,13 @@ async function sinksOf(deps: Deps, envId: number): Promise<LogSink[]> {
     .orderBy('sort_order')
     .orderBy('id')
     .execute();
-  return rows.map(toSink);
+  return withStates(deps.db, rows);
 }
 
 export async function listSinks(deps: Deps, environmentId: string | undefined): Promise<LogSink[]> {
   if (environmentId === undefined || environmentId === '') {
     const rows = await deps.db.selectFrom('log_sinks').selectAll().orderBy('environment_id').orderBy('sort_order').orderBy('id').execute();
-    return rows.map(toSink);
+    return withStates(deps.db, rows);
   }
   if (!/^\d+$/.test(environmentId.trim())) throw badRequest(`environment_id must be a non-negative integer, got "${environmentId}"`);
   const id = Number(environmentId);
@@ -85,9 +74,25 @@ export function configText(config: SinkCreateBody['config']): string {
   return text;
 }
 
-function oneOf(name: string, value: string, allowed: readonly string[]): string {
+export function oneOf(name: string, value: string, allowed: readonly string[]): string {
   if (!allowed.includes(value)) throw badRequest(`invalid ${name} "${value}"; valid values: ${allowed.join(', ')}`);
   return value;
+}
+
+/**
+ * A config for `type` as it will be stored (its JSON text), checked by the type's module: 400
+ * naming the field, or for a type without a module the one-line refusal.
+ */
+export function checkedConfig(deps: Deps, type: string, text: string): string {
+  const dest = destinationOf(type);
+  if (!dest) throw badRequest(unsupportedType(type));
+  try {
+    checkConfig(dest, JSON.parse(text), { sinkDir: deps.config.sinkDir });
+  } catch (e) {
+    if (e instanceof ConfigError) throw badRequest(e.message);
+    throw e;
+  }
+  return text;
 }
 
 export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBody, sourceIp: string): Promise<LogSink> {
@@ -98,15 +103,9 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
     const type = oneOf('type', body.type, SinkTypes);
     const source = oneOf('source', body.source, SinkSources);
     if (body.order !== undefined && body.order < 0) throw badRequest('order must be 0 or more');
-    const config = configText(body.config);
-    if (type === 'file') {
-      // File sinks write inside --sink-dir only (issue 18): a path elsewhere (a shell start-up
-      // file, the database's directory) is refused here, and again at delivery.
-      const path = (JSON.parse(config) as { path?: unknown }).path;
-      if (typeof path !== 'string' || path === '') throw badRequest('a file sink needs config.path: a file name inside the sink directory');
-      const problem = filePathProblem(path, deps.config.sinkDir);
-      if (problem) throw badRequest(problem);
-    }
+    // File sinks write inside --sink-dir only (issue 18): the file module's check refuses a path
+    // elsewhere (a shell start-up file, the database's directory), and its open() again.
+    const config = checkedConfig(deps, type, configText(body.config));
     const env = await envById(deps, body.environment_id);
     if (!env) throw badRequest(`environment_id ${body.environment_id} is not an environment (0 means global)`);
     const ts = deps.now().toISOString();
@@ -128,7 +127,7 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
           .executeTakeFirst();
         order = max?.m === null || max?.m === undefined ? 0 : Number(max.m) + 1;
       }
-      return trx
+      const created = await trx
         .insertInto('log_sinks')
         .values({
           name, type, source, info: body.info ?? '', enabled: body.enabled === false ? 0 : 1, environment_id: env.id,
@@ -136,6 +135,9 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      // It delivers what is spooled from now on.
+      await createSinkState(trx, created);
+      return created;
     });
     await writeAudit(deps, {
       line: `log sink ${row.id} "${name}" (${type}, ${source}) created in ${env.name}`,
@@ -144,7 +146,7 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
       sourceIp,
       env: env.id === 0 ? null : env,
     });
-    return toSink(row);
+    return (await withStates(deps.db, [row]))[0]!;
   });
 }
 
@@ -156,6 +158,7 @@ export async function deleteSink(deps: Deps, caller: Caller, idRaw: string, sour
     const row = await deps.db.selectFrom('log_sinks').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) throw notFound(`log sink ${id} not found`);
     await deps.db.deleteFrom('log_sinks').where('id', '=', id).execute();
+    await deps.db.deleteFrom('sink_state').where('sink_id', '=', id).execute();
     const env = (await envById(deps, row.environment_id)) ?? GLOBAL;
     await writeAudit(deps, {
       line: `log sink ${id} "${row.name}" deleted from ${env.name}`,
@@ -200,15 +203,22 @@ export async function cloneSinks(deps: Deps, caller: Caller, body: SinkCloneBody
       if (n > 0 && !body.overwrite) {
         throw conflict(`${target.name} already has ${n} log sink${n === 1 ? '' : 's'}; set overwrite to replace them`);
       }
+      // An enabled sink of a type this server cannot deliver is not created here either.
+      const undeliverable = sources.find((s) => s.enabled && !destinationOf(s.type));
+      if (undeliverable) throw badRequest(`log sink "${undeliverable.name}": ${unsupportedType(undeliverable.type)}; disable it to clone it`);
+      const old = await trx.selectFrom('log_sinks').select('id').where('environment_id', '=', target.id).execute();
+      if (old.length) await trx.deleteFrom('sink_state').where('sink_id', 'in', old.map((o) => o.id)).execute();
       await trx.deleteFrom('log_sinks').where('environment_id', '=', target.id).execute();
       for (const s of sources) {
-        await trx
+        const created = await trx
           .insertInto('log_sinks')
           .values({
             name: s.name, type: s.type, source: s.source, info: s.info, enabled: s.enabled, environment_id: target.id,
             sort_order: s.sort_order, config: s.config, bytes_sent: 0, exports_count: 0, created_at: ts, updated_at: ts,
           })
-          .execute();
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await createSinkState(trx, created);
       }
       return n;
     });

@@ -1,0 +1,245 @@
+// The durable log spool (issue 28): an agent's log request is acknowledged only once its entries
+// are committed to the log_spool table (migration 012). Appends of concurrent requests are
+// group-committed: everything appended during one turn of the event loop goes in one
+// transaction, and while a transaction runs the next group gathers, so a busy agent door commits
+// a few times per loop turn instead of once per request. Sinks then drain the spool, each from
+// its own cursor (runner.ts); `fleetctl logs` reads it too (issue 30).
+//
+// Order: on SQLite the database lock serialises writers. On PostgreSQL every append transaction
+// first updates the (0, '*') row of log_streams, a row lock held until commit, and only then
+// inserts (drawing ids): a later transaction draws its ids after the earlier one committed, so
+// ids become visible in id order on every replica, and a reader that sees id N sees all below.
+//
+// Failure: a transaction that fails (database down, disk full) fails every request of its group,
+// which the agent door answers 503: osquery keeps its batch and resends. More than
+// MAX_PENDING_BYTES waiting for a commit in this process is also a 503 (SpoolBusy).
+import { EventEmitter } from 'node:events';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
+import type { Deps } from '../../context.js';
+import type { DB } from '../../store/schema.js';
+
+/** Bytes of entries waiting for a commit in one process before appends are refused (503). */
+export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+/** Rows per insert statement (one JSON parameter each): bounds a statement's memory. */
+const CHUNK_ROWS = 2000;
+const CHUNK_BYTES = 4 * 1024 * 1024;
+
+export type SpoolLogType = 'result' | 'status' | 'query';
+
+/** One entry to spool. */
+export interface SpoolInput {
+  environmentId: number;
+  nodeId: number;
+  hostIdentifier: string;
+  hostname: string;
+  logType: SpoolLogType;
+  name?: string | null;
+  severity?: number | null;
+  /** Seconds since the epoch (the log's unixTime); undefined: the commit time. */
+  time?: number;
+  /** The entry's JSON text. */
+  line: string;
+}
+
+/** A row as committed (what Spool.onCommit hooks receive). */
+export interface SpooledRow extends SpoolInput {
+  id: number;
+  time: number;
+  receivedAt: string;
+  bytes: number;
+}
+
+/** The spool cannot take more now (too much waiting for a commit): the agent is answered 503. */
+export class SpoolBusy extends Error {}
+
+/** The fields the spool keeps of an entry: its query name, status severity and own time. */
+export function entryFields(entry: unknown): { name?: string; severity?: number; time?: number } {
+  if (typeof entry !== 'object' || entry === null) return {};
+  const e = entry as Record<string, unknown>;
+  const out: { name?: string; severity?: number; time?: number } = {};
+  if (typeof e.name === 'string') out.name = e.name.slice(0, 1024);
+  const sev = Number(e.severity);
+  if (e.severity !== undefined && e.severity !== '' && Number.isInteger(sev) && sev >= 0 && sev <= 9) out.severity = sev;
+  const t = Number(e.unixTime);
+  if (e.unixTime !== undefined && e.unixTime !== '' && Number.isFinite(t) && t > 0 && t < 1e11) out.time = Math.floor(t);
+  return out;
+}
+
+/** A stream: the type stream is (0, type), an environment's is (env, type). */
+const streamKey = (env: number, type: string) => `${env}\u0000${type}`;
+
+interface Waiter {
+  rows: SpoolInput[];
+  bytes: number;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+export interface SpoolEvents {
+  /** After a commit: the stream keys (`env\0type`, env 0 = type stream) that grew, and the highest id committed. */
+  committed: [streams: Set<string>, maxId: number];
+}
+
+export class Spool extends EventEmitter<SpoolEvents> {
+  private waiting: Waiter[] = [];
+  private waitingBytes = 0;
+  private scheduled = false;
+  private running?: Promise<void>;
+  /** Called inside each append transaction, after its rows are inserted (issue 30's reports). */
+  readonly onCommit: ((trx: Kysely<DB>, rows: SpooledRow[]) => Promise<void>)[] = [];
+
+  constructor(private readonly deps: Deps) {
+    super();
+    this.setMaxListeners(0);
+  }
+
+  /** Bytes waiting for a commit in this process. */
+  get pendingBytes(): number {
+    return this.waitingBytes;
+  }
+
+  /** Resolves once `rows` are committed; rejects when their transaction failed (or SpoolBusy). */
+  append(rows: SpoolInput[]): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    let bytes = 0;
+    for (const r of rows) bytes += r.line.length;
+    // An empty spool queue always takes one request, so no request is too big to ever get in.
+    if (this.waitingBytes > 0 && this.waitingBytes + bytes > MAX_PENDING_BYTES) {
+      return Promise.reject(new SpoolBusy(`${this.waitingBytes} bytes of logs are waiting to be written`));
+    }
+    this.waitingBytes += bytes;
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ rows, bytes, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running) return;
+    this.scheduled = true;
+    // The next turn: every request handled in this one joins the group.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.running = this.flush().finally(() => {
+        this.running = undefined;
+        if (this.waiting.length > 0) this.schedule();
+      });
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const group = this.waiting;
+    this.waiting = [];
+    const bytes = group.reduce((n, w) => n + w.bytes, 0);
+    try {
+      const { streams, maxId } = await this.commit(group.flatMap((w) => w.rows));
+      for (const w of group) w.resolve();
+      this.emit('committed', streams, maxId);
+    } catch (e) {
+      for (const w of group) w.reject(e);
+    } finally {
+      this.waitingBytes -= bytes;
+    }
+  }
+
+  /** Waits for what is waiting now to be committed (shutdown). */
+  async drain(): Promise<void> {
+    while (this.running || this.scheduled || this.waiting.length > 0) {
+      if (this.running) await this.running.catch(() => undefined);
+      else await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /** One transaction: the stream heads (locked, in a fixed order), then the rows, then the hooks. */
+  private async commit(inputs: SpoolInput[]): Promise<{ streams: Set<string>; maxId: number }> {
+    const receivedAt = this.deps.now().toISOString();
+    const nowSeconds = Math.floor(Date.parse(receivedAt) / 1000);
+    const rows = inputs.map((r) => ({ ...r, bytes: Buffer.byteLength(r.line, 'utf8') }));
+    // What each stream grows by.
+    const growth = new Map<string, { env: number; type: string; entries: number; bytes: number }>();
+    const grow = (env: number, type: string, bytes: number) => {
+      const k = streamKey(env, type);
+      const g = growth.get(k) ?? { env, type, entries: 0, bytes: 0 };
+      g.entries++;
+      g.bytes += bytes;
+      growth.set(k, g);
+    };
+    for (const r of rows) {
+      grow(0, '*', r.bytes);
+      grow(0, r.logType, r.bytes);
+      grow(r.environmentId, r.logType, r.bytes);
+    }
+    // (0, '*') first: it is the commit-order lock; then a fixed order, so writers never deadlock.
+    const order = [...growth.values()].sort((a, b) => (a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env));
+    return this.deps.db.transaction().execute(async (trx) => {
+      const next = new Map<string, { entries: number; bytes: number }>();
+      for (const g of order) {
+        const head = await sql<{ entries: number; bytes: number }>`
+          insert into log_streams (environment_id, log_type, entries, bytes, last_id) values (${g.env}, ${g.type}, ${g.entries}, ${g.bytes}, 0)
+          on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes
+          returning entries, bytes`.execute(trx);
+        const h = head.rows[0]!;
+        // Where this group starts in the stream.
+        next.set(streamKey(g.env, g.type), { entries: Number(h.entries) - g.entries, bytes: Number(h.bytes) - g.bytes });
+      }
+      const records = rows.map((r) => {
+        const t = next.get(streamKey(0, r.logType))!;
+        const e = next.get(streamKey(r.environmentId, r.logType))!;
+        const rec = {
+          e: r.environmentId, n: r.nodeId, h: r.hostIdentifier, hn: r.hostname, t: r.logType, nm: r.name ?? null, sv: r.severity ?? null,
+          tm: r.time ?? nowSeconds, ra: receivedAt, l: r.line, ts: t.entries, tp: t.bytes, es: e.entries, ep: e.bytes,
+        };
+        t.entries++;
+        t.bytes += r.bytes;
+        e.entries++;
+        e.bytes += r.bytes;
+        return rec;
+      });
+      const lastIds = new Map<string, number>();
+      const committed: SpooledRow[] = [];
+      for (let i = 0; i < records.length; ) {
+        let j = i;
+        let size = 0;
+        while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++]!.l.length;
+        const chunk = records.slice(i, j);
+        const ids = await insertRows(trx, this.deps.dialect, chunk);
+        chunk.forEach((rec, k) => {
+          const id = ids[k]!;
+          for (const key of [streamKey(0, '*'), streamKey(0, rec.t), streamKey(rec.e, rec.t)]) if ((lastIds.get(key) ?? 0) < id) lastIds.set(key, id);
+          if (this.onCommit.length > 0) {
+            const r = rows[i + k]!;
+            committed.push({ ...r, id, time: rec.tm, receivedAt, bytes: r.bytes });
+          }
+        });
+        i = j;
+      }
+      for (const g of order) {
+        await trx.updateTable('log_streams').set({ last_id: lastIds.get(streamKey(g.env, g.type)) ?? 0 }).where('environment_id', '=', g.env).where('log_type', '=', g.type).execute();
+      }
+      for (const hook of this.onCommit) await hook(trx, committed);
+      return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId: lastIds.get(streamKey(0, '*')) ?? 0 };
+    });
+  }
+}
+
+type Rec = { e: number; n: number; h: string; hn: string; t: string; nm: string | null; sv: number | null; tm: number; ra: string; l: string; ts: number; tp: number; es: number; ep: number };
+
+const COLUMNS = 'environment_id, node_id, host_identifier, hostname, log_type, name, severity, time, received_at, line, tseq, tpos, eseq, epos';
+const KEYS = ['e', 'n', 'h', 'hn', 't', 'nm', 'sv', 'tm', 'ra', 'l', 'ts', 'tp', 'es', 'ep'];
+const PG_TYPES = ['int', 'int', 'text', 'text', 'text', 'text', 'int', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint'];
+
+/**
+ * One insert of many rows whose SQL text never changes (prepared once): the rows travel as one
+ * JSON parameter. Returns the new ids in the order of `chunk` (matched by their stream position,
+ * since RETURNING promises no order).
+ */
+async function insertRows(trx: Kysely<DB>, dialect: string, chunk: Rec[]): Promise<number[]> {
+  const json = JSON.stringify(chunk);
+  const text =
+    dialect === 'postgres'
+      ? `insert into log_spool (${COLUMNS}) select ${KEYS.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id, log_type, tseq`
+      : `insert into log_spool (${COLUMNS}) select ${KEYS.map((k) => `value ->> '$.${k}'`).join(', ')} from json_each(?) returning id, log_type, tseq`;
+  const res = await trx.executeQuery<{ id: number; log_type: string; tseq: number }>(CompiledQuery.raw(text, [json]));
+  const byPos = new Map(res.rows.map((r) => [`${r.log_type}\u0000${Number(r.tseq)}`, Number(r.id)]));
+  return chunk.map((r) => byPos.get(`${r.t}\u0000${r.ts}`)!);
+}
