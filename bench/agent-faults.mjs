@@ -55,8 +55,10 @@ async function startServer(extra) {
   let out = '';
   let err = '';
   server.stderr.on('data', (d) => (err += d));
+  server.stdout.resume();
   const urls = await new Promise((resolve, reject) => {
-    server.stdout.on('data', (d) => {
+    // The banner is on stderr (stdout is for a stdout sink's NDJSON).
+    server.stderr.on('data', (d) => {
       out += d;
       const api = /reference server listening on (https?:\/\/\S+)/.exec(out);
       const agents = /Agent API[^\n]*?(https:\/\/[^\s;]+)/.exec(out);

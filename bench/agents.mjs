@@ -123,12 +123,13 @@ async function startFleetServer(workers, name) {
   const args = [bin, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key,
     '--create-env', 'prod', '--admin-password-stdin', '--api-rate-limit', '100000000', '--login-rate-limit', '1000', ...(workers ? ['--workers', String(workers)] : [])];
   const [cmd, cmdArgs] = withFileLimit(process.execPath, args);
-  const server = spawn(cmd, cmdArgs, { stdio: ['pipe', 'pipe', 'inherit'] });
+  // The banner is on stderr (stdout is for a stdout sink's NDJSON): read, then the rest passed through.
+  const server = spawn(cmd, cmdArgs, { stdio: ['pipe', 'inherit', 'pipe'] });
   children.push(server);
   server.stdin.end(PASSWORD);
   let out = '';
   const urls = await new Promise((resolve, reject) => {
-    server.stdout.on('data', (d) => {
+    server.stderr.on('data', (d) => {
       out += d;
       const api = /reference server listening on (https?:\/\/\S+)/.exec(out);
       const agents = /Agent API[^\n]*?(https:\/\/[^\s;]+)/.exec(out);
@@ -137,7 +138,8 @@ async function startFleetServer(workers, name) {
     server.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
     setTimeout(() => reject(new Error(`server did not print its addresses: ${out}`)), 60_000);
   });
-  server.stdout.resume();
+  server.stderr.removeAllListeners('data');
+  server.stderr.pipe(process.stderr);
   const processes = Number(/Workers: (\d+)/.exec(out)?.[1] ?? 1);
   return {
     server, urls, processes,

@@ -45,15 +45,20 @@ const started = Date.now();
 const children = [];
 
 function startProcess(args, label) {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The URL line: a server's banner is on stderr (its stdout is for a stdout sink's NDJSON), the
+  // bare baseline's on stdout. Both read until it shows, then passed through.
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   const url = new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /(?:URL:\s+|listening on )(http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
+    for (const [stream, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) {
+      stream.on('data', (d) => {
+        if (/(?:URL:\s+|listening on )http/.test(out)) return void to.write(d);
+        out += d;
+        const m = /(?:URL:\s+|listening on )(http:\/\/\S+)/.exec(out);
+        if (m) resolve(m[1]);
+      });
+    }
     child.on('exit', (c) => reject(new Error(`${label} exited ${c}`)));
   });
   return { child, url, output: () => out };

@@ -31,12 +31,15 @@ const cleanup = () => {
 say(`==> Starting the reference server with a demo fleet and ${AGENTS} simulated osquery agents (fleetctl server --dev --dev-agents ${AGENTS})`);
 const server = spawn(process.execPath, [bin, 'server', '--dev', `--dev-password=${password}`, '--dev-agents', String(AGENTS), '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
   env,
-  stdio: ['ignore', 'pipe', 'inherit'],
+  // The banner is on stderr (stdout is for a stdout sink's NDJSON).
+  stdio: ['ignore', 'inherit', 'pipe'],
 });
 let banner = '';
 let ready = false;
 const url = await new Promise((resolve) => {
-  server.stdout.on('data', (d) => {
+  server.stderr.on('data', (d) => {
+    // After the banner, what the server says goes straight through.
+    if (ready) return void process.stderr.write(d);
     banner += d;
     const m = /URL:\s+(http:\/\/\S+)/.exec(banner);
     // Ready once the agents have enrolled and are tagged (the server's last start-up line).
@@ -45,10 +48,11 @@ const url = await new Promise((resolve) => {
       resolve(m[1]);
     }
   });
-  // The server has already said why on stderr (e.g. the database binding did not build): one
-  // more line, no stack trace.
+  // What the server said is why (e.g. the database binding did not build): shown, then one more
+  // line, no stack trace.
   server.on('exit', (code) => {
     if (ready) return;
+    process.stderr.write(banner);
     say(`demo failed: the server exited (${code}) before it was ready`);
     cleanup();
     process.exit(1);

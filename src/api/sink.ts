@@ -3,6 +3,16 @@ import { SinkTypes, SinkSources } from './constants.js';
 export { SinkTypes, SinkSources };
 
 /**
+ * Config keys that hold secrets in every sink type (issue 28), wherever they sit (`sasl.password`
+ * too); the http type's header values are secrets as well. Never returned by a read, never to
+ * be typed on a command line: each may be given as `<key>_env` or `<key>_file` instead.
+ */
+export const SinkSecretKeys = ['password', 'token', 'api_key', 'secret_access_key'] as const;
+
+/** What a read shows in place of a secret's value; sent back by an edit, it keeps the stored one. */
+export const REDACTED_SECRET = '<redacted>';
+
+/**
  * Where a sink stands in the log spool (issue 28): its backlog, counters and last error. Times
  * are RFC 3339, '' for never. Added to the spec's 2.4 object by this server.
  */

@@ -87,10 +87,10 @@ describe('sinks list', () => {
     const global = await cli.run(['sinks', 'list', 'global']);
     expect(global.exitCode).toBe(0);
     const lines = global.stdout.trimEnd().split('\n');
-    expect(lines[0]).toBe('ID\tNAME\tTYPE\tSOURCE\tENABLED\tORDER\tCONFIG\tEXPORTS\tBYTES SENT');
+    expect(lines[0]).toBe('ID\tNAME\tTYPE\tSOURCE\tENABLED\tORDER\tBACKLOG\tOLDEST\tLAST SUCCESS\tLAST ERROR\tCONFIG');
     const g = await stored('global');
     expect(lines.slice(1).map((l) => l.split('\t')[1])).toEqual(g.map((s) => s.name));
-    expect(JSON.parse(lines[1]!.split('\t')[6]!)).toEqual(decoded(g[0]!));
+    expect(JSON.parse(lines[1]!.split('\t')[10]!)).toEqual(decoded(g[0]!));
   });
 
   it('exits 3 for an unknown environment, naming the known ones', async () => {

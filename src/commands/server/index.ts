@@ -240,7 +240,8 @@ export function registerServer(program: Command): void {
         timeouts: Object.fromEntries(Object.entries(timeouts).filter(([, v]) => v !== undefined)),
         fixPermissions: o.fixPermissions,
         warn: (line) => ctx.io.err(`${line}\n`),
-        logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'] } : false,
+        // On stderr with every other line of the server's own: stdout is a stdout sink's NDJSON.
+        logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'], stream: process.stderr } : false,
         tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
         agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, maxInFlight: o.agentMaxInFlight } : undefined,
         sinkDir: o.sinkDir,
@@ -266,12 +267,12 @@ export function registerServer(program: Command): void {
       // so it is logged as one (with its stack) and counted, and the server goes on.
       process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
       const seededInto = pgWhere ?? db;
-      if (server.demo) ctx.io.out(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
+      if (server.demo) ctx.io.err(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
       else await printListening(ctx, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
       if (server.agent) {
-        ctx.io.out(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
+        ctx.io.err(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
       }
-      if (server.metricsUrl) ctx.io.out(`Prometheus metrics at ${server.metricsUrl}\n`);
+      if (server.metricsUrl) ctx.io.err(`Prometheus metrics at ${server.metricsUrl}\n`);
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
       const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent) : undefined;
       await new Promise<void>((resolve) => {
@@ -292,7 +293,7 @@ type Ctx = import('../../context.js').Context;
 /** The banner of a server without the demo fleet: where it listens, its database, its environments. */
 async function printListening(ctx: Ctx, url: string, where: string, db: import('kysely').Kysely<import('../../server/store/schema.js').DB>): Promise<void> {
   const envs = await db.selectFrom('environments').select('name').orderBy('name').execute();
-  ctx.io.out(
+  ctx.io.err(
     `fleetctl reference server listening on ${url} (database ${where})\n` +
       `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
   );
@@ -306,7 +307,7 @@ async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: s
     apiUrl: url, username: o.adminUsername, password, env: 'prod', count: o.devAgents, ca: agent.certPem,
     log: (line) => ctx.io.err(`agents: ${line}\n`),
   });
-  ctx.io.out(
+  ctx.io.err(
     `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
       '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
   );
@@ -391,16 +392,16 @@ async function serveAsPrimary(
     throw new CliError((e as Error).message, code && code > 0 ? (code as ExitCode) : ExitCode.error);
   }
   const { url, agent } = primary.ready;
-  if (boot.demo) ctx.io.out(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
+  if (boot.demo) ctx.io.err(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
   else await printListening(ctx, url, where, boot.store.db);
-  if (agent) ctx.io.out(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
-  ctx.io.out(`Workers: ${workers} server processes share these ports\n`);
+  if (agent) ctx.io.err(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
+  ctx.io.err(`Workers: ${workers} server processes share these ports\n`);
   await boot.closeStore();
   let metricsServer: import('node:http').Server | undefined;
   if (options.metricsListen) {
     const m = await listenMetrics(options.metricsListen, () => primary.metrics(), primary.metricsContentType, (e) => log(`metrics: ${(e as Error).message}`));
     metricsServer = m.server;
-    ctx.io.out(`Prometheus metrics at ${m.url}\n`);
+    ctx.io.err(`Prometheus metrics at ${m.url}\n`);
   }
   const agents = boot.demo && agent ? await startDemoAgents(ctx, o, url, boot.demo.password, agent) : undefined;
   await stopSignal();

@@ -6,31 +6,37 @@ import { ApiError, CliError, ExitCode, UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
 import { readInput } from '../read-input.js';
-import type { Context } from '../../context.js';
-import type { FleetApi } from '../../client/index.js';
 import { parseSinkConfig, showSink, type ShownSink } from './config.js';
-import { resolveEnvRef, type EnvRef } from './env-id.js';
+import { resolveEnvRef } from './env-id.js';
+import { findSink, targetEnv } from './find.js';
+import { registerSinkChanges } from './edit.js';
 
 const SINK_COLUMNS: Column<ShownSink>[] = [
   { key: 'id', header: 'ID', kind: 'number' },
-  { key: 'name', header: 'NAME' },
+  { key: 'name', header: 'NAME', id: true },
   { key: 'type', header: 'TYPE' },
   { key: 'source', header: 'SOURCE' },
   { key: 'enabled', header: 'ENABLED', kind: 'bool' },
-  { key: 'order', header: 'ORDER', kind: 'number' },
-  { key: 'config', header: 'CONFIG' },
-  { key: 'exports_count', header: 'EXPORTS', kind: 'number' },
-  { key: 'bytes_sent', header: 'BYTES SENT', kind: 'number' },
+  { key: 'order', header: 'ORDER', kind: 'number', drop: 4 },
+  { key: 'state.backlog_entries', header: 'BACKLOG', kind: 'number' },
+  { key: 'state.oldest_undelivered_at', header: 'OLDEST', kind: 'time', drop: 2 },
+  { key: 'state.last_success_at', header: 'LAST SUCCESS', kind: 'time', drop: 3 },
+  { key: 'state.last_error', header: 'LAST ERROR', drop: 1 },
+  { key: 'config', header: 'CONFIG', drop: 5 },
+];
+
+/** `sinks show`: every field, the state's one by one. */
+const SHOW_COLUMNS: Column<ShownSink>[] = [
+  ...['id', 'name', 'type', 'source', 'enabled', 'order', 'info', 'config', 'environment_id', 'exports_count', 'bytes_sent', 'created_at', 'updated_at'].map((key) => ({ key })),
+  ...['supported', 'delivering', 'backlog_entries', 'backlog_bytes', 'oldest_undelivered_at', 'delivered', 'dropped', 'rejected', 'failed', 'last_success_at', 'last_error', 'last_error_at', 'retrying_since'].map((k) => ({
+    key: `state.${k}`,
+    header: k.toUpperCase().replace(/_/g, ' '),
+    ...(k.endsWith('_at') || k === 'retrying_since' ? { kind: 'time' as const } : {}),
+  })),
 ];
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** The positional ENV|global, else --env / the profile's environment. */
-async function targetEnv(ctx: Context, api: FleetApi, ref: string | undefined): Promise<EnvRef> {
-  const r = ref ?? ctx.envName();
-  if (!r) throw new UsageError('which sinks? name an environment or `global` (or pass --env)');
-  return resolveEnvRef(api, r);
-}
 
 interface AddOpts {
   name: string;
@@ -45,13 +51,15 @@ interface AddOpts {
 export function registerSinks(program: Command): void {
   const sinks = group(program, {
     name: 'sinks',
-    summary: 'Show, add, remove and clone log sinks (super-admin)',
+    summary: 'Show, add, change, test, remove and clone log sinks (super-admin)',
     examples: [
       'fleetctl sinks list prod',
       'fleetctl sinks list global -o json',
       'fleetctl sinks show splunk-hec',
       'fleetctl sinks clone --from prod --to dev',
-      'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"/var/log/osquery/result.log"}\'',
+      'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"prod/results.log"}\'',
+      'fleetctl sinks edit archive prod --set max_size_mb=500',
+      'fleetctl sinks test archive prod',
     ],
   });
 
@@ -94,12 +102,8 @@ export function registerSinks(program: Command): void {
     async (ctx, [ref, envRef]) => {
       const api = await ctx.api();
       api.need('log-sinks');
-      const env = await targetEnv(ctx, api, envRef);
-      const list = await api.sinks.list(env.id);
-      const sink = list.find((x) => x.name === ref) ?? (/^\d+$/.test(ref!) ? list.find((x) => x.id === Number(ref)) : undefined);
-      const listCmd = envRef ? `fleetctl sinks list ${envRef}` : 'fleetctl sinks list';
-      if (!sink) throw new CliError(`no log sink "${ref}" in ${env.label}`, ExitCode.notFound, `run \`${listCmd}\` to see them`);
-      await printObject(ctx.io, ctx.output(), showSink(sink), ctx.wantsData() ? [] : SINK_COLUMNS);
+      const { sink } = await findSink(ctx, api, ref!, envRef);
+      await printObject(ctx.io, ctx.output(), showSink(sink), ctx.wantsData() ? [] : SHOW_COLUMNS);
     },
   );
 
@@ -156,7 +160,7 @@ export function registerSinks(program: Command): void {
         'Add a sink. --config is its JSON configuration: inline, @FILE, or - for stdin. ENV as for `sinks list`.\n' +
         'Without --order it goes after the existing sinks.',
       examples: [
-        'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"/var/log/osquery/result.log"}\'',
+        'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"prod/results.log"}\'',
         'fleetctl sinks add global --name siem --type http --source status --config @siem.json --disabled',
       ],
     },
@@ -208,4 +212,5 @@ export function registerSinks(program: Command): void {
       else ctx.io.err(`Deleted log sink ${id}\n`);
     },
   );
+  registerSinkChanges(sinks);
 }

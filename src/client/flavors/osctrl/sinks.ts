@@ -7,5 +7,7 @@ export function sinksResource(_s: OsctrlSession) {
     clone: () => refuse('log-sinks'),
     create: () => refuse('log-sinks'),
     delete: () => refuse('log-sinks'),
+    edit: () => refuse('log-sinks'),
+    test: () => refuse('log-sinks'),
   };
 }

@@ -10,11 +10,12 @@ import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import type { Destination } from './sink.js';
+import { REDACTED_SECRET, SinkSecretKeys } from '../../../api/index.js';
 
 /** What every read shows in place of a secret's value; sent back by an edit, it keeps the stored one. */
-export const REDACTED = '<redacted>';
+export const REDACTED = REDACTED_SECRET;
 /** Secret keys redacted whatever the type (also for types this server cannot deliver). */
-const ALWAYS_SECRET = ['password', 'token', 'api_key', 'secret_access_key', 'sasl.password', 'headers.*'];
+const ALWAYS_SECRET = [...SinkSecretKeys, 'sasl.password', 'headers.*'];
 /** Largest secret file. */
 const MAX_SECRET_FILE = 64 * 1024;
 
