@@ -21,6 +21,8 @@ export const SinkState = Type.Object({
   supported: Type.Boolean(),
   /** A server process holds its lease and delivers it now. */
   delivering: Type.Boolean(),
+  /** Which one: host:pid:random ('' when none). */
+  delivered_by: Type.String(),
   backlog_entries: Type.Integer(),
   backlog_bytes: Type.Integer(),
   oldest_undelivered_at: Type.String(),

@@ -14,7 +14,7 @@ import type { DB, LogSinkRow } from '../../store/schema.js';
 import type { Destination, Sink, SinkEntry } from './sink.js';
 import { resolveConfig } from './sink-config.js';
 import {
-  LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, takeLease, toEntry,
+  LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, takeDeadLease, takeLease, toEntry,
   type Cursor, type SpoolRowAt,
 } from './sink-state.js';
 
@@ -143,6 +143,11 @@ export class SinkRunner {
           await this.sleep(LEASE_RENEW_MS, false);
           continue;
         }
+        // The sink as stored now: disabled or moved to another stream since the last tick, this
+        // runner stops before reading more (the delivery's tick starts what is needed).
+        const now = await this.host.readDb.selectFrom('log_sinks').selectAll().where('id', '=', this.sink.id).executeTakeFirst();
+        if (!now || !now.enabled || now.source !== this.sink.source || now.environment_id !== this.sink.environment_id || now.type !== this.sink.type) break;
+        this.update(now);
         await this.bounds();
         const rows = await readBatch(this.host.readDb, this.sink, this.cursor!.id, this.dest.batch.maxEntries, this.dest.batch.maxBytes);
         if (rows.length === 0) {
@@ -182,7 +187,11 @@ export class SinkRunner {
   /** Whether this process holds the sink's lease (taking it when free), with the cursor read. */
   private async hold(): Promise<boolean> {
     if (this.holding) return true;
-    if (!(await takeLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS))) return false;
+    const taken =
+      (await takeLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS)) ||
+      // A holder on this machine that died (kill -9): no need to wait for its lease to expire.
+      (await takeDeadLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS));
+    if (!taken) return false;
     const state = await readSinkState(this.db, this.sink.id);
     if (!state) return false;
     this.cursor = { id: Number(state.cursor_id), seq: Number(state.cursor_seq), pos: Number(state.cursor_pos) };

@@ -61,10 +61,18 @@ export async function createSinkState(db: Kysely<DB>, sink: SinkRef): Promise<vo
   await db.insertInto('sink_state').values({ sink_id: sink.id, cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos }).execute();
 }
 
-/** Moves a sink's cursor to the head (enabled again, or its source changed): what came meanwhile is not its. */
+/**
+ * Moves a sink's cursor to the head (enabled again, or its source changed): what came meanwhile
+ * is not its. The lease is cleared with it, so a process still delivering from the old cursor
+ * cannot move it (its next cursor write finds the lease gone) and reads the new one.
+ */
 export async function resetSinkCursor(db: Kysely<DB>, sink: SinkRef): Promise<void> {
   const c = await cursorAtHead(db, sink);
-  const done = await db.updateTable('sink_state').set({ cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos, retrying_since: '' }).where('sink_id', '=', sink.id).executeTakeFirst();
+  const done = await db
+    .updateTable('sink_state')
+    .set({ cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos, retrying_since: '', lease_owner: '', lease_until: 0 })
+    .where('sink_id', '=', sink.id)
+    .executeTakeFirst();
   if (Number(done.numUpdatedRows) === 0) await db.insertInto('sink_state').values({ sink_id: sink.id, cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos }).execute();
 }
 
@@ -91,6 +99,33 @@ export async function takeLease(db: Kysely<DB>, sinkId: number, owner: string, n
     .where((eb) => eb.or([eb('lease_owner', '=', owner), eb('lease_owner', '=', ''), eb('lease_until', '<', nowMs)]))
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/**
+ * Takes the lease from a holder on this machine whose process is gone (a kill -9, a crash):
+ * without waiting for it to expire. Lease names are host:pid:random (delivery.ts).
+ */
+export async function takeDeadLease(db: Kysely<DB>, sinkId: number, owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+  const st = await db.selectFrom('sink_state').select(['lease_owner', 'lease_until']).where('sink_id', '=', sinkId).executeTakeFirst();
+  const held = st?.lease_owner ?? '';
+  const [host, pid] = held.split(':');
+  if (!held || host !== owner.split(':')[0] || !pid || Number(pid) === process.pid || isAlive(Number(pid))) return false;
+  const r = await db
+    .updateTable('sink_state')
+    .set({ lease_owner: owner, lease_until: nowMs + ttlMs })
+    .where('sink_id', '=', sinkId)
+    .where('lease_owner', '=', held)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Gives the lease up (shutdown, sink disabled): another process may take it at once. */

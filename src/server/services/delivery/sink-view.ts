@@ -50,6 +50,7 @@ export async function withStates(db: Kysely<DB>, rows: LogSinkRow[]): Promise<Lo
       toSink(r, {
         supported: destinationOf(r.type) !== undefined,
         delivering: live && st.lease_owner !== '' && Number(st.lease_until) > now,
+        delivered_by: live && st.lease_owner !== '' && Number(st.lease_until) > now ? st.lease_owner : '',
         backlog_entries: entries,
         backlog_bytes: bytes,
         oldest_undelivered_at: oldest?.row.received_at ?? '',

@@ -9,12 +9,14 @@ import { envelope, SinkError, type ConfigProblem, type Destination, type Sink, t
 const schema = Type.Object(
   {
     url: Type.String(),
-    headers: Type.Optional(Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }), Type.String())),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
     method: Type.Optional(Type.Union([Type.Literal('POST'), Type.Literal('PUT')])),
     timeout_seconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300 })),
   },
   { additionalProperties: false },
 );
+/** RFC 9110's token: what a header name may be. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 type HttpConfig = { url: string; headers?: Record<string, string>; method?: 'POST' | 'PUT'; timeout_seconds?: number };
 
 /** A URL a destination can be reached at, or the problem with it (shared by URL-keyed types). */
@@ -77,7 +79,13 @@ export const http: Destination<HttpConfig> = {
   type: 'http',
   schema,
   secrets: ['headers.*'],
-  check: (config) => urlProblem(config.url, ['http', 'https']),
+  check(config) {
+    for (const [name, value] of Object.entries(config.headers ?? {})) {
+      if (!HEADER_NAME.test(name)) return { field: `headers.${name}`, message: 'not a valid HTTP header name' };
+      if (/[\r\n\0]/.test(value)) return { field: `headers.${name}`, message: 'a header value cannot hold a line break or NUL' };
+    }
+    return urlProblem(config.url, ['http', 'https']);
+  },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   open: async (config) => new HttpSink(config),
   doc: { wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges', verified: 'our own tests (a Node HTTP server)' },
