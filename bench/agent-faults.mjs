@@ -12,6 +12,7 @@
 //   overload    --peak agents (default 15,000) enrolling at once, then all but --after (default
 //               5,000) stop: the remaining agents' check-in p99 per 10 s window after the drop, and
 //               how long until it is back under 100 ms.
+//   kill9-backlog, sink-down, replicas: the log spool's figures (issue 28), in bench/spool-faults.mjs.
 //
 // Usage: npm run build && node bench/agent-faults.mjs pg-restart|flood|overload [options]
 // Run it alone on the machine: its figures are latencies and memory under load.
@@ -316,12 +317,16 @@ async function overload() {
   }
 }
 
+const { spoolScenarios } = await import('./spool-faults.mjs');
+const spool = spoolScenarios({ startServer, arg, tmp, cert, until, uptime, root, sleep });
+
 try {
   if (scenario === 'pg-restart') await pgRestart();
   else if (scenario === 'flood') await flood();
   else if (scenario === 'overload') await overload();
+  else if (spool[scenario]) await spool[scenario]();
   else {
-    console.error('usage: node bench/agent-faults.mjs pg-restart|flood|overload [--agents N] [--outage S] [--seconds S] [--peak N] [--after N]');
+    console.error('usage: node bench/agent-faults.mjs pg-restart|flood|overload|kill9-backlog|sink-down|replicas [--agents N] [--outage S] [--seconds S] [--peak N] [--after N] [--lines N] [--rate N] [--minutes M] [--pg]');
     process.exitCode = 2;
   }
 } finally {
