@@ -13,6 +13,16 @@ import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
+import { buildProgram } from '../../src/program.js';
+import { allCommands, readProgram } from '../../src/gen/model.js';
+
+/** An example line as a shell would split it (single and double quotes). */
+function words(line: string): string[] {
+  const out: string[] = [];
+  const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
+  for (let m; (m = re.exec(line)); ) out.push(m[1] ?? m[2] ?? m[3]!);
+  return out;
+}
 
 const PASSWORD = 'spool-test-password-1';
 let dir: string;
@@ -167,6 +177,33 @@ describe('sinks edit, enable, disable, test', () => {
     expect(failing.stdout).toMatch(new RegExp(`^failed: http://127\\.0\\.0\\.1:${port}/closed: ECONNREFUSED \\(\\d+ ms\\)\\n$`));
     expect(failing.stderr).toMatch(/^error: log sink siem: the test entry was not delivered/);
     expect((await cli.run(['sinks', 'remove', String(siem.id), '--yes'])).exitCode).toBe(0);
+  });
+});
+
+describe('the examples of sinks add, edit, enable, disable and test', () => {
+  it('run as written, in that order, against a server with SIEM_TOKEN in its environment and siem.json beside the CLI', async () => {
+    const verbs = ['add', 'edit', 'enable', 'disable', 'test'];
+    const commands = allCommands(readProgram(buildProgram()).root).filter((c) => c.path[0] === 'sinks' && verbs.includes(c.path[1]!));
+    const examples = verbs.flatMap((v) => commands.find((c) => c.path[1] === v)!.examples);
+    expect(examples.length).toBeGreaterThanOrEqual(8);
+    const cwd = mkdtempSync(join(tmpdir(), 'fleetctl-examples-'));
+    writeFileSync(join(cwd, 'siem.json'), JSON.stringify({ url: 'https://logs.example.com/in', timeout_seconds: 5 }));
+    try {
+      for (const line of examples) {
+        const argv = words(line);
+        expect(argv[0]).toBe('fleetctl');
+        const r = await cli.run(argv.slice(1), { cwd });
+        expect({ line, exit: r.exitCode, stderr: r.exitCode ? r.stderr : '' }).toEqual({ line, exit: 0, stderr: '' });
+      }
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+    const archive = (await api('GET', '/api/v1/log-sinks')).body.find((s: any) => s.name === 'archive');
+    expect(archive).toMatchObject({ enabled: false });
+    for (const name of ['archive', 'siem']) {
+      const s = (await api('GET', '/api/v1/log-sinks')).body.find((x: any) => x.name === name);
+      expect((await api('DELETE', `/api/v1/log-sinks/${s.id}`)).status).toBe(200);
+    }
   });
 });
 

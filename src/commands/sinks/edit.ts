@@ -89,7 +89,7 @@ export function registerSinkChanges(sinks: Command): void {
         'newest entries; other changes keep its backlog.',
       examples: [
         'fleetctl sinks edit archive prod --set max_size_mb=500 --set max_files=10',
-        'fleetctl sinks edit siem global --set url=https://logs.example.com/osquery --set headers_env.Authorization=SIEM_AUTH',
+        'fleetctl sinks edit siem global --set url=https://logs.example.com/osquery --set headers_env.Authorization=SIEM_TOKEN',
         'fleetctl sinks edit siem global --unset timeout_seconds --info "SIEM gateway"',
       ],
     },
@@ -144,7 +144,7 @@ export function registerSinkChanges(sinks: Command): void {
       {
         name,
         summary: enabled ? 'Switch a log sink on: it delivers what agents send from now on' : 'Switch a log sink off: it stops delivering and keeps nothing for later',
-        examples: [`fleetctl sinks ${name} archive prod`, `fleetctl sinks ${name} siem global`],
+        examples: enabled ? ['fleetctl sinks enable siem global'] : ['fleetctl sinks disable archive prod'],
       },
       (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
       async (ctx, [ref, envRef]) => {
@@ -165,7 +165,7 @@ export function registerSinkChanges(sinks: Command): void {
         'Sends one test entry (host fleetctl-sink-test; a status line for a status sink, else a result of query\n' +
         'fleetctl_sink_test) through the sink as configured, enabled or not, outside its delivery (its backlog and\n' +
         'counters do not move), and prints what the destination answered. Exit 1 when it failed.',
-      examples: ['fleetctl sinks test archive prod', 'fleetctl sinks test siem global -o json'],
+      examples: ['fleetctl sinks test archive prod', 'fleetctl sinks test archive prod -o json'],
     },
     (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
     async (ctx, [ref, envRef]) => {
