@@ -122,8 +122,9 @@ export class Delivery {
     }
     for (const [id, r] of this.runners) {
       const s = wanted.get(id);
-      // Gone, disabled, or another stream (source or scope changed): stopped; a new runner reads the new state.
-      if (!s || s.source !== r.sink.source || s.environment_id !== r.sink.environment_id || s.type !== r.sink.type) {
+      // Gone, disabled, or another stream (source or scope changed), or ended by itself: stopped;
+      // a new runner reads the new state.
+      if (!s || r.finished || s.source !== r.sink.source || s.environment_id !== r.sink.environment_id || s.type !== r.sink.type) {
         this.runners.delete(id);
         void r.stop(0);
       }

@@ -14,7 +14,7 @@ import type { DB, LogSinkRow } from '../../store/schema.js';
 import type { Destination, Sink, SinkEntry } from './sink.js';
 import { resolveConfig } from './sink-config.js';
 import {
-  LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, takeDeadLease, takeLease, toEntry,
+  LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, renewLease, takeDeadLease, takeLease, toEntry,
   type Cursor, type SpoolRowAt,
 } from './sink-state.js';
 
@@ -65,8 +65,11 @@ export class SinkRunner {
     public sink: LogSinkRow,
     private readonly dest: Destination,
   ) {
-    this.done = this.run();
+    this.done = this.run().finally(() => (this.finished = true));
   }
+
+  /** The loop ended by itself (its sink was disabled or moved): the delivery starts a new one if needed. */
+  finished = false;
 
   /** The entries this runner knows it handled in its stream (for wake-ups and metrics). */
   get cursorSeq(): number | undefined {
@@ -200,7 +203,8 @@ export class SinkRunner {
     this.lastBounds = 0;
     // Renewed in the background: a long send or backoff must not let it expire.
     this.renewal = setInterval(() => {
-      takeLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS).then(
+      // Only its own: a lease cleared by a cursor reset must be taken again (reading the new cursor).
+      renewLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS).then(
         (ok) => {
           if (ok) this.leaseUntil = Date.now() + LEASE_TTL_MS;
           else if (this.holding) this.let();

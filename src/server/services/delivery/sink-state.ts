@@ -128,6 +128,12 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** Renews a lease this process holds; false when it is no longer its own (expired and taken, or cleared by a reset). */
+export async function renewLease(db: Kysely<DB>, sinkId: number, owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+  const r = await db.updateTable('sink_state').set({ lease_until: nowMs + ttlMs }).where('sink_id', '=', sinkId).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 /** Gives the lease up (shutdown, sink disabled): another process may take it at once. */
 export async function releaseLease(db: Kysely<DB>, sinkId: number, owner: string): Promise<void> {
   await db.updateTable('sink_state').set({ lease_owner: '', lease_until: 0 }).where('sink_id', '=', sinkId).where('lease_owner', '=', owner).execute();
