@@ -1,7 +1,7 @@
 // The spool's pruner (issue 28): deletes spooled entries every sink reading them has passed and
 // that are outside the logs retention (issue 30 plugs its per-environment settings in through
 // `retention`; until then it keeps nothing beyond the sinks' need). One process at a time prunes
-// (the lease on sink_state row 0), every 10 s, in statements of at most 5,000 rows with a turn of
+// (the lease on sink_state row 0), every 10 s, in statements of at most 1,000 rows with a turn of
 // the event loop between them, for at most a second per run.
 //
 // Per environment stream (environment, log type): the rows to delete are a prefix of it by id,
@@ -29,7 +29,7 @@ export interface Retention {
 export const NO_RETENTION: Retention = { maxAgeMs: 0, keepFromId: Infinity };
 
 const EVERY_MS = 10_000;
-const STEP_ROWS = 5000;
+const STEP_ROWS = 1000;
 const BUDGET_MS = 1000;
 const LEASE_MS = 30_000;
 
