@@ -57,6 +57,12 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
     const refused = await enroll();
     expect(refused.status).toBe(503);
     expect(refused.body.node_invalid).toBeUndefined();
+    // The spool cannot write: a log batch is answered 503 (osquery keeps it and resends), never 200.
+    const marker = `full-${randomUUID()}`;
+    const batch = { node_key: key, log_type: 'result', data: [{ name: 'q', columns: { marker, pad: randomBytes(6000).toString('hex') } }] };
+    const full = await post('log', batch);
+    expect(full.status).toBe(503);
+    expect(full.body.node_invalid).toBeUndefined();
     const sink = await addSink();
     expect(sink.status).toBe(503);
     expect(sink.body.code).toBe('unavailable');
@@ -80,6 +86,9 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
     expect((await addSink()).status).toBe(200);
     // What was acknowledged before is all there, and the known agent still is.
     expect((await post('config', { node_key: key })).body.node_invalid).toBe(false);
+    // The batch osquery resends is taken, once.
+    expect((await post('log', batch)).status).toBe(200);
+    expect((await db.selectFrom('log_spool').select('id').where('line', 'like', `%${marker}%`).execute()).length).toBe(1);
     await sql`drop table ballast`.execute(db);
   });
 });
