@@ -428,6 +428,7 @@ export type SettingRow = Selectable<SettingsTable>;
 export type LogSinkRow = Selectable<LogSinksTable>;
 export type LogSpoolRow = Selectable<LogSpoolTable>;
 export type SinkStateRow = Selectable<SinkStateTable>;
+export type LogStreamRow = Selectable<LogStreamsTable>;
 export type QueryRow = Selectable<QueriesTable>;
 export type CarveFileRow = Selectable<CarveFilesTable>;
 export type AuditLogRow = Selectable<AuditLogsTable>;

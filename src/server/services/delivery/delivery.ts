@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Deps } from '../../context.js';
-import type { DB, LogSinkRow } from '../../store/schema.js';
+import type { DB, LogSinkRow, LogStreamRow } from '../../store/schema.js';
 import { LogTypes, Severities } from '../../../api/index.js';
 import { Periodic } from '../../lib/periodic.js';
 import { writeAudit } from '../audit/audit.js';
@@ -144,16 +144,15 @@ export class Delivery {
       const seq = r.cursorSeq;
       if (seq !== undefined && (heads.get(`${s.environment_id}\u0000${s.source}`) ?? 0) > seq) r.wake();
     }
-    await this.refreshGauges(sinks);
+    await this.refreshGauges(sinks, streams);
     await this.auditDrops();
   }
 
   /** Backlog per sink for the metrics, every few seconds (every process reports the same figures). */
-  private async refreshGauges(sinks: LogSinkRow[]): Promise<void> {
+  private async refreshGauges(sinks: LogSinkRow[], streams: LogStreamRow[]): Promise<void> {
     if (!this.deps.metrics || Date.now() - this.lastGauges < GAUGES_EVERY_MS) return;
     this.lastGauges = Date.now();
     const states = await this.readDb.selectFrom('sink_state').select(['sink_id', 'cursor_id', 'cursor_seq', 'cursor_pos']).execute();
-    const streams = await this.readDb.selectFrom('log_streams').selectAll().execute();
     const byId = new Map(states.map((s) => [s.sink_id, s]));
     const head = new Map(streams.map((h) => [`${h.environment_id}\u0000${h.log_type}`, h]));
     const out: SinkGauge[] = [];

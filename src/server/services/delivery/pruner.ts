@@ -68,6 +68,8 @@ export class SpoolPruner {
       this.readDb.selectFrom('log_streams').select('last_id').where('environment_id', '=', 0).where('log_type', '=', '*').executeTakeFirst(),
     ]);
     const lastId = Number(all?.last_id ?? 0);
+    // State rows of sinks deleted by other ways than the sink API (an environment deleted with its sinks).
+    await this.deps.db.deleteFrom('sink_state').where('sink_id', '!=', 0).where('sink_id', 'not in', (eb) => eb.selectFrom('log_sinks').select('id')).execute();
     const readers = sinks.filter((s) => s.enabled && destinationOf(s.type));
     let deleted = 0;
     const now = this.deps.now();

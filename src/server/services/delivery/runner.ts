@@ -299,7 +299,7 @@ export class SinkRunner {
     const delivered = entries.length - skipped - rejected.length;
     await advanceCursor(this.db, this.sink.id, this.host.owner, to, { delivered, rejected: rejected.length, bytes, exports, at: this.host.deps.now().toISOString() });
     this.cursor = to;
-    const acked = new Set(rejected);
-    this.host.delivered(this.sink, entries.filter((e) => e.id > first.id && !acked.has(e.id)), Date.now());
+    const refused = new Set(rejected);
+    this.host.delivered(this.sink, entries.filter((e) => e.id > first.id && !refused.has(e.id)), Date.now());
   }
 }
