@@ -4,6 +4,8 @@
 // one hostname are told apart; a node enrolled under a specified identifier is targeted by it.
 // Skipped without OSQUERYD (failed under CI): test/helpers/osqueryd.ts.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { hostname } from 'node:os';
+import { eventually } from '../helpers/osquery-agent.js';
 import { describeRealAgent, startAgentServer, startOsqueryd, type AgentServer, type Osqueryd } from '../helpers/osqueryd.js';
 
 describeRealAgent('real osquery agent: enroll, config, live query', () => {
@@ -73,6 +75,30 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
       expect(JSON.parse(byId.stdout)).toEqual([expect.objectContaining({ uuid: 'web-01.example', rows: [{ two: '2' }] })]);
     } finally {
       await Promise.all([clone.remove(), named.remove()]);
+    }
+  });
+
+  it('a host identified by its hostname keeps that identifier: nothing in the configuration overrides its flag, so after nodes delete it enrolls again as the same node', async () => {
+    // osquery reads --host_identifier=hostname afresh at each use (it caches the other kinds), so
+    // a host_identifier in the configuration's options (the old default: uuid) took over as soon
+    // as the agent fetched it, and the host came back under another identifier (issue 26 item 6).
+    const byName = startOsqueryd({ enrollment: await srv.enrollment(), hostIdentifier: 'hostname' });
+    try {
+      const name = hostname();
+      await srv.waitForNode(name, (n) => n.config_hash !== '', 'the node named by its hostname to fetch its configuration');
+      const uuids = async () => ((await srv.api('GET', '/api/v1/nodes/prod?page_size=500')).body as { items: { uuid: string }[] }).items.map((n) => n.uuid);
+      const before = (await uuids()).length;
+      const mark = byName.mark();
+      const r = await srv.cli.run(['nodes', 'delete', name, '--yes']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      await byName.waitFor(/TLS\/HTTPS POST request to URI: \S+\/enroll$/m, { after: mark });
+      const after = await eventually(async () => {
+        const list = await uuids();
+        return list.length === before ? list : undefined;
+      }, 'the agent enrolled again');
+      expect(after).toContain(name);
+    } finally {
+      await byName.remove();
     }
   });
 });

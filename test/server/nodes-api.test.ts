@@ -177,6 +177,19 @@ describe('node read and delete (4.12, 4.13)', () => {
     expect(r.body.uuids.sort()).toEqual(two.map((t) => t.uuid).sort());
   });
 
+  it('a node\'s own identifier wins over the hostnames of others (osquery\'s --host_identifier=hostname)', async () => {
+    const [named, other] = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid', 'hostname']).where('environment_id', '=', 1).orderBy('id').limit(2).execute();
+    await ts.server.deps.db.updateTable('nodes').set({ uuid: 'db-host-7', hostname: 'db-host-7' }).where('id', '=', named!.id).execute();
+    await ts.server.deps.db.updateTable('nodes').set({ hostname: 'db-host-7' }).where('id', '=', other!.id).execute();
+    try {
+      const r = await ts.call('GET', '/api/v1/nodes/prod/node/db-host-7', { token: admin });
+      expect(r.status).toBe(200);
+      expect(r.body.uuid).toBe('db-host-7');
+    } finally {
+      for (const n of [named!, other!]) await ts.server.deps.db.updateTable('nodes').set({ uuid: n.uuid, hostname: n.hostname }).where('id', '=', n.id).execute();
+    }
+  });
+
   it('deletes with env admin, 404 for unknown, 403 for env users; nothing changes on failure', async () => {
     const victim = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid']).where('environment_id', '=', 1).orderBy('id', 'desc').executeTakeFirstOrThrow();
     const analyst = await ts.login('analyst');

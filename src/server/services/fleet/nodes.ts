@@ -565,8 +565,13 @@ async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promi
 }
 
 export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, ref: string): Promise<Node> {
-  const rows = await findNodeRows(deps, env, ref);
+  let rows = await findNodeRows(deps, env, ref);
   if (rows.length === 0) throw notFound(`node "${ref}" not found in environment ${env.name}`);
+  // A node's own identifier wins over other nodes' hostnames (issue 26): osquery's default
+  // --host_identifier is the hostname, and such a node shares its identifier with the hostname of
+  // every other node of that host (clones, a host enrolled again by instance or UUID).
+  const exact = rows.filter((r) => r.uuid.toLowerCase() === ref.toLowerCase());
+  if (exact.length === 1) rows = exact;
   if (rows.length > 1) {
     const uuids = rows.map((r) => r.uuid);
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
