@@ -57,6 +57,15 @@ export type CarveFile = Static<typeof CarveFile>;
 export const CarveRefusalView = Type.Object({ uuid: Type.String(), hostname: Type.String(), error: Type.String(), at: Type.String() });
 export type CarveRefusalView = Static<typeof CarveRefusalView>;
 
+/**
+ * POST /api/v1/carves/{env}/targets (fleetctl's server, issue 26): what a carve of these targets
+ * would wait for, without starting one: how many nodes they match, and the longest distributed
+ * interval (seconds) among those online, as the server knows it (what each node's configuration
+ * last told it), else the environment's. The body is a run's target lists.
+ */
+export const CarveTargets = Type.Object({ expected: Type.Integer(), query_interval: Type.Integer() });
+export type CarveTargets = Static<typeof CarveTargets>;
+
 export const CarveDetail = Type.Object({ files: Type.Array(CarveFile), query: CarveQuery, refusals: Type.Optional(Type.Array(CarveRefusalView)) });
 export type CarveDetail = Static<typeof CarveDetail>;
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { execa } from 'execa';
-import { BIN, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
@@ -234,6 +234,36 @@ describe('live queries and carves', () => {
     expect(Buffer.from(await res.arrayBuffer()).equals(content)).toBe(true);
     const carve = (await api('GET', `/api/v1/carves/prod/${name}`)).body;
     expect(carve.files[0]).toMatchObject({ uuid: n.uuid, status: 'COMPLETED', completed_blocks: 3 });
+  });
+});
+
+describe("carves run's default wait follows the targets' cadence (issue 26)", () => {
+  it('right after the query interval was lowered, a node still polling at the old one is waited for that long', async () => {
+    const cli = new Cli();
+    await cli.login(server.url, 'admin', 'prod', PASSWORD);
+    const was = (await api('GET', '/api/v1/environments/prod')).body.query_interval as number;
+    try {
+      expect((await cli.run(['env', 'intervals', 'prod', '--query', '200'])).exitCode).toBe(0);
+      const n = await enroll(); // its flags say 200 s
+      // Lowered, and the node has not fetched its configuration since: it still polls every 200 s.
+      expect((await cli.run(['env', 'intervals', 'prod', '--query', '5'])).exitCode).toBe(0);
+      const run = execa('node', [BIN, 'carves', 'run', '/etc/hosts', '--target', n.uuid], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, stdin: 'ignore' });
+      // The node picks the carve up and uploads it (as osquery before 4.7 did: by the query name).
+      const name = await eventually(async () => Object.keys(((await post('read', { node_key: n.nodeKey })).body.queries ?? {}) as Record<string, string>)[0], 'the carve in the node\'s read');
+      const content = randomBytes(100);
+      const s = await post('carveStart', { node_key: n.nodeKey, block_count: 1, block_size: 100, carve_size: 100, carve_id: randomUUID(), request_id: name });
+      expect((await post('carveBlock', { block_id: 0, session_id: s.body.session_id, request_id: name, data: content.toString('base64') })).body).toEqual({ success: true });
+      const r = await run;
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toBe(name);
+      // The carve's expiry is the wait plus a minute: twice 200 s + osquery's carve minute + 2 min
+      // for the upload (640 s), not the 5 minutes the environment's 5 s would give (360 s).
+      const q = (await api('GET', `/api/v1/carves/prod/${name}`)).body.query as { created_at: string; expiration: string };
+      expect((Date.parse(q.expiration) - Date.parse(q.created_at)) / 1000).toBe(2 * 200 + 60 + 120 + 60);
+    } finally {
+      await cli.run(['env', 'intervals', 'prod', '--query', String(was)]);
+      cli.cleanup();
+    }
   });
 });
 

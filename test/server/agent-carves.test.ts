@@ -200,3 +200,31 @@ describe('carves matched by the ids osquery sends', () => {
     await res.arrayBuffer();
   });
 });
+
+describe("a carve's targets and their cadence (issue 26: carves run's default wait)", () => {
+  it('POST /carves/{env}/targets: how many nodes match and the longest interval of those online, as each was told; nothing started', async () => {
+    const env = (await t.call('GET', '/api/v1/environments/prod', { token: admin })).body as { query_interval: number };
+    const [slow, fast, gone, unknown] = [await enroll(), await enroll(), await enroll(), await enroll()];
+    const now = Date.now();
+    const set = (n: { uuid: string }, distributed_interval: number, seenAgoMs: number) =>
+      t.server.deps.db.updateTable('nodes').set({ distributed_interval, last_seen: new Date(now - seenAgoMs).toISOString() }).where('uuid', '=', n.uuid).execute();
+    await set(slow, 600, 60_000); // still polling every 10 min (a lowered interval not applied yet)
+    await set(fast, 30, 1_000);
+    await set(gone, 3600, 4 * 3600_000); // offline by its own cadence: 3 hours without a poll
+    await set(unknown, 0, 1_000); // enrolled before the server kept intervals: the environment's
+    const carvesBefore = (await t.call('GET', '/api/v1/carves/prod?page_size=500', { token: admin })).body.total_items as number;
+    const targets = async (uuids: string[]) => {
+      const r = await t.call('POST', '/api/v1/carves/prod/targets', { token: admin, body: { uuid_list: uuids } });
+      expect(r.status).toBe(200);
+      return r.body as { expected: number; query_interval: number };
+    };
+    expect(await targets([slow.uuid, fast.uuid, gone.uuid, unknown.uuid])).toEqual({ expected: 4, query_interval: 600 });
+    expect(await targets([fast.uuid, gone.uuid])).toEqual({ expected: 2, query_interval: 30 });
+    expect(await targets([gone.uuid])).toEqual({ expected: 1, query_interval: env.query_interval });
+    expect(await targets([unknown.uuid])).toEqual({ expected: 1, query_interval: env.query_interval });
+    expect(await targets(['no-such-node'])).toEqual({ expected: 0, query_interval: env.query_interval });
+    const bad = await t.call('POST', '/api/v1/carves/prod/targets', { token: admin, body: { status_list: ['sleeping'] } });
+    expect(bad.status).toBe(400);
+    expect((await t.call('GET', '/api/v1/carves/prod?page_size=500', { token: admin })).body.total_items).toBe(carvesBefore);
+  });
+});

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { HttpClient } from '../http.js';
 import { needs } from '../validate.js';
 import * as S from '../../api/index.js';
-import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, MessageResponse, Page, QueryRunRequest, QueryRunResponse } from '../../api/index.js';
+import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, CarveTargets, MessageResponse, Page, QueryRunRequest, QueryRunResponse } from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
@@ -28,6 +28,9 @@ export const carvesApi = (http: HttpClient) => ({
   /** 4.16 */
   get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`, { schema: CARVE_DETAIL }),
   /** 4.17: no body. */
+  /** POST /api/v1/carves/{env}/targets (issue 26): how many nodes the target lists match and their cadence, nothing started. */
+  targets: (env: string, body: QueryRunRequest): Promise<Partial<CarveTargets>> =>
+    http.request<CarveTargets>('POST', `api/v1/carves/${seg(env)}/targets`, { body, schema: S.CarveTargets }),
   /** POST /api/v1/carves/{env}: start a carve of `path` on the targets. */
   run: (env: string, body: QueryRunRequest) => http.request<QueryRunResponse>('POST', `api/v1/carves/${seg(env)}`, { body, schema: RUN_ANSWER }),
   /** GET /api/v1/carves/{env}/archive/{name}[?session=]: the reassembled archive, streamed. */

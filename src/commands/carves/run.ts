@@ -80,8 +80,12 @@ export function registerCarveRun(carves: Command): void {
       const env = ctx.requireEnv();
       const api = await ctx.api();
       if (lists.status_list || lists.health_list || lists.risk_list) api.need('derived-targets');
-      // Without --wait: long enough for osquery to read, start and upload the carve (carveWaitSeconds).
-      o.wait ??= `${carveWaitSeconds((await api.environments.get(env)).query_interval)}s`;
+      // Without --wait: long enough for osquery to read, start and upload the carve (carveWaitSeconds),
+      // at the targets' own cadence where the server knows it (issue 26), else the environment's.
+      if (o.wait === undefined) {
+        const cadence = (await api.carves.targets(env, lists)).query_interval ?? (await api.environments.get(env)).query_interval;
+        o.wait = `${carveWaitSeconds(cadence)}s`;
+      }
       const run = new LiveRun(ctx, api, env, 'carve', o);
       const { query_name: name } = await api.carves.run(env, { path, ...lists, ...run.expiryBody() });
       run.begin(name);

@@ -67,7 +67,7 @@ export function targetLists(targets: readonly string[]): TargetLists {
 
 export interface RunFlags {
   target?: string[];
-  /** Always set for query run ('1m'); carves run computes its default from the agents' interval (carveWait). */
+  /** Always set for query run ('1m'); carves run computes its default from the targets' interval (carveWaitSeconds). */
   wait: string;
   exit?: boolean;
   detach?: boolean;
@@ -82,7 +82,9 @@ export function addRunOptions(cmd: Command, noun: 'query' | 'carve', verb: strin
     .option(
       '--wait <duration>',
       `how long to wait for ${waitFor} (30s, 2m; 0: start it and return, like --detach)` +
-        (noun === 'carve' ? ' (default: twice the agents\' query interval, plus the minute osquery waits to start a carve and 2m for the upload; at least 5m)' : ''),
+        (noun === 'carve'
+          ? ' (default: twice the targets\' query interval as the server knows it, else the environment\'s, plus the minute osquery waits to start a carve and 2m for the upload; at least 5m)'
+          : ''),
       noun === 'carve' ? undefined : '1m',
     )
     .option('--exit', `stop as soon as every online target has ${noun === 'carve' ? 'uploaded its file' : 'answered'} (offline ones are not waited for)`)
@@ -95,7 +97,8 @@ export function addRunOptions(cmd: Command, noun: 'query' | 'carve', verb: strin
  * The default wait of `carves run` (issue 26): osquery reads the carve at its distributed interval,
  * starts it on its scheduler's next whole minute, then uploads; twice the interval (a node polls
  * at most once an interval after the start, and may poll just before), the minute, two minutes
- * for the upload, and never under 5 minutes.
+ * for the upload, and never under 5 minutes. The interval is the longest of the online targets'
+ * as the server knows it (POST /api/v1/carves/{env}/targets), else the environment's.
  */
 export function carveWaitSeconds(queryIntervalSeconds: number): number {
   const interval = Number.isFinite(queryIntervalSeconds) && queryIntervalSeconds > 0 ? queryIntervalSeconds : 60;

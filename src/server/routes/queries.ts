@@ -8,6 +8,8 @@ import contentDisposition from 'content-disposition';
 import {
   carveArchive, liveQueryAction, liveQueryResults, listLiveQueries, readLiveQuery, startLiveQuery, type LiveQueryRequest,
 } from '../services/agents/live-queries.js';
+import { targetCadence } from '../services/agents/target-cadence.js';
+import { CarveTargets } from '../../api/index.js';
 
 const Env = Type.Object({ env: Type.String() });
 const EnvName = Type.Object({ env: Type.String(), name: Type.String() });
@@ -42,6 +44,10 @@ export function queriesRoutes(app: App, deps: Deps): void {
     async (req) => ({ message: await liveQueryAction(deps, callerOf(req), envOf(req), req.params.action, req.params.name, req.ip) }),
   );
 
+  // Issue 26: the targets' cadence, for carves run's default wait (nothing is started or stored).
+  app.post('/api/v1/carves/:env/targets', { config: { rule: RULES.carveAction }, schema: { params: Env, body: Body, response: { 200: CarveTargets } } }, async (req) =>
+    targetCadence(deps, envOf(req), req.body as LiveQueryRequest),
+  );
   app.post('/api/v1/carves/:env', { config: { rule: RULES.carveAction }, schema: { params: Env, body: Body } }, async (req, reply) => {
     reply.code(201);
     return startLiveQuery(deps, callerOf(req), envOf(req), req.body as LiveQueryRequest, 'carve', req.ip);

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { CarveQuery, type CarveDetail, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
+import { CarveQuery, type CarveDetail, type CarveTargets, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
@@ -28,6 +28,8 @@ export function carvesResource(s: OsctrlSession) {
       for (const f of files) f.hostname ??= hostnames.get(f.uuid.toUpperCase()) ?? '';
       return { query: checkAnswer<CarveQuery>(CarveQuery, { carve_status: status, ...q }, 'query'), files };
     },
+    // osctrl keeps no node's cadence: carves run falls back to the environment's query interval.
+    targets: (): Promise<Partial<CarveTargets>> => Promise.resolve({}),
     run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
       checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
     action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>

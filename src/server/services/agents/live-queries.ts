@@ -70,6 +70,13 @@ function choiceList<T extends string>(v: unknown, field: string, allowed: readon
 
 /** Node ids of the env matching any of the target lists; no lists = every node of the env. */
 async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryRequest) {
+  const { query, targets } = await targetSelection(deps, env, body);
+  const rows = await query.execute();
+  return { ids: rows.map((r) => r.id), targets };
+}
+
+/** The query of the target nodes' ids (targetNodes), to run or to use as a subquery, and the targets as stored. */
+export async function targetSelection(deps: Deps, env: EnvironmentRow, body: LiveQueryRequest) {
   const uuids = strList(body.uuid_list, 'uuid_list').map((u) => u.toLowerCase());
   const platforms = strList(body.platform_list, 'platform_list').map((p) => p.toLowerCase());
   const hosts = strList(body.host_list, 'host_list').map((h) => h.toLowerCase());
@@ -110,9 +117,7 @@ async function targetNodes(deps: Deps, env: EnvironmentRow, body: LiveQueryReque
       return eb.or(ors);
     });
   }
-  const rows = await base
-    .execute();
-  return { ids: rows.map((r) => r.id), targets: all ? [{ type: 'environment', value: env.name }] : targets };
+  return { query: base, targets: all ? [{ type: 'environment', value: env.name }] : targets };
 }
 
 /**
