@@ -1,7 +1,8 @@
 // Carves with the real osquery agent (issue 26 items 1, 3, 5): osquery 4.7+ starts its carver
 // with a random request_id and the carve's carve_guid, which the server matches from the row of
 // its answer; files, patterns (LIKE) and zstd archives come back byte for byte; a directory comes
-// back empty and says so; a refused carver start is shown by `carves show` and `carves run`.
+// back empty and says so; a refused carver start is shown by `carves show` and `carves run`;
+// a pattern carved by a zstd agent comes back as a .tar.zst with the files it matches.
 // The carves run concurrently: osquery starts requested carves on its scheduler's whole minute,
 // so they share one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,10 @@ describeRealAgent('real osquery agent: carves', () => {
       expect(show.body.files[0].total_blocks).toBeGreaterThan(1);
       // The carve_guid osquery generated, as it sent it in its carver start.
       expect(show.body.files[0].carve_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      // carves run's default wait (its expiry is that plus a minute): at least 5 minutes, longer than
+      // osquery may take (its carve minute after the read), which a 1-minute wait would cut short.
+      const q = show.body.query as { created_at: string; expiration: string };
+      expect(Date.parse(q.expiration) - Date.parse(q.created_at)).toBeGreaterThanOrEqual((300 + 60) * 1000);
     });
 
     it('a pattern (%) carves the files it matches, as LIKE', async () => {
@@ -89,6 +94,15 @@ describeRealAgent('real osquery agent: carves', () => {
       expect(tarFiles(archives[0]!.bytes)[0]!.data.equals(content)).toBe(true);
       const show = await srv.cli.run(['carves', 'show', name]);
       expect(show.stdout).toMatch(/COMPLETED\t1\/1\t\d+\tzstd\t/);
+    });
+
+    it('a pattern carved by a zstd agent: the files it matches, in a .tar.zst', async () => {
+      const { name, archives } = await carveAndDownload(join(files, 'notes', '%.log'), zstd);
+      expect(archives[0]!.file).toMatch(new RegExp(`^${name}_.*\\.tar\\.zst$`));
+      expect(isZstd(archives[0]!.bytes)).toBe(true);
+      const inside = tarFiles(archives[0]!.bytes);
+      expect(inside.map((f) => f.name.replace(/^.*\//, '')).sort()).toEqual(['1.log', '2.log']);
+      expect(inside.map((f) => f.data.toString()).sort()).toEqual([...notes].sort());
     });
 
     it('a directory comes back empty, and carves run says so (exit 9)', async () => {
