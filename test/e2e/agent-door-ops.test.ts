@@ -146,7 +146,9 @@ describe('the agent door as a service', () => {
     const mine = await post('log', { node_key: other.key, log_type: 'result', data: [{ name: 'pack_small', columns: { a: '1' } }] });
     expect(mine.status).toBe(200);
     expect((await post('config', { node_key: other.key })).status).toBe(200);
-    expect(rssBytes(server.proc.pid!)).toBeLessThan(400 * 1024 * 1024);
+    // The goal of issue 18 (README, "The agent door under faults"): under 512 MiB. The spooled
+    // lines pass through SQLite's page cache (up to 64 MiB per connection) on their way to disk.
+    expect(rssBytes(server.proc.pid!)).toBeLessThan(512 * 1024 * 1024);
     // The sink that stalls keeps at most --sink-backlog-size: its oldest entries were dropped, counted.
     const metrics = await eventually(async () => {
       const m = await (await fetch(metricsUrl)).text();

@@ -20,7 +20,7 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 /** Whether a config path (`sasl.password`, `headers.Authorization`) names a secret's value. */
 function isSecretPath(path: string): boolean {
   const parts = path.split('.');
-  const last = parts[parts.length - 1]!;
+  const last = parts[parts.length - 1];
   return (SinkSecretKeys as readonly string[]).includes(last) || (parts.length === 2 && parts[0] === 'headers');
 }
 
@@ -34,8 +34,8 @@ function setPath(config: Record<string, unknown>, path: string, value: unknown, 
     else if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new UsageError(`${flag} ${path}: ${p} is not an object`);
     o = o[p] as Record<string, unknown>;
   }
-  if (value === undefined) delete o[parts[parts.length - 1]!];
-  else o[parts[parts.length - 1]!] = value;
+  if (value === undefined) delete o[parts[parts.length - 1]];
+  else o[parts[parts.length - 1]] = value;
 }
 
 /** `key=value`: the value as JSON when it is JSON (numbers, true, arrays), else the text. */
@@ -117,7 +117,7 @@ export function registerSinkChanges(sinks: Command): void {
       }
       const api = await ctx.api();
       api.need('log-sinks');
-      const { sink } = await findSink(ctx, api, ref!, envRef);
+      const { sink } = await findSink(ctx, api, ref, envRef);
       const body: SinkEditBody = {};
       if (o.name !== undefined) body.name = o.name;
       if (o.info !== undefined) body.info = o.info;
@@ -150,7 +150,7 @@ export function registerSinkChanges(sinks: Command): void {
       async (ctx, [ref, envRef]) => {
         const api = await ctx.api();
         api.need('log-sinks');
-        const { sink } = await findSink(ctx, api, ref!, envRef);
+        const { sink } = await findSink(ctx, api, ref, envRef);
         await report(ctx, await api.sinks.edit(sink.id, { enabled }), enabled ? 'Enabled' : 'Disabled');
       },
     );
@@ -171,7 +171,7 @@ export function registerSinkChanges(sinks: Command): void {
     async (ctx, [ref, envRef]) => {
       const api = await ctx.api();
       api.need('log-sinks');
-      const { sink } = await findSink(ctx, api, ref!, envRef);
+      const { sink } = await findSink(ctx, api, ref, envRef);
       const r = await api.sinks.test(sink.id);
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), r);
       else ctx.io.out(`${r.ok ? 'ok' : 'failed'}: ${r.answer} (${r.ms} ms)\n`);

@@ -102,7 +102,7 @@ export function registerSinks(program: Command): void {
     async (ctx, [ref, envRef]) => {
       const api = await ctx.api();
       api.need('log-sinks');
-      const { sink } = await findSink(ctx, api, ref!, envRef);
+      const { sink } = await findSink(ctx, api, ref, envRef);
       await printObject(ctx.io, ctx.output(), showSink(sink), ctx.wantsData() ? [] : SHOW_COLUMNS);
     },
   );

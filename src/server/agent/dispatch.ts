@@ -47,7 +47,9 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
       // committed: the agent, answered, may send the next batch at once), or until the answer.
       let held = true;
       freeBig = () => {
-        if (held) (held = false), bigBodies--;
+        if (!held) return;
+        held = false;
+        bigBodies--;
       };
       reply.raw.once('close', freeBig);
       big = true;

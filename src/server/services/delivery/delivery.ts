@@ -66,7 +66,6 @@ export class Delivery {
     /** Whether this process may run per-host sinks (stdout): the only process, or the first worker. */
     private readonly perHost: boolean,
   ) {
-    const self = this;
     this.host = {
       deps,
       readDb,
@@ -75,11 +74,11 @@ export class Delivery {
       get limits() {
         return { maxBytes: deps.config.sinkBacklogBytes, maxAgeMs: deps.config.sinkBacklogAgeMs };
       },
-      envName: (id) => self.envNames.get(id) ?? '',
-      dropped: (sink, n, reason, detail) => self.dropped(sink, n, reason, detail),
-      delivered: (sink, entries, ackAt) => self.delivered(sink, entries, ackAt),
+      envName: (id) => this.envNames.get(id) ?? '',
+      dropped: (sink, n, reason, detail) => this.dropped(sink, n, reason, detail),
+      delivered: (sink, entries, ackAt) => this.delivered(sink, entries, ackAt),
       failed: (sink, error) => {
-        deps.metrics?.sinkFailed(sink.name, self.scopeName(sink));
+        deps.metrics?.sinkFailed(sink.name, this.scopeName(sink));
         deps.faults.report(`log sink ${sink.name}`, error);
       },
     };

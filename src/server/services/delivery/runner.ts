@@ -260,16 +260,16 @@ export class SinkRunner {
       this.reconfigured = false;
       try {
         const sink = await this.open();
-        const batch = pending.map((i) => entries[i]!);
+        const batch = pending.map((i) => entries[i]);
         const res = await sink.send(batch, this.abort.signal);
         bytes += res.bytes;
         exports++;
-        for (const r of res.rejected ?? []) if (batch[r.index]) rejected.push(batch[r.index]!.id);
-        if (res.rejected?.length) this.host.dropped(this.sink, res.rejected.length, 'rejected', `the destination refused them: ${res.rejected[0]!.error}`);
+        for (const r of res.rejected ?? []) if (batch[r.index]) rejected.push(batch[r.index].id);
+        if (res.rejected?.length) this.host.dropped(this.sink, res.rejected.length, 'rejected', `the destination refused them: ${res.rejected[0].error}`);
         const retry = new Set((res.retry ?? []).map((r) => r.index));
         pending = pending.filter((_, k) => retry.has(k));
         if (pending.length === 0) break;
-        error = `${retry.size} of ${batch.length} entries not taken: ${res.retry![0]!.error}`;
+        error = `${retry.size} of ${batch.length} entries not taken: ${res.retry![0].error}`;
       } catch (e) {
         if (e instanceof Stopped || this.stopped) throw new Stopped('shutting down');
         if (e instanceof LeaseLost || !this.holding) throw new LeaseLost('lease lost');
@@ -288,10 +288,10 @@ export class SinkRunner {
       if (!this.holding) throw new LeaseLost('lease lost');
       // A sink down for long: its bounds may pass over this very batch.
       await this.bounds();
-      if (entries[entries.length - 1]!.id <= this.cursor!.id) return;
-      pending = pending.filter((i) => entries[i]!.id > this.cursor!.id);
+      if (entries[entries.length - 1].id <= this.cursor!.id) return;
+      pending = pending.filter((i) => entries[i].id > this.cursor!.id);
     }
-    const to = cursorAfter(rows[rows.length - 1]!);
+    const to = cursorAfter(rows[rows.length - 1]);
     if (to.id <= this.cursor!.id) return;
     const first = this.cursor!;
     // Entries a bound dropped meanwhile were counted there, not here.

@@ -32,8 +32,8 @@ interface Slot {
 }
 function slot(path: string): Slot {
   const parts = path.split('.');
-  if (parts[parts.length - 1] === '*') return { parent: parts.slice(0, -2), key: parts[parts.length - 2]! + '.*' };
-  return { parent: parts.slice(0, -1), key: parts[parts.length - 1]! };
+  if (parts[parts.length - 1] === '*') return { parent: parts.slice(0, -2), key: parts[parts.length - 2] + '.*' };
+  return { parent: parts.slice(0, -1), key: parts[parts.length - 1] };
 }
 function objectAt(config: Obj, parent: string[]): Obj | undefined {
   let o: unknown = config;

@@ -85,7 +85,7 @@ export async function editSink(deps: Deps, caller: Caller, idRaw: string, body: 
     // A type without a module cannot be enabled, nor its config changed into something unchecked.
     if (next.enabled && !destinationOf(old.type)) throw badRequest(unsupportedType(old.type));
     if (next.config !== old.config || (next.enabled && !old.enabled)) checkedConfig(deps, old.type, next.config);
-    if (changes.length === 0) return (await withStates(deps.db, [old]))[0]!;
+    if (changes.length === 0) return (await withStates(deps.db, [old]))[0];
     next.updated_at = deps.now().toISOString();
     const row = await inTransaction(deps.db, async (trx) => {
       const { id, ...values } = next;
@@ -100,14 +100,14 @@ export async function editSink(deps: Deps, caller: Caller, idRaw: string, body: 
       sourceIp,
       env: await scopeOf(deps, row.environment_id),
     });
-    return (await withStates(deps.db, [row]))[0]!;
+    return (await withStates(deps.db, [row]))[0];
   });
 }
 
 /** The one test entry: a status-like line (or a result of query fleetctl_sink_test) from host fleetctl-sink-test. */
 function testEntry(sink: LogSinkRow, envName: string, now: Date): SinkEntry {
   const unixTime = Math.floor(now.getTime() / 1000);
-  const logType = (sink.source === 'status' || sink.source === 'result' || sink.source === 'query' ? sink.source : 'status') as SinkEntry['logType'];
+  const logType = (sink.source === 'status' || sink.source === 'result' || sink.source === 'query' ? sink.source : 'status');
   const line =
     logType === 'status'
       ? JSON.stringify({ hostIdentifier: 'fleetctl-sink-test', calendarTime: now.toUTCString(), unixTime: String(unixTime), severity: '0', filename: 'fleetctl', line: '0', message: `fleetctl sinks test: log sink "${sink.name}"`, version: '' })

@@ -237,7 +237,7 @@ export async function readBatch(db: Kysely<DB>, sink: SinkRef, after: number, ma
       if (out.length >= maxEntries) return out;
     }
     if (rows.length < page) break;
-    from = Number(rows[rows.length - 1]!.id);
+    from = Number(rows[rows.length - 1].id);
   }
   return out;
 }

@@ -146,7 +146,7 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
       sourceIp,
       env: env.id === 0 ? null : env,
     });
-    return (await withStates(deps.db, [row]))[0]!;
+    return (await withStates(deps.db, [row]))[0];
   });
 }
 

@@ -178,7 +178,7 @@ export class Spool extends EventEmitter<SpoolEvents> {
           insert into log_streams (environment_id, log_type, entries, bytes, last_id) values (${g.env}, ${g.type}, ${g.entries}, ${g.bytes}, 0)
           on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes
           returning entries, bytes`.execute(trx);
-        const h = head.rows[0]!;
+        const h = head.rows[0];
         // Where this group starts in the stream.
         next.set(streamKey(g.env, g.type), { entries: Number(h.entries) - g.entries, bytes: Number(h.bytes) - g.bytes });
       }
@@ -200,14 +200,14 @@ export class Spool extends EventEmitter<SpoolEvents> {
       for (let i = 0; i < records.length; ) {
         let j = i;
         let size = 0;
-        while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++]!.l.length;
+        while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
         const chunk = records.slice(i, j);
         const ids = await insertRows(trx, this.deps.dialect, chunk);
         chunk.forEach((rec, k) => {
-          const id = ids[k]!;
+          const id = ids[k];
           for (const key of [streamKey(0, '*'), streamKey(0, rec.t), streamKey(rec.e, rec.t)]) if ((lastIds.get(key) ?? 0) < id) lastIds.set(key, id);
           if (this.onCommit.length > 0) {
-            const r = rows[i + k]!;
+            const r = rows[i + k];
             committed.push({ ...r, id, time: rec.tm, receivedAt, bytes: r.bytes });
           }
         });

@@ -57,10 +57,10 @@ class FileSink implements Sink {
     let written = 0;
     // In chunks that each fit the current file: a batch may span a rotation.
     for (let i = 0; i < lines.length; ) {
-      const f = await this.fileFor(lines[i]!.length);
+      const f = await this.fileFor(lines[i].length);
       let size = 0;
       let j = i;
-      while (j < lines.length && (j === i || f.size + size + lines[j]!.length <= this.maxBytes)) size += lines[j++]!.length;
+      while (j < lines.length && (j === i || f.size + size + lines[j].length <= this.maxBytes)) size += lines[j++].length;
       const data = Buffer.concat(lines.slice(i, j), size);
       await f.handle.write(data);
       f.size += data.length;
@@ -158,11 +158,11 @@ export const file: Destination<FileConfig> = {
     return problem ? { field: 'path', message: problem } : undefined;
   },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
-  async open(config, ctx) {
+  open(config, ctx) {
     // Checked at the API; checked again here should a stored config predate the check.
     const problem = filePathProblem(config.path, ctx.sinkDir);
-    if (problem) throw new Error(problem);
-    return new FileSink(config, ctx.sinkDir);
+    if (problem) return Promise.reject(new Error(problem));
+    return Promise.resolve(new FileSink(config, ctx.sinkDir));
   },
   doc: { wire: 'one JSON envelope per line (NDJSON), appended; rotated by size', verified: 'the file system (our own tests read the files)' },
 };

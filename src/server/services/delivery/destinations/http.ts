@@ -87,6 +87,6 @@ export const http: Destination<HttpConfig> = {
     return urlProblem(config.url, ['http', 'https']);
   },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
-  open: async (config) => new HttpSink(config),
+  open: (config) => Promise.resolve(new HttpSink(config)),
   doc: { wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges', verified: 'our own tests (a Node HTTP server)' },
 };

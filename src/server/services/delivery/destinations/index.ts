@@ -8,9 +8,9 @@ import { http } from './http.js';
 import { stdout } from './stdout.js';
 
 const DESTINATIONS: Record<string, Destination> = {
-  file: file as unknown as Destination,
-  http: http as unknown as Destination,
-  stdout: stdout as unknown as Destination,
+  file: file,
+  http: http,
+  stdout: stdout,
 };
 
 /** The module of a sink type, if this server delivers to it. */

@@ -24,6 +24,6 @@ export const stdout: Destination<Record<string, never>> = {
   secrets: [],
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   perHost: true,
-  open: async () => new StdoutSink(process.stdout),
+  open: () => Promise.resolve(new StdoutSink(process.stdout)),
   doc: { wire: 'one JSON envelope per line (NDJSON) on the server\'s stdout', verified: 'our own tests (the server process\'s stdout read by the test)' },
 };
