@@ -12,7 +12,7 @@
 //   overload    --peak agents (default 15,000) enrolling at once, then all but --after (default
 //               5,000) stop: the remaining agents' check-in p99 per 10 s window after the drop, and
 //               how long until it is back under 100 ms.
-//   kill9-backlog, sink-down, replicas: the log spool's figures (issue 28), in bench/spool-faults.mjs.
+//   kill9-backlog, sink-down, replicas, disk-full: the log spool's figures (issue 28), in bench/spool-faults.mjs.
 //
 // Usage: npm run build && node bench/agent-faults.mjs pg-restart|flood|overload [options]
 // Run it alone on the machine: its figures are latencies and memory under load.
@@ -326,7 +326,7 @@ try {
   else if (scenario === 'overload') await overload();
   else if (spool[scenario]) await spool[scenario]();
   else {
-    console.error('usage: node bench/agent-faults.mjs pg-restart|flood|overload|kill9-backlog|sink-down|replicas [--agents N] [--outage S] [--seconds S] [--peak N] [--after N] [--lines N] [--rate N] [--minutes M] [--pg]');
+    console.error('usage: node bench/agent-faults.mjs pg-restart|flood|overload|kill9-backlog|sink-down|replicas|disk-full [--agents N] [--outage S] [--seconds S] [--peak N] [--after N] [--lines N] [--rate N] [--minutes M] [--pg] [--dir D]');
     process.exitCode = 2;
   }
 } finally {

@@ -13,13 +13,18 @@
 //   replicas       two server processes on one PostgreSQL database, agents posting to both,
 //                  one http sink; halfway, the replica delivering it is killed (kill -9) and a
 //                  new one started: acknowledged lines, distinct lines at the sink, duplicates.
+//   disk-full      --dir a small file system of its own for the SQLite database (as root:
+//                  `mkdir -p /mnt/spoolfull && mount -t tmpfs -o size=64m tmpfs /mnt/spoolfull`),
+//                  agents posting, then the file system filled with a file: log requests are
+//                  answered 503 (never 200), the server stays up; the file removed, posting goes
+//                  on and every acknowledged line reaches the sink once.
 //
 // Lines are posted by a small agent here (enrolled through the agent door, one TLS connection
 // each, batches of --batch lines, default 500), each carrying a unique number, so the sink side
 // can be counted exactly.
 import { createServer } from 'node:http';
 import { Agent, request } from 'node:https';
-import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
+import { readFileSync, statSync, openSync, readSync, closeSync, existsSync, writeSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 
@@ -298,5 +303,53 @@ export function spoolScenarios(h) {
     }
   }
 
-  return { 'kill9-backlog': kill9Backlog, 'sink-down': sinkDown, replicas };
+  async function diskFull() {
+    const dir = arg('--dir', undefined);
+    if (!dir) throw new Error('disk-full needs --dir: a small file system of its own (see the top of bench/spool-faults.mjs)');
+    const d = await destination();
+    d.up = true;
+    const s = await startServer(['--db', join(dir, 'fleet.db'), '--workers', '1']);
+    const filler = join(dir, 'filler');
+    try {
+      const sink = await s.api('POST', '/api/v1/log-sinks', { name: 'after-full', type: 'http', source: 'result', environment_id: 0, config: { url: d.url } });
+      if (sink.status !== 200) throw new Error(JSON.stringify(sink.body));
+      const fs = statfsSync(dir);
+      console.log(`disk-full: the SQLite database on ${dir} (${((fs.blocks * fs.bsize) / 1048576).toFixed(0)} MiB), agents posting, then the file system filled; ${uptime()}`);
+      const p = await posters(s, ca, 4);
+      const before = await fill(p, 5000, 100, 4);
+      // Fill the file system (what is left, in 1 MiB writes, until ENOSPC).
+      const fd = openSync(filler, 'w');
+      const mb = Buffer.alloc(1 << 20, 1);
+      try {
+        for (;;) writeSync(fd, mb);
+      } catch (e) {
+        if (e.code !== 'ENOSPC') throw e;
+      } finally {
+        closeSync(fd);
+      }
+      const free = statfsSync(dir);
+      const during = new Acked();
+      const statuses = {};
+      for (let i = 0; i < 40; i++) {
+        const r = await p.send(i, 100);
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+        during.add(r);
+      }
+      const health = await fetch(`${s.urls.api}/healthz`);
+      console.log(`  full (${free.bavail * free.bsize} bytes free): 40 log requests answered ${JSON.stringify(statuses)}; /healthz ${health.status} ${(await health.text()).slice(0, 120)}; server up: ${!s.exited()}`);
+      rmSync(filler);
+      const after = await fill(p, 5000, 100, 4);
+      p.close();
+      const all = new Acked();
+      for (const a of [before, during, after]) for (const r of a.ranges) all.add({ status: 200, from: r[0], count: r[1] });
+      const missing = await delivered(d, all, h.sleep);
+      console.log(`  space again: ${after.count} more acknowledged (${after.refused} refused); of all ${all.count.toLocaleString('en')} acknowledged lines ${missing} lost, ${dups(d)} duplicates at the sink; ${uptime()}`);
+    } finally {
+      rmSync(filler, { force: true });
+      await s.stop();
+      d.server.close();
+    }
+  }
+
+  return { 'kill9-backlog': kill9Backlog, 'sink-down': sinkDown, replicas, 'disk-full': diskFull };
 }
