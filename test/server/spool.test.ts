@@ -104,6 +104,14 @@ describe('the spool', () => {
     }, 'the state to show it delivered');
     expect(state).toMatchObject({ supported: true, delivering: true, backlog_bytes: 0, oldest_undelivered_at: '', dropped: 0 });
     expect(state.last_success_at).not.toBe('');
+    // Per-sink metrics: delivered, the delivery latency (receive to acknowledgement), the backlog.
+    const metrics = await eventually(async () => {
+      const m = String((await api('GET', '/metrics')).body);
+      return m.includes(`fleetctl_sink_backlog_entries{sink="${sink.name}",environment="prod"} 0`) ? m : undefined;
+    }, 'the backlog gauges');
+    expect(metrics).toMatch(new RegExp(`fleetctl_sink_delivered_total\\{sink="${sink.name}",environment="prod"\\} 100`));
+    expect(metrics).toMatch(new RegExp(`fleetctl_sink_delivery_seconds_count\\{sink="${sink.name}",environment="prod"\\} 100`));
+    expect(metrics).toContain(`fleetctl_sink_oldest_seconds{sink="${sink.name}",environment="prod"} 0`);
     await api('DELETE', `/api/v1/log-sinks/${sink.id}`);
   });
 });
