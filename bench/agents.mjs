@@ -25,9 +25,16 @@
 //   --sustain N --hold S: ramp to N and hold S seconds in 60-second windows.
 //   --compare-workers 1,2: the ladder once per worker count (fresh server each), and the
 //     highest rung each carries at the goal, with their ratio.
+//   --agent-command 'CMD': the agents are an external program (Fleet's osquery-perf, say) behind
+//     nginx; latency from nginx's log (bench/agent-external.mjs, which says what CMD is given).
+// Every window also reports the server's event loop (its delay p99 and its longest pause, from
+// the server's own Prometheus metrics, reset at each scrape) and, before the first agent, the idle
+// server's CPU: the CPU per request is given whole and marginal (less the idle cost). In
+// --sustain, windows run from the first enrollment, so what follows a mass enrollment is seen.
 // Usage: npm run bench:agents -- [--workers N] [--ladder 5000,10000] [--window 60] [--settle 20]
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
-//   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max-seconds 3600]
+//   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max-seconds 3600] [--idle 30]
+//   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...']
 import { spawn, fork, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -53,12 +60,22 @@ const PG = flag('--pg');
 const KEEP_GOING = flag('--keep-going');
 const MAX_S = Number(arg('--max-seconds', 3600));
 const P99_GOAL_MS = Number(arg('--p99', 100));
+const MAX_GOAL_MS = Number(arg('--max', 250));
+const IDLE_S = Number(arg('--idle', 30));
+const AGENT_COMMAND = arg('--agent-command', undefined);
+const AGENT_PATHS = arg('--agent-paths', 'fleet');
+if (!['fleet', 'ours'].includes(AGENT_PATHS)) throw new Error(`--agent-paths ${AGENT_PATHS}: fleet or ours`);
+/** nginx's keep-alive to the agent door: shorter than the server's (--keep-alive-timeout, 75 s for agents). */
+const PROXY_KEEPALIVE_S = 60;
+/** Node options for the server's processes, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to see where its CPU goes. */
+const SERVER_NODE_ARGS = arg('--server-node-args', '').split(' ').filter(Boolean);
 const ADMIN_GOAL_MS = 200;
 /** A driver whose event loop is this late measures itself, not the server: the ladder ends there. */
 const DRIVER_DELAY_LIMIT_MS = 50;
 const PROFILES = {
   osquery: {
     intervals: { config: 300_000, distributed: 60_000, log: 4_000 },
+    // A pack, not the schedule: osquery runs both alike, and Fleet's osquery-perf reads only packs.
     schedule: { uptime: { query: 'SELECT * FROM uptime', interval: 60, snapshot: true }, processes: { query: 'SELECT pid, name, path, uid FROM processes', interval: 300 } },
   },
   fast: {
@@ -122,7 +139,7 @@ async function startFleetServer(workers, name) {
   const db = PG ? await cluster.createDatabase(name) : join(tmp, `${name}.db`);
   const args = [bin, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key,
     '--create-env', 'prod', '--admin-password-stdin', '--api-rate-limit', '100000000', '--login-rate-limit', '1000', ...(workers ? ['--workers', String(workers)] : [])];
-  const [cmd, cmdArgs] = withFileLimit(process.execPath, args);
+  const [cmd, cmdArgs] = withFileLimit(process.execPath, [...SERVER_NODE_ARGS, ...args]);
   // The banner is on stderr (stdout is for a stdout sink's NDJSON): read, then the rest passed through.
   const server = spawn(cmd, cmdArgs, { stdio: ['pipe', 'inherit', 'pipe'] });
   children.push(server);
@@ -150,7 +167,7 @@ async function startFleetServer(workers, name) {
   };
 }
 
-/** The driver processes, given the server's flags and secret. */
+/** The driver processes, given the server's flags and secret: add(n) agents, sample() their figures. */
 async function startDrivers(init) {
   const drivers = [];
   for (let d = 0; d < DRIVERS; d++) {
@@ -168,57 +185,20 @@ async function startDrivers(init) {
     drivers.push({ child, ask });
     await ask({ type: 'init', ...init, seed: `${init.seed}-${d}` }, 'ready');
   }
+  let sampleId = 0;
   return {
-    list: drivers,
-    async stop() {
-      await Promise.all(drivers.map((d) => Promise.race([d.ask({ type: 'stop' }, 'stopped'), sleep(5000)])));
-      for (const d of drivers) d.child.kill('SIGKILL');
+    /** Spreads n more agents over the drivers. */
+    add(n) {
+      drivers.forEach((d, i) => {
+        const share = Math.floor(n / drivers.length) + (i < n % drivers.length ? 1 : 0);
+        if (share) d.child.send({ type: 'add', count: share });
+      });
     },
-  };
-}
-
-const head = 'agents  req/s  req/agent/min  p50/p99/max ms  errors  list p99/max  stats p99/max  server CPU  CPU ms/req  driver delay p99/late  load';
-const line = (m, verdict) => {
-  console.log(
-    `${String(m.agents).padStart(6)}  ${m.rps.toFixed(0).padStart(5)}  ${m.perAgentMin.toFixed(2).padStart(13)}  ${`${f1(m.p50)}/${f1(m.p99)}/${f1(m.max)}`.padStart(14)}  ${String(m.errors).padStart(6)}  ${`${f1(m.listP99)}/${f1(m.listMax)}`.padStart(12)}  ${`${f1(m.statsP99)}/${f1(m.statsMax)}`.padStart(13)}  ${`${(m.serverCpu * 100).toFixed(0)}%`.padStart(10)}  ${m.cpuMsPerRequest.toFixed(3).padStart(10)}  ${`${f1(m.driverDelayP99)}/${f1(m.driverLateMax)}`.padStart(21)}  ${m.load}  ${verdict}`,
-  );
-  // Which requests failed and how, under the row: "errors 19" alone does not say whether the
-  // server shed, timed out or the driver gave up.
-  if (m.errors) console.log(`        errors by request: ${Object.entries(m.errorKinds).map(([k, n]) => `${k} ${n}`).join(', ')}; last: ${m.lastError ?? '?'}`);
-};
-const judge = (m) => {
-  if (m.driverDelayP99 > DRIVER_DELAY_LIMIT_MS) return 'drivers saturated';
-  if (m.enrolled < m.agents * 0.995) return 'not all enrolled';
-  return m.p99 <= P99_GOAL_MS && m.errors === 0 && m.listMax < ADMIN_GOAL_MS && m.statsMax < ADMIN_GOAL_MS ? 'ok' : 'over the goal';
-};
-
-/**
- * One server, one driver set: the ladder (or the sustained hold). Returns the measured windows.
- * `workers`: --workers of the server (undefined: its default).
- */
-async function run(workers, name) {
-  const srv = await startFleetServer(workers, name);
-  const { urls } = srv;
-  const out = { workers: workers ?? 'default', processes: srv.processes, rungs: [], sustain: [] };
-  let drivers;
-  try {
-    const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
-    const { token } = await login.json();
-    const headers = { authorization: `Bearer ${token}` };
-    const enrollValue = async (target) => (await (await fetch(`${urls.api}/api/v1/environments/prod/enroll/${target}`, { headers })).json()).data;
-    const put = await fetch(`${urls.api}/api/v1/environments/prod/config/schedule`, { method: 'PUT', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(SCHEDULE) });
-    if (!put.ok) throw new Error(`setting the schedule: HTTP ${put.status} ${await put.text()}`);
-    const { parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
-    const flags = parseAgentFlags(await enrollValue('flags'));
-    const secret = String(await enrollValue('secret')).trim();
-    const agentUrl = new URL(urls.agents);
-    drivers = await startDrivers({ flags, secret, seed: `bench-${t0}-${name}`, ca: readFileSync(cert, 'utf8'), connect: { host: agentUrl.hostname, port: Number(agentUrl.port) }, intervals: INTERVALS, timeoutMs: 30_000, localAddresses: LOCAL_ADDRESSES });
-
-    let sampleId = 0;
+    pids: () => drivers.map((d) => d.child.pid),
     /** Every driver's sample, merged: latencies per kind, errors, enrolled, driver health. */
-    const sample = async () => {
+    async sample() {
       const id = ++sampleId;
-      const parts = await Promise.all(drivers.list.map((d) => d.ask({ type: 'sample', id }, id)));
+      const parts = await Promise.all(drivers.map((d) => d.ask({ type: 'sample', id }, id)));
       const lat = {};
       const errors = {};
       let lastError;
@@ -232,7 +212,104 @@ async function run(workers, name) {
         lat, errors, lastError, enrolled: sum((p) => p.enrolled), agents: sum((p) => p.agents), gaveUp: sum((p) => p.gaveUp), connections: sum((p) => p.connections),
         loopDelayP99: Math.max(...parts.map((p) => p.loopDelayP99)), lateMax: Math.max(...parts.map((p) => p.lateMax)), driverCpuMs: sum((p) => p.cpuMs), driverRssMiB: sum((p) => p.rssMiB),
       };
-    };
+    },
+    async stop() {
+      await Promise.all(drivers.map((d) => Promise.race([d.ask({ type: 'stop' }, 'stopped'), sleep(5000)])));
+      for (const d of drivers) d.child.kill('SIGKILL');
+    },
+  };
+}
+
+/** The server's event loop since the last scrape (prom-client resets its histogram at each), and its node_invalid answers. */
+async function serverLoop(api, headers) {
+  try {
+    const r = await fetch(`${api}/metrics`, { headers });
+    const text = await r.text();
+    const value = (name) => Number(new RegExp(`^fleetctl_${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    // Node's monitor records the whole interval between its samples (the server samples every
+    // 50 ms): the delay is what exceeds the shortest interval seen.
+    const min = value('nodejs_eventloop_lag_min_seconds');
+    const delay = (name) => Math.max(0, (value(name) - min) * 1000);
+    return { p99: delay('nodejs_eventloop_lag_p99_seconds'), max: delay('nodejs_eventloop_lag_max_seconds'), invalid: value('agent_node_invalid_total') || 0 };
+  } catch {
+    return { p99: NaN, max: NaN, invalid: 0 };
+  }
+}
+
+const head = 'phase   agents  req/s  req/agent/min  p50/p99/max ms  errors  list p99/max  stats p99/max  loop p99/max  server CPU  CPU ms/req (marginal)  load gen: delay p99/late, CPU  load';
+const line = (m, verdict) => {
+  const gen = m.external ? `CPU ${(m.genCpu * 100).toFixed(0)}%` : `${f1(m.driverDelayP99)}/${f1(m.driverLateMax)}, CPU ${(m.genCpu * 100).toFixed(0)}%`;
+  console.log(
+    `${(m.phase ?? '').padEnd(6)}  ${String(m.agents).padStart(6)}  ${m.rps.toFixed(0).padStart(5)}  ${m.perAgentMin.toFixed(2).padStart(13)}  ${`${f1(m.p50)}/${f1(m.p99)}/${f1(m.max)}`.padStart(14)}  ${String(m.errors).padStart(6)}  ${`${f1(m.listP99)}/${f1(m.listMax)}`.padStart(12)}  ${`${f1(m.statsP99)}/${f1(m.statsMax)}`.padStart(13)}  ${`${f1(m.loopP99)}/${f1(m.loopMax)}`.padStart(12)}  ${`${(m.serverCpu * 100).toFixed(0)}%`.padStart(10)}  ${`${m.cpuMsPerRequest.toFixed(3)} (${m.marginalCpuMsPerRequest.toFixed(3)})`.padStart(21)}  ${gen.padStart(29)}  ${m.load}  ${verdict}`,
+  );
+  // Which requests failed and how, under the row: "errors 19" alone does not say whether the
+  // server shed, timed out or the driver gave up.
+  if (m.errors) console.log(`        errors by request: ${Object.entries(m.errorKinds).map(([k, n]) => `${k} ${n}`).join(', ')}; last: ${m.lastError ?? '?'}`);
+};
+const judge = (m) => {
+  if (m.driverDelayP99 > DRIVER_DELAY_LIMIT_MS) return 'drivers saturated';
+  if (m.enrolled < m.agents * 0.995) return 'not all enrolled';
+  return m.p99 <= P99_GOAL_MS && m.max <= MAX_GOAL_MS && m.errors === 0 && m.listMax < ADMIN_GOAL_MS && m.statsMax < ADMIN_GOAL_MS ? 'ok' : 'over the goal';
+};
+
+/** Sets the bench's configuration: its queries as a pack, and a file sink for their results. */
+async function configure(api, headers) {
+  const json = { ...headers, 'content-type': 'application/json' };
+  const packs = { bench: { queries: SCHEDULE } };
+  const put = await fetch(`${api}/api/v1/environments/prod/config/packs`, { method: 'PUT', headers: json, body: JSON.stringify(packs) });
+  if (!put.ok) throw new Error(`setting the pack: HTTP ${put.status} ${await put.text()}`);
+  const env = (await (await fetch(`${api}/api/v1/environments/prod`, { headers })).json());
+  for (const source of ['result', 'status']) {
+    const r = await fetch(`${api}/api/v1/log-sinks`, { method: 'POST', headers: json, body: JSON.stringify({ name: `bench-${source}`, type: 'file', source, environment_id: env.id, config: { path: `bench-${source}.log` } }) });
+    if (!r.ok) throw new Error(`adding a file sink: HTTP ${r.status} ${await r.text()}`);
+  }
+  return env;
+}
+
+/**
+ * One server, one set of agents (the simulator's drivers, or --agent-command behind nginx): the
+ * ladder (or the sustained hold). Returns the measured windows. `workers`: --workers of the
+ * server (undefined: its default).
+ */
+async function run(workers, name) {
+  const srv = await startFleetServer(workers, name);
+  const { urls } = srv;
+  const out = { workers: workers ?? 'default', processes: srv.processes, rungs: [], sustain: [] };
+  let agents;
+  try {
+    const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+    const { token } = await login.json();
+    const headers = { authorization: `Bearer ${token}` };
+    const enrollValue = async (target) => (await (await fetch(`${urls.api}/api/v1/environments/prod/enroll/${target}`, { headers })).json()).data;
+    const env = await configure(urls.api, headers);
+    const secret = String(await enrollValue('secret')).trim();
+    const agentUrl = new URL(urls.agents);
+
+    // The idle server: what it costs doing nothing (timers, flushes, caches), before any agent.
+    if (IDLE_S > 0) {
+      await serverLoop(urls.api, headers);
+      const c0 = treeCpuSeconds(srv.server.pid);
+      const w0 = Date.now();
+      await sleep(IDLE_S * 1000);
+      const c1 = treeCpuSeconds(srv.server.pid);
+      const loop = await serverLoop(urls.api, headers);
+      out.idle = { cpu: (c1.cpu - c0.cpu) / ((Date.now() - w0) / 1000), loopP99: loop.p99, loopMax: loop.max, seconds: IDLE_S };
+      console.log(`idle server (${srv.processes} process(es), ${IDLE_S} s, no agent): ${(out.idle.cpu * 100).toFixed(2)}% of a core, event loop p99 ${f1(loop.p99)} ms, max ${f1(loop.max)} ms`);
+    }
+    const idleCpu = out.idle?.cpu ?? 0;
+
+    if (AGENT_COMMAND) {
+      const { startProxy, externalAgents } = await import('./agent-external.mjs');
+      const dir = join(tmp, `proxy-${name}`);
+      const proxy = await startProxy({ dir, upstream: { host: agentUrl.hostname, port: Number(agentUrl.port) }, env, paths: AGENT_PATHS, cert, key, keepaliveS: PROXY_KEEPALIVE_S, withFileLimit, fileLimit, children });
+      agents = externalAgents({ command: AGENT_COMMAND, proxy, env, paths: AGENT_PATHS, secret, ramp: RAMP, dir, seed: t0 % 1_000_000, withFileLimit, children });
+      console.log(`agents: ${AGENT_COMMAND.split(' ')[0]} through nginx at ${proxy.url} (${AGENT_PATHS === 'fleet' ? "Fleet's /api/osquery paths" : 'our paths'} -> ${urls.agents}); its log and output in ${dir}`);
+    } else {
+      const { parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
+      const flags = parseAgentFlags(await enrollValue('flags'));
+      agents = await startDrivers({ flags, secret, seed: `bench-${t0}-${name}`, ca: readFileSync(cert, 'utf8'), connect: { host: agentUrl.hostname, port: Number(agentUrl.port) }, intervals: INTERVALS, timeoutMs: 30_000, localAddresses: LOCAL_ADDRESSES });
+    }
+    const genCpuSeconds = () => agents.pids().reduce((a, p) => a + treeCpuSeconds(p).cpu, 0);
 
     /** Admin reads beside the agents: a page of the list and the stats, one at a time, every 500 ms. */
     const adminProbe = () => {
@@ -252,41 +329,50 @@ async function run(workers, name) {
       return { stop: async () => ((on = false), await done, { lists: lists.sort((a, b) => a - b), stats: stats.sort((a, b) => a - b) }) };
     };
 
-    /** Adds agents at RAMP a second until `target`, then waits for them to enroll. */
-    const rampTo = async (target) => {
+    /** Adds agents at RAMP a second until `target` (an external command ramps itself), then waits for them to enroll. */
+    let total = 0;
+    let enrolledSoFar = 0;
+    let gaveUpSoFar = 0;
+    /** `poll`: sample the agents for their enrolled count (else the concurrent windows of --sustain update it). */
+    const rampTo = async (target, poll) => {
       const start = Date.now();
-      let added = (await sample()).agents;
-      while (added < target) {
-        const step = Math.min(target - added, Math.max(1, Math.round(RAMP / 5)));
-        drivers.list.forEach((d, i) => {
-          const share = Math.floor(step / drivers.list.length) + (i < step % drivers.list.length ? 1 : 0);
-          if (share) d.child.send({ type: 'add', count: share });
-        });
-        added += step;
+      if (agents.external) {
+        agents.add(target - total);
+        total = target;
+      }
+      while (total < target) {
+        const step = Math.min(target - total, Math.max(1, Math.round(RAMP / 5)));
+        agents.add(step);
+        total += step;
         await sleep(200);
       }
       const deadline = Date.now() + Math.max(60_000, (target / RAMP) * 2000);
-      let s;
-      while (Date.now() < deadline) {
-        s = await sample();
-        if (s.enrolled + s.gaveUp >= target) break;
+      while (Date.now() < deadline && enrolledSoFar + gaveUpSoFar < target) {
+        if (poll) ({ enrolled: enrolledSoFar, gaveUp: gaveUpSoFar } = await agents.sample());
         await sleep(1000);
       }
-      return { seconds: (Date.now() - start) / 1000, enrolled: s?.enrolled ?? 0, gaveUp: s?.gaveUp ?? 0 };
+      return { seconds: (Date.now() - start) / 1000, enrolled: enrolledSoFar, gaveUp: gaveUpSoFar };
     };
 
-    /** One measured window: agent latency and errors, server CPU per request, admin reads. */
-    const measure = async (agents, windowS) => {
+    /** One measured window: agent latency and errors, server CPU per request and its event loop, admin reads. */
+    let c0 = treeCpuSeconds(srv.server.pid);
+    let g0 = genCpuSeconds();
+    let w0 = Date.now();
+    let invalid0 = (await serverLoop(urls.api, headers)).invalid;
+    await agents.sample(); // discard what came before
+    const measure = async (target, windowS) => {
       const load0 = uptime();
-      await sample(); // discard what came before
       const probe = adminProbe();
-      const c0 = treeCpuSeconds(srv.server.pid);
-      const w0 = Date.now();
       await sleep(windowS * 1000);
-      const s = await sample();
+      const s = await agents.sample();
       const c1 = treeCpuSeconds(srv.server.pid);
-      const secs = (Date.now() - w0) / 1000;
+      const g1 = genCpuSeconds();
+      const w1 = Date.now();
+      const loop = await serverLoop(urls.api, headers);
+      const secs = (w1 - w0) / 1000;
       const admin = await probe.stop();
+      enrolledSoFar = s.enrolled;
+      gaveUpSoFar = s.gaveUp;
       const all = Object.entries(s.lat).filter(([k]) => k !== 'enroll').flatMap(([, v]) => v).sort((a, b) => a - b);
       const errorCount = Object.values(s.errors).reduce((a, b) => a + b, 0);
       const requests = Object.values(s.lat).reduce((a, v) => a + v.length, 0) + errorCount;
@@ -295,18 +381,36 @@ async function run(workers, name) {
         const sorted = v.sort((a, b) => a - b);
         return [k, { requests: v.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 }];
       }));
-      return {
-        agents, enrolled: s.enrolled, connections: s.connections, seconds: secs, requests, rps: requests / secs, perAgentMin: ((requests / secs) * 60) / Math.max(1, s.enrolled),
+      const m = {
+        agents: target, enrolled: s.enrolled, connections: s.connections, seconds: secs, requests, rps: requests / secs, perAgentMin: ((requests / secs) * 60) / Math.max(1, s.enrolled),
         p50: percentile(all, 50), p99: percentile(all, 99), max: all.at(-1) ?? 0, errors: errorCount, errorKinds: s.errors, lastError: s.lastError, kinds,
+        nodeInvalid: loop.invalid - invalid0,
         listP99: percentile(admin.lists, 99), listMax: admin.lists.at(-1) ?? 0, statsP99: percentile(admin.stats, 99), statsMax: admin.stats.at(-1) ?? 0,
+        loopP99: loop.p99, loopMax: loop.max,
         serverCpu: cpuS / secs, serverProcesses: c1.processes, cpuMsPerRequest: requests ? (cpuS * 1000) / requests : 0,
+        marginalCpuMsPerRequest: requests ? (Math.max(0, cpuS - idleCpu * secs) * 1000) / requests : 0,
+        external: !!agents.external, genCpu: (g1 - g0) / secs,
         driverDelayP99: s.loopDelayP99, driverLateMax: s.lateMax, driverCpuMsPerRequest: requests ? s.driverCpuMs / requests : 0, driverRssMiB: s.driverRssMiB,
         load: `${load0} -> ${uptime()}`,
       };
+      c0 = c1;
+      g0 = g1;
+      w0 = w1;
+      invalid0 = loop.invalid;
+      return m;
+    };
+    /** Windows back to back until `until()` says stop (the ramp's own windows of --sustain). */
+    const windowsWhile = async (target, phase, until) => {
+      while (!until()) {
+        const m = { ...(await measure(target, WINDOW_S)), phase };
+        out.sustain.push(m);
+        line(m, judge(m));
+      }
     };
 
-    // Each agent's socket lives in the server process that accepted it: past this, accepts fail.
-    const holdable = Math.floor(srv.processes * fileLimit * 0.9);
+    // Each agent's socket lives in the server process that accepted it: past this, accepts fail
+    // (behind nginx the server holds only nginx's kept connections).
+    const holdable = agents.external ? Infinity : Math.floor(srv.processes * fileLimit * 0.9);
     console.log(`\n--workers ${workers ?? '(default)'}: ${srv.processes} server process(es), load ${uptime()}`);
     console.log(head);
     for (const n of LADDER) {
@@ -318,17 +422,25 @@ async function run(workers, name) {
         console.log(`(${n} agents: past what ${srv.processes} server process(es) with ${fileLimit} open files each can hold; ladder ends)`);
         break;
       }
-      const ramp = await rampTo(n);
-      await sleep(SETTLE_S * 1000);
       if (SUSTAIN) {
+        // From the first enrollment: the ramp's windows, then the steady ones.
+        let ramped;
+        const ramping = rampTo(n, false).then((r) => (ramped = r));
+        await agents.sample();
+        ({ c0, g0, w0 } = { c0: treeCpuSeconds(srv.server.pid), g0: genCpuSeconds(), w0: Date.now() });
+        await windowsWhile(n, 'ramp', () => ramped !== undefined);
+        await ramping;
         const windows = Math.max(1, Math.round(HOLD_S / WINDOW_S));
-        for (let w = 0; w < windows; w++) {
-          const m = { ...(await measure(n, WINDOW_S)), ramp };
-          out.sustain.push(m);
-          line(m, judge(m));
-        }
+        let w = 0;
+        await windowsWhile(n, 'steady', () => w++ >= windows);
+        for (const m of out.sustain) m.ramp = ramped;
         break;
       }
+      const ramp = await rampTo(n, true);
+      await sleep(SETTLE_S * 1000);
+      await agents.sample();
+      ({ c0, g0, w0 } = { c0: treeCpuSeconds(srv.server.pid), g0: genCpuSeconds(), w0: Date.now() });
+      await serverLoop(urls.api, headers);
       const m = { ...(await measure(n, WINDOW_S)), ramp };
       out.rungs.push(m);
       const verdict = judge(m);
@@ -336,7 +448,7 @@ async function run(workers, name) {
       if (verdict !== 'ok' && !KEEP_GOING) break;
     }
   } finally {
-    await drivers?.stop();
+    await agents?.stop();
     await srv.stop();
   }
   return out;
@@ -365,8 +477,9 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const results = { machine: { cpus: cpus().length, model: cpus()[0]?.model, fileLimit }, options: { LADDER, WINDOW_S, SETTLE_S, RAMP, DRIVERS, PROFILE, PG, INTERVALS, SCHEDULE }, runs: [] };
 try {
   console.log(`fleetctl agent load benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${uptime()}; ${PG ? 'PostgreSQL' : 'SQLite'}; open files per process ${fileLimit}`);
-  console.log(`agents (--profile ${PROFILE}): ${DRIVERS} driver processes, one TLS connection each, ramp ${RAMP}/s; intervals config ${INTERVALS.config / 1000} s, distributed ${INTERVALS.distributed / 1000} s, logger ${INTERVALS.log / 1000} s; schedule ${Object.entries(SCHEDULE).map(([n, q]) => `${n}/${q.interval}s`).join(', ')}`);
-  console.log(`window ${WINDOW_S} s after ${SETTLE_S} s settling; goal: agent p99 <= ${P99_GOAL_MS} ms, no errors, nodes list and stats < ${ADMIN_GOAL_MS} ms; latency from the moment each request is sent`);
+  if (AGENT_COMMAND) console.log(`agents: the external command (its own intervals), ramp ${RAMP}/s; a pack of ${Object.entries(SCHEDULE).map(([n, q]) => `${n}/${q.interval}s`).join(', ')}; latency is nginx's request time`);
+  else console.log(`agents (--profile ${PROFILE}): ${DRIVERS} driver processes, one TLS connection each, ramp ${RAMP}/s; intervals config ${INTERVALS.config / 1000} s, distributed ${INTERVALS.distributed / 1000} s, logger ${INTERVALS.log / 1000} s; a pack of ${Object.entries(SCHEDULE).map(([n, q]) => `${n}/${q.interval}s`).join(', ')}; latency from the moment each request is sent`);
+  console.log(`window ${WINDOW_S} s${SUSTAIN ? ', from the first enrollment' : ` after ${SETTLE_S} s settling`}; goal: agent p99 <= ${P99_GOAL_MS} ms, max <= ${MAX_GOAL_MS} ms, no errors, nodes list and stats < ${ADMIN_GOAL_MS} ms; file sinks for results and status logs`);
   if (COMPARE) {
     for (const w of COMPARE) results.runs.push(await run(Number(w), `w${w}`));
     console.log('\nworkers   carried at the goal (agents, req/s)   CPU ms/req there');
@@ -379,10 +492,15 @@ try {
     const r = await run(WORKERS ? Number(WORKERS) : undefined, 'main');
     results.runs.push(r);
     if (SUSTAIN) {
-      const all = r.sustain;
+      const all = r.sustain.filter((m) => m.phase === 'steady');
       const worst = (f) => Math.max(...all.map(f));
       const ok = all.length > 0 && all.every((m) => judge(m) === 'ok');
-      console.log(`\nsustained ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(all.reduce((a, m) => a + m.cpuMsPerRequest, 0) / Math.max(1, all.length)).toFixed(3)} ms per agent request: ${ok ? 'GOAL MET' : 'goal missed'}`);
+      const requests = all.reduce((a, m) => a + m.requests, 0);
+      const cpuMs = all.reduce((a, m) => a + m.cpuMsPerRequest * m.requests, 0);
+      const marginalMs = all.reduce((a, m) => a + m.marginalCpuMsPerRequest * m.requests, 0);
+      const ramp = r.sustain.filter((m) => m.phase === 'ramp');
+      if (ramp.length) console.log(`\nramp (${ramp.length} window(s)): worst p99 ${f1(Math.max(...ramp.map((m) => m.p99)))} ms, max ${f1(Math.max(...ramp.map((m) => m.max)))} ms, errors ${ramp.reduce((a, m) => a + m.errors, 0)}, event loop max ${f1(Math.max(...ramp.map((m) => m.loopMax)))} ms`);
+      console.log(`${ramp.length ? '' : '\n'}steady ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, max ${f1(worst((m) => m.max))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, node_invalid ${all.reduce((a, m) => a + m.nodeInvalid, 0)}, event loop p99 <= ${f1(worst((m) => m.loopP99))} ms, longest pause ${f1(worst((m) => m.loopMax))} ms, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(cpuMs / Math.max(1, requests)).toFixed(3)} ms per agent request (${(marginalMs / Math.max(1, requests)).toFixed(3)} marginal, over ${requests} requests): ${ok ? 'GOAL MET' : 'goal missed'}`);
       results.sustainOk = ok;
     } else if (r.rungs.length) {
       const best = carried(r);
