@@ -1,6 +1,6 @@
 // What every service receives: the store, the clock and the server's configuration.
 import type { Generations } from './store/node-index.js';
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import type { DB, UserRow } from './store/schema.js';
 import type { Dialect } from './store/dialect.js';
 import type { EnvLevels } from './permissions.js';
@@ -70,6 +70,11 @@ export interface Deps {
   outOfSpace?: () => Promise<string | undefined>;
   /** Prometheus metrics of this server (absent in unit tests that build Deps by hand). */
   metrics?: Metrics;
+  /**
+   * The agent door's batched writes, one transaction (Store.write: on SQLite in a thread of its
+   * own). Absent in tests that build Deps by hand: a transaction on `db` then (store/db.ts).
+   */
+  write?: (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
 }
 
 /** The authenticated user of a request. */

@@ -236,7 +236,7 @@ async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
     };
     // Only the server's user reaches the logs agents sent (issue 18).
     mkdirSync(config.sinkDir, { recursive: true, mode: 0o700 });
-    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace, metrics } as Deps;
+    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace, metrics, write: store.write } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];

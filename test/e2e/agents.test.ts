@@ -41,7 +41,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
+  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--create-env', 'staging', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
   server = await startServerProcess(serverArgs, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
@@ -87,6 +87,36 @@ describe('enroll and check-in', () => {
     }, 'last_seen and bytes_received to move');
     const active = await api('GET', '/api/v1/nodes/prod?status=active');
     expect(active.body.items.map((x: { uuid: string }) => x.uuid)).toContain(n.uuid);
+  });
+
+  it('enrolls arriving together are each answered with their own key (grouped in one transaction); a re-enroll re-keys the same node', async () => {
+    const uuids = Array.from({ length: 30 }, () => randomUUID());
+    const answers = await Promise.all(uuids.map((uuid) => post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `group-${uuid.slice(0, 8)}`) })));
+    const keys = answers.map((a) => a.body.node_key as string);
+    expect(new Set(keys).size).toBe(30);
+    // Each key is known at once (the config fetch right after the enroll, as osquery does).
+    const configs = await Promise.all(keys.map((node_key) => post('config', { node_key })));
+    expect(configs.every((c) => c.status === 200 && c.body.node_invalid === false)).toBe(true);
+    const first = (await api('GET', `/api/v1/nodes/prod/node/${uuids[0]}`)).body;
+    const again = await post('enroll', { enroll_secret: secret, host_identifier: uuids[0], host_details: hostDetails(uuids[0]!, 'renamed-host') });
+    expect(again.body.node_invalid).toBe(false);
+    expect(again.body.node_key).not.toBe(keys[0]);
+    expect((await post('config', { node_key: keys[0] })).body).toEqual({ node_invalid: true });
+    expect((await post('config', { node_key: again.body.node_key })).body.node_invalid).toBe(false);
+    const after = (await api('GET', `/api/v1/nodes/prod/node/${uuids[0]}`)).body;
+    expect(after).toMatchObject({ id: first.id, hostname: 'renamed-host' });
+    const listed = await api('GET', `/api/v1/nodes/prod?q=${uuids[0]}`);
+    expect(listed.body.items.length).toBe(1);
+  });
+
+  it('a host identifier enrolled in one environment is refused by another (node_invalid), and stays in the first', async () => {
+    const n = await enroll();
+    const staging = (await api('GET', '/api/v1/environments/staging')).body;
+    const stagingSecret = (await api('GET', '/api/v1/environments/staging/enroll/secret')).body.data;
+    const r = await agentPost(flags.hostname, `/${staging.uuid}/${staging.enroll_path}`, { enroll_secret: stagingSecret, host_identifier: n.uuid, host_details: hostDetails(n.uuid, 'moved') }, { ca });
+    expect(r.body).toEqual({ node_invalid: true });
+    expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
+    expect((await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body.hostname).toBe(n.hostname);
   });
 });
 

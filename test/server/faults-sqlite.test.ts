@@ -5,7 +5,7 @@
 // afterwards everything works again without a restart and nothing acknowledged is gone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { onPostgres } from '../helpers/test-db.js';
 import { agentPost, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
@@ -48,7 +48,12 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
 
     // Full: the limit is the current size, and the free pages are used up first.
     await db.schema.createTable('ballast').ifNotExists().addColumn('b', 'blob').execute();
-    await sql`pragma max_page_count = 1`.execute(db);
+    // On every connection that writes: the process's own and its agent writer thread's (store.write).
+    const limit = async (pages: number) => {
+      await sql`pragma max_page_count = ${sql.raw(String(pages))}`.execute(db);
+      await t.server.store.write([CompiledQuery.raw(`pragma max_page_count = ${pages}`, [])]);
+    };
+    await limit(1);
     for (let i = 0; i < 10_000; i++) {
       const full = await sql`insert into ballast (b) values (${randomBytes(4000)})`.execute(db).then(() => false, () => true);
       if (full) break;
@@ -78,7 +83,7 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
     expect(logs.some((l) => /database no space/.test(l))).toBe(true);
 
     // Space again (the operator freed the disk): no restart needed.
-    await sql`pragma max_page_count = 1073741823`.execute(db);
+    await limit(1073741823);
     expect((await t.call('GET', '/healthz')).status).toBe(200);
     const after = await enroll();
     expect(after.status).toBe(200);

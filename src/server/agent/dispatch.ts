@@ -95,8 +95,12 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
       const failed = await enrollFailures.count(req.ip);
       if (failed.count >= deps.config.deniedRateLimit) throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
       let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
-      const key = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip);
-      if (key) return { node_key: key, node_invalid: false };
+      const enrolled = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (q) => services.enrolls.run(q));
+      if (enrolled) {
+        // Its next request (the config) finds the node without a query.
+        services.state.remember(enrolled.key, enrolled.node);
+        return { node_key: enrolled.key, node_invalid: false };
+      }
       refusal ??= 'host identifier refused (not a valid identifier, or a node of another environment)';
       // Refused enrolls are audited (one row per address and minute, with a count) and throttled.
       await enrollFailures.hit(req.ip);

@@ -10,6 +10,8 @@ import { LogDelivery } from '../services/delivery/log-delivery.js';
 import type { Spool } from '../services/delivery/spool.js';
 import type { Delivery } from '../services/delivery/delivery.js';
 import { AgentState } from './state.js';
+import { WriteGroup } from '../store/write-group.js';
+import { writeInTransaction } from '../store/db.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { DenialAudit } from '../services/auth/denial-audit.js';
@@ -81,7 +83,8 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
   const requestLog = o.requestLog;
-  const app = await buildAgentApp(deps, { checkins, logs, state }, {
+  const enrolls = new WriteGroup(deps.write ?? ((statements) => writeInTransaction(deps.db, statements)));
+  const app = await buildAgentApp(deps, { checkins, logs, state, enrolls }, {
     https: { cert, key: readFileSync(files.keyFile) },
     lifecycle,
     maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,

@@ -6,6 +6,7 @@ import type { CheckinBatcher } from '../services/agents/checkins.js';
 import type { LogDelivery } from '../services/delivery/log-delivery.js';
 import type { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { AgentState } from './state.js';
+import type { WriteGroup } from '../store/write-group.js';
 
 export type Endpoint = 'enroll' | 'config' | 'log' | 'read' | 'write' | 'carve_init' | 'carve_block';
 
@@ -14,6 +15,8 @@ export interface AgentServices {
   logs: LogDelivery;
   /** Environments, node keys, live queries and sinks, cached per counter (agent/state.ts). */
   state: AgentState;
+  /** Group commit of enrolls (store/write-group.ts). */
+  enrolls: WriteGroup;
 }
 
 /** What the agent door is given besides deps and services (start.ts / listener.ts). */

@@ -1,6 +1,6 @@
 // Opening the database: the one query layer (Kysely) over SQLite (a file path, the default) or
 // PostgreSQL (a postgres:// URL, for several replicas on one database). Migrations run on open.
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult, type SqliteDialectConfig } from 'kysely';
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
@@ -9,6 +9,7 @@ import type { Dialect } from './dialect.js';
 import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
+import { startSqliteWriter } from './sqlite-writer.js';
 
 /** Read connections (threads) of the admin door on SQLite: one long read leaves the other free. */
 const ADMIN_THREADS = 2;
@@ -22,6 +23,13 @@ export interface Store {
    */
   adminDb: Kysely<DB>;
   dialect: Dialect;
+  /**
+   * The agent door's batched writes (check-in flushes, enrolls): the statements in one
+   * transaction, their results in order. SQLite: in a writer thread (store/sqlite-writer.ts), so
+   * neither the work nor a wait for another process's lock holds the event loop; PostgreSQL: a
+   * transaction on the pool (node-postgres never blocks the loop).
+   */
+  write(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
   /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
@@ -109,10 +117,12 @@ export async function openSqlite(path: string): Promise<Store> {
   const timer = setInterval(optimize, 3600_000);
   timer.unref();
   const adminDb = new Kysely<DB>({ dialect: new AdminSqliteDialect(db, path, ADMIN_THREADS) });
+  const writer = startSqliteWriter(path);
   // One process at a time per file already: SQLite's own locks serialise writers.
   return {
     db,
     dialect: 'sqlite',
+    write: (statements) => writer.transaction(statements),
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),
@@ -120,6 +130,7 @@ export async function openSqlite(path: string): Promise<Store> {
     close: async () => {
       clearInterval(timer);
       await adminDb.destroy();
+      await writer.close();
       await db.destroy();
       await checkpointer.close();
     },
@@ -185,6 +196,15 @@ export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<void> {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
   }
+}
+
+/** `statements` in one transaction on `db` (Store.write where there is no writer thread: PostgreSQL, tests). */
+export function writeInTransaction(db: Kysely<DB>, statements: CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+  return db.transaction().execute(async (trx) => {
+    const results: QueryResult<unknown>[] = [];
+    for (const s of statements) results.push(await trx.executeQuery(s));
+    return results;
+  });
 }
 
 /**

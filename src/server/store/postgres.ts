@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { DB } from './schema.js';
-import { migrate, MissingDependencyError, type Store } from './db.js';
+import { migrate, MissingDependencyError, writeInTransaction, type Store } from './db.js';
 import { ServerSetupError } from '../setup-error.js';
 
 export interface PostgresOptions {
@@ -143,5 +143,5 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   }
   // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
   const analyze = async () => void (await pool.query('analyze'));
-  return { db, adminDb: db, dialect: 'postgres', exclusive, analyze, close: () => db.destroy() };
+  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), exclusive, analyze, close: () => db.destroy() };
 }

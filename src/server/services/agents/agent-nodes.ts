@@ -2,6 +2,7 @@
 // host_details osquery sends at enroll (system_info, os_version, osquery_info, platform_info).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../context.js';
+import type { CompiledQuery, QueryResult } from 'kysely';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { NEVER } from '../../../api/index.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
@@ -37,8 +38,23 @@ export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): 
   return undefined;
 }
 
-/** Creates (or re-keys) the node for host_identifier and returns its new node key. */
-export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: unknown, details: unknown, ip: string): Promise<string | undefined> {
+/** What the agent door keeps of an enrolled node (agent/state.ts's AgentNode). */
+export type EnrolledNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address'>;
+
+/**
+ * Creates (or re-keys) the node for host_identifier and returns its new node key and row, or
+ * undefined when refused (an identifier that is not one, or a node of another environment).
+ * One statement (an upsert that re-keys only within the environment), run by `write`: the agent
+ * door's group commit (store/write-group.ts).
+ */
+export async function enrollNode(
+  deps: Deps,
+  env: EnvironmentRow,
+  identifier: unknown,
+  details: unknown,
+  ip: string,
+  write: (q: CompiledQuery) => Promise<QueryResult<unknown>> = (q) => deps.db.executeQuery(q),
+): Promise<{ key: string; node: EnrolledNode } | undefined> {
   const d = obj(details);
   const sys = obj(d.system_info);
   const os = obj(d.os_version);
@@ -78,18 +94,16 @@ export async function enrollNode(deps: Deps, env: EnvironmentRow, identifier: un
     system_info: JSON.stringify(systemInfo).slice(0, 64 * 1024),
     updated_at: ts,
   };
-  const existing = await deps.db.selectFrom('nodes').select(['id', 'environment_id']).where('uuid', '=', uuid).executeTakeFirst();
-  if (existing && existing.environment_id !== env.id) return undefined; // a UUID belongs to one environment
-  if (existing) {
-    await deps.db.updateTable('nodes').set(values).where('id', '=', existing.id).execute();
-  } else {
-    await deps.db
-      .insertInto('nodes')
-      // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
-      .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
-      .execute();
-  }
-  return nodeKey;
+  // A UUID belongs to one environment: enrolling it from another returns no row.
+  const upsert = deps.db
+    .insertInto('nodes')
+    // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
+    .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
+    .onConflict((oc) => oc.column('uuid').doUpdateSet(values).where('nodes.environment_id', '=', env.id))
+    .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address'])
+    .compile();
+  const node = (await write(upsert)).rows[0] as EnrolledNode | undefined;
+  return node ? { key: nodeKey, node } : undefined;
 }
 
 export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): Promise<NodeRow | undefined> {

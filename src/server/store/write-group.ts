@@ -1,0 +1,47 @@
+// Group commit for the agent door's single-statement writes (issue 31): every statement asked
+// for during one turn of the event loop goes to the store's writer as one transaction, and each
+// caller gets its own statement's result once that transaction committed. 83 enrolls a second
+// were 83 transactions, each writing and syncing its pages to the WAL on its own; grouped they
+// are a few, off the event loop (Store.write). A transaction that fails fails every statement of
+// its group (the database is down or full: each request is answered 503 and retried).
+import type { CompiledQuery, QueryResult } from 'kysely';
+
+type Write = (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
+
+interface Waiting {
+  statement: CompiledQuery;
+  resolve: (r: QueryResult<unknown>) => void;
+  reject: (e: unknown) => void;
+}
+
+export class WriteGroup {
+  private waiting: Waiting[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly write: Write,
+    /** Statements a transaction takes at most; more go in the next one. */
+    private readonly max = 500,
+  ) {}
+
+  run(statement: CompiledQuery): Promise<QueryResult<unknown>> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ statement, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.send());
+      }
+    });
+  }
+
+  private send(): void {
+    this.scheduled = false;
+    while (this.waiting.length > 0) {
+      const group = this.waiting.splice(0, this.max);
+      this.write(group.map((w) => w.statement)).then(
+        (results) => group.forEach((w, i) => w.resolve(results[i])),
+        (e) => group.forEach((w) => w.reject(e)),
+      );
+    }
+  }
+}
