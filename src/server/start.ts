@@ -168,7 +168,7 @@ interface Opened {
  * settings, the JWT secret, the first super-admin or the demo fleet. A cluster worker's primary
  * has done the bootstrap: the worker only opens. On failure the store is closed.
  */
-async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
+async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Opened> {
   let tempDir: string | undefined;
   let dbPath = opts.dbPath;
   const postgres = dbPath !== undefined && isPostgresUrl(dbPath);
@@ -186,7 +186,8 @@ async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
   let store: Store;
   // The server's own trouble (database down or full, a failing task): logged, counted, /healthz.
   const faults = new Faults(opts.warn ?? ((line) => console.error(line)));
-  const metrics = new Metrics();
+  // The primary of --workers serves nothing: no process metrics (their event-loop monitor wakes it).
+  const metrics = new Metrics({ processMetrics: serves });
   faults.onFault((where, kind) => metrics.fault(where, kind));
   try {
     if (postgres) {
@@ -273,7 +274,7 @@ async function openAndBootstrap(opts: ServerOptions): Promise<Opened> {
  * before any worker opens the database. The temporary directory of --dev stays until `close`.
  */
 export async function bootstrapDatabase(opts: ServerOptions): Promise<{ demo?: RunningServer['demo']; tempDir?: string; dbPath: string; store: Store; closeStore(): Promise<void>; close(): Promise<void> }> {
-  const o = await openAndBootstrap({ ...opts, worker: undefined });
+  const o = await openAndBootstrap({ ...opts, worker: undefined }, false);
   let closing: Promise<void> | undefined;
   // The primary needs the database only to bootstrap and print the banner: closed then, so it
   // keeps no connections, threads or timers while the workers serve.
