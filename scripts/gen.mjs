@@ -42,7 +42,7 @@ try {
   });
   Object.defineProperty(process, 'platform', { value: 'linux' });
   const gen = await import(pathToFileURL(outfile).href);
-  files = gen.generateFiles(gen.buildProgram());
+  files = gen.generateFiles(await gen.fullProgram());
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -1,6 +1,7 @@
 // Entry point: parse argv, run the command, map every failure to one line and an exit code.
 import { CommanderError } from 'commander';
 import { buildProgram } from './program.js';
+import { loadGroups } from './commands/index.js';
 import { ExitCode, mapError } from './errors.js';
 import { safeText } from './output/sanitize.js';
 import { foreignCommandHint } from './commands/foreign.js';
@@ -25,8 +26,8 @@ async function main(argv: string[]): Promise<number> {
     else throw e;
   });
 
-  const program = buildProgram();
   const args = argv.slice(2);
+  const program = buildProgram(await loadGroups(args));
   // Bare `fleetctl` is a request for help, not a mistake: on stdout, exit 0 (as gh and kubectl).
   if (args.length === 0) {
     process.stdout.write(program.helpInformation());

@@ -1,13 +1,19 @@
-// The command tree: global options and every group. Also used by scripts/gen.mjs to generate
-// completions and man pages from the same definitions.
+// The command tree: global options and the groups given (commands/index.ts: every group, or the
+// one a command line names). fullProgram() is what scripts/gen.mjs generates completions and man
+// pages from.
 import { Command, Option } from 'commander';
-import { registerCommands } from './commands/index.js';
+import { loadGroups, type Register } from './commands/index.js';
 import { globalOptionsText, helpConfig } from './help.js';
 import pkg from '../package.json' with { type: 'json' };
 
 export const VERSION: string = pkg.version;
 
-export function buildProgram(): Command {
+/** The whole tree: every group. */
+export async function fullProgram(): Promise<Command> {
+  return buildProgram(await loadGroups());
+}
+
+export function buildProgram(groups: Register[]): Command {
   const program = new Command('fleetctl')
     .description('Administer a fleet of osquery endpoint agents through the Fleet Management API.')
     .version(VERSION, '-V, --version')
@@ -30,7 +36,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureHelp(helpConfig)
     .exitOverride();
-  registerCommands(program);
+  for (const register of groups) register(program);
   // Hidden: what the generated completion scripts call for names only fleetctl knows.
   program
     .command('__complete', { hidden: true })

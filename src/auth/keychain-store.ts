@@ -8,11 +8,10 @@
 // process can be killed: each call waits at most KEYCHAIN_TIMEOUT_MS, then the helper is killed
 // and the keychain is given up for this run. Secrets travel over its stdin/stdout pipes, never
 // argv or the environment.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { decodeCredential, encodeCredential, KeychainUnavailableError, type CredentialStore, type StoredCredential } from './credentials.js';
 
 export const KEYCHAIN_SERVICE = 'fleetctl';
@@ -117,7 +116,14 @@ export class KeychainCredentialStore implements CredentialStore {
     return new KeychainUnavailableError(reason);
   }
 
-  private start(): ChildProcessWithoutNullStreams {
+  /**
+   * node:child_process and node:readline are loaded by the first keychain call, not with this
+   * module: every command builds the credential stores, and a token from FLEETCTL_TOKEN or the
+   * file never needs them (their loading was a tenth of `nodes list`'s start-up).
+   */
+  private async start(): Promise<ChildProcessWithoutNullStreams> {
+    if (this.helper) return this.helper;
+    const [{ spawn }, { createInterface }] = await Promise.all([import('node:child_process'), import('node:readline')]);
     if (this.helper) return this.helper;
     const modulePath = keyringModulePath();
     if (!modulePath) throw this.fail(`the keychain module ${MODULE} is not installed`);
@@ -166,14 +172,10 @@ export class KeychainCredentialStore implements CredentialStore {
     if (child && child.exitCode === null) child.kill('SIGKILL');
   }
 
-  private call(op: 'get' | 'set' | 'delete', account: string, secret?: string): Promise<unknown> {
-    if (this.unusable) return Promise.reject(new KeychainUnavailableError(this.unusable));
-    let child: ChildProcessWithoutNullStreams;
-    try {
-      child = this.start();
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  private async call(op: 'get' | 'set' | 'delete', account: string, secret?: string): Promise<unknown> {
+    if (this.unusable) throw new KeychainUnavailableError(this.unusable);
+    const child = await this.start();
+    if (this.unusable) throw new KeychainUnavailableError(this.unusable);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => this.abandon(`no answer from the keychain within ${this.timeoutMs / 1000} s`), this.timeoutMs);

@@ -1,7 +1,7 @@
 // How list and stats verbs meet a terminal: `--watch [interval]` redraws the output in place
 // (like watch(1)), and long tables go through a pager (as gh does). Both only when stdout is a
 // terminal; piped, `--watch` prints each refresh one after another and there is no pager.
-import { spawn } from 'node:child_process';
+import type { spawn as Spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { processIO, type IO } from '../io.js';
 import type { GlobalOptions } from '../context.js';
@@ -63,8 +63,8 @@ export function pagerCommand(env: NodeJS.ProcessEnv = process.env): string | und
  * When the user quits the pager before the output is complete, the command stops too (exit 0),
  * as `git log | less` does.
  */
-function pagerIO(base: IO, command: string): IO & { done(): Promise<void> } {
-  let child: ReturnType<typeof spawn> | undefined;
+function pagerIO(base: IO, command: string, spawn: typeof Spawn): IO & { done(): Promise<void> } {
+  let child: ReturnType<typeof Spawn> | undefined;
   let failed = false;
   let finished = false;
   let interrupted = false;
@@ -144,7 +144,8 @@ export async function runInTerminalMode(globals: GlobalOptions, o: TerminalModeO
   // A stream (--follow) never ends, so it never goes through a pager, as `less` would hold it.
   const pager = base.stdoutIsTTY && o.pager !== false && !o.follow ? pagerCommand() : undefined;
   if (!pager) return once(base);
-  const io = pagerIO(base, pager);
+  // node:child_process only when there is a pager to start (a command's start-up pays for every module).
+  const io = pagerIO(base, pager, (await import('node:child_process')).spawn);
   try {
     await once(io);
   } finally {

@@ -4,7 +4,7 @@ import { readProgram } from './model.js';
 import { COMPLETION_FILES, SHELLS, completionScript } from './completions.js';
 import { manPages } from './man.js';
 
-export { buildProgram } from '../program.js';
+export { fullProgram } from '../program.js';
 
 /** Relative path (completions/..., man/...) -> file content. */
 export function generateFiles(program: Command): Map<string, string> {

@@ -146,7 +146,7 @@ function commandSpec(cmd: Command, path: string[], implicitHelp = false): Comman
   return spec;
 }
 
-/** The whole tree of `program` (from buildProgram()). */
+/** The whole tree of `program` (from fullProgram()). */
 export function readProgram(program: Command): ProgramSpec {
   const root = commandSpec(program, []);
   const globals = help.visibleOptions(program).filter((o) => o.long !== '--help').map(optionSpec);

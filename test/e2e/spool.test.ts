@@ -13,7 +13,7 @@ import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
-import { buildProgram } from '../../src/program.js';
+import { fullProgram } from '../../src/program.js';
 import { allCommands, readProgram } from '../../src/gen/model.js';
 
 /** An example line as a shell would split it (single and double quotes). */
@@ -183,7 +183,7 @@ describe('sinks edit, enable, disable, test', () => {
 describe('the examples of sinks add, edit, enable, disable and test', () => {
   it('run as written, in that order, against a server with SIEM_TOKEN in its environment and siem.json beside the CLI', async () => {
     const verbs = ['add', 'edit', 'enable', 'disable', 'test'];
-    const commands = allCommands(readProgram(buildProgram()).root).filter((c) => c.path[0] === 'sinks' && verbs.includes(c.path[1]!));
+    const commands = allCommands(readProgram(await fullProgram()).root).filter((c) => c.path[0] === 'sinks' && verbs.includes(c.path[1]!));
     const examples = verbs.flatMap((v) => commands.find((c) => c.path[1] === v)!.examples);
     expect(examples.length).toBeGreaterThanOrEqual(8);
     const cwd = mkdtempSync(join(tmpdir(), 'fleetctl-examples-'));

@@ -61,7 +61,7 @@ describe('bash completion', () => {
   });
 
   test('the top level offers every command of the tree, and options after a dash', async () => {
-    const p = tree();
+    const p = await tree();
     const [top, dash] = await bashComplete(['fleetctl ', 'fleetctl --']);
     expect(top).toEqual(p.root.commands.map((c) => c.name).sort());
     expect(top).toEqual(expect.arrayContaining(['nodes', 'users', 'login', 'completion', 'help']));
@@ -69,7 +69,7 @@ describe('bash completion', () => {
   });
 
   test('every option and argument value with fixed choices in the tree', async () => {
-    const cases = treeCases(tree());
+    const cases = treeCases(await tree());
     expect(cases.length).toBeGreaterThan(20);
     const results = await bashComplete(cases.map((c) => c.line));
     expect(mismatches(cases, results)).toEqual([]);

@@ -49,7 +49,7 @@ describe('fish completion', () => {
   });
 
   test('the top level offers every command of the tree, with its summary', async () => {
-    const p = tree();
+    const p = await tree();
     const [top] = await fishComplete(['fleetctl ']);
     expect(top).toEqual(p.root.commands.map((c) => c.name).sort());
     const raw = await execa('fish', ['--no-config', '-c', `source '${FISH_FILE}'; complete -C 'fleetctl nod'`]);
@@ -57,7 +57,7 @@ describe('fish completion', () => {
   });
 
   test('every option and argument value with fixed choices in the tree', async () => {
-    const cases = treeCases(tree());
+    const cases = treeCases(await tree());
     const results = await fishComplete(cases.map((c) => c.line));
     expect(mismatches(cases, results)).toEqual([]);
   });

@@ -25,8 +25,8 @@ beforeAll(() => {
 });
 
 describe('man pages', () => {
-  test('one page for the program and one per group', () => {
-    const p = tree();
+  test('one page for the program and one per group', async () => {
+    const p = await tree();
     const groups = p.root.commands.filter((c) => c.commands.length && !c.implicitHelp).map((c) => `fleetctl-${c.name}.1`);
     expect(pages).toEqual(['fleetctl.1', ...groups].sort());
     expect(groups.length).toBeGreaterThanOrEqual(3);
@@ -58,7 +58,7 @@ describe('man pages', () => {
     expect(text).toContain('One of: table, wide, json, jsonl, yaml, csv.');
     expect(text).toContain('$ fleetctl nodes list --status active');
     // Every group with every verb, and a pointer to its page.
-    const p = tree();
+    const p = await tree();
     for (const g of p.root.commands.filter((c) => c.commands.length && !c.implicitHelp)) {
       expect(text).toContain(`fleetctl-${g.name}(1)`);
       for (const v of g.commands.filter((c) => !c.implicitHelp)) expect(text).toContain(`fleetctl ${g.name} ${v.name}`);
@@ -66,7 +66,7 @@ describe('man pages', () => {
   });
 
   test('each group page documents every verb with its arguments, options and examples', async () => {
-    const p = tree();
+    const p = await tree();
     for (const g of p.root.commands.filter((c) => c.commands.length && !c.implicitHelp)) {
       const { text } = await render(`fleetctl-${g.name}.1`);
       expect(text, g.name).toMatch(/^SEE ALSO\n\s+fleetctl\(1\)/m);

@@ -4,7 +4,7 @@
 import { execa } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { buildProgram } from '../../src/program.js';
+import { fullProgram } from '../../src/program.js';
 import { readProgram, type ProgramSpec } from '../../src/gen/model.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -23,8 +23,8 @@ export function requireTool(name: string): void {
 }
 
 /** The command tree, read the same way the generator reads it. */
-export function tree(): ProgramSpec {
-  return readProgram(buildProgram());
+export async function tree(): Promise<ProgramSpec> {
+  return readProgram(await fullProgram());
 }
 
 const sq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;

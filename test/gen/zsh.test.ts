@@ -52,11 +52,11 @@ describe('zsh completion', () => {
     expect(r[8].filter((m) => !m.startsWith('-'))).toEqual([]);
     expect(r[9]).toEqual(['bash', 'fish', 'zsh']);
     expect(r[10]).toEqual(['nodes']);
-    expect(r[11]).toEqual(tree().root.commands.map((c) => c.name).sort());
+    expect(r[11]).toEqual((await tree()).root.commands.map((c) => c.name).sort());
   });
 
   test('every option and argument value with fixed choices in the tree', async () => {
-    const cases = treeCases(tree());
+    const cases = treeCases(await tree());
     const results = await zshComplete(cases.map((c) => c.line));
     expect(mismatches(cases, results)).toEqual([]);
   });

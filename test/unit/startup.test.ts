@@ -5,6 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Command } from 'commander';
+import { GROUPS, groupOf, loadGroups } from '../../src/commands/index.js';
+import { buildProgram, fullProgram } from '../../src/program.js';
 
 const DIST = join(import.meta.dirname, '../../dist');
 const ALLOWED = /^(commander|node:.*)$/;
@@ -27,5 +30,35 @@ describe('start-up', () => {
     const externals = [...new Set(staticImports(join(DIST, 'main.js')))];
     expect(externals.filter((s) => !ALLOWED.test(s))).toEqual([]);
     expect(externals).toContain('commander');
+  });
+});
+
+describe('one group per command line (commands/index.ts)', () => {
+  it("each entry's names are exactly the commands and aliases its module declares, and together the whole tree's", async () => {
+    const all: string[] = [];
+    for (const g of GROUPS) {
+      const p = new Command('fleetctl');
+      (await g.load())(p);
+      const declared = p.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+      expect(declared.sort()).toEqual([...g.names].sort());
+      all.push(...declared);
+    }
+    const full = await fullProgram();
+    const top = full.commands.flatMap((c) => [c.name(), ...c.aliases()]).filter((n) => n !== '__complete' && n !== 'options');
+    expect(all.sort()).toEqual(top.sort());
+  });
+
+  it('finds the group past global options and their values, and loads only it', async () => {
+    expect(groupOf(['nodes', 'list'])?.names).toEqual(['nodes']);
+    expect(groupOf(['--env', 'nodes', 'tags', 'list'])?.names).toEqual(['tags']);
+    expect(groupOf(['-o', 'json', '--insecure', 'logout'])?.names).toEqual(['login', 'logout']);
+    expect(groupOf(['--help'])).toBeUndefined();
+    expect(groupOf(['help', 'nodes'])).toBeUndefined();
+    expect(groupOf(['nodez', 'list'])).toBeUndefined();
+    const one = buildProgram(await loadGroups(['--json', 'nodes', 'list']));
+    expect(one.commands.map((c) => c.name()).filter((n) => n !== '__complete' && n !== 'options')).toEqual(['nodes']);
+    expect((await loadGroups(['nodez'])).length).toBe(GROUPS.length);
+    // Completion scripts are generated from the whole tree.
+    expect((await loadGroups(['completion', 'bash'])).length).toBe(GROUPS.length);
   });
 });
