@@ -6,8 +6,10 @@ import { readFileSync, rmSync } from 'node:fs';
 
 // Bundled rather than loaded from node_modules: a request pays for these at start-up, and one
 // bundled chunk parses in a few milliseconds where their hundred-odd small files take 60 ms each
-// to resolve and load (issue 11: `nodes list` against a bare fetch).
-const BUNDLED = new Set(['@sinclair/typebox', 'undici']);
+// to resolve and load (issue 11: `nodes list` against a bare fetch). commander too: every command
+// loads it, and its eight CommonJS files resolved and wrapped one by one cost more than the
+// bundled copy (issue 31).
+const BUNDLED = new Set(['@sinclair/typebox', 'undici', 'commander']);
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const external = Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies, ...pkg.devDependencies })
   .filter((name) => !BUNDLED.has(name))

@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { Severities, LogTypes } from './constants.js';
 export { Severities, LogTypes };
 

@@ -1,5 +1,6 @@
 // Shapes shared by every endpoint (api-spec.md 2.11, contract.md section 1).
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { PAGE_SIZE_MAX } from './constants.js';
 export { PAGE_SIZE_MAX };
 

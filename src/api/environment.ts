@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { Timestamp } from './common.js';
 import { MapTargets, EnrollTargets } from './constants.js';
 export { MapTargets, EnrollTargets };

@@ -2,7 +2,8 @@
 // atc, read whole or by part, replaced by part, and the configuration its agents receive. The
 // parts' shapes and rules live in src/lib/osquery-config.ts (shared by server and CLI); these
 // schemas keep each part an open JSON object so nothing an agent would get is dropped in transit.
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { Timestamp } from './common.js';
 
 export const CONFIG_PARTS = ['options', 'schedule', 'packs', 'decorators', 'atc'] as const;

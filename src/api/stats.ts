@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 
 export const PlatformCounts = Type.Object({
   darwin: Type.Integer(),

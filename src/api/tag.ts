@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { Timestamp } from './common.js';
 import { TagTypes } from './constants.js';
 export { TagTypes };
@@ -22,7 +23,7 @@ export const Tag = Type.Object({
 export type Tag = Static<typeof Tag>;
 
 /** GET /api/v1/tags/{env} items (contract.md 5) */
-export const TagWithCount = Type.Composite([Tag, Type.Object({ node_count: Type.Integer() })]);
+export const TagWithCount = Type.Object({ ...Tag.properties, node_count: Type.Integer() });
 export type TagWithCount = Static<typeof TagWithCount>;
 
 export const TagActions = ['add', 'edit', 'remove', 'tag', 'untag'] as const;

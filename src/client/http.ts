@@ -148,37 +148,52 @@ export class HttpClient {
     });
   }
 
-  /** node:http(s): built into node, native HTTP parser, keep-alive; a CA file and --insecure are TLS options. */
+  /**
+   * node:http(s): built into node, native HTTP parser, keep-alive; a CA file and --insecure are
+   * TLS options. Each module is loaded by the first request that needs it: node:https brings
+   * node:tls and node:crypto, which a command against http://localhost never uses.
+   */
   private nodeSender(): Promise<Send> {
-    return Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => {
-      const tls = {
-        ...(this.opts.caFile ? { ca: readFileSync(this.opts.caFile) } : {}),
-        ...(this.opts.insecure ? { rejectUnauthorized: false } : {}),
-      };
-      const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true, ...tls }) };
-      return (url, method, headers, body, timeoutMs) =>
-        new Promise((resolve, reject) => {
-          const u = new URL(url);
-          const send = u.protocol === 'https:' ? https.request : http.request;
-          const agent = u.protocol === 'https:' ? agents['https:'] : agents['http:'];
-          const req = send(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
-            res.setEncoding('utf8');
-            let text = '';
-            res.on('data', (chunk: string) => (text += chunk));
-            res.on('end', () => {
-              const ra = res.headers['retry-after'];
-              resolve({ status: res.statusCode ?? 0, text, retryAfter: Array.isArray(ra) ? ra[0] : ra });
-            });
-            res.on('error', reject);
+    const tls = {
+      ...(this.opts.caFile ? { ca: readFileSync(this.opts.caFile) } : {}),
+      ...(this.opts.insecure ? { rejectUnauthorized: false } : {}),
+    };
+    type Transport = { request: typeof import('node:http').request; agent: import('node:http').Agent };
+    const loaded = new Map<string, Promise<Transport>>();
+    const transportFor = (protocol: string): Promise<Transport> => {
+      let t = loaded.get(protocol);
+      if (!t) {
+        t =
+          protocol === 'https:'
+            ? import('node:https').then((https) => ({ request: https.request, agent: new https.Agent({ keepAlive: true, ...tls }) }))
+            : import('node:http').then((http) => ({ request: http.request, agent: new http.Agent({ keepAlive: true }) }));
+        loaded.set(protocol, t);
+      }
+      return t;
+    };
+    const send: Send = async (url, method, headers, body, timeoutMs) => {
+      const u = new URL(url);
+      const { request, agent } = await transportFor(u.protocol);
+      return new Promise((resolve, reject) => {
+        const req = request(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+          res.setEncoding('utf8');
+          let text = '';
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => {
+            const ra = res.headers['retry-after'];
+            resolve({ status: res.statusCode ?? 0, text, retryAfter: Array.isArray(ra) ? ra[0] : ra });
           });
-          req.on('error', (e: Error) => {
-            // An abort by the timeout signal: say so as the other transports do.
-            const reason = (e as { cause?: unknown }).cause;
-            reject(e.name === 'AbortError' && reason instanceof Error && reason.name === 'TimeoutError' ? reason : e);
-          });
-          req.end(body);
+          res.on('error', reject);
         });
-    });
+        req.on('error', (e: Error) => {
+          // An abort by the timeout signal: say so as the other transports do.
+          const reason = (e as { cause?: unknown }).cause;
+          reject(e.name === 'AbortError' && reason instanceof Error && reason.name === 'TimeoutError' ? reason : e);
+        });
+        req.end(body);
+      });
+    };
+    return Promise.resolve(send);
   }
 
   async request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<T> {

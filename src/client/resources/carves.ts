@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../api/type.js';
 import type { HttpClient } from '../http.js';
 import { needs } from '../validate.js';
 import * as S from '../../api/index.js';

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import { TokenResponse } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode } from '../../../errors.js';
 import { checkAnswer, needs } from '../../validate.js';

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import { CarveQuery, type CarveDetail, type CarveTargets, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';

@@ -6,8 +6,7 @@
 // text (osctrl has none); If-Match is checked by reading first (osctrl has no conditional write);
 // a dry run is answered here, after the same checks, without a request that changes anything
 // (osctrl has none); osctrl checks nothing but JSON, so the commands' own checks are the only ones.
-import { createHash } from 'node:crypto';
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import {
   CONFIG_PARTS, Environment, type AgentConfigView, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView,
 } from '../../../api/index.js';
@@ -24,7 +23,8 @@ const RawConfig = Type.Object({
   options: Type.String(), schedule: Type.String(), packs: Type.String(), decorators: Type.String(), atc: Type.String(),
 });
 
-const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
+// node:crypto when a configuration is hashed, not with the flavour every osctrl command loads.
+const hashOf = async (text: string) => (await import('node:crypto')).createHash('sha256').update(text).digest('hex');
 
 export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   const environment = (env: string) => http.request<Environment>('GET', `api/v1/environments/${seg(env)}`, { schema: Environment });
@@ -37,7 +37,7 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
       environment(env),
     ]);
     const config = readStoredParts(parts);
-    return { config, name: e.name, updated: e.updated_at, hash: hashOf(e.configuration) };
+    return { config, name: e.name, updated: e.updated_at, hash: await hashOf(e.configuration) };
   };
   const view = (r: Awaited<ReturnType<typeof read>>, parts: readonly ConfigPart[] = CONFIG_PARTS): OsqueryConfigView => {
     const v: OsqueryConfigView = { environment: r.name, hash: r.hash, updated_at: r.updated };
@@ -80,7 +80,7 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
       const part = (k: string) => (c[k] && typeof c[k] === 'object' ? (c[k] as object) : {});
       return {
         environment: e.name,
-        hash: hashOf(e.configuration),
+        hash: await hashOf(e.configuration),
         config: { options: part('options'), schedule: part('schedule'), packs: part('packs'), decorators: part('decorators'), auto_table_construction: part('auto_table_construction') },
       };
     },

@@ -1,7 +1,7 @@
 // What one command's osctrl requests share: caches of environments, the caller and the nodes read
 // once per command, and the helpers every resource module uses (osctrl resolves names, checks
 // permissions and targets its own way).
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import { TagWithCount, User, type EnvironmentMapEntry, type QueryRunRequest, type UserBody } from '../../../api/index.js';
 import { platformBucket } from '../../../lib/platforms.js';
 import { ApiError } from '../../../errors.js';

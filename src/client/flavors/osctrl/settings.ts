@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import { Setting } from '../../../api/index.js';
 import type { Setting as SettingT } from '../../../api/index.js';
 import { checkAnswer } from '../../validate.js';

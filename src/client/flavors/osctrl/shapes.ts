@@ -1,7 +1,8 @@
 // osctrl 0.5.4's raw answer shapes, its page sizes, and the conversions of its records into this
 // API's shapes; `refuse` is the one refusal of what osctrl lacks (docs/osctrl.md lists them).
-import { Type, type Static } from '@sinclair/typebox';
-import { AuditLogEntry, CarveFile, CarveQuery, DistributedQuery, Paginated, TagWithCount, type QueryResult } from '../../../api/index.js';
+import type { Static } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
+import { AuditLogEntry, CarveFile, CarveQuery, DistributedQuery, Paginated, Tag, type QueryResult } from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
 import { FEATURE_NAMES, NotSupportedError, type Feature } from '../index.js';
 
@@ -22,7 +23,7 @@ export const RawUser = needs(Type.Object({
   username: Type.String(), email: Type.String(), fullname: Type.String(), admin: Type.Boolean(), service: Type.Boolean(),
   created_at: Type.String(), last_access: Type.String(),
 }), 'username');
-export const RawMe = Type.Composite([RawUser, Type.Object({ permissions: Type.Optional(RawPermissions) })]);
+export const RawMe = Type.Object({ ...RawUser.properties, permissions: Type.Optional(RawPermissions) });
 export const RawSetting = needs(Type.Object({
   ID: Type.Integer(), Name: Type.String(), Service: Type.String(), Type: Type.String(), EnvironmentID: Type.Integer(),
   String: Type.String(), Boolean: Type.Boolean(), Integer: Type.Integer(), Info: Type.String(), CreatedAt: Type.String(), UpdatedAt: Type.String(),
@@ -45,7 +46,8 @@ export const refuse = (feature: Feature | string, hint?: string): never => {
 };
 
 /** tags list: osctrl's tags carry no node count, so the field stays absent (blank in tables), never a wrong 0. */
-export const TAGS = Type.Array(needs(Type.Omit(TagWithCount, ['node_count']), 'name'));
+// A tag without its count (TagWithCount less node_count): osctrl's tag objects have none.
+export const TAGS = Type.Array(needs(Type.Object({ ...Tag.properties }), 'name'));
 export const CARVE_PAGE = needs(Paginated(CarveQuery), 'items');
 export const CARVE_FILE = needs(CarveFile, 'session_id', 'carve_size', 'total_blocks');
 export const AUDIT_PAGE = needs(Paginated(AuditLogEntry), 'items');

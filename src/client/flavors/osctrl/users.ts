@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import { DataResponse, User, type UserBody } from '../../../api/index.js';
 import { checkAnswer } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
