@@ -15,7 +15,7 @@
 //     server's, so a reader sees when it, not the server, was the limit.
 // Nothing of the agent program is in this repository: the user names their own binary.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readSync, fstatSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, fstatSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -214,6 +214,16 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
         }
       }
       return { lat, errors, lastError, enrolled, agents, gaveUp: 0, connections: 0, loopDelayP99: 0, lateMax: 0, driverCpuMs: 0, driverRssMiB: 0 };
+    },
+    /** The last lines each copy of the command printed (its own view: connection errors never reach nginx's log). */
+    tails(lines = 6) {
+      return started.map((_, n) => {
+        try {
+          return readFileSync(join(dir, `agent-command-${n}.log`), 'utf8').trimEnd().split('\n').slice(-lines).map((l) => l.slice(0, 400)).join('\n');
+        } catch {
+          return '';
+        }
+      });
     },
     async stop() {
       for (const c of started) {

@@ -448,6 +448,7 @@ async function run(workers, name) {
       if (verdict !== 'ok' && !KEEP_GOING) break;
     }
   } finally {
+    if (agents?.tails) for (const [n, tail] of agents.tails().entries()) console.log(`\nlast output of the agent command (copy ${n + 1}):\n${tail}`);
     await agents?.stop();
     await srv.stop();
   }
