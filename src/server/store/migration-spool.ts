@@ -4,9 +4,9 @@
 // - log_spool: one row per log entry, in commit order (id). tseq/tpos and eseq/epos are the
 //   entries and bytes before the row in its type stream (all environments, one log type) and in
 //   its environment stream, so a sink's backlog is a subtraction, never a scan.
-// - log_streams: the head (entries, bytes, last id) of each stream; (0, '*') counts everything
-//   and is the row every append transaction locks first, so ids become visible in id order on
-//   PostgreSQL too (SQLite serialises writers itself).
+// - log_streams: the head (entries, bytes) of each stream; (0, '*') counts everything, holds the
+//   newest id, and is the row every append transaction locks first, so ids become visible in id
+//   order on PostgreSQL too (SQLite serialises writers itself).
 // - sink_state: per sink, the cursor (last spool id handled, and entries and bytes handled in its
 //   stream), the lease of the process delivering it, its counters and its last error. The
 //   pruner's lease is the row of sink_id 0.

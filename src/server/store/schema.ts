@@ -239,6 +239,7 @@ export interface LogStreamsTable {
   log_type: string;
   entries: number;
   bytes: number;
+  /** The newest spool id: kept on the (0, '*') row only (0 on the others). */
   last_id: number;
 }
 

@@ -150,7 +150,7 @@ export class Spool extends EventEmitter<SpoolEvents> {
     }
   }
 
-  /** One transaction: the stream heads (locked, in a fixed order), then the rows, then the hooks. */
+  /** One transaction: the stream heads (locked, in a fixed order), the rows, the newest id, the hooks. */
   private async commit(inputs: SpoolInput[]): Promise<{ streams: Set<string>; maxId: number }> {
     const receivedAt = this.deps.now().toISOString();
     const nowSeconds = Math.floor(Date.parse(receivedAt) / 1000);
@@ -172,13 +172,16 @@ export class Spool extends EventEmitter<SpoolEvents> {
     // (0, '*') first: it is the commit-order lock; then a fixed order, so writers never deadlock.
     const order = [...growth.values()].sort((a, b) => (a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env));
     return this.deps.db.transaction().execute(async (trx) => {
+      // One statement for every stream this group grows, in that order: (0, '*') first, so a
+      // transaction draws no id before it holds the commit-order lock.
+      const heads = await sql<{ environment_id: number; log_type: string; entries: number; bytes: number }>`
+        insert into log_streams (environment_id, log_type, entries, bytes, last_id)
+        values ${sql.join(order.map((g) => sql`(${g.env}, ${g.type}, ${g.entries}, ${g.bytes}, 0)`))}
+        on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes
+        returning environment_id, log_type, entries, bytes`.execute(trx);
       const next = new Map<string, { entries: number; bytes: number }>();
-      for (const g of order) {
-        const head = await sql<{ entries: number; bytes: number }>`
-          insert into log_streams (environment_id, log_type, entries, bytes, last_id) values (${g.env}, ${g.type}, ${g.entries}, ${g.bytes}, 0)
-          on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes
-          returning entries, bytes`.execute(trx);
-        const h = head.rows[0];
+      for (const h of heads.rows) {
+        const g = growth.get(streamKey(Number(h.environment_id), h.log_type))!;
         // Where this group starts in the stream.
         next.set(streamKey(g.env, g.type), { entries: Number(h.entries) - g.entries, bytes: Number(h.bytes) - g.bytes });
       }
@@ -195,7 +198,7 @@ export class Spool extends EventEmitter<SpoolEvents> {
         e.bytes += r.bytes;
         return rec;
       });
-      const lastIds = new Map<string, number>();
+      let maxId = 0;
       const committed: SpooledRow[] = [];
       for (let i = 0; i < records.length; ) {
         let j = i;
@@ -205,7 +208,7 @@ export class Spool extends EventEmitter<SpoolEvents> {
         const ids = await insertRows(trx, this.deps.dialect, chunk);
         chunk.forEach((rec, k) => {
           const id = ids[k];
-          for (const key of [streamKey(0, '*'), streamKey(0, rec.t), streamKey(rec.e, rec.t)]) if ((lastIds.get(key) ?? 0) < id) lastIds.set(key, id);
+          if (id > maxId) maxId = id;
           if (this.onCommit.length > 0) {
             const r = rows[i + k];
             committed.push({ ...r, id, time: rec.tm, receivedAt, bytes: r.bytes });
@@ -213,11 +216,10 @@ export class Spool extends EventEmitter<SpoolEvents> {
         });
         i = j;
       }
-      for (const g of order) {
-        await trx.updateTable('log_streams').set({ last_id: lastIds.get(streamKey(g.env, g.type)) ?? 0 }).where('environment_id', '=', g.env).where('log_type', '=', g.type).execute();
-      }
+      // The newest id: where a new sink's cursor starts (sink-state.ts, cursorAtHead).
+      await trx.updateTable('log_streams').set({ last_id: maxId }).where('environment_id', '=', 0).where('log_type', '=', '*').execute();
       for (const hook of this.onCommit) await hook(trx, committed);
-      return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId: lastIds.get(streamKey(0, '*')) ?? 0 };
+      return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId };
     });
   }
 }
