@@ -33,6 +33,12 @@ describeRealAgent('real osquery agent: configuration, results, outage, delete', 
     sinkFile = join(srv.dir, 'results.jsonl');
     const sink = await srv.api('POST', '/api/v1/log-sinks', { name: 'results-file', type: 'file', source: 'result', environment_id: 0, config: { path: 'results.jsonl' } });
     expect(sink.status).toBe(200);
+    // osquery's log forwarder backs off after failed sends (the period times the failures squared,
+    // up to logger_tls_backoff_max, an hour by default): after the 20 s outage its next send came
+    // half a minute after the server was back. Capped at 4 s through the configuration's options,
+    // the wait for the outage's last result is a few seconds; nothing else changes.
+    const opts = await srv.cli.run(['env', 'config', 'prod', '--set', 'options', '-'], { input: 'disable_distributed: false\nlogger_tls_backoff_max: 4\n' });
+    expect(opts.exitCode, opts.stderr).toBe(0);
     agent = startOsqueryd({ enrollment: await srv.enrollment(), flags: ['--logger_plugin=tls,filesystem'] });
     localResults = join(agent.dir, 'logs', 'osqueryd.snapshots.log'); // snapshot results go here
     uuid = await agent.identifier();
