@@ -24,9 +24,10 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
   let uuid: string;
 
   beforeAll(async () => {
-    // The agent polls for queries every 20 s (its flags): that is its cadence, which the server
-    // learns from what it told it. Config and logs at 5 s, so the new interval reaches it soon.
-    srv = await startAgentServer({ intervals: { config: 5, log: 5, query: 20 } });
+    // The agent polls for queries every 30 s (its flags): that is its cadence, which the server
+    // learns from what it told it (online within 3 of them: 90 s, room for a loaded machine while
+    // it is frozen below). Config and logs at 5 s, so the new interval reaches it soon.
+    srv = await startAgentServer({ intervals: { config: 5, log: 5, query: 30 } });
     agent = startOsqueryd({ enrollment: await srv.enrollment() });
     uuid = await agent.identifier();
     await srv.waitForNode(uuid, (n) => n.config_hash !== '', 'the node to fetch its configuration');
@@ -38,10 +39,10 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
   });
 
   it('query run --exit right after env intervals --query 2 waits for the agent and gets its rows', async () => {
-    // An agent in the middle of its 20 s pause whose last request of any kind was over 10 s ago:
+    // An agent in the middle of its 30 s pause whose last request of any kind was over 10 s ago:
     // frozen (SIGSTOP), so that no config or log request lands in between by chance. "Online"
     // computed from the lowered interval (3 x 2 s, at least 10 s) calls it offline, and query run
-    // --exit ended at once with "the others are offline"; by its own cadence (20 s) it is online.
+    // --exit ended at once with "the others are offline"; by its own cadence (30 s) it is online.
     agent.freeze();
     let running: ReturnType<AgentServer['cli']['run']> | undefined;
     try {
@@ -79,7 +80,7 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
     const node = await srv.waitForNode(uuid, (n) => n.config_hash === agentConfig.body.hash, 'the node to fetch the configuration with the new interval');
     expect(node.config_hash).toBe(agentConfig.body.hash);
     // After that fetch osquery waits out its old pause, then reads every 2 s: two reads in a row
-    // less than 8 s apart (the old interval was 20 s) show the new cadence.
+    // less than 8 s apart (the old interval was 30 s) show the new cadence.
     const mark = agent.mark();
     const gap = await agent.until(() => {
       const reads = agent.requests('read', mark);
