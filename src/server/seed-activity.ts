@@ -138,19 +138,19 @@ interface DemoSink {
 const NOT_HERE = ' (disabled in the demo: no such service here)';
 const GLOBAL_SINKS: DemoSink[] = [
   { name: 'local-file', type: 'file', source: 'result', info: 'Query results to a rotated local file', config: { path: 'results.log', max_size_mb: 100, max_files: 5 } },
-  { name: 'central-syslog', type: 'syslog', source: 'status', info: `Agent status logs to the central syslog${NOT_HERE}`, config: { host: 'syslog.internal', port: 514, protocol: 'udp', facility: 'local3' }, enabled: false },
+  { name: 'central-syslog', type: 'syslog', source: 'status', info: `Agent status logs to the central syslog${NOT_HERE}`, config: { url: 'udp://syslog.internal:514', facility: 'local3' }, enabled: false },
 ];
 
 const ENV_SINKS: Record<string, DemoSink[]> = {
   prod: [
-    { name: 'splunk-hec', type: 'splunk', source: 'result', info: `Results to Splunk HTTP Event Collector${NOT_HERE}`, config: { url: 'https://splunk.example.com:8088/services/collector', index: 'osquery', token_env: 'SPLUNK_HEC_TOKEN' }, enabled: false },
-    { name: 'kafka-queries', type: 'kafka', source: 'query', info: `On-demand query results to Kafka${NOT_HERE}`, config: { brokers: ['kafka-1.internal:9092', 'kafka-2.internal:9092'], topic: 'osquery-queries', compression: 'snappy' }, enabled: false },
+    { name: 'splunk-hec', type: 'splunk', source: 'result', info: `Results to Splunk HTTP Event Collector${NOT_HERE}`, config: { url: 'https://splunk.example.com:8088', index: 'osquery', token_env: 'SPLUNK_HEC_TOKEN' }, enabled: false },
+    { name: 'kafka-queries', type: 'kafka', source: 'query', info: `On-demand query results to Kafka${NOT_HERE}`, config: { brokers: ['kafka-1.internal:9092', 'kafka-2.internal:9092'], topic: 'osquery-queries', compression: 'gzip' }, enabled: false },
     { name: 'http-status', type: 'http', source: 'status', info: `Status logs to the log gateway${NOT_HERE}`, config: { url: 'https://logs.example.com/osquery/status', method: 'POST', timeout_seconds: 10 }, enabled: false },
     { name: 'prod-status-file', type: 'file', source: 'status', info: 'Status logs of prod to a local file', config: { path: 'prod-status.log' } },
     { name: 'prod-queries-file', type: 'file', source: 'query', info: 'Live query results of prod to a local file', config: { path: 'prod-queries.log' } },
   ],
   staging: [
-    { name: 'elastic-results', type: 'elastic', source: 'result', info: 'Results to the staging Elasticsearch', config: { hosts: ['https://es.staging.internal:9200'], index: 'osquery-staging' }, enabled: false },
+    { name: 'elastic-results', type: 'elastic', source: 'result', info: 'Results to the staging Elasticsearch', config: { url: 'https://es.staging.internal:9200', index: 'osquery-staging' }, enabled: false },
   ],
 };
 
