@@ -683,7 +683,7 @@ complete -c fleetctl -n '__fleetctl_at \'sinks clone\'' -l to -x -a '(__fleetctl
 complete -c fleetctl -n '__fleetctl_at \'sinks clone\'' -l overwrite -d 'replace the sinks the target already has'
 complete -c fleetctl -n '__fleetctl_at \'sinks clone\'' -s y -l yes -d 'do not ask before --overwrite replaces sinks'
 complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l name -x -d 'sink name'
-complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l type -x -a 'file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' -d 'sink type'
+complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l type -x -a 'file stdout syslog http kafka kinesis firehose s3 splunk elastic graylog logstash' -d 'sink type'
 complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l source -x -a 'status result query' -d 'which logs it receives'
 complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l info -x -d 'free text shown with the sink'
 complete -c fleetctl -n '__fleetctl_at \'sinks add\'' -l disabled -d 'add it switched off'

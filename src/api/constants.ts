@@ -26,7 +26,7 @@ export const RiskLevels = ['low', 'medium', 'high', 'unknown'] as const;
 export const SortOrders = ['asc', 'desc'] as const;
 export const NodeSorts = ['hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery', 'lastseen', 'firstseen'] as const;
 export const SettingServices = ['tls', 'admin', 'api'] as const;
-export const SinkTypes = ['file', 'stdout', 'syslog', 'http', 'kafka', 'kinesis', 's3', 'splunk', 'elastic', 'graylog', 'logstash'] as const;
+export const SinkTypes = ['file', 'stdout', 'syslog', 'http', 'kafka', 'kinesis', 'firehose', 's3', 'splunk', 'elastic', 'graylog', 'logstash'] as const;
 export const SinkSources = ['status', 'result', 'query'] as const;
 /** Tag types (contract.md 4.10) */
 export const TagTypes = { env: 0, platform: 2, custom: 4, unknown: 5, tag: 6 } as const;

@@ -2,6 +2,8 @@
 // gateway that checks SigV4 signatures (objects read back from its POSIX backend, gunzipped);
 // kinesis and firehose against moto, an AWS emulator (there is no installable Kinesis or
 // Firehose: these confirm the AWS API shapes as moto implements them, not AWS itself).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirehoseClient, CreateDeliveryStreamCommand, DescribeDeliveryStreamCommand } from '@aws-sdk/client-firehose';
@@ -16,6 +18,7 @@ import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { startMoto, type Moto } from '../../helpers/peers/moto.js';
 import { describePeers, until } from '../../helpers/peers/peer.js';
+import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startVersitygw, type S3Server } from '../../helpers/peers/versitygw.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
@@ -81,6 +84,26 @@ describePeers(['versitygw'], 's3 sink against versitygw', () => {
     expect(seqs(linesOf('outage/'), 'outage')).toEqual(range(200));
   });
 
+  it('end to end: agents -> fleetctl server (spool, runner) -> S3 objects, each result and status line once', async () => {
+    const ls = await startLogServer();
+    try {
+      await ls.addSink('s3-results', 's3', 'result', { ...cfg(), prefix: 'e2e' });
+      // The secret from a file on the server: versitygw checks the signature made with it.
+      const secretFile = join(ls.srv.dir, 's3-secret');
+      writeFileSync(secretFile, `${S3_SECRET_KEY}\n`, { mode: 0o600 });
+      const { secret_access_key: _, ...noSecret } = cfg();
+      await ls.addSink('s3-status', 's3', 'status', { ...noSecret, prefix: 'e2e', secret_access_key_file: secretFile });
+      const shown = await ls.sink('s3-results');
+      expect(shown.config.secret_access_key).toBe('<redacted>');
+      const { results, status } = await sendSample(ls, 'e2e');
+      await until('every line in an object', async () => (await ls.sink('s3-results')).state.delivered === 100 && (await ls.sink('s3-status')).state.delivered === 10, 90);
+      expect(linesOf('e2e/result/').map((l) => lineKey(JSON.parse(l))).sort()).toEqual(results.map(lineKey).sort());
+      expect(linesOf('e2e/status/').map((l) => lineKey(JSON.parse(l))).sort()).toEqual(status.map(lineKey).sort());
+    } finally {
+      await ls.stop();
+    }
+  });
+
   it('bad configs are refused naming the field', () => {
     expect(s3.check?.({ bucket: 'b', endpoint: 'ftp://x' } as any, ctx)?.field).toBe('endpoint');
     expect(s3.check?.({ bucket: 'b', access_key_id: 'k' } as any, ctx)?.field).toBe('secret_access_key');
@@ -135,6 +158,21 @@ describePeers(['moto'], 'kinesis and firehose sinks against moto (an AWS emulato
       expect(seqs(recs.map((r) => r.data), 'kin')).toEqual(range(1200));
       const first = recs.find((r) => r.data === `${batch[0]!.line}\n`)!;
       expect(first.key).toBe(batch[0]!.hostIdentifier);
+    });
+
+    it('end to end: agents -> fleetctl server (spool, runner) -> Kinesis, each result line once, keyed by its node', async () => {
+      await createStream('e2e-results');
+      const ls = await startLogServer();
+      try {
+        await ls.addSink('kinesis-results', 'kinesis', 'result', cfg('e2e-results'));
+        const { results } = await sendSample(ls, 'e2e');
+        await until('every result in the stream', async () => (await ls.sink('kinesis-results')).state.delivered === 100, 90);
+        const recs = await readStream('e2e-results');
+        expect(recs.map((r) => lineKey(JSON.parse(r.data))).sort()).toEqual(results.map(lineKey).sort());
+        expect(recs.every((r) => r.key === JSON.parse(r.data).hostIdentifier)).toBe(true);
+      } finally {
+        await ls.stop();
+      }
     });
 
     it('a missing stream fails the batch with what the service said (kept for a retry)', async () => {

@@ -8,8 +8,9 @@ import { elastic, indexOf } from '../../../src/server/services/delivery/destinat
 import type { Sink } from '../../../src/server/services/delivery/sink.js';
 import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
-import { describePeers } from '../../helpers/peers/peer.js';
+import { describePeers, until } from '../../helpers/peers/peer.js';
 import { startSearch, type SearchKind, type SearchServer } from '../../helpers/peers/search.js';
+import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -82,6 +83,22 @@ function suite(kind: SearchKind) {
       expect(d.rejected.map((e) => e.id)).toEqual([bad.id]);
       expect(seqs(await es.documents('items-*'), 'items')).toEqual(range(10));
       expect(seqs(await es.documents('items-*'), 'items-next')).toEqual(range(10));
+    });
+
+    it('end to end: agents -> fleetctl server (spool, runner) -> bulk, each result and status line once, with its node and query', async () => {
+      const ls = await startLogServer();
+      try {
+        await ls.addSink('es-results', 'elastic', 'result', { url: es.url, index: 'e2e' });
+        await ls.addSink('es-status', 'elastic', 'status', { url: es.url, index: 'e2e' });
+        const { results, status } = await sendSample(ls, 'e2e');
+        await until('every line indexed', async () => (await ls.sink('es-results')).state.delivered === 100 && (await ls.sink('es-status')).state.delivered === 10, 90);
+        const docs = await es.documents('e2e-result-*');
+        expect(docs.map(lineKey).sort()).toEqual(results.map(lineKey).sort());
+        expect((await es.documents('e2e-status-*')).map(lineKey).sort()).toEqual(status.map(lineKey).sort());
+        expect(docs.every((d) => typeof d['@timestamp'] === 'string')).toBe(true);
+      } finally {
+        await ls.stop();
+      }
     });
 
     it('the server stopped 20 s: sends fail and are retried, nothing lost or doubled', async () => {

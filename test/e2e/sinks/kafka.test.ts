@@ -10,6 +10,8 @@ import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { KAFKA_PASSWORD, KAFKA_USER, startKafka, type Kafka as KafkaPeer } from '../../helpers/peers/kafka.js';
 import { describePeers, until } from '../../helpers/peers/peer.js';
+import { startLogServer } from '../../helpers/peers/log-server.js';
+import { describeRealAgent, startOsqueryd, type Osqueryd } from '../../helpers/osqueryd.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -34,6 +36,10 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
   /** Every message of a topic, from the beginning. */
   async function readTopic(topic: string, atLeast: number): Promise<KafkaMessage[]> {
     const client = new Kafka({ brokers: [peer.plaintext], logLevel: logLevel.NOTHING });
+    // The topic appears with the sink's first delivery (auto-created): a consumer cannot subscribe before.
+    const admin = client.admin();
+    await admin.connect();
+    await until(`topic ${topic}`, async () => (await admin.listTopics()).includes(topic), 90).finally(() => admin.disconnect());
     const consumer = client.consumer({ groupId: `test-${topic}-${Date.now()}` });
     const got: KafkaMessage[] = [];
     await consumer.connect();
@@ -100,6 +106,66 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
     const msgs = await readTopic('outage', 300);
     expect(seqsOf(msgs, 'outage-before')).toEqual(range(100));
     expect(seqsOf(msgs, 'outage')).toEqual(range(200));
+  });
+
+  it('end to end: agents -> fleetctl server (spool, runner) -> Kafka, each result and status line once, keyed by its node, with its query', async () => {
+    const ls = await startLogServer();
+    try {
+      await ls.addSink('kafka-results', 'kafka', 'result', { brokers: [peer.plaintext], topic: 'e2e-results', topics: { pack_e2e_users: 'e2e-users' }, compression: 'gzip' });
+      await ls.addSink('kafka-status', 'kafka', 'status', { brokers: [peer.sasl], topic: 'e2e-status', sasl: { mechanism: 'scram-sha-512', username: KAFKA_USER, password: KAFKA_PASSWORD } });
+      const [a, b] = [await ls.agent(), await ls.agent()];
+      const procs = [...(await a.results('pack_e2e_processes', 'e2e', range(100))), ...(await b.results('pack_e2e_processes', 'e2e', range(100).map((i) => 100 + i)))];
+      const users = await b.results('pack_e2e_users', 'e2e-users', range(20));
+      const status = [...(await a.status('e2e-status', 10)), ...(await b.status('e2e-status-b', 10, 2))];
+      const key = (l: any) => `${l.hostIdentifier}|${l.name}|${l.columns.seq}`;
+      const got = await readTopic('e2e-results', 200);
+      expect(got.map((m) => key(JSON.parse(m.value!.toString()))).sort()).toEqual(procs.map(key).sort());
+      expect(got.every((m) => m.key!.toString() === JSON.parse(m.value!.toString()).hostIdentifier)).toBe(true);
+      expect((await readTopic('e2e-users', 20)).map((m) => key(JSON.parse(m.value!.toString()))).sort()).toEqual(users.map(key).sort());
+      const st = await readTopic('e2e-status', 20);
+      expect(st.map((m) => JSON.parse(m.value!.toString()).message).sort()).toEqual(status.map((l) => l.message).sort());
+      expect((await ls.sink('kafka-results')).state).toMatchObject({ delivered: 220, backlog_entries: 0 });
+      // The sink test: one entry through the module, and what Kafka answered.
+      const t = await ls.srv.api('POST', `/api/v1/log-sinks/${(await ls.sink('kafka-status')).id}/test`);
+      expect(t.status).toBe(200);
+      expect(t.body).toMatchObject({ ok: true, answer: expect.stringMatching(/^acknowledged by all in-sync replicas: e2e-status\[0\]@\d+$/) });
+    } finally {
+      await ls.stop();
+    }
+  });
+
+  describeRealAgent('with the real osquery agent as the source', () => {
+    let agent: Osqueryd | undefined;
+    afterAll(async () => {
+      await agent?.remove();
+    });
+    it('its scheduled query results and its status lines reach Kafka once each, keyed by its host identifier', async () => {
+      const ls = await startLogServer();
+      try {
+        await ls.addSink('kafka-agent-results', 'kafka', 'result', { brokers: [peer.plaintext], topic: 'agent-results' });
+        await ls.addSink('kafka-agent-status', 'kafka', 'status', { brokers: [peer.plaintext], topic: 'agent-status' });
+        const sched = await ls.srv.cli.run(['schedule', 'add', 'prod', 'sinks_uptime', '--query', 'SELECT total_seconds FROM uptime', '--interval', '2']);
+        expect(sched.exitCode, sched.stderr).toBe(0);
+        agent = await startOsqueryd({ enrollment: await ls.srv.enrollment() });
+        const uuid = await agent.identifier();
+        const results = await readTopic('agent-results', 2);
+        for (const m of results) {
+          const line = JSON.parse(m.value!.toString());
+          expect(line).toMatchObject({ name: 'sinks_uptime', hostIdentifier: uuid });
+          expect(m.key!.toString()).toBe(uuid);
+        }
+        const status = await readTopic('agent-status', 1);
+        expect(JSON.parse(status[0]!.value!.toString())).toMatchObject({ hostIdentifier: uuid, version: expect.stringMatching(/^5\./) });
+        // Each line once: the server's count of what it delivered is what Kafka holds.
+        await agent.stop();
+        await until('the sink to deliver all it has', async () => (await ls.sink('kafka-agent-results')).state.backlog_entries === 0, 60);
+        const all = await readTopic('agent-results', (await ls.sink('kafka-agent-results')).state.delivered);
+        expect(new Set(all.map((m) => m.value!.toString())).size).toBe(all.length);
+        expect(all.length).toBe((await ls.sink('kafka-agent-results')).state.delivered);
+      } finally {
+        await ls.stop();
+      }
+    });
   });
 
   it('bad configs are refused naming the field', () => {

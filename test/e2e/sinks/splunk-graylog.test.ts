@@ -14,6 +14,7 @@ import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { startGelfReader, type GelfReader } from '../../helpers/peers/gelf.js';
 import { startHecStandIn, type HecStandIn } from '../../helpers/peers/hec.js';
 import { describePeers, until } from '../../helpers/peers/peer.js';
+import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -98,6 +99,26 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
     expect(seqs('hec-outage')).toEqual(range(50));
   });
 
+  it('end to end: agents -> fleetctl server (spool, runner) -> HEC, each line once with host = its node; the token from the environment', async () => {
+    // The server inherits this test's environment: the status sink names the variable, not the token.
+    process.env.SINKS_TEST_HEC_TOKEN = hec.token;
+    const ls = await startLogServer();
+    try {
+      await ls.addSink('hec-results', 'splunk', 'result', cfg());
+      await ls.addSink('hec-status', 'splunk', 'status', { url: hec.url, token_env: 'SINKS_TEST_HEC_TOKEN' });
+      expect((await ls.sink('hec-status')).config).toEqual({ url: hec.url, token_env: 'SINKS_TEST_HEC_TOKEN' });
+      const { results, status } = await sendSample(ls, 'e2e');
+      await until('every line at HEC', async () => (await ls.sink('hec-results')).state.delivered === 100 && (await ls.sink('hec-status')).state.delivered === 10, 90);
+      const mine = hec.events.filter((e) => seqOf(e.event)?.run === 'e2e' || String((e.event as any)?.message).includes('e2e-status'));
+      expect(mine.map((e) => lineKey(e.event)).sort()).toEqual([...results, ...status].map(lineKey).sort());
+      expect(mine.every((e) => e.host === (e.event as any).hostIdentifier)).toBe(true);
+      expect((await ls.sink('hec-results')).config.token).toBe('<redacted>');
+    } finally {
+      delete process.env.SINKS_TEST_HEC_TOKEN;
+      await ls.stop();
+    }
+  });
+
   it('a config without a token is refused', () => {
     expect(splunk.check?.({ url: 'http://x:8088' }, ctx)?.field).toBe('token');
     expect(splunk.check?.({ url: 'http://x:8088', token_env: 'HEC' } as any, ctx)).toBeUndefined();
@@ -151,6 +172,19 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
       _environment: 'prod',
     });
     expect(msgs.some((m) => m._columns_run === 'gelf-big' && String(m._columns_pad).length > 50_000)).toBe(true);
+  });
+
+  it('end to end: agents -> fleetctl server (spool, runner) -> GELF over UDP, each line once with host = its node', async () => {
+    const ls = await startLogServer();
+    try {
+      await ls.addSink('gelf-results', 'graylog', 'result', { url: `udp://127.0.0.1:${reader.port}` });
+      const { results } = await sendSample(ls, 'e2e-gelf');
+      await until('every result read', () => reader.messages().filter((m) => m._columns_run === 'e2e-gelf').length >= 100, 60);
+      const got = reader.messages().filter((m) => m._columns_run === 'e2e-gelf');
+      expect(got.map((m) => `${m.host}|${m._name}|${m._columns_seq}`).sort()).toEqual(results.map(lineKey).sort());
+    } finally {
+      await ls.stop();
+    }
   });
 });
 

@@ -10,6 +10,7 @@ import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { describePeers, until } from '../../helpers/peers/peer.js';
 import { startRsyslog, type Rsyslog } from '../../helpers/peers/rsyslog.js';
+import { startLogServer } from '../../helpers/peers/log-server.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const seqs = (logs: unknown[], run: string) => logs.map(seqOf).filter((s) => s?.run === run).map((s) => s!.seq).sort((a, b) => a - b);
@@ -68,6 +69,36 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     const untrusting = await syslog.open({ url: `tls://127.0.0.1:${rs.tls}` }, ctx);
     await expect(untrusting.send(makeEntries(1, 'tls-bad'), new AbortController().signal)).rejects.toThrow(/SELF_SIGNED|UNABLE_TO_VERIFY|self[- ]signed|unable to verify/i);
     await untrusting.close();
+  });
+
+  it('end to end: agents -> fleetctl server (spool, runner) -> rsyslog over TLS and json_lines over TCP, each line once with its node and query', async () => {
+    const ls = await startLogServer();
+    try {
+      await ls.addSink('syslog-results', 'syslog', 'result', { url: `tls://127.0.0.1:${rs.tls}`, ca: rs.ca });
+      await ls.addSink('syslog-status', 'syslog', 'status', { url: `tls://127.0.0.1:${rs.tls}`, facility: 'local5' });
+      await ls.addSink('logstash-results', 'logstash', 'result', { url: `tcp://127.0.0.1:${rs.tcp}` });
+      // A status sink whose CA is missing cannot verify rsyslog's certificate: it keeps failing (and
+      // is shown failing) while the others deliver.
+      const [a, b] = [await ls.agent(), await ls.agent()];
+      const sent = [...(await a.results('pack_e2e_processes', 'e2e', range(60))), ...(await b.results('pack_e2e_users', 'e2e', range(60).map((i) => 60 + i)))];
+      const status = await a.status('e2e-status', 5, 1);
+      await until('120 results over TLS and json_lines', () => rs.messages('tls').filter((m) => m.msg.includes('"e2e"')).length >= 120 && rs.messages('tcp').filter((m) => m.raw.includes('"e2e"')).length >= 120, 90);
+      const tls = rs.messages('tls').filter((m) => m.msg.includes('"e2e"'));
+      const key = (l: any) => `${l.hostIdentifier}|${l.name}|${l.columns.seq}`;
+      expect(tls.map((m) => key(JSON.parse(m.msg))).sort()).toEqual(sent.map(key).sort());
+      expect(tls.find((m) => JSON.parse(m.msg).hostIdentifier === b.uuid)).toMatchObject({ hostname: b.hostname, msgid: 'result', facility: 'local3', severity: 'info' });
+      expect(rs.messages('tcp').filter((m) => m.raw.includes('"e2e"')).map((m) => key(JSON.parse(m.raw))).sort()).toEqual(sent.map(key).sort());
+      const state = await ls.sink('syslog-results');
+      expect(state.state).toMatchObject({ delivered: 120, backlog_entries: 0, rejected: 0 });
+      // The status sink without the CA: nothing delivered, the error shown, the backlog kept.
+      await until('the status sink to report its failure', async () => Boolean((await ls.sink('syslog-status')).state.last_error), 60);
+      const failing = (await ls.sink('syslog-status')).state;
+      expect(failing.last_error).toMatch(/self[- ]signed|unable to verify|SELF_SIGNED|UNABLE_TO_VERIFY/i);
+      expect(failing.backlog_entries).toBe(status.length);
+      expect(rs.messages('tls').filter((m) => m.msg.includes('e2e-status'))).toEqual([]);
+    } finally {
+      await ls.stop();
+    }
   });
 
   it('bad configs are refused naming the field', () => {

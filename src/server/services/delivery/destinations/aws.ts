@@ -7,12 +7,13 @@ import type { ConfigProblem } from '../sink.js';
 import { SinkError } from '../sink.js';
 import { urlProblem } from './http.js';
 
-export interface AwsConfig {
+// A type, not an interface: destination configs must be assignable to Record<string, unknown>.
+export type AwsConfig = {
   region?: string;
   endpoint?: string;
   access_key_id?: string;
   secret_access_key?: string;
-}
+};
 
 export const AWS_KEYS = ['region', 'endpoint', 'access_key_id', 'secret_access_key'] as const;
 
