@@ -81,7 +81,7 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
   const agentPost = (path: string, body: unknown) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
       const data = Buffer.from(JSON.stringify(body));
-      const req = request({ host: agentUrl.hostname, port: Number(agentUrl.port), path, method: 'POST', agent, servername: 'localhost', headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
+      const req = request({ host: agentUrl.hostname, port: Number(agentUrl.port), path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));

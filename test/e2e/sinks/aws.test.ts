@@ -17,7 +17,8 @@ import type { Sink } from '../../../src/server/services/delivery/sink.js';
 import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { startMoto, type Moto } from '../../helpers/peers/moto.js';
-import { describePeers, until } from '../../helpers/peers/peer.js';
+import { describePeers } from '../../helpers/peers/describe.js';
+import { until } from '../../helpers/peers/peer.js';
 import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startVersitygw, type S3Server } from '../../helpers/peers/versitygw.js';
 

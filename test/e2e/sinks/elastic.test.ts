@@ -8,7 +8,8 @@ import { elastic, indexOf } from '../../../src/server/services/delivery/destinat
 import type { Sink } from '../../../src/server/services/delivery/sink.js';
 import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
-import { describePeers, until } from '../../helpers/peers/peer.js';
+import { describePeers } from '../../helpers/peers/describe.js';
+import { until } from '../../helpers/peers/peer.js';
 import { startSearch, type SearchKind, type SearchServer } from '../../helpers/peers/search.js';
 import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 

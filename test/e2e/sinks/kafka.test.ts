@@ -9,7 +9,8 @@ import type { Sink } from '../../../src/server/services/delivery/sink.js';
 import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { KAFKA_PASSWORD, KAFKA_USER, startKafka, type Kafka as KafkaPeer } from '../../helpers/peers/kafka.js';
-import { describePeers, until } from '../../helpers/peers/peer.js';
+import { describePeers } from '../../helpers/peers/describe.js';
+import { until } from '../../helpers/peers/peer.js';
 import { startLogServer } from '../../helpers/peers/log-server.js';
 import { describeRealAgent, startOsqueryd, type Osqueryd } from '../../helpers/osqueryd.js';
 

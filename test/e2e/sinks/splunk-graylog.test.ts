@@ -13,7 +13,8 @@ import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { startGelfReader, type GelfReader } from '../../helpers/peers/gelf.js';
 import { startHecStandIn, type HecStandIn } from '../../helpers/peers/hec.js';
-import { describePeers, until } from '../../helpers/peers/peer.js';
+import { describePeers } from '../../helpers/peers/describe.js';
+import { until } from '../../helpers/peers/peer.js';
 import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-server.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };

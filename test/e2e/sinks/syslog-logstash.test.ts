@@ -8,7 +8,8 @@ import { logstash } from '../../../src/server/services/delivery/destinations/log
 import type { Sink } from '../../../src/server/services/delivery/sink.js';
 import { deliverAll } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
-import { describePeers, until } from '../../helpers/peers/peer.js';
+import { describePeers } from '../../helpers/peers/describe.js';
+import { until } from '../../helpers/peers/peer.js';
 import { startRsyslog, type Rsyslog } from '../../helpers/peers/rsyslog.js';
 import { startLogServer } from '../../helpers/peers/log-server.js';
 

@@ -7,7 +7,6 @@ import { chownSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } fro
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe } from 'vitest';
 import { readManifest, peersDir, type InstalledPeer } from '../../../scripts/test-peers.mjs';
 
 /** The installed peer, or undefined (then describePeer skips, or fails under CI). */
@@ -20,23 +19,6 @@ export function requirePeer(name: string): InstalledPeer {
   const p = installedPeer(name);
   if (!p) throw new Error(`the sink test peer ${name} is not installed in ${peersDir()}: run node scripts/test-deps.mjs`);
   return p;
-}
-
-/**
- * describe() for tests against installed peers: skipped with a notice when one is missing
- * (a bare `vitest run` without the dependency step), but failing under CI, where `npm test`'s
- * pretest installs them.
- */
-export function describePeers(names: string[], title: string, fn: () => void): void {
-  const missing = names.filter((n) => !installedPeer(n));
-  const system = names.filter((n) => n === 'rsyslog').filter(() => spawnSync('sh', ['-c', 'command -v rsyslogd'], { stdio: 'ignore' }).status !== 0);
-  const absent = [...missing.filter((n) => n !== 'rsyslog'), ...system];
-  if (absent.length > 0 && !process.env.CI) {
-    process.stderr.write(`skipping "${title}": sink test peers not installed (${absent.join(', ')}); run node scripts/test-deps.mjs\n`);
-    describe.skip(title, fn);
-    return;
-  }
-  describe(title, fn);
 }
 
 export async function freePort(): Promise<number> {
