@@ -78,9 +78,10 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
       await stop();
       const down = Date.now();
       await sleep(OUTAGE_S * 1000);
+      const starting = Date.now();
       await start();
       const st = await state(id);
-      console.log(`  ${peer} stopped ${((Date.now() - down) / 1000).toFixed(0)} s: ${acked.size - before} result lines acknowledged to agents meanwhile; its sink's backlog when it came back: ${st?.backlog_entries} entries, last error: ${st?.last_error ?? '-'}`);
+      console.log(`  ${peer} stopped ${((starting - down) / 1000).toFixed(0)} s (serving again ${((Date.now() - starting) / 1000).toFixed(0)} s after its start): ${acked.size - before} distinct result lines acknowledged to agents meanwhile; its sink's backlog then: ${st?.backlog_entries} entries, last error: ${st?.last_error ?? '-'}`);
       const r0 = Date.now();
       while (Number((await state(id))?.backlog_entries) > 2000) await sleep(500);
       console.log(`  ${peer}'s sink caught up (backlog under 2,000) ${((Date.now() - r0) / 1000).toFixed(1)} s after it came back; load ${load()}`);
