@@ -221,7 +221,7 @@ __fleetctl_optval() {
     'query list|--status') REPLY='active completed expired deleted' ;;
     'carves list|--status') REPLY='active pending completed expired deleted' ;;
     'carves download|--node') REPLY=':dyn:node' ;;
-    'sinks add|--type') REPLY='file stdout syslog http kafka kinesis s3 splunk elastic graylog logstash' ;;
+    'sinks add|--type') REPLY='file stdout syslog http kafka kinesis firehose s3 splunk elastic graylog logstash' ;;
     'sinks add|--source'|'sinks edit|--source') REPLY='status result query' ;;
     *'|--url'|*'|--fields'|*'|--jq'|*'|--timeout'|*'|--server-flavor') REPLY='' ;;
     *'|--env') REPLY=':dyn:env' ;;
