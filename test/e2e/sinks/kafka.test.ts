@@ -126,10 +126,10 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
       const st = await readTopic('e2e-status', 20);
       expect(st.map((m) => JSON.parse(m.value!.toString()).message).sort()).toEqual(status.map((l) => l.message).sort());
       expect((await ls.sink('kafka-results')).state).toMatchObject({ delivered: 220, backlog_entries: 0 });
-      // The sink test: one entry through the module, and what Kafka answered.
-      const t = await ls.srv.api('POST', `/api/v1/log-sinks/${(await ls.sink('kafka-status')).id}/test`);
-      expect(t.status).toBe(200);
-      expect(t.body).toMatchObject({ ok: true, answer: expect.stringMatching(/^acknowledged by all in-sync replicas: e2e-status\[0\]@\d+$/) });
+      // fleetctl sinks test: one entry through the module, and what Kafka answered.
+      const t = await ls.srv.cli.run(['sinks', 'test', 'kafka-status', 'global']);
+      expect(t.exitCode, t.stderr).toBe(0);
+      expect(t.stdout + t.stderr).toMatch(/acknowledged by all in-sync replicas: e2e-status\[0\]@\d+/);
     } finally {
       await ls.stop();
     }

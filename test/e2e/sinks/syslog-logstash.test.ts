@@ -97,6 +97,14 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
       expect(failing.last_error).toMatch(/self[- ]signed|unable to verify|SELF_SIGNED|UNABLE_TO_VERIFY/i);
       expect(failing.backlog_entries).toBe(status.length);
       expect(rs.messages('tls').filter((m) => m.msg.includes('e2e-status'))).toEqual([]);
+      // fleetctl sinks test says why, exit 1; on the sink that works, what was written.
+      const bad = await ls.srv.cli.run(['sinks', 'test', 'syslog-status', 'global']);
+      expect(bad.exitCode).toBe(1);
+      expect(bad.stdout + bad.stderr).toMatch(/self[- ]signed|unable to verify|SELF_SIGNED|UNABLE_TO_VERIFY/i);
+      const good = await ls.srv.cli.run(['sinks', 'test', 'syslog-results', 'global']);
+      expect(good.exitCode, good.stderr).toBe(0);
+      expect(good.stdout + good.stderr).toMatch(/1 message written \(\d+ bytes\)/);
+      await until('the test message', () => rs.messages('tls').some((m) => m.hostname === 'fleetctl-sink-test'), 30);
     } finally {
       await ls.stop();
     }

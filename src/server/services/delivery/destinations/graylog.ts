@@ -16,7 +16,7 @@ import type { ConfigProblem, Destination, SendResult, Sink, SinkEntry } from '..
 import { SinkError } from '../sink.js';
 import { urlProblem } from './http.js';
 import { HttpTarget } from './http-target.js';
-import { DatagramWriter, StreamWriter, endpointOf } from './socket.js';
+import { DatagramWriter, StreamWriter, count, endpointOf } from './socket.js';
 import { syslogSeverity } from './syslog.js';
 
 const schema = Type.Object({ url: Type.String(), ca: Type.Optional(Type.String()) }, { additionalProperties: false });
@@ -108,12 +108,12 @@ class GraylogSink implements Sink {
       });
       await this.dgram.send(datagrams);
       const bytes = datagrams.reduce((n, d) => n + d.length, 0);
-      return { bytes, answer: `${batch.length - rejected.length} messages in ${datagrams.length} datagrams (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return { bytes, answer: `${count(batch.length - rejected.length, 'message')} in ${count(datagrams.length, 'datagram')} (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
     }
     if (this.stream) {
       const body = Buffer.from(messages.map((m) => `${m}\0`).join(''), 'utf8');
       await this.stream.write(body, signal);
-      return { bytes: body.length, answer: `${messages.length} messages written (${body.length} bytes)` };
+      return { bytes: body.length, answer: `${count(messages.length, 'message')} written (${body.length} bytes)` };
     }
     return this.sendHttp(messages, signal);
   }

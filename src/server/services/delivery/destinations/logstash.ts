@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import type { ConfigProblem, Destination, SendResult, Sink, SinkEntry } from '../sink.js';
 import { SinkError } from '../sink.js';
 import { urlProblem } from './http.js';
-import { DatagramWriter, StreamWriter, endpointOf } from './socket.js';
+import { DatagramWriter, StreamWriter, count, endpointOf } from './socket.js';
 import { HttpTarget } from './http-target.js';
 
 const schema = Type.Object({ url: Type.String(), ca: Type.Optional(Type.String()) }, { additionalProperties: false });
@@ -34,12 +34,12 @@ class LogstashSink implements Sink {
       const fit = batch.filter((e, index) => e.bytes <= MAX_DATAGRAM || !rejected.push({ index, error: `${e.bytes} bytes do not fit in one UDP datagram` }));
       const datagrams = fit.map((e) => Buffer.from(e.line, 'utf8'));
       await this.dgram.send(datagrams);
-      return { bytes: datagrams.reduce((n, d) => n + d.length, 0), answer: `${fit.length} datagrams sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return { bytes: datagrams.reduce((n, d) => n + d.length, 0), answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
     }
     const body = Buffer.from(batch.map((e) => `${e.line}\n`).join(''), 'utf8');
     if (this.stream) {
       await this.stream.write(body, signal);
-      return { bytes: body.length, answer: `${batch.length} lines written (${body.length} bytes)` };
+      return { bytes: body.length, answer: `${count(batch.length, 'line')} written (${body.length} bytes)` };
     }
     const r = await this.http!.call('POST', this.config.url, { 'content-type': 'application/x-ndjson' }, body, signal);
     if (r.status < 200 || r.status > 299) throw new SinkError(`${this.config.url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);

@@ -159,3 +159,6 @@ export class DatagramWriter {
     this.sock = undefined;
   }
 }
+
+/** "1 message", "2 messages": the answers `sinks test` prints. */
+export const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;

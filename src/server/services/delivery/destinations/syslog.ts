@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import type { ConfigProblem, Destination, SendResult, Sink, SinkEntry } from '../sink.js';
 import { urlProblem } from './http.js';
-import { DatagramWriter, StreamWriter, endpointOf } from './socket.js';
+import { DatagramWriter, StreamWriter, count, endpointOf } from './socket.js';
 
 export const FACILITIES = [
   'kern', 'user', 'mail', 'daemon', 'auth', 'syslog', 'lpr', 'news', 'uucp', 'cron', 'authpriv', 'ftp', 'ntp', 'audit', 'alert', 'clock',
@@ -66,12 +66,12 @@ class SyslogSink implements Sink {
       const fit = messages.filter((m, index) => m.length <= MAX_DATAGRAM || !rejected.push({ index, error: `${m.length} bytes do not fit in one UDP datagram` }));
       await this.dgram.send(fit);
       const bytes = fit.reduce((n, m) => n + m.length, 0);
-      return { bytes, answer: `${fit.length} datagrams sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return { bytes, answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
     }
     // RFC 6587 octet counting: "<length> <message>", back to back.
     const frames = Buffer.concat(messages.flatMap((m) => [Buffer.from(`${m.length} `), m]));
     await this.stream!.write(frames, signal);
-    return { bytes: frames.length, answer: `${messages.length} messages written (${frames.length} bytes)` };
+    return { bytes: frames.length, answer: `${count(messages.length, 'message')} written (${frames.length} bytes)` };
   }
 
   async close(): Promise<void> {
