@@ -55,17 +55,18 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
   // One core: the server process on CPU 0, the peer and this driver on the rest.
   const proc = spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
   proc.stdin!.end(PASSWORD);
+  // The banner is on stderr (stdout belongs to stdout sinks); both are read.
   let out = '';
-  let err = '';
-  proc.stderr!.on('data', (d) => (err += d));
   const urls = await new Promise<{ api: string; agents: string }>((resolve, reject) => {
-    proc.stdout!.on('data', (d) => {
+    const read = (d: Buffer) => {
       out += d;
       const api = /reference server listening on (https?:\/\/\S+)/.exec(out);
       const agents = /Agent API[^\n]*?(https:\/\/[^\s;]+)/.exec(out);
       if (api && agents) resolve({ api: api[1]!, agents: agents[1]! });
-    });
-    proc.on('exit', (c) => reject(new Error(`server exited ${c}: ${out} ${err}`)));
+    };
+    proc.stdout!.on('data', read);
+    proc.stderr!.on('data', read);
+    proc.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
   });
   const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
   const { token } = (await login.json()) as { token: string };
