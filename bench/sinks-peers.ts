@@ -103,7 +103,7 @@ export function peerSetups(): PeerSetup[] {
       async start() {
         const gw = await startVersitygw();
         gw.createBucket('bench');
-        const base = { bucket: 'bench', region: 'us-east-1', force_path_style: true, access_key_id: S3_ACCESS_KEY, secret_access_key: S3_SECRET_KEY };
+        const base = { bucket: 'bench', region: 'us-east-1', force_path_style: true, access_key_id: S3_ACCESS_KEY, secret_access_key: S3_SECRET_KEY, max_object_seconds: 1 };
         return {
           config: { ...base, endpoint: gw.endpoint },
           closedConfig: { ...base, endpoint: `http://127.0.0.1:${await freePort()}` },

@@ -88,18 +88,20 @@ describePeers(['versitygw'], 's3 sink against versitygw', () => {
   it('end to end: agents -> fleetctl server (spool, runner) -> S3 objects, each result and status line once', async () => {
     const ls = await startLogServer();
     try {
-      await ls.addSink('s3-results', 's3', 'result', { ...cfg(), prefix: 'e2e' });
+      await ls.addSink('s3-results', 's3', 'result', { ...cfg(), prefix: 'e2e', max_object_seconds: 10 });
       // The secret from a file on the server: versitygw checks the signature made with it.
       const secretFile = join(ls.srv.dir, 's3-secret');
       writeFileSync(secretFile, `${S3_SECRET_KEY}\n`, { mode: 0o600 });
       const { secret_access_key: _, ...noSecret } = cfg();
-      await ls.addSink('s3-status', 's3', 'status', { ...noSecret, prefix: 'e2e', secret_access_key_file: secretFile });
+      await ls.addSink('s3-status', 's3', 'status', { ...noSecret, prefix: 'e2e', secret_access_key_file: secretFile, max_object_seconds: 1 });
       const shown = await ls.sink('s3-results');
       expect(shown.config.secret_access_key).toBe('<redacted>');
       const { results, status } = await sendSample(ls, 'e2e');
       await until('every line in an object', async () => (await ls.sink('s3-results')).state.delivered === 100 && (await ls.sink('s3-status')).state.delivered === 10, 90);
       expect(linesOf('e2e/result/').map((l) => lineKey(JSON.parse(l))).sort()).toEqual(results.map(lineKey).sort());
       expect(linesOf('e2e/status/').map((l) => lineKey(JSON.parse(l))).sort()).toEqual(status.map(lineKey).sort());
+      // Cut by age: the 100 results of two log requests waited for the 10 s gather time in one object.
+      expect([...gw.objects('osquery-logs').keys()].filter((k) => k.startsWith('e2e/result/'))).toHaveLength(1);
     } finally {
       await ls.stop();
     }

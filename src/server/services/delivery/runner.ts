@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { DB, LogSinkRow } from '../../store/schema.js';
-import type { Destination, Sink, SinkEntry } from './sink.js';
+import type { BatchLimits, Destination, Sink, SinkEntry } from './sink.js';
 import { resolveConfig } from './sink-config.js';
 import {
   LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, renewLease, takeDeadLease, takeLease, toEntry,
@@ -152,9 +152,16 @@ export class SinkRunner {
         if (!now || !now.enabled || now.source !== this.sink.source || now.environment_id !== this.sink.environment_id || now.type !== this.sink.type) break;
         this.update(now);
         await this.bounds();
-        const rows = await readBatch(this.host.readDb, this.sink, this.cursor!.id, this.dest.batch.maxEntries, this.dest.batch.maxBytes);
+        const limits = batchLimits(this.dest, this.sink.config);
+        const rows = await readBatch(this.host.readDb, this.sink, this.cursor!.id, limits.maxEntries, limits.maxBytes);
         if (rows.length === 0) {
           if (await this.sleep(IDLE_MS, true)) await this.sleep(LINGER_MS, false);
+          continue;
+        }
+        const wait = gatherWait(rows, limits, Date.now());
+        if (wait > 0) {
+          // Not full and younger than the destination's gather time: read again (woken by new entries).
+          await this.sleep(Math.min(wait, IDLE_MS), true);
           continue;
         }
         await this.deliver(rows);
@@ -302,4 +309,25 @@ export class SinkRunner {
     const refused = new Set(rejected);
     this.host.delivered(this.sink, entries.filter((e) => e.id > first.id && !refused.has(e.id)), Date.now());
   }
+}
+
+/** A destination's batch limits for a sink's config (a config that does not parse: the defaults of {}). */
+export function batchLimits(dest: Destination, configText: string): BatchLimits {
+  if (typeof dest.batch !== 'function') return dest.batch;
+  let config: Record<string, unknown> = {};
+  try {
+    const v = JSON.parse(configText || '{}') as unknown;
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) config = v as Record<string, unknown>;
+  } catch {
+    /* the defaults */
+  }
+  return dest.batch(config);
+}
+
+/** How long a batch should still gather (ms): 0 when it is full or its oldest entry is old enough. */
+export function gatherWait(rows: SpoolRowAt[], limits: BatchLimits, now: number): number {
+  if (!limits.gatherMs) return 0;
+  const bytes = rows.reduce((n, r) => n + r.row.line.length, 0);
+  if (rows.length >= limits.maxEntries || bytes >= limits.maxBytes * 0.9) return 0;
+  return Math.max(0, Date.parse(rows[0]!.row.received_at) + limits.gatherMs - now);
 }

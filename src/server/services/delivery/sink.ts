@@ -77,6 +77,17 @@ export interface ConfigProblem {
   message: string;
 }
 
+/**
+ * How a destination's batches are cut: at most `maxEntries` entries and `maxBytes` bytes (of
+ * `line`). With `gatherMs`, a batch that is not full waits until its oldest entry is that old
+ * before it is sent (s3: one object per `max_object_seconds` instead of one per moment).
+ */
+export interface BatchLimits {
+  maxEntries: number;
+  maxBytes: number;
+  gatherMs?: number;
+}
+
 export interface Destination<C = Record<string, unknown>> {
   type: string;
   /** The config's keys (TypeBox, additionalProperties false). Secret keys are plain strings here. */
@@ -85,8 +96,8 @@ export interface Destination<C = Record<string, unknown>> {
   secrets: readonly string[];
   /** Checks beyond the schema (URLs, ports, paths), on the config as stored (secret values may be placeholders). */
   check?(config: C, ctx: { sinkDir: string }): ConfigProblem | undefined;
-  /** One batch at most this many entries and bytes (of `line`). */
-  batch: { maxEntries: number; maxBytes: number };
+  /** One batch at most this many entries and bytes (of `line`); limits may depend on the config. */
+  batch: BatchLimits | ((config: C) => BatchLimits);
   /** Written by one process of a machine only (stdout: workers share the terminal or pipe). */
   perHost?: boolean;
   /** Opens the destination with secrets resolved. Import heavy client libraries here, not at the top. */

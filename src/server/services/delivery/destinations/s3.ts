@@ -1,12 +1,12 @@
 // s3: gzipped NDJSON objects (each log line as the agent sent it, one a line) put with PutObject
 // under time-partitioned keys, Firehose's layout:
 //   <prefix>/<log type>/YYYY/MM/DD/HH/<first receive time>-<first id>-<last id>-<process>.json.gz
-// (UTC hour of the first entry's receive time). An object holds at most `max_object_bytes` of
-// lines before compression (default 16 MiB): a larger batch is cut into several objects. Objects
-// are written as batches come (`max_object_seconds`, default 60, bounds how long an entry waits
-// for its object; today the runner hands over a batch within a second, so objects are cut sooner
-// under a light load). A batch is acknowledged when S3 answered 200 to every object of it; a
-// retried batch reuses its keys (no duplicate object after a failed attempt in the same process).
+// (UTC hour of the first entry's receive time). An object is cut when it holds
+// `max_object_bytes` of lines before compression (default 16 MiB, at most 64 MiB) or when its
+// oldest line is `max_object_seconds` old (default 60): the runner gathers a batch until one of
+// the two (BatchLimits.gatherMs), so a quiet fleet writes one object a minute, not one a moment.
+// A batch is acknowledged when S3 answered 200 to every object of it; a retried batch reuses its
+// keys (no duplicate object after a failed attempt in the same process).
 // Path-style addressing for S3-compatible stores (`force_path_style`), an `endpoint`, static keys
 // or the SDK's standard credential chain.
 import { randomBytes } from 'node:crypto';
@@ -24,6 +24,9 @@ type S3Config = AwsConfig & {
 };
 
 const DEFAULT_OBJECT_BYTES = 16 * 1024 * 1024;
+/** A batch is read into memory whole: objects stay within this. */
+const MAX_OBJECT_BYTES = 64 * 1024 * 1024;
+const DEFAULT_OBJECT_SECONDS = 60;
 
 const schema = Type.Object(
   {
@@ -34,7 +37,7 @@ const schema = Type.Object(
     force_path_style: Type.Optional(Type.Boolean()),
     access_key_id: Type.Optional(Type.String()),
     secret_access_key: Type.Optional(Type.String()),
-    max_object_bytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024 })),
+    max_object_bytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: MAX_OBJECT_BYTES })),
     max_object_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
   },
   { additionalProperties: false },
@@ -108,7 +111,11 @@ export const s3: Destination<S3Config> = {
     if (config.prefix?.startsWith('/')) return { field: 'prefix', message: 'a key prefix does not start with /' };
     return undefined;
   },
-  batch: { maxEntries: 20_000, maxBytes: 16 * 1024 * 1024 },
+  batch: (config) => ({
+    maxEntries: 200_000,
+    maxBytes: config.max_object_bytes ?? DEFAULT_OBJECT_BYTES,
+    gatherMs: (config.max_object_seconds ?? DEFAULT_OBJECT_SECONDS) * 1000,
+  }),
   async open(config) {
     const { S3Client, PutObjectCommand } = await import('@aws-sdk/client-s3');
     const client = new S3Client({ ...(await clientSettings(config)), forcePathStyle: config.force_path_style ?? false });
@@ -118,7 +125,7 @@ export const s3: Destination<S3Config> = {
     return new S3Sink(config, put, () => client.destroy());
   },
   doc: {
-    wire: 'gzipped NDJSON objects (PutObject) under <prefix>/<log type>/YYYY/MM/DD/HH/, cut by size',
+    wire: 'gzipped NDJSON objects (PutObject) under <prefix>/<log type>/YYYY/MM/DD/HH/, cut by size or age',
     verified: 'versitygw 1.8.0 (an S3 gateway checking SigV4 signatures), path style',
   },
 };
