@@ -77,7 +77,7 @@ class ElasticSink implements Sink {
     if (r.status !== 200) throw new SinkError(`${url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);
     let reply: { errors?: boolean; items?: Record<string, BulkItem>[] };
     try {
-      reply = JSON.parse(r.text);
+      reply = JSON.parse(r.text) as typeof reply;
     } catch {
       throw new SinkError(`${url} answered 200 with a body that is not JSON: ${snippet(r.text)}`);
     }
@@ -97,7 +97,7 @@ class ElasticSink implements Sink {
         else retry.push({ index, error });
       }
     });
-    const answer = `HTTP 200: ${created} created${already ? `, ${already} already there` : ''}${retry.length ? `, ${retry.length} to retry (${retry[0]!.error})` : ''}${rejected.length ? `, ${rejected.length} rejected (${rejected[0]!.error})` : ''}`;
+    const answer = `HTTP 200: ${created} created${already ? `, ${already} already there` : ''}${retry.length ? `, ${retry.length} to retry (${retry[0].error})` : ''}${rejected.length ? `, ${rejected.length} rejected (${rejected[0].error})` : ''}`;
     return { bytes: body.length, answer, ...(retry.length ? { retry } : {}), ...(rejected.length ? { rejected } : {}) };
   }
 
@@ -125,7 +125,7 @@ export const elastic: Destination<ElasticConfig> = {
     return undefined;
   },
   batch: { maxEntries: 5000, maxBytes: 8 * 1024 * 1024 },
-  open: async (config) => new ElasticSink(config),
+  open: (config) => Promise.resolve(new ElasticSink(config)),
   doc: {
     wire: '`_bulk` NDJSON, `create` into <index>-<log type>-YYYY.MM.DD with @timestamp, every item checked',
     verified: 'Elasticsearch 8.19.2 and OpenSearch 2.19.6',

@@ -135,7 +135,7 @@ class GraylogSink implements Sink {
         try {
           const r = await this.http!.call('POST', this.config.url, { 'content-type': 'application/json' }, messages[index], signal);
           if (r.status >= 200 && r.status < 300) {
-            bytes += Buffer.byteLength(messages[index]!);
+            bytes += Buffer.byteLength(messages[index]);
             answer = r.answer;
           } else {
             retry.push({ index, error: `${this.config.url} answered ${r.answer}` });
@@ -173,7 +173,7 @@ export const graylog: Destination<GraylogConfig> = {
     return undefined;
   },
   batch: { maxEntries: 1000, maxBytes: 2 * 1024 * 1024 },
-  open: async (config) => new GraylogSink(config),
+  open: (config) => Promise.resolve(new GraylogSink(config)),
   doc: {
     wire: 'GELF 1.1, one message per entry: UDP (gzip, chunked), TCP (NUL-terminated), HTTP(S) POST to /gelf',
     verified: "UDP: Graylog's own go-gelf reader (github.com/Graylog2/go-gelf); TCP and HTTP: our own tests' stand-ins (no Graylog server installs here)",

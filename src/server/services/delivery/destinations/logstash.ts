@@ -66,7 +66,7 @@ export const logstash: Destination<LogstashConfig> = {
     return undefined;
   },
   batch: { maxEntries: 2000, maxBytes: 2 * 1024 * 1024 },
-  open: async (config) => new LogstashSink(config),
+  open: (config) => Promise.resolve(new LogstashSink(config)),
   doc: {
     wire: 'json_lines over TCP, one JSON object per UDP datagram, NDJSON POSTs over HTTP(S)',
     verified: "rsyslog 8.2302 as the newline-framed TCP and UDP receiver (no Logstash installs here); HTTP: our own tests' stand-in",

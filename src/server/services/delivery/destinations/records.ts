@@ -70,7 +70,7 @@ export class RecordSink implements Sink {
         break;
       }
       codes.forEach((code, i) => {
-        const r = group[i]!;
+        const r = group[i];
         if (code) retry.push({ index: r.index, error: code });
         else {
           stored++;
@@ -78,12 +78,13 @@ export class RecordSink implements Sink {
         }
       });
     }
-    const answer = `${stored} records stored${retry.length ? `, ${retry.length} failed (${retry[0]!.error})` : ''}`;
+    const answer = `${stored} records stored${retry.length ? `, ${retry.length} failed (${retry[0].error})` : ''}`;
     return { bytes, answer, ...(retry.length ? { retry } : {}), ...(rejected.length ? { rejected } : {}) };
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.call.close();
+    return Promise.resolve();
   }
 }
 

@@ -81,7 +81,7 @@ class S3Sink implements Sink {
     for (const [n, o] of objects.entries()) {
       const entries = batch.slice(o.start, o.end + 1);
       const body = gzipSync(entries.map((e) => `${e.line}\n`).join(''));
-      const key = objectKey(this.config.prefix ?? '', entries[0]!, entries[entries.length - 1]!, this.tag);
+      const key = objectKey(this.config.prefix ?? '', entries[0], entries[entries.length - 1], this.tag);
       try {
         await this.put(key, body);
       } catch (e) {
@@ -96,8 +96,9 @@ class S3Sink implements Sink {
     return { bytes, answer: `200: ${keys.length} object${keys.length === 1 ? '' : 's'} written (${keys[0] ?? ''}${keys.length > 1 ? ', ...' : ''})`, ...(retry.length ? { retry } : {}) };
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.close_();
+    return Promise.resolve();
   }
 }
 

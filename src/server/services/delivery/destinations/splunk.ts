@@ -91,7 +91,7 @@ class SplunkSink implements Sink {
     let bytes = 0;
     let answer = '';
     for (let n = 0; n < requests.length; n++) {
-      const req = requests[n]!;
+      const req = requests[n];
       const idx = indexesOf(req);
       const body = Buffer.concat(req.events);
       let r;
@@ -112,7 +112,7 @@ class SplunkSink implements Sink {
       const error = `HEC answered ${r.status}${reply.code !== undefined ? ` code ${reply.code}` : ''}: ${reply.text ?? snippet(r.text)}`;
       if (r.status === 400 && reply.invalidEvent !== undefined && reply.invalidEvent < idx.length) {
         // Events before the invalid one were indexed; the invalid one never will be.
-        rejected.push({ index: idx[reply.invalidEvent]!, error });
+        rejected.push({ index: idx[reply.invalidEvent], error });
         for (const i of idx.slice(reply.invalidEvent + 1)) retry.push({ index: i, error: 'after an invalid event in its request' });
       } else {
         this.healthy = false;
@@ -156,7 +156,7 @@ export const splunk: Destination<SplunkConfig> = {
     return undefined;
   },
   batch: { maxEntries: 5000, maxBytes: 4 * 1024 * 1024 },
-  open: async (config) => new SplunkSink(config),
+  open: (config) => Promise.resolve(new SplunkSink(config)),
   doc: {
     wire: "HEC `/services/collector/event`, concatenated events in Fleet's shape, sourcetypes osquery:results|snapshots|status, requests <= 1 MB, health check",
     verified: "a stand-in written from Splunk's documented HEC codes (no Splunk installs here): not verified against Splunk",

@@ -32,7 +32,7 @@ export function syslogSeverity(e: Pick<SinkEntry, 'logType' | 'severity'>): numb
 
 /** PRINTUSASCII without spaces, at most `max` characters, or the NILVALUE. */
 function header(value: string, max: number): string {
-  // eslint-disable-next-line no-control-regex
+   
   const v = value.replace(/[^\x21-\x7e]/g, '').slice(0, max);
   return v === '' ? '-' : v;
 }
@@ -74,9 +74,10 @@ class SyslogSink implements Sink {
     return { bytes: frames.length, answer: `${count(messages.length, 'message')} written (${frames.length} bytes)` };
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.stream?.close();
     this.dgram?.close();
+    return Promise.resolve();
   }
 }
 
@@ -92,7 +93,7 @@ export const syslog: Destination<SyslogConfig> = {
     return undefined;
   },
   batch: { maxEntries: 2000, maxBytes: 1024 * 1024 },
-  open: async (config) => new SyslogSink(config),
+  open: (config) => Promise.resolve(new SyslogSink(config)),
   doc: {
     wire: 'RFC 5424, one message per entry: UDP (one datagram each), TCP with RFC 6587 octet counting, TLS (RFC 5425)',
     verified: 'rsyslog 8.2302 (UDP, TCP, TLS)',
