@@ -15,7 +15,7 @@ import type { BenchServer } from './sinks.js';
 const root = join(import.meta.dirname, '..');
 const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1]! : def;
+  return i > 0 ? process.argv[i + 1] : def;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -71,8 +71,8 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
     }
     await sleep(20_000);
     for (const [peer, id, stop, start] of [
-      ['Kafka', sinks['outage-kafka']!, () => kafka.pause(), () => kafka.resume()],
-      ['OpenSearch', sinks['outage-opensearch']!, () => os.pause(), () => os.resume()],
+      ['Kafka', sinks['outage-kafka'], () => kafka.pause(), () => kafka.resume()],
+      ['OpenSearch', sinks['outage-opensearch'], () => os.pause(), () => os.resume()],
     ] as const) {
       const before = acked.size;
       await stop();

@@ -54,7 +54,7 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
     '--create-env', 'prod', '--admin-password-stdin', '--api-rate-limit', '1000000', '--login-rate-limit', '1000', '--db', join(dir, 'fleet.db'), '--sink-dir', dir, ...extra];
   // One core: the server process on CPU 0, the peer and this driver on the rest.
   const proc = spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
-  proc.stdin!.end(PASSWORD);
+  proc.stdin.end(PASSWORD);
   // The banner is on stderr (stdout belongs to stdout sinks); both are read.
   let out = '';
   const urls = await new Promise<{ api: string; agents: string }>((resolve, reject) => {
@@ -62,10 +62,10 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
       out += d;
       const api = /reference server listening on (https?:\/\/\S+)/.exec(out);
       const agents = /Agent API[^\n]*?(https:\/\/[^\s;]+)/.exec(out);
-      if (api && agents) resolve({ api: api[1]!, agents: agents[1]! });
+      if (api && agents) resolve({ api: api[1], agents: agents[1] });
     };
-    proc.stdout!.on('data', read);
-    proc.stderr!.on('data', read);
+    proc.stdout.on('data', read);
+    proc.stderr.on('data', read);
     proc.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
   });
   const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
@@ -92,7 +92,7 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
     });
   // taskset execs node: the PID is the server's.
   const cpuMs = () => {
-    const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
   };
   return {
@@ -132,7 +132,7 @@ async function fill(s: BenchServer, run: string, lines: number): Promise<void> {
     while (next < lines) {
       const from = next;
       next += PER_REQUEST;
-      const k = keys[(from / PER_REQUEST) % HOSTS]!;
+      const k = keys[(from / PER_REQUEST) % HOSTS];
       const data = Array.from({ length: Math.min(PER_REQUEST, lines - from) }, (_, i) => resultLine(k.host, k.uuid, run, from + i));
       for (;;) {
         const r = await s.agentPost(s.flags.logger, { node_key: k.key, log_type: 'result', data });

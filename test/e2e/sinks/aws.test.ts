@@ -57,14 +57,14 @@ describePeers(['versitygw'], 's3 sink against versitygw', () => {
     const d = await deliverAll(sink, batch);
     expect(d.answers[0]).toMatch(/^200: \d+ objects written \(fleet\/result\/\d{4}\/\d\d\/\d\d\/\d\d\//);
     const keys = [...gw.objects('osquery-logs').keys()].filter((k) => k.startsWith('fleet/result/'));
-    const hour = new Date(batch[0]!.receivedAt).toISOString();
+    const hour = new Date(batch[0].receivedAt).toISOString();
     expect(keys.every((k) => k.startsWith(`fleet/result/${hour.slice(0, 4)}/${hour.slice(5, 7)}/${hour.slice(8, 10)}/${hour.slice(11, 13)}/`) && k.endsWith('.json.gz'))).toBe(true);
     // 1,000 lines of about 450 bytes in objects of at most 64 KiB before compression.
     expect(keys.length).toBeGreaterThanOrEqual(7);
     for (const [k, body] of gw.objects('osquery-logs')) if (k.startsWith('fleet/')) expect(gunzipSync(body).length).toBeLessThanOrEqual(64 * 1024);
     const lines = linesOf('fleet/result/');
     expect(seqs(lines, 's3')).toEqual(range(1000));
-    expect(lines[0]).toBe(batch[0]!.line);
+    expect(lines[0]).toBe(batch[0].line);
   });
 
   it('a wrong secret is refused by the server (SigV4 checked): the batch stays for a retry', async () => {
@@ -154,13 +154,13 @@ describePeers(['moto'], 'kinesis and firehose sinks against moto (an AWS emulato
       const batch = makeEntries(1200, 'kin');
       const big = makeEntries(1, 'kin-big', { pad: 1024 * 1024 });
       const d = await deliverAll(sink, [...batch, ...big]);
-      expect(d.rejected.map((e) => e.id)).toEqual([big[0]!.id]);
+      expect(d.rejected.map((e) => e.id)).toEqual([big[0].id]);
       expect(d.answers[0]).toBe('1200 records stored');
       const recs = await readStream('osquery-results');
       expect(recs.every((r) => r.data.endsWith('\n'))).toBe(true);
       expect(seqs(recs.map((r) => r.data), 'kin')).toEqual(range(1200));
-      const first = recs.find((r) => r.data === `${batch[0]!.line}\n`)!;
-      expect(first.key).toBe(batch[0]!.hostIdentifier);
+      const first = recs.find((r) => r.data === `${batch[0].line}\n`)!;
+      expect(first.key).toBe(batch[0].hostIdentifier);
     });
 
     it('end to end: agents -> fleetctl server (spool, runner) -> Kinesis, each result line once, keyed by its node', async () => {

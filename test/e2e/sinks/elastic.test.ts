@@ -52,7 +52,7 @@ function suite(kind: SearchKind) {
       expect(seqs(docs, 'bulk2')).toEqual(range(200));
       const first = docs.find((x) => seqOf(x)?.run === 'bulk' && seqOf(x)?.seq === 0)!;
       expect(first['@timestamp']).toBe('2026-11-24T23:59:00.000Z');
-      expect(first).toMatchObject({ ...JSON.parse(results[0]!.line), _index: 'fleet-result-2026.11.24' });
+      expect(first).toMatchObject({ ...JSON.parse(results[0].line), _index: 'fleet-result-2026.11.24' });
       expect(seqs(await es.documents('fleet-status-*'), 'bulk-status')).toEqual(range(20));
     });
 
@@ -74,7 +74,7 @@ function suite(kind: SearchKind) {
       const good = makeEntries(10, 'items', { time });
       const nextDay = makeEntries(10, 'items-next', { time: time + 86_400 });
       // columns is an object in this index: a document where it is a string cannot be mapped.
-      const bad = { ...makeEntries(1, 'items-bad', { time })[0]! };
+      const bad = { ...makeEntries(1, 'items-bad', { time })[0] };
       bad.line = bad.line.replace(/"columns":\{[^}]*\}/, '"columns":"not an object"');
       const pending = deliverAll(sink, [...good, bad, ...nextDay], { pauseMs: 1000 });
       await new Promise((r) => setTimeout(r, 3000));

@@ -65,8 +65,8 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
     expect(d.answers.at(-1)).toMatch(/acknowledged by all in-sync replicas: .*osquery_result\[0\]@\d+/);
     const msgs = await readTopic('osquery_result', 500);
     expect(seqsOf(msgs, 'plain')).toEqual(range(500));
-    expect(msgs[0]!.key!.toString()).toBe(results[0]!.hostIdentifier);
-    expect(msgs[0]!.value!.toString()).toBe(results[0]!.line);
+    expect(msgs[0].key!.toString()).toBe(results[0].hostIdentifier);
+    expect(msgs[0].value!.toString()).toBe(results[0].line);
     expect(seqsOf(await readTopic('osquery_status', 20), 'plain-status')).toEqual(range(20));
   });
 
@@ -156,7 +156,7 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
           expect(m.key!.toString()).toBe(uuid);
         }
         const status = await readTopic('agent-status', 1);
-        expect(JSON.parse(status[0]!.value!.toString())).toMatchObject({ hostIdentifier: uuid, version: expect.stringMatching(/^5\./) });
+        expect(JSON.parse(status[0].value!.toString())).toMatchObject({ hostIdentifier: uuid, version: expect.stringMatching(/^5\./) });
         // Each line once: the server's count of what it delivered is what Kafka holds.
         await agent.stop();
         await until('the sink to deliver all it has', async () => (await ls.sink('kafka-agent-results')).state.backlog_entries === 0, 60);

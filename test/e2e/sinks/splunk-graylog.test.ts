@@ -45,13 +45,13 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
     const sink = await sinkOf(splunk, cfg());
     const results = makeEntries(100, 'hec');
     const snap = makeEntries(1, 'hec-snap');
-    snap[0]!.line = snap[0]!.line.replace('"action":"added"', '"action":"snapshot"');
+    snap[0].line = snap[0].line.replace('"action":"added"', '"action":"snapshot"');
     const status = makeEntries(5, 'hec-status', { logType: 'status' });
     const d = await deliverAll(sink, [...results, ...snap, ...status]);
     expect(d.answers[0]).toBe('HTTP 200 {"text":"Success","code":0}');
     expect(seqs('hec')).toEqual(range(100));
     const first = hec.events.find((e) => seqOf(e.event)?.run === 'hec' && seqOf(e.event)?.seq === 0)!;
-    expect(first).toEqual({ time: results[0]!.time, host: results[0]!.hostIdentifier, source: 'fleetctl-test', sourcetype: 'osquery:results', index: 'osquery', event: JSON.parse(results[0]!.line) });
+    expect(first).toEqual({ time: results[0].time, host: results[0].hostIdentifier, source: 'fleetctl-test', sourcetype: 'osquery:results', index: 'osquery', event: JSON.parse(results[0].line) });
     expect(hec.events.find((e) => seqOf(e.event)?.run === 'hec-snap')!.sourcetype).toBe('osquery:snapshots');
     expect(new Set(hec.events.filter((e) => seqOf(e.event)?.run === 'hec-status').map((e) => e.sourcetype))).toEqual(new Set(['osquery:status']));
   });
@@ -78,9 +78,9 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
     expect(d2.errors[0]).toMatch(/429/);
     expect(seqs('hec-429')).toEqual(range(10));
     const batch = makeEntries(10, 'hec-invalid');
-    batch[4] = { ...batch[4]!, line: '' };
+    batch[4] = { ...batch[4], line: '' };
     const d3 = await deliverAll(sink, batch, { pauseMs: 200 });
-    expect(d3.rejected.map((e) => e.id)).toEqual([batch[4]!.id]);
+    expect(d3.rejected.map((e) => e.id)).toEqual([batch[4].id]);
     expect(seqs('hec-invalid')).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
   });
 
@@ -140,7 +140,7 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
     const batch = makeEntries(200, 'gelf');
     const big = makeEntries(1, 'gelf-big', { pad: 200_000 });
     // Padding that gzip cannot shrink: the message takes many chunks.
-    big[0]!.line = big[0]!.line.replace(/x{200000}/, Array.from({ length: 20_000 }, (_, i) => ((i * 7919) % 1_000_003).toString(36)).join(''));
+    big[0].line = big[0].line.replace(/x{200000}/, Array.from({ length: 20_000 }, (_, i) => ((i * 7919) % 1_000_003).toString(36)).join(''));
     // UDP: sent one after the other, so the reader's socket buffer is not what drops chunks.
     await deliverAll(sink, big);
     await until('the chunked message', () => reader.messages().length >= 1, 30);
@@ -160,16 +160,16 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
     const first = msgs.find((m) => m._columns_run === 'gelf' && m._columns_seq === '0')!;
     expect(first).toMatchObject({
       version: '1.1',
-      host: batch[0]!.hostIdentifier,
+      host: batch[0].hostIdentifier,
       short_message: 'pack_sinks_processes',
-      timestamp: batch[0]!.time,
+      timestamp: batch[0].time,
       level: 6,
       _name: 'pack_sinks_processes',
       _action: 'added',
       _columns_pid: '1000',
-      _decorations_hostname: batch[0]!.hostname,
+      _decorations_hostname: batch[0].hostname,
       _log_type: 'result',
-      _node_uuid: batch[0]!.hostIdentifier,
+      _node_uuid: batch[0].hostIdentifier,
       _environment: 'prod',
     });
     expect(msgs.some((m) => m._columns_run === 'gelf-big' && String(m._columns_pad).length > 50_000)).toBe(true);

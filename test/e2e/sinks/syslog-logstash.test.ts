@@ -43,9 +43,9 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     const got = rs.messages('tcp');
     expect(got).toHaveLength(308);
     expect(seqs(got.map((m) => JSON.parse(m.msg)), 'tcp')).toEqual(range(300));
-    const first = got.find((m) => m.msg === results[0]!.line)!;
-    expect(first).toMatchObject({ facility: 'local3', severity: 'info', appname: 'osqueryd', msgid: 'result', hostname: results[0]!.hostname, pri: String(19 * 8 + 6) });
-    expect(Date.parse(first.timestamp)).toBe(results[0]!.time * 1000);
+    const first = got.find((m) => m.msg === results[0].line)!;
+    expect(first).toMatchObject({ facility: 'local3', severity: 'info', appname: 'osqueryd', msgid: 'result', hostname: results[0].hostname, pri: String(19 * 8 + 6) });
+    expect(Date.parse(first.timestamp)).toBe(results[0].time * 1000);
     const sev = (run: string) => got.filter((m) => m.msg.includes(`run ${run} `)).map((m) => m.severity);
     expect([sev('tcp-s0'), sev('tcp-s1'), sev('tcp-s2'), sev('tcp-s3')]).toEqual([['notice', 'notice'], ['warning', 'warning'], ['err', 'err'], ['crit', 'crit']]);
   });
@@ -55,7 +55,7 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     const small = makeEntries(50, 'udp');
     const big = makeEntries(1, 'udp-big', { pad: 70_000 });
     const d = await deliverAll(sink, [...small, ...big]);
-    expect(d.rejected.map((e) => e.id)).toEqual([big[0]!.id]);
+    expect(d.rejected.map((e) => e.id)).toEqual([big[0].id]);
     await until('rsyslog wrote 50 UDP messages', () => rs.messages('udp').length >= 50, 60);
     const got = rs.messages('udp');
     expect(seqs(got.map((m) => JSON.parse(m.msg)), 'udp')).toEqual(range(50));

@@ -19,9 +19,9 @@ export async function deliverAll(sink: Sink, batch: SinkEntry[], o: { maxAttempt
     try {
       const r = await sink.send(pending, new AbortController().signal);
       out.answers.push(r.answer);
-      for (const x of r.rejected ?? []) out.rejected.push(pending[x.index]!);
+      for (const x of r.rejected ?? []) out.rejected.push(pending[x.index]);
       const retry = new Set((r.retry ?? []).map((x) => x.index));
-      if (retry.size) out.errors.push(r.retry![0]!.error);
+      if (retry.size) out.errors.push(r.retry![0].error);
       pending = pending.filter((_, i) => retry.has(i));
     } catch (e) {
       out.errors.push((e as Error).message);

@@ -44,7 +44,7 @@ export function makeEntries(n: number, tag: string, o: EntryOptions = {}): SinkE
       hostIdentifier: uuid,
       hostname: host,
       logType,
-      ...(logType === 'result' ? { name: log.name as string } : { severity: o.severity ?? 0 }),
+      ...(logType === 'result' ? { name: log.name } : { severity: o.severity ?? 0 }),
       time,
       receivedAt: new Date().toISOString(),
       line,
@@ -55,8 +55,9 @@ export function makeEntries(n: number, tag: string, o: EntryOptions = {}): SinkE
 }
 
 /** The run tag and sequence number of a delivered line (parsed), or undefined. */
-export function seqOf(log: any): { run: string; seq: number } | undefined {
-  if (log?.columns?.run !== undefined) return { run: log.columns.run, seq: Number(log.columns.seq) };
-  const m = /run (\S+) #(\d+)$/.exec(log?.message ?? '');
-  return m ? { run: m[1]!, seq: Number(m[2]) } : undefined;
+export function seqOf(value: unknown): { run: string; seq: number } | undefined {
+  const log = (typeof value === 'object' && value !== null ? value : {}) as { columns?: { run?: string; seq?: string }; message?: unknown };
+  if (log.columns?.run !== undefined) return { run: log.columns.run, seq: Number(log.columns.seq) };
+  const m = /run (\S+) #(\d+)$/.exec(typeof log.message === 'string' ? log.message : '');
+  return m ? { run: m[1], seq: Number(m[2]) } : undefined;
 }

@@ -23,11 +23,11 @@ export async function startGelfReader(): Promise<GelfReader> {
       cmd: peer.bin!,
       args: ['-listen', '127.0.0.1:0'],
       // Its first line names the UDP address it listens on.
-      ready: async () => {
+      ready: () => {
         const first = readFileSync(proc.logFile, 'utf8').split('\n')[0];
         const m = /"listening":"127\.0\.0\.1:(\d+)"/.exec(first ?? '');
         if (m) port = Number(m[1]);
-        return port > 0;
+        return Promise.resolve(port > 0);
       },
       readyTimeout: 30,
     },

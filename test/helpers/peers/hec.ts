@@ -38,14 +38,14 @@ export interface HecStandIn {
 }
 
 /** Splits concatenated JSON objects; a piece that is not an object is returned as its text. */
-function splitEvents(body: string): (unknown | { __bad: string })[] {
+function splitEvents(body: string): unknown[] {
   const out: unknown[] = [];
   let depth = 0;
   let inStr = false;
   let esc = false;
   let start = -1;
   for (let i = 0; i < body.length; i++) {
-    const c = body[i]!;
+    const c = body[i];
     if (inStr) {
       if (esc) esc = false;
       else if (c === '\\') esc = true;

@@ -17,12 +17,20 @@ export interface LogAgent {
   status(run: string, count: number, severity?: number): Promise<Record<string, unknown>[]>;
 }
 
+/** A sink as `fleetctl sinks show -o json` prints it (the fields these tests read). */
+export interface ShownSink {
+  id: number;
+  name: string;
+  config: Record<string, unknown>;
+  state: { delivered: number; backlog_entries: number; rejected: number; last_error: string };
+}
+
 export interface LogServer {
   srv: AgentServer;
   /** Adds a global sink with `fleetctl sinks add` (exit 0 expected). */
   addSink(name: string, type: string, source: 'result' | 'status', config: Record<string, unknown>): Promise<void>;
   /** The sink's state as `fleetctl sinks show -o json` prints it. */
-  sink(name: string): Promise<any>;
+  sink(name: string): Promise<ShownSink>;
   agent(): Promise<LogAgent>;
   stop(): Promise<void>;
 }
@@ -49,16 +57,16 @@ export async function startLogServer(): Promise<LogServer> {
     async sink(name) {
       const r = await srv.cli.run(['sinks', 'show', name, 'global', '-o', 'json']);
       expect(r.exitCode).toBe(0);
-      return JSON.parse(r.stdout);
+      return JSON.parse(r.stdout) as ShownSink;
     },
     async agent() {
       const uuid = randomUUID();
       const hostname = `host-${uuid.slice(0, 8)}`;
-      const enrolled = await post(flags.endpoint.enroll!, { enroll_secret: e.secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+      const enrolled = await post(flags.endpoint.enroll, { enroll_secret: e.secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
       expect(enrolled.status).toBe(200);
-      const nodeKey = enrolled.body.node_key as string;
+      const nodeKey = (enrolled.body as { node_key: string }).node_key;
       const send = async (logType: 'result' | 'status', data: Record<string, unknown>[]) => {
-        const r = await post(flags.endpoint.log!, { node_key: nodeKey, log_type: logType, data });
+        const r = await post(flags.endpoint.log, { node_key: nodeKey, log_type: logType, data });
         expect(r.status, JSON.stringify(r.body)).toBe(200);
         return data;
       };
@@ -78,7 +86,7 @@ export async function startLogServer(): Promise<LogServer> {
 }
 
 /** Two agents each sending 50 results of its own query and 5 status lines; what was acknowledged. */
-export async function sendSample(ls: LogServer, run: string): Promise<{ results: Record<string, any>[]; status: Record<string, any>[]; agents: LogAgent[] }> {
+export async function sendSample(ls: LogServer, run: string): Promise<{ results: Record<string, unknown>[]; status: Record<string, unknown>[]; agents: LogAgent[] }> {
   const [a, b] = [await ls.agent(), await ls.agent()];
   const seqs = Array.from({ length: 50 }, (_, i) => i);
   const results = [...(await a.results('pack_e2e_processes', run, seqs)), ...(await b.results('pack_e2e_users', run, seqs.map((i) => 50 + i)))];
@@ -87,4 +95,7 @@ export async function sendSample(ls: LogServer, run: string): Promise<{ results:
 }
 
 /** A result line's identity (node, query, row), and a status line's (node, message). */
-export const lineKey = (l: any): string => (l.columns ? `${l.hostIdentifier}|${l.name}|${l.columns.seq}` : `${l.hostIdentifier}|${l.message}`);
+export function lineKey(value: unknown): string {
+  const l = value as { hostIdentifier?: string; name?: string; message?: string; columns?: { seq?: string } };
+  return l.columns ? `${l.hostIdentifier}|${l.name}|${l.columns.seq}` : `${l.hostIdentifier}|${l.message}`;
+}

@@ -74,7 +74,7 @@ export async function startSearch(kind: SearchKind): Promise<SearchServer> {
   const get = async (path: string) => {
     const r = await fetch(url + path);
     if (!r.ok) throw new Error(`${kind} GET ${path}: ${r.status} ${await r.text()}`);
-    return r.json() as Promise<any>;
+    return r.json();
   };
   return {
     kind,
@@ -83,11 +83,12 @@ export async function startSearch(kind: SearchKind): Promise<SearchServer> {
     async documents(pattern) {
       await fetch(`${url}/${pattern}/_refresh`, { method: 'POST' });
       const docs: Record<string, unknown>[] = [];
-      let body = await get(`/${pattern}/_search?size=10000&scroll=1m&sort=_doc&ignore_unavailable=true&allow_no_indices=true`);
+      type Page = { _scroll_id?: string; hits?: { hits?: { _source: Record<string, unknown>; _index: string }[] } };
+      let body = (await get(`/${pattern}/_search?size=10000&scroll=1m&sort=_doc&ignore_unavailable=true&allow_no_indices=true`)) as Page;
       while (body.hits?.hits?.length) {
         for (const h of body.hits.hits) docs.push({ ...h._source, _index: h._index });
         const r = await fetch(`${url}/_search/scroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scroll: '1m', scroll_id: body._scroll_id }) });
-        body = await r.json();
+        body = (await r.json()) as Page;
       }
       return docs;
     },
