@@ -313,7 +313,7 @@ export class SinkRunner {
 
 /** A destination's batch limits for a sink's config (a config that does not parse: the defaults of {}). */
 export function batchLimits(dest: Destination, configText: string): BatchLimits {
-  if (typeof dest.batch !== 'function') return dest.batch;
+  if (!dest.batchOf) return dest.batch;
   let config: Record<string, unknown> = {};
   try {
     const v = JSON.parse(configText || '{}') as unknown;
@@ -321,7 +321,7 @@ export function batchLimits(dest: Destination, configText: string): BatchLimits 
   } catch {
     /* the defaults */
   }
-  return dest.batch(config);
+  return dest.batchOf(config);
 }
 
 /** How long a batch should still gather (ms): 0 when it is full or its oldest entry is old enough. */
@@ -329,5 +329,5 @@ export function gatherWait(rows: SpoolRowAt[], limits: BatchLimits, now: number)
   if (!limits.gatherMs) return 0;
   const bytes = rows.reduce((n, r) => n + r.row.line.length, 0);
   if (rows.length >= limits.maxEntries || bytes >= limits.maxBytes * 0.9) return 0;
-  return Math.max(0, Date.parse(rows[0]!.row.received_at) + limits.gatherMs - now);
+  return Math.max(0, Date.parse(rows[0].row.received_at) + limits.gatherMs - now);
 }

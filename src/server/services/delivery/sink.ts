@@ -96,8 +96,10 @@ export interface Destination<C = Record<string, unknown>> {
   secrets: readonly string[];
   /** Checks beyond the schema (URLs, ports, paths), on the config as stored (secret values may be placeholders). */
   check?(config: C, ctx: { sinkDir: string }): ConfigProblem | undefined;
-  /** One batch at most this many entries and bytes (of `line`); limits may depend on the config. */
-  batch: BatchLimits | ((config: C) => BatchLimits);
+  /** One batch at most this many entries and bytes (of `line`). */
+  batch: BatchLimits;
+  /** Limits that depend on the sink's config (s3: its object size and age), instead of `batch`. */
+  batchOf?(config: C): BatchLimits;
   /** Written by one process of a machine only (stdout: workers share the terminal or pipe). */
   perHost?: boolean;
   /** Opens the destination with secrets resolved. Import heavy client libraries here, not at the top. */

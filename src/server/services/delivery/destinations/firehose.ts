@@ -12,7 +12,7 @@ export const firehose: Destination<FirehoseConfig> = {
   type: 'firehose',
   schema: Type.Object({ delivery_stream: Type.String({ pattern: '^[a-zA-Z0-9_.-]{1,64}$' }), ...awsProps }, { additionalProperties: false }),
   secrets: ['secret_access_key'],
-  check: (config): ConfigProblem | undefined => awsCheck(config as FirehoseConfig & Record<string, unknown>),
+  check: (config): ConfigProblem | undefined => awsCheck(config),
   batch: { maxEntries: MAX_RECORDS * 4, maxBytes: 12 * 1024 * 1024 },
   async open(config) {
     const { FirehoseClient, PutRecordBatchCommand } = await import('@aws-sdk/client-firehose');

@@ -12,7 +12,7 @@ export const kinesis: Destination<KinesisConfig> = {
   type: 'kinesis',
   schema: Type.Object({ stream: Type.String({ pattern: '^[a-zA-Z0-9_.-]{1,128}$' }), ...awsProps }, { additionalProperties: false }),
   secrets: ['secret_access_key'],
-  check: (config): ConfigProblem | undefined => awsCheck(config as KinesisConfig & Record<string, unknown>),
+  check: (config): ConfigProblem | undefined => awsCheck(config),
   batch: { maxEntries: MAX_RECORDS * 4, maxBytes: 16 * 1024 * 1024 },
   async open(config) {
     const { KinesisClient, PutRecordsCommand } = await import('@aws-sdk/client-kinesis');

@@ -107,12 +107,13 @@ export const s3: Destination<S3Config> = {
   schema,
   secrets: ['secret_access_key'],
   check(config): ConfigProblem | undefined {
-    const p = awsCheck(config as S3Config & Record<string, unknown>);
+    const p = awsCheck(config);
     if (p) return p;
     if (config.prefix?.startsWith('/')) return { field: 'prefix', message: 'a key prefix does not start with /' };
     return undefined;
   },
-  batch: (config) => ({
+  batch: { maxEntries: 200_000, maxBytes: DEFAULT_OBJECT_BYTES, gatherMs: DEFAULT_OBJECT_SECONDS * 1000 },
+  batchOf: (config) => ({
     maxEntries: 200_000,
     maxBytes: config.max_object_bytes ?? DEFAULT_OBJECT_BYTES,
     gatherMs: (config.max_object_seconds ?? DEFAULT_OBJECT_SECONDS) * 1000,
