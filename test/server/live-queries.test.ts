@@ -120,6 +120,47 @@ describe('targets', () => {
   });
 });
 
+describe("each node's cadence (issue 26): the interval its configuration told it", () => {
+  it('a raised interval counts at once, a lowered one from its second config fetch; a live query counts the node online by it', async () => {
+    const intervals = (query_interval: number) => t.call('PATCH', '/api/v1/environments/intervals/prod', { token: admin, body: { query_interval } });
+    const was = (await t.call('GET', '/api/v1/environments/prod', { token: admin })).body.query_interval as number;
+    const uuid = randomUUID();
+    const row = () => t.server.deps.db.selectFrom('nodes').select(['distributed_interval', 'distributed_interval_told']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    const cadence = async () => (await row()).distributed_interval;
+    /** A config fetch telling the environment's interval; then the node's cadence, once the check-in reached its row. */
+    const configFetch = async (key: string, want: number) => {
+      const told = (await t.call('GET', '/api/v1/environments/prod', { token: admin })).body.query_interval as number;
+      const before = (await row()).distributed_interval_told;
+      expect((await post('config', { node_key: key })).body.options).toMatchObject({ distributed_interval: told });
+      // Check-ins reach the node rows with the batch's flush: a new telling shows in the told
+      // column, written with the cadence; told again, only the cadence can move.
+      if (before === told) return eventually(async () => ((await cadence()) === want ? want : undefined), `the node's cadence to be ${want}`);
+      await eventually(async () => ((await row()).distributed_interval_told === told ? true : undefined), 'the config fetch in the node row');
+      expect(await cadence()).toBe(want);
+    };
+    try {
+      expect((await intervals(30)).status).toBe(200);
+      const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cadence-host') })).body.node_key as string;
+      expect(await cadence()).toBe(30); // its flags at enroll: the environment's
+      expect((await intervals(300)).status).toBe(200);
+      await configFetch(key, 300); // longer: at once
+      expect((await intervals(2)).status).toBe(200);
+      await configFetch(key, 300); // shorter: osquery first waits out its current 300 s pause
+      await configFetch(key, 2); // told twice: it polls at 2 s now
+      expect((await intervals(30)).status).toBe(200);
+      await configFetch(key, 30);
+      // Seen a minute ago: offline by the environment's 2 s (at least 10 s), online by its own 30 s (90 s).
+      expect((await intervals(2)).status).toBe(200);
+      await t.server.deps.db.updateTable('nodes').set({ last_seen: new Date(Date.now() - 60_000).toISOString() }).where('uuid', '=', uuid).execute();
+      const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1;', uuid_list: [uuid] } });
+      expect(run.status).toBe(200);
+      expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body).toMatchObject({ expected: 1, online: 1, online_pending: 1 });
+    } finally {
+      await intervals(was);
+    }
+  });
+});
+
 describe('http sink', () => {
   it('result logs are POSTed in batches to a collector; a failing sink does not block the agent', async () => {
     const ok = await t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'collector', type: 'http', source: 'result', environment_id: 0, config: { url: collectorUrl } } });
