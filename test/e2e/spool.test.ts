@@ -174,7 +174,7 @@ describe('sinks edit, enable, disable, test', () => {
     expect((await cli.run(['sinks', 'edit', 'siem', 'global', '--set', `url=http://127.0.0.1:${port}/closed`])).exitCode).toBe(0);
     const failing = await cli.run(['sinks', 'test', 'siem', 'global']);
     expect(failing.exitCode).toBe(1);
-    expect(failing.stdout).toMatch(new RegExp(`^failed: http://127\\.0\\.0\\.1:${port}/closed: ECONNREFUSED \\(\\d+ ms\\)\\n$`));
+    expect(failing.stdout).toMatch(new RegExp(`^failed: http://127\\.0\\.0\\.1:${port}/closed: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(\\d+ ms\\)\\n$`));
     expect(failing.stderr).toMatch(/^error: log sink siem: the test entry was not delivered/);
     expect((await cli.run(['sinks', 'remove', String(siem.id), '--yes'])).exitCode).toBe(0);
   });

@@ -5,11 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { selfSigned } from '../../src/server/agent/listener.js';
 
 let t: TestServer;
 let admin: string;
@@ -199,6 +201,45 @@ describe('a sink that is down', () => {
     const audit = await eventually(async () => db().selectFrom('audit_logs').selectAll().where('line', 'like', `%${http.name}%dropped%backlog_bytes%`).executeTakeFirst(), 'the drop to be audited');
     expect(audit).toMatchObject({ log_type: 7, severity: 3 });
     await api('DELETE', `/api/v1/log-sinks/${http.id}`);
+  });
+});
+
+describe('an http sink over HTTPS with a private CA', () => {
+  it('without the CA the test says why it failed; with `ca` it delivers; a CA with an http:// url is refused', async () => {
+    const tls = mkdtempSync(join(tmpdir(), 'fleetctl-spool-tls-'));
+    const { certFile, keyFile } = selfSigned(tls, '127.0.0.1');
+    const got: any[] = [];
+    const collector = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        got.push(...JSON.parse(body));
+        res.writeHead(200).end('stored');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    try {
+      const url = `https://127.0.0.1:${(collector.address() as { port: number }).port}/in`;
+      const ca = readFileSync(certFile, 'utf8');
+      const plain = await api('POST', '/api/v1/log-sinks', { name: `tls-${randomUUID().slice(0, 8)}`, environment_id: envId, source: 'status', type: 'http', config: { url: 'http://127.0.0.1:1/', ca } });
+      expect(plain.status).toBe(400);
+      expect(plain.body.error).toBe('config.ca: a CA is only used with an https:// url');
+      const sink = await addSink({ name: `tls-${randomUUID().slice(0, 8)}`, source: 'status', type: 'http', config: { url } });
+      const untrusted = await api('POST', `/api/v1/log-sinks/${sink.id}/test`);
+      expect(untrusted.body.ok).toBe(false);
+      expect(untrusted.body.answer).toMatch(/certificate/i);
+      expect((await api('PATCH', `/api/v1/log-sinks/${sink.id}`, { config: { url, ca } })).status).toBe(200);
+      const trusted = await api('POST', `/api/v1/log-sinks/${sink.id}/test`);
+      expect(trusted.body).toMatchObject({ ok: true, answer: 'HTTP 200 stored' });
+      const n = await enroll();
+      const tag = randomUUID();
+      expect((await post('log', { node_key: n.key, log_type: 'status', data: [{ message: tag, severity: '0' }] })).status).toBe(200);
+      await eventually(async () => (got.some((e) => e.entry.message === tag) ? true : undefined), 'the line over HTTPS');
+      await api('DELETE', `/api/v1/log-sinks/${sink.id}`);
+    } finally {
+      collector.close();
+      rmSync(tls, { recursive: true, force: true });
+    }
   });
 });
 

@@ -11,7 +11,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ConfigProblem, Destination, SendResult, Sink, SinkEntry } from '../sink.js';
 import { SinkError } from '../sink.js';
-import { snippet, urlProblem } from './http.js';
+import { urlProblem } from './http.js';
+import { snippet } from './http-target.js';
 import { HttpTarget } from './http-target.js';
 
 const schema = Type.Object(

@@ -3,7 +3,22 @@
 // `ca` (PEM) when it has one, with a timeout; transport failures become a retryable SinkError.
 import { Agent, request } from 'undici';
 import { SinkError } from '../sink.js';
-import { retryAfterMs, snippet } from './http.js';
+
+/** Milliseconds of a Retry-After header (seconds or a date), if any. */
+export function retryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const s = Number(value);
+  if (Number.isFinite(s) && s >= 0) return Math.min(s, 300) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.min(300_000, at - Date.now()));
+}
+
+/** The first line of a body, short and printable (what the destination answered). */
+export function snippet(text: string, max = 200): string {
+  // eslint-disable-next-line no-control-regex
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max)}...` : line;
+}
 
 export interface HttpAnswer {
   status: number;
@@ -39,7 +54,10 @@ export class HttpTarget {
     } catch (e) {
       if (timeout.aborted) throw new SinkError(`${url}: no answer within ${this.timeoutMs / 1000} s`);
       const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-      throw new SinkError(`${url}: ${err.cause?.code ?? err.code ?? err.message}`);
+      const cause = err.cause ?? err;
+      // The code, and what it means when that says more (a TLS failure: "self-signed certificate").
+      const code = cause.code ?? '';
+      throw new SinkError(`${url}: ${code && cause.message && !cause.message.includes(code) ? `${code} (${cause.message})` : cause.message || code}`);
     }
   }
 

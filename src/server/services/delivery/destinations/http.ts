@@ -1,10 +1,12 @@
 // http: a JSON array of envelopes (sink.ts) per batch, sent with `method` (POST or PUT) to `url`
-// with `headers`, within `timeout_seconds` (default 10). A 2xx acknowledges the batch; anything
-// else (or no answer in time) is retried by the runner, after the Retry-After of a 429 or 503.
-// Header values are secrets (an Authorization header is the usual way in): never shown by a
-// read, and each may be given as headers_env / headers_file instead.
+// with `headers`, within `timeout_seconds` (default 10), trusting `ca` (PEM) for an https url of
+// a private CA, over the HTTP client every HTTP-speaking type shares (http-target.ts). A 2xx
+// acknowledges the batch; anything else (or no answer in time) is retried by the runner, after
+// the Retry-After of a 429 or 503. Header values are secrets (an Authorization header is the
+// usual way in): never shown by a read, and each may be given as headers_env / headers_file.
 import { Type } from '@sinclair/typebox';
 import { envelope, SinkError, type ConfigProblem, type Destination, type Sink, type SinkEntry } from '../sink.js';
+import { HttpTarget } from './http-target.js';
 
 const schema = Type.Object(
   {
@@ -12,12 +14,13 @@ const schema = Type.Object(
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
     method: Type.Optional(Type.Union([Type.Literal('POST'), Type.Literal('PUT')])),
     timeout_seconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 300 })),
+    ca: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
 /** RFC 9110's token: what a header name may be. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-type HttpConfig = { url: string; headers?: Record<string, string>; method?: 'POST' | 'PUT'; timeout_seconds?: number };
+type HttpConfig = { url: string; headers?: Record<string, string>; method?: 'POST' | 'PUT'; timeout_seconds?: number; ca?: string };
 
 /** A URL a destination can be reached at, or the problem with it (shared by URL-keyed types). */
 export function urlProblem(value: string, schemes: readonly string[], key = 'url'): ConfigProblem | undefined {
@@ -35,44 +38,24 @@ export function urlProblem(value: string, schemes: readonly string[], key = 'url
   return undefined;
 }
 
-/** Milliseconds of a Retry-After header (seconds or a date), if any. */
-export function retryAfterMs(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const s = Number(value);
-  if (Number.isFinite(s) && s >= 0) return Math.min(s, 300) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.min(300_000, at - Date.now()));
-}
-
-/** The first line of a body, short and printable (what the destination answered). */
-export function snippet(text: string, max = 200): string {
-  // eslint-disable-next-line no-control-regex
-  const line = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max)}...` : line;
-}
-
 class HttpSink implements Sink {
-  constructor(private readonly config: HttpConfig) {}
+  private readonly target: HttpTarget;
+
+  constructor(private readonly config: HttpConfig) {
+    this.target = new HttpTarget(config.ca, (config.timeout_seconds ?? 10) * 1000);
+  }
 
   async send(batch: SinkEntry[], signal: AbortSignal) {
     const body = Buffer.from(`[${batch.map(envelope).join(',')}]`, 'utf8');
     const headers: Record<string, string> = { 'content-type': 'application/json', ...this.config.headers };
-    const timeout = AbortSignal.timeout((this.config.timeout_seconds ?? 10) * 1000);
-    let res: Response;
-    try {
-      res = await fetch(this.config.url, { method: this.config.method ?? 'POST', headers, body, signal: AbortSignal.any([signal, timeout]) });
-    } catch (e) {
-      if (timeout.aborted) throw new SinkError(`no answer from ${this.config.url} within ${this.config.timeout_seconds ?? 10} s`);
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new SinkError(`${this.config.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
-    }
-    const text = await res.text().catch(() => '');
-    const answer = `HTTP ${res.status}${text ? ` ${snippet(text)}` : ''}`;
-    if (!res.ok) throw new SinkError(`${this.config.url} answered ${answer}`, res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined);
-    return { bytes: body.length, answer };
+    const res = await this.target.call(this.config.method ?? 'POST', this.config.url, headers, body, signal);
+    if (res.status < 200 || res.status > 299) throw new SinkError(`${this.config.url} answered ${res.answer}`, res.status === 429 || res.status === 503 ? res.retryAfterMs : undefined);
+    return { bytes: body.length, answer: res.answer };
   }
 
-  async close(): Promise<void> {}
+  close(): Promise<void> {
+    return this.target.close();
+  }
 }
 
 export const http: Destination<HttpConfig> = {
@@ -84,9 +67,11 @@ export const http: Destination<HttpConfig> = {
       if (!HEADER_NAME.test(name)) return { field: `headers.${name}`, message: 'not a valid HTTP header name' };
       if (/[\r\n\0]/.test(value)) return { field: `headers.${name}`, message: 'a header value cannot hold a line break or NUL' };
     }
+    if (config.ca !== undefined && !config.url.startsWith('https:')) return { field: 'ca', message: 'a CA is only used with an https:// url' };
+    if (config.ca !== undefined && !/-----BEGIN CERTIFICATE-----/.test(config.ca)) return { field: 'ca', message: 'expected PEM certificates (-----BEGIN CERTIFICATE-----)' };
     return urlProblem(config.url, ['http', 'https']);
   },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   open: (config) => Promise.resolve(new HttpSink(config)),
-  doc: { wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges', verified: 'our own tests (a Node HTTP server)' },
+  doc: { wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges', verified: 'our own tests (a Node HTTP and HTTPS server with a private CA)' },
 };
