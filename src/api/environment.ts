@@ -48,8 +48,47 @@ export const Environment = Type.Object({
   rpm_package: Type.String(),
   created_at: Timestamp,
   updated_at: Timestamp,
+  /**
+   * Issue 27 (fleetctl's server only; zero values elsewhere): whether `hostname` and `certificate`
+   * were set for this environment (true) or follow the server's agent URL and trust anchor (false),
+   * and the seconds between detail refreshes of its nodes (0: the server's --detail-refresh).
+   */
+  hostname_pinned: Type.Boolean(),
+  certificate_pinned: Type.Boolean(),
+  detail_refresh: Type.Integer(),
 });
 export type Environment = Static<typeof Environment>;
+
+/** Intervals and switches both create and edit take (issue 27). */
+const EnvironmentSettable = {
+  /** The agent host (osquery's --tls_hostname, NAME[:PORT]); '' (edit): follow the server's --agent-url again. */
+  hostname: Type.Optional(Type.String()),
+  icon: Type.Optional(Type.String()),
+  type: Type.Optional(Type.String()),
+  accept_enrolls: Type.Optional(Type.Boolean()),
+  debug_http: Type.Optional(Type.Boolean()),
+  config_interval: Type.Optional(Type.Integer()),
+  log_interval: Type.Optional(Type.Integer()),
+  query_interval: Type.Optional(Type.Integer()),
+  /** Seconds between detail refreshes of its nodes; 0: the server's --detail-refresh. */
+  detail_refresh: Type.Optional(Type.Integer()),
+};
+
+/** POST /api/v1/environments (issue 27; osctrl's path and fields, and ours). */
+export const EnvironmentCreateBody = Type.Object({
+  name: Type.String(),
+  ...EnvironmentSettable,
+  /** Seconds enrollment stays open; 0: until someone closes it; absent: the server's --enroll-window. */
+  enroll_window: Type.Optional(Type.Integer()),
+});
+export type EnvironmentCreateBody = Static<typeof EnvironmentCreateBody>;
+
+/** PATCH /api/v1/environments/{env} (issue 27): only the fields given change. */
+export const EnvironmentEditBody = Type.Object({
+  name: Type.Optional(Type.String()),
+  ...EnvironmentSettable,
+});
+export type EnvironmentEditBody = Static<typeof EnvironmentEditBody>;
 
 /** api-spec.md 2.2 */
 export const EnvironmentMapEntry = Type.Object({
@@ -85,3 +124,17 @@ export const EnrollBody = Type.Object({
 export type EnrollBody = Static<typeof EnrollBody>;
 
 export type EnrollTarget = (typeof EnrollTargets)[number];
+
+/** Issue 27: where an environment's enrollment stands; `closing` when its window ends within a day. */
+export const EnrollmentStates = ['open', 'closing', 'closed'] as const;
+export type EnrollmentState = (typeof EnrollmentStates)[number];
+export const ENROLLMENT_CLOSING_MS = 24 * 3600_000;
+
+/** The one rule, for the server (stats) and the CLI (env list/show): "never" is the zero time. */
+export function enrollmentStateOf(acceptEnrolls: boolean, enrollExpire: string, now: Date): EnrollmentState {
+  if (!acceptEnrolls) return 'closed';
+  const t = Date.parse(enrollExpire);
+  if (!enrollExpire || enrollExpire.startsWith('0001-01-01') || Number.isNaN(t)) return 'open';
+  if (t <= now.getTime()) return 'closed';
+  return t - now.getTime() < ENROLLMENT_CLOSING_MS ? 'closing' : 'open';
+}

@@ -12,3 +12,4 @@ export * from './audit.js';
 export * from './stats.js';
 export * from './query.js';
 export * from './osquery-config.js';
+export * from './version.js';

@@ -18,6 +18,9 @@ export const EnvironmentStats = Type.Object({
   active_queries: Type.Integer(),
   active_carves: Type.Integer(),
   platform_counts: PlatformCounts,
+  /** Issue 27 (fleetctl's server; '' elsewhere): open, closing (its window ends within a day) or closed, and when. */
+  enrollment: Type.String(),
+  enroll_expire: Type.String(),
 });
 export type EnvironmentStats = Static<typeof EnvironmentStats>;
 

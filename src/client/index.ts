@@ -20,6 +20,7 @@ export class FleetApi {
   readonly stats: FleetResources['stats'];
   readonly queries: FleetResources['queries'];
   readonly config: FleetResources['config'];
+  readonly server: FleetResources['server'];
 
   constructor(
     readonly http: HttpClient,
@@ -40,6 +41,7 @@ export class FleetApi {
     this.stats = r.stats;
     this.queries = r.queries;
     this.config = r.config;
+    this.server = r.server;
   }
 
   /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context, GlobalOptions } from '../context.js';
 import type { ApiError } from '../errors.js';
 import { flow } from '../help.js';
+import { parseSpan } from '../lib/duration.js';
 
 export interface VerbSpec {
   name: string;
@@ -82,5 +83,19 @@ export function intArg(min = 1): (v: string) => number {
   return (v: string) => {
     if (!/^\d+$/.test(v) || Number(v) < min) throw new InvalidArgumentError(`expected an integer >= ${min}`);
     return Number(v);
+  };
+}
+
+/** A span option ("1h", "7d", seconds; `never` where allowed) parsed to whole seconds (0 = never). */
+export function spanArg(o: { allowNever?: boolean; min?: number } = {}): (v: string) => number {
+  return (v: string) => {
+    let n: number;
+    try {
+      n = parseSpan(v, { allowNever: o.allowNever });
+    } catch (e) {
+      throw new InvalidArgumentError((e as Error).message.replace(/^invalid duration "[^"]*": /, ''));
+    }
+    if (n !== 0 && o.min !== undefined && n < o.min) throw new InvalidArgumentError(`at least ${o.min} seconds`);
+    return n;
   };
 }

@@ -191,6 +191,7 @@ function mainPage(p: ProgramSpec): string {
   ];
   for (const g of groups) {
     out.push(`.SS ${arg(`${p.name} ${g.name}`)}`, textLine(`${sentence(g.summary)} See ${groupPageName(p, g)}(1).`));
+    if (ownOptions(g).length) out.push('.TP', ownSynopsis(p, g), textLine(sentence(g.summary)));
     for (const v of g.commands.filter((s) => !s.implicitHelp)) out.push('.TP', synopsis(p.name, v), textLine(sentence(v.summary)));
   }
   for (const v of verbs) out.push(...commandSection(p, v, '.SS'));
@@ -215,16 +216,22 @@ function mainPage(p: ProgramSpec): string {
   return `${out.join('\n')}\n`;
 }
 
+/** A group that is also a command of its own (`fleetctl server [options]` beside `server backup`): its options. */
+const ownOptions = (g: CommandSpec) => g.options.filter((o) => o.long !== '--help');
+const ownSynopsis = (p: ProgramSpec, g: CommandSpec) => `${bold([p.name, ...g.path].join(' '))} [${ital('options')}]`;
+
 function groupPage(p: ProgramSpec, g: CommandSpec): string {
   const verbs = allCommands(g).filter((c) => !c.implicitHelp);
+  const own = ownOptions(g);
   const out = [
     ...header(p, groupPageName(p, g), groupPageName(p, g), g.summary.replace(/^./, (c) => c.toLowerCase())),
     '.SH SYNOPSIS',
-    verbs.map((v) => synopsis(p.name, v)).join('\n.br\n'),
+    [...(own.length ? [ownSynopsis(p, g)] : []), ...verbs.map((v) => synopsis(p.name, v))].join('\n.br\n'),
     '.SH DESCRIPTION',
     ...paragraphs(g.description),
   ];
   if (g.aliases.length) out.push('.PP', textLine(`Aliases: ${g.aliases.join(', ')}.`));
+  if (own.length) out.push('.SH OPTIONS', ...optionItems(own));
   out.push('.SH COMMANDS');
   for (const v of verbs) out.push(...commandSection(p, v, '.SS'));
   out.push(

@@ -25,7 +25,7 @@ export interface WorkerSetup {
 /** A worker's report once it listens. */
 export interface WorkerReady {
   url: string;
-  agent?: { url: string; address: string; certFile: string; certPem: string };
+  agent?: { url: string; address: string; certFile: string; certPem: string; trust: string };
 }
 
 /** Messages between the primary and its workers (besides prom-client's own). */
@@ -83,6 +83,8 @@ export interface Primary {
   /** Metrics of every worker, aggregated (the primary's --metrics-listen). */
   metrics(): Promise<string>;
   metricsContentType: string;
+  /** Passes a signal on to every worker (SIGHUP: each reloads its agent certificate). */
+  signal(sig: NodeJS.Signals): void;
   /** SIGTERM to every worker; resolves when all have exited (SIGKILL after `graceMs`). */
   stop(graceMs: number): Promise<void>;
 }
@@ -158,6 +160,9 @@ export async function startWorkers(count: number, setup: Omit<WorkerSetup, 'inde
     ready,
     metrics: () => aggregator.clusterMetrics(),
     metricsContentType: aggregator.contentType,
+    signal(sig) {
+      for (const w of workers) if (!w.isDead()) w.process.kill(sig);
+    },
     async stop(graceMs: number) {
       stopping = true;
       const alive = workers.filter((w) => !w.isDead());

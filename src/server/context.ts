@@ -7,6 +7,7 @@ import type { EnvLevels } from './permissions.js';
 import type { LoginGuard } from './services/auth/login-guard.js';
 import type { Faults } from './lib/faults.js';
 import type { Metrics } from './lib/metrics.js';
+import type { AgentIdentity } from './services/environments/agent-identity.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -29,7 +30,14 @@ export interface ServerConfig {
   /** Each sink's backlog in the spool, bytes and age, past which its oldest entries are dropped (issue 28). */
   sinkBacklogBytes: number;
   sinkBacklogAgeMs: number;
+  /** Enrollment window of a new environment, seconds (--enroll-window); 0: open until someone closes it. */
+  enrollWindowSeconds: number;
+  /** Seconds between detail refreshes of a node (--detail-refresh), unless its environment sets its own. */
+  detailRefreshSeconds: number;
 }
+
+/** Fleet's default: host details are asked for again every hour. */
+export const DEFAULT_DETAIL_REFRESH_SECONDS = 3600;
 
 /** 1 GiB: carves are kept in the database (base64), so the default is a size an operator plans for. */
 export const DEFAULT_CARVE_MAX_BYTES = 1024 * 1024 * 1024;
@@ -75,6 +83,11 @@ export interface Deps {
    * own). Absent in tests that build Deps by hand: a transaction on `db` then (store/db.ts).
    */
   write?: (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
+  /**
+   * The agent door's public identity (name and trust anchor) that environments follow; one object
+   * shared by both doors' Deps and updated in place on SIGHUP. Absent without an agent door.
+   */
+  agentIdentity?: AgentIdentity;
 }
 
 /** The authenticated user of a request. */

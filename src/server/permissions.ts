@@ -26,6 +26,9 @@ export const RULES = {
   osqueryConfig: envRule('admin'), // issue 22: an environment's osquery configuration, read and changed
   envMap: authenticated, // 4.7: filtered to the caller's envs
   envRead: envRule('user'),
+  envCreate: superAdmin, // issue 27: POST /api/v1/environments
+  envChange: { auth: true, superAdmin: true, env: { param: 'env', level: 'admin' } }, // issue 27: PATCH, DELETE /api/v1/environments/{env}
+  version: authenticated, // issue 27: GET /api/v1/version
   enrollAction: envRule('admin'), // 4.8
   enrollRead: envRule('admin'), // 4.9
   tagsChange: envRule('admin'), // 4.10

@@ -3,67 +3,15 @@
 // docs show the same fleet every time, but relative to "now" so active nodes stay active.
 import type { Kysely } from 'kysely';
 import type { DB, NewNode } from './store/schema.js';
-import { NEVER } from '../api/index.js';
 import { hashPassword, randomHex } from './lib/crypto.js';
 import { platformBucket, versionKey } from './services/fleet/node-health.js';
 import { seedAuthExtras } from './seed-auth.js';
 import { seedActivity } from './seed-activity.js';
 import { prng, pick, uuidFrom, type Rand } from './seed-random.js';
+import { createEnvironment } from './services/environments/environment-admin.js';
 
-export async function createEnvironment(db: Kysely<DB>, name: string, opts: { uuid: string; hostname: string; now: Date; secret?: string }) {
-  const ts = opts.now.toISOString();
-  const expire = new Date(opts.now.getTime() + 24 * 3600_000).toISOString();
-  const slug = randomHex(8);
-  const r = await db
-    .insertInto('environments')
-    .values({
-      uuid: opts.uuid,
-      name,
-      type: 'osquery',
-      hostname: opts.hostname,
-      icon: 'fas fa-wrench',
-      user_id: 0,
-      secret: opts.secret ?? randomHex(24),
-      certificate: '',
-      flags: '',
-      // No host_identifier (issue 26): from the configuration it would override each host's own flag.
-      options: '{"disable_distributed":false}',
-      schedule: '{}',
-      packs: '{}',
-      decorators: '{}',
-      atc: '{}',
-      configuration: '{}',
-      accept_enrolls: 1,
-      config_tls: 1,
-      logging_tls: 1,
-      query_tls: 1,
-      carves_tls: 1,
-      debug_http: 0,
-      config_interval: 300,
-      log_interval: 600,
-      query_interval: 60,
-      enroll_path: `${slug}/enroll`,
-      enroll_secret_path: randomHex(16),
-      remove_secret_path: randomHex(16),
-      config_path: `${slug}/config`,
-      log_path: `${slug}/log`,
-      query_read_path: `${slug}/read`,
-      query_write_path: `${slug}/write`,
-      carver_init_path: `${slug}/init`,
-      carver_block_path: `${slug}/block`,
-      enroll_expire: expire,
-      remove_expire: NEVER,
-      deb_package: '',
-      msi_package: '',
-      pkg_package: '',
-      rpm_package: '',
-      created_at: ts,
-      updated_at: ts,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return r.id;
-}
+/** Tests and benches build environments with the same function the server uses. */
+export { createEnvironment };
 
 export interface DemoUser {
   username: string;
@@ -225,6 +173,7 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
   const counts = demoNodeCounts(opts.nodes ?? DEMO_NODES_DEFAULT);
   let seed = 1;
   for (const e of DEMO_ENVIRONMENTS) {
+    // Enrollment open until someone closes it, as every new environment (issue 27).
     const id = await createEnvironment(db, e.name, { uuid: e.uuid, hostname: opts.hostname, now });
     envIds[e.name] = id;
     await insertNodes(db, generateNodes(seed++, e.name, id, counts[e.name]!, now.getTime()));

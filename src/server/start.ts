@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_CARVE_MAX_BYTES, DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
+import { DEFAULT_CARVE_MAX_BYTES, DEFAULT_DETAIL_REFRESH_SECONDS, DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
 import { isPostgresUrl, openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
@@ -13,8 +13,10 @@ import { SessionPurger } from './services/auth/session-purge.js';
 import { DenialAudit } from './services/auth/denial-audit.js';
 import { LoginGuard } from './services/auth/login-guard.js';
 import { ServerSetupError } from './setup-error.js';
-import { createEnvironment, seedDemo, type DemoSummary } from './seed.js';
-import { randomUUID } from 'node:crypto';
+import { seedDemo, type DemoSummary } from './seed.js';
+import { createEnvironment } from './services/environments/environment-admin.js';
+import { followServer, type AgentIdentity } from './services/environments/agent-identity.js';
+import { parseAgentUrl, type AgentTls } from './lib/agent-tls.js';
 import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
 import { Faults } from './lib/faults.js';
 import { DEFAULT_BACKLOG_AGE_MS, DEFAULT_BACKLOG_BYTES, Delivery } from './services/delivery/delivery.js';
@@ -43,8 +45,17 @@ export interface ServerOptions {
   /** Password for the first super-admin of a new database (outside dev). */
   adminPassword?: string;
   adminUsername?: string;
-  /** Environments to create at start when missing (outside dev: the API has no way to add one). */
+  /** Environments to create at start when missing. */
   createEnvs?: string[];
+  /**
+   * The URL agents use to reach the agent door (--agent-url https://NAME[:PORT]); environments
+   * that follow the server get NAME[:PORT] as their --tls_hostname.
+   */
+  agentUrl?: string;
+  /** Enrollment window of a new environment, seconds (--enroll-window; 0 or absent: open until closed). */
+  enrollWindowSeconds?: number;
+  /** Seconds between detail refreshes of a node (--detail-refresh; default an hour). */
+  detailRefreshSeconds?: number;
   jwtSecret?: string;
   loginRateLimit?: number;
   apiRateLimit?: number;
@@ -104,6 +115,12 @@ export interface RunningServer {
   /** The durable log spool and the sinks' delivery (issue 28). */
   spool: Spool;
   delivery: Delivery;
+  /**
+   * SIGHUP: reads the agent door's certificate, key and anchor files again and points the
+   * environments that follow the server at the new anchor. Returns the line to log; throws (the
+   * old certificate stays in use) when the new files are not usable.
+   */
+  reloadAgentTls(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -230,6 +247,8 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       carveMaxBytes: opts.carveMaxBytes ?? DEFAULT_CARVE_MAX_BYTES,
       sinkBacklogBytes: opts.sinkBacklogBytes ?? DEFAULT_BACKLOG_BYTES,
       sinkBacklogAgeMs: opts.sinkBacklogAgeMs ?? DEFAULT_BACKLOG_AGE_MS,
+      enrollWindowSeconds: opts.enrollWindowSeconds ?? 0,
+      detailRefreshSeconds: opts.detailRefreshSeconds ?? DEFAULT_DETAIL_REFRESH_SECONDS,
       sinkDir: resolve(
         opts.sinkDir ??
           (tempDir ? join(tempDir, 'sinks') : postgres ? (opts.defaultSinkDir ?? join(tmpdir(), 'fleetctl-sinks')) : join(dirname(resolve(dbPath)), 'sinks')),
@@ -322,8 +341,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     delivery.start();
     // --log: the agent door writes its request lines where Fastify's logger writes the admin door's.
     const requestLog = opts.logger ? (line: string) => void process.stderr.write(`${line}\n`) : undefined;
+    const agentUrl = opts.agentUrl ? parseAgentUrl(opts.agentUrl) : undefined;
     const agent = opts.agent
-      ? await openAgentDoor(deps, { ...opts.agent, selfSignedDir: tempDir, requestLog, denials, spool, delivery }).catch(async (e) => {
+      ? await openAgentDoor(deps, { ...opts.agent, agentHost: agentUrl?.host, selfSignedDir: tempDir, requestLog, denials, spool, delivery }).catch(async (e) => {
           await delivery.stop(0);
           await app.close();
           throw e;
@@ -332,23 +352,49 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     let metricsServer: HttpServer | undefined;
     let metricsUrl: string | undefined;
     if (opts.metricsListen) ({ server: metricsServer, url: metricsUrl } = await listenMetrics(opts.metricsListen, () => metrics.text(), metrics.contentType, (e) => faults.report('metrics', e)));
-    // osquery's --tls_hostname is the agent door when there is one (osctrl: the TLS service).
-    const hostname = agent?.address ?? new URL(url).host;
+    // The agent door's public identity (issue 27): osquery's --tls_hostname is --agent-url's
+    // NAME[:PORT], else the agent listener's address (the command refuses a bind-all address
+    // without --agent-url); without an agent door, the admin address (osctrl: the TLS service).
+    // One object in both doors' Deps, updated in place on SIGHUP.
+    const identity: AgentIdentity = {
+      hostname: agentUrl?.tlsHostname ?? agent?.address ?? new URL(url).host,
+      certificate: agent?.tls.anchorPem ?? '',
+    };
+    deps.agentIdentity = identity;
+    adminDeps.agentIdentity = identity;
+    for (const w of agent?.tls.warnings ?? []) opts.warn?.(w);
     // One-time changes: by the only process, or the first worker of --workers.
     const once = !worker || worker.first;
     if (once) await store.exclusive(async () => {
       for (const name of opts.createEnvs ?? []) {
         const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
         if (!exists) {
-          await createEnvironment(store.db, name, { uuid: randomUUID(), hostname, now: now() });
-          if (agent) await store.db.updateTable('environments').set({ certificate: agent.certPem.trim() + '\n' }).where('name', '=', name).execute();
+          await createEnvironment(store.db, name, { hostname: identity.hostname, certificate: identity.certificate, now: now(), enrollWindowSeconds: deps.config.enrollWindowSeconds });
         }
       }
+      // Environments that follow the server take its name and anchor (a restart with a renewed
+      // certificate or a new --agent-url is picked up here). Without an agent door there is
+      // nothing to follow.
+      if (agent) await followServer(store.db, identity, now());
     });
-    // The demo environments were created before the port was known: point them at it.
-    if (opts.dev && once) {
-      await store.db.updateTable('environments').set({ hostname, ...(agent ? { certificate: agent.certPem.trim() + '\n' } : {}) }).execute();
-    }
+    const reloadAgentTls = async (): Promise<string> => {
+      if (!agent) return 'SIGHUP: no agent listener, nothing to reload';
+      const before = agent.tls;
+      let tls: AgentTls;
+      try {
+        tls = agent.reloadTls();
+      } catch (e) {
+        throw new Error(`SIGHUP: the agent certificate was not reloaded, the current one stays in use: ${(e as Error).message}`);
+      }
+      identity.certificate = tls.anchorPem;
+      for (const w of tls.warnings) opts.warn?.(w);
+      const changed = await followServer(store.db, identity, now());
+      const same = before.leaf.fingerprint256 === tls.leaf.fingerprint256;
+      return (
+        `SIGHUP: agent certificate ${same ? 'unchanged' : 'reloaded'} (serial ${tls.leaf.serial}, valid until ${tls.leaf.validTo}); ` +
+        (before.anchorPem === tls.anchorPem ? 'trust anchor unchanged' : `trust anchor changed: ${changed.certificates} environment(s) now hand it out`)
+      );
+    };
     return {
       url,
       app,
@@ -360,6 +406,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       metricsUrl,
       spool,
       delivery,
+      reloadAgentTls,
       async close() {
         // Both doors drain at once (so /healthz answers 503 from the first moment, and the process
         // ends within one grace plus about a second, issue 18); the agent door then flushes its

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { Cli, DEV_PASSWORD } from '../helpers/cli.js';
+import pkg from '../../package.json' with { type: 'json' };
 
 let ts: TestServer;
 const clis: Cli[] = [];
@@ -164,7 +165,7 @@ describe('auth status and auth token', () => {
     expect(r.stdout).toBe(`${credentials(cli).default!.token}\n`);
     const s = await json(cli, ['auth', 'status']);
     expect(s).toEqual({
-      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true, verified: true,
+      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true, verified: true, server_version: pkg.version,
       token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/), token_expired: false,
       credential_store: 'file', token_location: `file ${join(cli.configDir, 'credentials.json')}`,
     });

@@ -39,7 +39,7 @@ describe('help and version', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toBe(`fleetctl ${pkg.version} (node ${process.version}, ${process.platform}-${process.arch})\n`);
     const j = await newCli().run(['version', '-o', 'json']);
-    expect(JSON.parse(j.stdout)).toEqual({ version: pkg.version, node: process.version, platform: `${process.platform}-${process.arch}` });
+    expect(JSON.parse(j.stdout)).toEqual({ version: pkg.version, node: process.version, platform: `${process.platform}-${process.arch}`, server: null });
   });
 });
 

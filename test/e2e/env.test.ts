@@ -46,11 +46,12 @@ describe('env list', () => {
     const r = await cli.run(['env', 'list']);
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.trimEnd().split('\n').map((l) => l.split('\t'));
-    expect(lines[0]).toEqual(['NAME', 'UUID', 'HOSTNAME', 'CONFIG', 'LOG', 'QUERY', 'ENROLL EXPIRES']);
+    expect(lines[0]).toEqual(['NAME', 'UUID', 'HOSTNAME', 'CONFIG', 'LOG', 'QUERY', 'ENROLLMENT', 'ENROLL EXPIRES']);
     const prod = await storedEnv('prod');
     expect(lines.find((l) => l[0] === 'prod')).toEqual([
-      'prod', prod.uuid, prod.hostname, String(prod.config_interval), String(prod.log_interval), String(prod.query_interval), prod.enroll_expire,
+      'prod', prod.uuid, prod.hostname, String(prod.config_interval), String(prod.log_interval), String(prod.query_interval), 'open', 'never',
     ]);
+    expect(prod.enroll_expire).toBe('0001-01-01T00:00:00Z');
   });
 
   it('shows only the environments a user can access', async () => {
@@ -84,7 +85,8 @@ describe('env show', () => {
     expect(r.exitCode).toBe(0);
     const kv = Object.fromEntries(r.stdout.trimEnd().split('\n').map((l) => l.split('\t')));
     const staging = await storedEnv('staging');
-    expect(kv).toMatchObject({ name: 'staging', uuid: staging.uuid, config_interval: String(staging.config_interval), enroll_expire: staging.enroll_expire });
+    // Issue 27: new environments take enrolls until someone closes them.
+    expect(kv).toMatchObject({ name: 'staging', uuid: staging.uuid, config_interval: String(staging.config_interval), enroll_expire: 'never', enrollment: 'open until closed' });
     expect(kv.secret).toBeUndefined();
   });
 

@@ -3,6 +3,7 @@
 // replicas start at once on an empty database) and on one SQLite file shared by two processes
 // on one host (started one after the other: SQLite has no advisory lock).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +85,7 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
   it('each answers GET /healthz for the load balancer, without a token', async () => {
     for (const s of [a, b]) {
       const r = await apiCall(s.url, 'GET', '/healthz');
-      expect(r).toEqual({ status: 200, body: { status: 'ok', database: onPostgres ? 'postgres' : 'sqlite' } });
+      expect(r).toEqual({ status: 200, body: { status: 'ok', database: onPostgres ? 'postgres' : 'sqlite', version: pkg.version } });
     }
   });
 

@@ -13,8 +13,8 @@ const stats: DashboardStats = {
   total_active_carves: 1,
   platform_counts: { linux: 1200, darwin: 440, windows: 374, other: 186 },
   environments: [
-    { uuid: 'u-dev', name: 'dev', active: 300, inactive: 100, total: 400, active_queries: 0, active_carves: 0, platform_counts: { linux: 200, darwin: 100, windows: 60, other: 40 } },
-    { uuid: 'u-prod', name: 'prod', active: 1200, inactive: 600, total: 1800, active_queries: 3, active_carves: 1, platform_counts: { linux: 1000, darwin: 340, windows: 314, other: 146 } },
+    { uuid: 'u-dev', name: 'dev', active: 300, inactive: 100, total: 400, active_queries: 0, active_carves: 0, platform_counts: { linux: 200, darwin: 100, windows: 60, other: 40 }, enrollment: 'open', enroll_expire: '0001-01-01T00:00:00Z' },
+    { uuid: 'u-prod', name: 'prod', active: 1200, inactive: 600, total: 1800, active_queries: 3, active_carves: 1, platform_counts: { linux: 1000, darwin: 340, windows: 314, other: 146 }, enrollment: 'open', enroll_expire: '0001-01-01T00:00:00Z' },
   ],
 };
 
@@ -72,6 +72,15 @@ describe('printDashboard', () => {
     expect(out).toMatch(/^linux\s+█+\s+1200\s+54\.5%$/m);
     for (const line of out.split('\n')) expect([...line].length).toBeLessThanOrEqual(100);
     expect(io.stderrText()).toBe('');
+  });
+  it('says an enrollment window that is closing or closed (issue 27), and nothing when all are open', async () => {
+    const soon = new Date(Date.now() + 5 * 3600_000 + 60_000).toISOString();
+    const io = memoryIO({ tty: true, columns: 100, color: false });
+    await printDashboard(io, { ...stats, environments: [{ ...stats.environments[0]!, enrollment: 'closing', enroll_expire: soon }, { ...stats.environments[1]!, enrollment: 'closed' }] });
+    expect(io.stdoutText()).toMatch(/^Enroll\s+dev closing in 5 hours, prod closed$/m);
+    const open = memoryIO({ tty: true, columns: 100, color: false });
+    await printDashboard(open, stats);
+    expect(open.stdoutText()).not.toContain('Enroll');
   });
   it('colors when io.color is on', async () => {
     const io = memoryIO({ tty: true, columns: 80, color: true });

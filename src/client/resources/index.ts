@@ -14,12 +14,13 @@ import { auditApi } from './audit.js';
 import { statsApi } from './stats.js';
 import { queriesApi } from './queries.js';
 import { osqueryConfigApi } from './osquery-config.js';
+import { serverApi } from './server.js';
 
 export function fleetResources(http: HttpClient) {
   return {
     auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
     tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
-    queries: queriesApi(http), config: osqueryConfigApi(http),
+    queries: queriesApi(http), config: osqueryConfigApi(http), server: serverApi(http),
   };
 }
 export type FleetResources = ReturnType<typeof fleetResources>;

@@ -19,6 +19,8 @@ export interface AuthStatus {
   token_expired: boolean;
   /** The server accepted the token just now (GET /api/v1/users/me). */
   verified: boolean;
+  /** Issue 27: the release the server runs (GET /api/v1/version); '' when it does not say (osctrl) or was not asked. */
+  server_version: string;
   /** keychain | file | env (FLEETCTL_TOKEN), or '' when there is no token. */
   credential_store: string;
   /** Where the token is kept, in words (the file path, the keychain service). Never the token. */
@@ -33,6 +35,7 @@ const STATUS_COLUMNS: Column<AuthStatus>[] = [
   { key: 'server_flavor', header: 'SERVER' },
   { key: 'logged_in', header: 'LOGGED IN', kind: 'bool' },
   { key: 'verified', header: 'VERIFIED', kind: 'bool' },
+  { key: 'server_version', header: 'SERVER VERSION' },
   { key: 'token_expires_at', header: 'TOKEN EXPIRES', kind: 'time' },
   { key: 'token_location', header: 'TOKEN STORED IN' },
 ];
@@ -57,6 +60,7 @@ async function status(ctx: Context): Promise<{ status: AuthStatus; token?: strin
       token_expires_at: exp ? new Date(exp).toISOString() : '',
       token_expired: exp !== undefined && exp <= now,
       verified: false,
+      server_version: '',
       credential_store: cred ? source.kind : '',
       token_location: cred ? location : '',
     },
@@ -96,8 +100,11 @@ export function registerAuth(program: Command): void {
       let unverified: unknown;
       if (s.logged_in) {
         try {
-          await (await ctx.api({ check: true })).users.me();
+          const api = await ctx.api({ check: true });
+          await api.users.me();
           s.verified = true;
+          // Issue 27: which release the server runs (a server without the endpoint just leaves it blank).
+          if (api.flavor === 'fleet') s.server_version = await api.server.version().then((v) => v.version, () => '');
         } catch (e) {
           // A 200 whose body is not the shape we expect still means the server accepted the token.
           if (e instanceof UnexpectedAnswerError) s.verified = true;

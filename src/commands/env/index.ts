@@ -1,12 +1,13 @@
 import { mapLimit } from '../../lib/map-limit.js';
 import type { Command } from 'commander';
-import { group, intArg, verb } from '../define.js';
+import { group, intArg, spanArg, verb } from '../define.js';
 import { MapTargets } from '../../api/constants.js';
 import type { Environment, EnvironmentMapEntry, IntervalsBody, MapTarget } from '../../api/index.js';
 import { UsageError } from '../../errors.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printList, printObject, safeText, type Column } from '../../output/index.js';
 import type { Context } from '../../context.js';
 import { printWholeList } from '../paged-list.js';
+import { enrollmentOf } from './enrollment-state.js';
 
 /**
  * The enroll secret is blanked in `env list`/`env show` output unless asked for (--show-secret):
@@ -17,26 +18,34 @@ function redactSecret(e: Environment, show: boolean | undefined): Environment {
   return show ? e : { ...e, secret: '' };
 }
 
-const ENV_COLUMNS: Column<Environment>[] = [
+/** Issue 27: where enrollment stands (open, closing within a day, closed), beside the expiry. */
+type EnvRow = Environment & { enrollment: string };
+const withEnrollment = (e: Environment, now = new Date()): EnvRow => ({ ...e, enrollment: enrollmentOf(e, now).state });
+
+const ENV_COLUMNS: Column<EnvRow>[] = [
   { key: 'name', header: 'NAME' },
   { key: 'uuid', header: 'UUID' },
   { key: 'hostname', header: 'HOSTNAME' },
   { key: 'config_interval', header: 'CONFIG', kind: 'number' },
   { key: 'log_interval', header: 'LOG', kind: 'number' },
   { key: 'query_interval', header: 'QUERY', kind: 'number' },
+  { key: 'enrollment', header: 'ENROLLMENT' },
   { key: 'enroll_expire', header: 'ENROLL EXPIRES', kind: 'time' },
 ];
 
-const ENV_DETAIL_COLUMNS: Column<Environment>[] = [
+const ENV_DETAIL_COLUMNS: Column<EnvRow>[] = [
   { key: 'name' },
   { key: 'uuid' },
   { key: 'id' },
   { key: 'type' },
   { key: 'hostname' },
+  { key: 'hostname_pinned', header: 'hostname set for it', kind: 'bool' },
   { key: 'config_interval', kind: 'number' },
   { key: 'log_interval', kind: 'number' },
   { key: 'query_interval', kind: 'number' },
+  { key: 'detail_refresh', header: 'detail refresh (s, 0: server default)', kind: 'number' },
   { key: 'accept_enrolls', kind: 'bool' },
+  { key: 'enrollment' },
   { key: 'enroll_expire', kind: 'time' },
   { key: 'remove_expire', kind: 'time' },
   { key: 'enroll_secret_path' },
@@ -65,6 +74,18 @@ export const intervalsOf = (e: Environment): IntervalsView => ({
 });
 
 
+/**
+ * Issue 27: an enrollment window closing within a day, or closed, said on stderr (new hosts of a
+ * rollout would be refused), with the command that reopens it.
+ */
+function warnEnrollment(ctx: Context, envs: Environment[], now: Date): void {
+  for (const e of envs) {
+    const s = enrollmentOf(e, now);
+    if (s.state === 'open' || !e.accept_enrolls) continue;
+    ctx.io.err(`warning: enrollment of ${safeText(e.name)} is ${s.text}: new hosts ${s.state === 'closed' ? 'are' : 'will be'} refused; \`fleetctl enroll notexpire ${safeText(e.name)}\` keeps it open\n`);
+  }
+}
+
 /** The environment named by the positional argument, else --env / FLEETCTL_ENV / the profile's. */
 function envArg(ctx: Context, arg: string | undefined): string {
   return arg ?? ctx.requireEnv();
@@ -73,8 +94,8 @@ function envArg(ctx: Context, arg: string | undefined): string {
 export function registerEnv(program: Command): void {
   const env = group(program, {
     name: 'env',
-    summary: 'Environments: list, show, map, intervals, osquery configuration',
-    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
+    summary: 'Environments: list, show, create, edit, delete, map, intervals, osquery configuration',
+    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env create staging --enroll-window 14d', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
   });
 
   verb<{ showSecret?: boolean }>(
@@ -95,7 +116,11 @@ export function registerEnv(program: Command): void {
       const api = await ctx.api();
       const names = Object.keys(await api.environments.map('name')).sort((a, b) => a.localeCompare(b));
       const envs = await mapLimit(names, 4, (n) => api.environments.get(n));
-      await printWholeList(ctx, envs.map((e) => redactSecret(e, o.showSecret)), ENV_COLUMNS, 'No environments you can access');
+      const now = new Date();
+      const rows = envs.map((e) => redactSecret(e, o.showSecret));
+      // Tables say where enrollment stands; machine output stays the API's objects.
+      await printWholeList(ctx, ctx.wantsData() ? rows : rows.map((e) => withEnrollment(e, now)), ENV_COLUMNS as Column<Environment>[], 'No environments you can access');
+      warnEnrollment(ctx, envs, now);
     },
   );
 
@@ -115,7 +140,10 @@ export function registerEnv(program: Command): void {
     async (ctx, [name], o) => {
       const api = await ctx.api();
       const e = await api.environments.get(envArg(ctx, name));
-      await printObject(ctx.io, ctx.output(), redactSecret(e, o.showSecret), ENV_DETAIL_COLUMNS);
+      const now = new Date();
+      const shown = redactSecret(e, o.showSecret);
+      await printObject(ctx.io, ctx.output(), ctx.wantsData() ? shown : { ...withEnrollment(shown, now), enrollment: enrollmentOf(e, now).text }, ENV_DETAIL_COLUMNS as Column<Environment>[]);
+      warnEnrollment(ctx, [e], now);
     },
   );
 
@@ -171,6 +199,68 @@ export function registerEnv(program: Command): void {
         await printObject(ctx.io, o, map);
       }
     },
+  );
+
+  const settable = (cmd: import('commander').Command) =>
+    cmd
+      .option('--agent-host <host[:port]>', "the name agents connect to (osquery's --tls_hostname), when it is not the server's --agent-url")
+      .option('--config <seconds>', 'config refresh interval', intArg(1))
+      .option('--log <seconds>', 'log flush interval', intArg(1))
+      .option('--query <seconds>', 'distributed query poll interval', intArg(1))
+      .option('--detail-refresh <span>', "how often its nodes are asked for their details, e.g. 30m, 1h (0: the server's --detail-refresh)", (v: string) => (v === '0' ? 0 : spanArg({ min: 60 })(v)))
+      .option('--enroll', 'accept enrolls (the default of a new environment)')
+      .option('--no-enroll', 'refuse every enroll until --enroll');
+
+  verb<import('./admin.js').EnvCreateOpts>(
+    env,
+    {
+      name: 'create',
+      aliases: ['add'],
+      summary: 'Create an environment (super-admin)',
+      description:
+        'Create an environment: a new enroll secret, enroll paths and an osquery configuration to fill. Its agents connect ' +
+        "to the server's --agent-url (or --agent-host for this environment) and trust the server's anchor; enrollment " +
+        'stays open until someone closes it (`enroll expire`, `env edit --no-enroll`), unless --enroll-window (or the ' +
+        "server's --enroll-window) sets a window. Prints the environment; `fleetctl enroll show NAME enroll.sh` is the next step.",
+      examples: ['fleetctl env create staging', 'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d', 'fleetctl env create lab --query 10 --detail-refresh 10m -o json'],
+    },
+    (cmd) => settable(cmd.argument('<name>', 'letters, digits, . _ - (at most 64)')).option('--enroll-window <span>', 'accept enrolls for this long, e.g. 7d, 12h, or never (default: the server\'s --enroll-window, else until closed)', spanArg({ allowNever: true })),
+    async (ctx, [name], o) => (await import('./admin.js')).runEnvCreate(ctx, name!, o),
+  );
+
+  verb<import('./admin.js').EnvEditOpts>(
+    env,
+    {
+      name: 'edit',
+      summary: 'Rename an environment or change its agent host, intervals, detail refresh or enrollment switch (super-admin)',
+      description:
+        'Change an environment: --name renames it (profiles and scripts that name it need the new name), --agent-host sets ' +
+        "the name its agents connect to, --follow-server makes it follow the server's --agent-url again, and the intervals, " +
+        'detail refresh and enroll switch as `env create`. Flags, certificates and install scripts follow at once; hosts ' +
+        'already enrolled keep the flags they were given until they are enrolled again.',
+      examples: ['fleetctl env edit staging --name preprod', 'fleetctl env edit prod --agent-host fleet.example.com:443', 'fleetctl env edit prod --follow-server', 'fleetctl env edit lab --no-enroll'],
+    },
+    (cmd) =>
+      settable(cmd.argument('<env>', 'environment name or UUID'))
+        .option('--name <new-name>', 'rename it')
+        .option('--follow-server', "the agent host follows the server's --agent-url again"),
+    async (ctx, [ref], o) => (await import('./admin.js')).runEnvEdit(ctx, ref!, o),
+  );
+
+  verb<{ yes?: boolean }>(
+    env,
+    {
+      name: 'delete',
+      aliases: ['rm'],
+      summary: 'Delete an environment with its nodes (super-admin)',
+      description:
+        'Delete an environment with everything in it: its nodes, tags, live queries and their results, carves, log sinks ' +
+        'and settings (the audit log keeps its history). Agents still running with its flags are told they are unknown. ' +
+        'Asks for confirmation naming the number of nodes at a terminal; needs --yes otherwise.',
+      examples: ['fleetctl env delete lab', 'fleetctl env delete lab --yes'],
+    },
+    (cmd) => cmd.argument('<env>', 'environment name or UUID').option('-y, --yes', 'do not ask for confirmation'),
+    async (ctx, [ref], o) => (await import('./admin.js')).runEnvDelete(ctx, ref!, o),
   );
 
   verb<{ edit?: boolean; set?: string; agent?: boolean }>(

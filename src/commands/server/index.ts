@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { verb, intArg } from '../define.js';
+import { verb, intArg, spanArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
 import { readStdinSecret } from '../../prompt.js';
@@ -34,6 +34,10 @@ interface ServerOpts {
   agentListen?: string;
   agentTlsCert?: string;
   agentTlsKey?: string;
+  agentUrl?: string;
+  agentCa?: string;
+  enrollWindow?: number;
+  detailRefresh?: number;
   log?: boolean;
   sinkDir?: string;
   carveMaxSize?: number;
@@ -100,7 +104,7 @@ function banner(url: string, demo: NonNullable<Awaited<ReturnType<typeof import(
 }
 
 export function registerServer(program: Command): void {
-  verb<ServerOpts>(
+  const server = verb<ServerOpts>(
     program,
     {
       name: 'server',
@@ -162,6 +166,10 @@ export function registerServer(program: Command): void {
         .option('--agent-listen <host:port>', "serve osquery's TLS API (enroll, config, logs, live queries, carves) on this address (--dev: --listen's port + 1)")
         .option('--agent-tls-cert <file>', 'certificate (PEM) of the agent listener (--dev: self-signed when absent)')
         .option('--agent-tls-key <file>', 'private key for --agent-tls-cert (PEM)')
+        .option('--agent-url <url>', "the URL agents reach the agent listener by, https://NAME[:PORT] (a load balancer's may front it): the --tls_hostname of every environment that does not set its own; needed when --agent-listen binds every address")
+        .option('--agent-ca <file|system>', "the root certificate (PEM) agents are handed to trust the agent listener (its intermediates are served with the leaf); 'system': the root is public, agents pin nothing")
+        .option('--enroll-window <span>', 'new environments accept enrolls for this long (e.g. 7d, 12h; default: until someone closes them)', spanArg({ allowNever: true }))
+        .option('--detail-refresh <span>', "how often each node is asked for its details (osquery_info, system_info, os_version, platform_info, uptime), unless its environment sets its own (default 1h)", spanArg({ min: 60 }))
         .option('--log', 'structured request logs (JSON) on stderr, of both doors (agent lines: endpoint, status, ms, node)')
         .option('--sink-dir <dir>', 'the only directory file log sinks write in; relative sink paths resolve here (default: sinks/ beside the database)')
         .option('--sink-backlog-size <size>', "bytes of log entries each sink may have waiting in the spool; past it its oldest undelivered entries are dropped (counted and audited), e.g. 512M (default 1G)", sizeArg)
@@ -176,11 +184,26 @@ export function registerServer(program: Command): void {
       if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
       if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
       if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
+      if (o.agentCa && !o.agentTlsCert) throw new UsageError('--agent-ca needs --agent-tls-cert (it anchors that certificate)');
       // --dev gives the demo fleet an agent door too, with a self-signed certificate, on a port
       // chosen the same way every time: the admin port + 1 (issue 20: it used to be random and
       // unsaid), or any free port when the admin port is (--listen HOST:0, as tests and the demo do).
       const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: port === 0 ? 0 : port + 1 } : undefined;
       if (agentAt && agentAt.port > 65535) throw new UsageError(`the agent listener would be on port ${agentAt.port} (--listen's port + 1): choose one with --agent-listen`);
+      if (o.agentUrl && !agentAt) throw new UsageError('--agent-url needs an agent listener (--agent-listen)');
+      const tlsLib = await import('../../server/lib/agent-tls.js');
+      const { bindsEveryAddress } = tlsLib;
+      try {
+        if (o.agentUrl) tlsLib.parseAgentUrl(o.agentUrl);
+      } catch (e) {
+        if (e instanceof tlsLib.AgentTlsError) throw new UsageError(e.message);
+        throw e;
+      }
+      // Agents are told where to connect; an address that binds every interface tells them nothing.
+      if (agentAt && !o.agentUrl && bindsEveryAddress(agentAt.host)) {
+        const shown = agentAt.host.includes(':') ? `[${agentAt.host}]` : agentAt.host;
+        throw new UsageError(`the agent listener binds every address (${shown}:${agentAt.port}), which agents cannot connect to: add --agent-url https://NAME:${agentAt.port || 8443} (the name agents reach this server by, in its certificate)`);
+      }
       if ((o.devPassword || o.devNodes || o.devAgents) && !o.dev) throw new UsageError('--dev-password, --dev-nodes and --dev-agents need --dev');
       const timeouts = {
         requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
@@ -206,9 +229,10 @@ export function registerServer(program: Command): void {
       if ((o.dbPool !== undefined || o.dbCa) && !(db && isPostgresUrl(db))) throw new UsageError('--db-pool and --db-ca need a postgres:// database (--db or FLEETCTL_DB)');
       if (o.fixPermissions && db && isPostgresUrl(db)) throw new UsageError('--fix-permissions is for a SQLite file; PostgreSQL keeps its own access rules');
       const { startServer, ServerSetupError } = await import('../../server/start.js');
+      const { AgentTlsError } = await import('../../server/lib/agent-tls.js');
       const { MissingDependencyError } = await import('../../server/store/db.js');
       const failed = (e: unknown): never => {
-        if (e instanceof ServerSetupError || e instanceof MissingDependencyError) throw new CliError(e.message, ExitCode.error);
+        if (e instanceof ServerSetupError || e instanceof MissingDependencyError || e instanceof AgentTlsError) throw new CliError(e.message, ExitCode.error);
         if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
           const busy = (e as { port?: number }).port;
           if (agentAt && busy === agentAt.port && busy !== port) {
@@ -243,7 +267,10 @@ export function registerServer(program: Command): void {
         // On stderr with every other line of the server's own: stdout is a stdout sink's NDJSON.
         logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'], stream: process.stderr } : false,
         tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
-        agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, maxInFlight: o.agentMaxInFlight } : undefined,
+        agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa, maxInFlight: o.agentMaxInFlight } : undefined,
+        agentUrl: o.agentUrl,
+        enrollWindowSeconds: o.enrollWindow,
+        detailRefreshSeconds: o.detailRefresh,
         sinkDir: o.sinkDir,
         defaultSinkDir: join(dirname(defaultDbPath(ctx.env)), 'sinks'),
         carveMaxBytes: o.carveMaxSize,
@@ -251,6 +278,15 @@ export function registerServer(program: Command): void {
         sinkBacklogAgeMs: o.sinkBacklogAge,
         metricsListen: o.metricsListen ? parseListen(o.metricsListen) : undefined,
       };
+      // The agent door's files are checked before anything starts (with --workers, before any
+      // worker would fail on them): one line naming the flag to fix.
+      if (o.agentTlsCert && o.agentTlsKey && !setup) {
+        try {
+          tlsLib.loadAgentTls({ certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa }, { agentHost: o.agentUrl ? tlsLib.parseAgentUrl(o.agentUrl).host : undefined });
+        } catch (e) {
+          failed(e);
+        }
+      }
       const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
       if (setup) return serveAsWorker(options, setup, failed);
       const workers = o.workers ?? defaultWorkers();
@@ -270,9 +306,12 @@ export function registerServer(program: Command): void {
       if (server.demo) ctx.io.err(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
       else await printListening(ctx, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
       if (server.agent) {
+        const { describeTrust } = await import('../../server/lib/agent-tls.js');
         ctx.io.err(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
+        ctx.io.err(`${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`);
       }
       if (server.metricsUrl) ctx.io.err(`Prometheus metrics at ${server.metricsUrl}\n`);
+      onReload(server, (line) => ctx.io.err(`${line}\n`));
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
       const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent) : undefined;
       await new Promise<void>((resolve) => {
@@ -284,6 +323,52 @@ export function registerServer(program: Command): void {
         process.once('SIGTERM', stop);
       });
     },
+  );
+  registerMaintenance(server);
+}
+
+/**
+ * The database a maintenance verb works on: --db, FLEETCTL_DB, or the server's default. `server`
+ * declares --db too, and commander gives an option both declare to the parent: read either.
+ */
+const dbOf = (ctx: Ctx, server: Command, db: string | undefined) => db ?? (server.opts() as ServerOpts).db ?? (ctx.env.FLEETCTL_DB || defaultDbPath(ctx.env));
+
+/** `server backup` and `server migrate` (issue 27). */
+function registerMaintenance(server: Command): void {
+  verb<{ db?: string }>(
+    server,
+    {
+      name: 'backup',
+      summary: 'Copy a SQLite database, live or not, into a new file',
+      description:
+        'Take a consistent copy of the server\'s SQLite database into OUT while the server runs (one read transaction: ' +
+        'the database as it was at one moment, write-ahead log included), compacted and checked with SQLite\'s ' +
+        'quick_check. OUT must not exist; it is created 0600, as it holds enroll secrets and password hashes. To restore: ' +
+        'stop the server, put the copy in place of the database file (removing its -wal and -shm files), start it. ' +
+        'A PostgreSQL database is backed up with pg_dump instead (README, "Backup and restore").',
+      examples: ['fleetctl server backup --db /var/lib/fleetctl/fleet.db /var/backups/fleet-$(date +%F).db', 'fleetctl server backup fleet-backup.db -o json'],
+    },
+    (cmd) => cmd.argument('<out>', 'the new file to write the copy to').option('--db <path>', 'the SQLite database (env FLEETCTL_DB; default: the server\'s)'),
+    async (ctx, [out], o) => (await import('./maintenance.js')).runBackup(ctx, dbOf(ctx, server, o.db), out!),
+  );
+  verb<{ db?: string; dbCa?: string; dryRun?: boolean }>(
+    server,
+    {
+      name: 'migrate',
+      summary: 'Apply the database migrations of this release, then exit',
+      description:
+        'Bring an existing database to the schema of this release and exit, as a step of an upgrade of its own: ' +
+        'take a backup, stop the server (or every replica), run the new release\'s migrate, start the new release. ' +
+        '--dry-run lists what would be applied. A database migrated by a newer release is refused, as the server refuses ' +
+        'to start on it. (fleetctl server also migrates at start; this makes the step explicit and checkable.)',
+      examples: ['fleetctl server migrate --db /var/lib/fleetctl/fleet.db --dry-run', 'fleetctl server migrate --db /var/lib/fleetctl/fleet.db', "FLEETCTL_DB='postgres://fleet:pw@db.internal/fleet?sslmode=verify-full' fleetctl server migrate --db-ca ca.pem"],
+    },
+    (cmd) =>
+      cmd
+        .option('--db <path|url>', 'the SQLite database or postgres:// URL (env FLEETCTL_DB; default: the server\'s)')
+        .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server')
+        .option('--dry-run', 'list the migrations that would be applied; change nothing'),
+    async (ctx, _args, o) => (await import('./maintenance.js')).runMigrate(ctx, dbOf(ctx, server, o.db), { ...o, dbCa: o.dbCa ?? (server.opts() as ServerOpts).dbCa }),
   );
 }
 
@@ -312,6 +397,16 @@ async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: s
       '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
   );
   return sim;
+}
+
+/**
+ * SIGHUP (systemctl reload): the agent certificate, key and anchor are read again (a renewal);
+ * the outcome is one line. Without a handler Node would end the process.
+ */
+function onReload(server: { reloadAgentTls(): Promise<string> }, log: (line: string) => void): void {
+  process.on('SIGHUP', () => {
+    server.reloadAgentTls().then(log, (e: Error) => log(e.message));
+  });
 }
 
 /** Resolves at the first SIGINT or SIGTERM (Ctrl-C reaches every process of the group). */
@@ -346,9 +441,14 @@ async function serveAsWorker(options: import('../../server/start.js').ServerOpti
   }
   server = server!;
   process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
+  onReload(server, (line) => process.stderr.write(`${line}\n`));
   if (server.deps.metrics) server.deps.metrics.aggregate = await clusterMetricsText(server.deps.metrics.registry);
   const agent = server.agent;
-  reportReady({ url: server.url, agent: agent && { url: agent.url, address: agent.address, certFile: agent.certFile, certPem: agent.certPem } });
+  const { describeTrust } = await import('../../server/lib/agent-tls.js');
+  reportReady({
+    url: server.url,
+    agent: agent && { url: agent.url, address: agent.address, certFile: agent.certFile, certPem: agent.certPem, trust: describeTrust(agent.tls, server.deps.agentIdentity?.hostname ?? agent.address) },
+  });
   await stopSignal();
   await server.close();
   process.exit(0);
@@ -394,8 +494,10 @@ async function serveAsPrimary(
   const { url, agent } = primary.ready;
   if (boot.demo) ctx.io.err(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
   else await printListening(ctx, url, where, boot.store.db);
-  if (agent) ctx.io.err(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n`);
+  if (agent) ctx.io.err(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n${agent.trust}\n`);
   ctx.io.err(`Workers: ${workers} server processes share these ports\n`);
+  // systemctl reload: every worker reloads its agent certificate.
+  process.on('SIGHUP', () => primary.signal('SIGHUP'));
   await boot.closeStore();
   let metricsServer: import('node:http').Server | undefined;
   if (options.metricsListen) {

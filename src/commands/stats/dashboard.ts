@@ -1,7 +1,7 @@
 // `fleetctl stats` at a terminal: totals, a per-environment table and platform bars.
 import type { DashboardStats, EnvironmentStats, PlatformCounts } from '../../api/index.js';
 import type { IO } from '../../io.js';
-import { colorsFor, printList, type Colors, type Column } from '../../output/index.js';
+import { colorsFor, printList, relativeTime, safeText, type Colors, type Column } from '../../output/index.js';
 
 const PLATFORM_KEYS = ['linux', 'darwin', 'windows', 'other'] as const satisfies readonly (keyof PlatformCounts)[];
 
@@ -16,9 +16,11 @@ export const ENV_STATS_COLUMNS: Column<EnvironmentStats>[] = [
   { key: 'active_carves', header: 'CARVES', kind: 'number', drop: 3 },
   // Platform counts go first on a narrow terminal (the dashboard's bars show them too).
   ...PLATFORM_KEYS.map((p, i): Column<EnvironmentStats> => ({ key: `platform_counts.${p}`, header: p.toUpperCase(), kind: 'number', drop: 4 + PLATFORM_KEYS.length - i })),
+  { key: 'enrollment', header: 'ENROLLMENT', drop: 9 },
 ];
 
-const DASHBOARD_ENV_COLUMNS = ENV_STATS_COLUMNS.filter((c) => c.key !== 'uuid');
+// The dashboard says enrollment in a line of its own, only when a window is closing or closed.
+const DASHBOARD_ENV_COLUMNS = ENV_STATS_COLUMNS.filter((c) => c.key !== 'uuid' && c.key !== 'enrollment');
 
 const EIGHTHS = ['', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
 
@@ -66,7 +68,11 @@ export function summaryText(s: DashboardStats, c: Colors): string {
 
 export async function printDashboard(io: IO, s: DashboardStats): Promise<void> {
   const c = colorsFor(io);
-  io.out(`${summaryText(s, c)}\n`);
+  io.out(`${summaryText(s, c)}`);
+  // Issue 27: an enrollment window that is closing or closed is said here, where a rollout is watched.
+  const shut = s.environments.filter((e) => e.enrollment === 'closing' || e.enrollment === 'closed');
+  if (shut.length) io.out(`${c.bold('Enroll')}   ${shut.map((e) => `${safeText(e.name)} ${e.enrollment === 'closed' ? c.red('closed') : c.yellow(`closing ${relativeTime(e.enroll_expire)}`)}`).join(', ')}\n`);
+  io.out('\n');
   if (s.environments.length > 0) {
     await printList(io, { format: 'table' }, s.environments, DASHBOARD_ENV_COLUMNS);
     io.out('\n');

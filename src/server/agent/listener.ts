@@ -2,7 +2,6 @@
 // explicit lifetimes (check-in batching, log delivery) and the listener. start.ts calls this and
 // drains it on shutdown.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Deps } from '../context.js';
 import { CheckinBatcher } from '../services/agents/checkins.js';
@@ -15,12 +14,17 @@ import { writeInTransaction } from '../store/db.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { DenialAudit } from '../services/auth/denial-audit.js';
+import { loadAgentTls, type AgentTls } from '../lib/agent-tls.js';
 
 export interface AgentListenOptions {
   host: string;
   port: number;
   certFile?: string;
   keyFile?: string;
+  /** --agent-ca: the root agents are handed (a PEM file), or 'system' (pin nothing: a public CA). */
+  caFile?: string;
+  /** The host of --agent-url: the certificate must name it. */
+  agentHost?: string;
   /** Where a self-signed certificate is written when no cert/key is given (--dev only). */
   selfSignedDir?: string;
   /** Agent requests handled at once before the door answers 503 (default DEFAULT_AGENT_MAX_IN_FLIGHT). */
@@ -50,7 +54,15 @@ export interface AgentDoor {
   address: string;
   url: string;
   certFile: string;
+  /** The chain served (leaf and intermediates). */
   certPem: string;
+  /** What agents are handed to trust ('' = nothing pinned), and how it was chosen (lib/agent-tls.ts). */
+  tls: AgentTls;
+  /**
+   * Reads the certificate, key and anchor files again (a renewal) and serves them to new
+   * connections; throws AgentTlsError (the old ones stay) when the new files are not usable.
+   */
+  reloadTls(): AgentTls;
   /** Writes the check-ins waiting in the batch now (a failure is reported, never thrown). */
   flushCheckins(): Promise<void>;
   close(): Promise<void>;
@@ -76,7 +88,8 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   let files = o.certFile && o.keyFile ? { certFile: o.certFile, keyFile: o.keyFile } : undefined;
   if (!files && o.selfSignedDir) files = selfSigned(o.selfSignedDir, o.host);
   if (!files) throw new Error('the agent listener needs --agent-tls-cert and --agent-tls-key (or --dev for a self-signed one)');
-  const cert = readFileSync(files.certFile);
+  const tlsFiles = { ...files, caFile: o.caFile };
+  let tls = loadAgentTls(tlsFiles, { agentHost: o.agentHost, now: deps.now() });
   const state = new AgentState(deps);
   const checkins = new CheckinBatcher(deps);
   const logs = new LogDelivery(deps, o.spool, o.delivery, (envId, source) => state.sinksFor(envId, source));
@@ -85,7 +98,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   const requestLog = o.requestLog;
   const enrolls = new WriteGroup(deps.write ?? ((statements) => writeInTransaction(deps.db, statements)));
   const app = await buildAgentApp(deps, { checkins, logs, state, enrolls }, {
-    https: { cert, key: readFileSync(files.keyFile) },
+    https: { cert: Buffer.from(tls.chainPem), key: Buffer.from(tls.keyPem) },
     lifecycle,
     maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,
     denials: o.denials,
@@ -106,7 +119,19 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
     address,
     url: `https://${address}`,
     certFile: files.certFile,
-    certPem: cert.toString('utf8'),
+    get certPem() {
+      return tls.chainPem;
+    },
+    get tls() {
+      return tls;
+    },
+    reloadTls() {
+      const next = loadAgentTls(tlsFiles, { agentHost: o.agentHost, now: deps.now() });
+      // New connections get the new chain; kept-alive ones finish with the one they negotiated.
+      (app.server as import('node:https').Server).setSecureContext({ cert: next.chainPem, key: next.keyPem });
+      tls = next;
+      return tls;
+    },
     flushCheckins: () => checkins.flush(),
     async close() {
       // The bounded drain of the admin door: requests in progress get the grace, stalled uploads

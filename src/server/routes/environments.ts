@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
-import { Environment, IntervalsBody } from '../../api/index.js';
+import { Environment, EnvironmentCreateBody, EnvironmentEditBody, IntervalsBody, MessageResponse } from '../../api/index.js';
 import { RULES } from '../permissions.js';
 import { environmentMap, readEnvironment, updateIntervals } from '../services/environments/environments.js';
+import { createEnvironmentFor, deleteEnvironment, editEnvironment } from '../services/environments/environment-admin.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 
@@ -19,6 +20,22 @@ export function environmentRoutes(app: App, deps: Deps): void {
     '/api/v1/environments/:env',
     { config: { rule: RULES.envRead }, schema: { params: EnvParam, response: { 200: Environment } } },
     async (req) => readEnvironment(callerOf(req), envOf(req)),
+  );
+  // Issue 27: environments created, edited and deleted through the API (osctrl's paths).
+  app.post(
+    '/api/v1/environments',
+    { config: { rule: RULES.envCreate }, schema: { body: EnvironmentCreateBody, response: { 200: Environment } } },
+    async (req) => createEnvironmentFor(deps, callerOf(req), req.body, req.ip),
+  );
+  app.patch(
+    '/api/v1/environments/:env',
+    { config: { rule: RULES.envChange }, schema: { params: EnvParam, body: EnvironmentEditBody, response: { 200: Environment } } },
+    async (req) => editEnvironment(deps, callerOf(req), envOf(req), req.body, req.ip),
+  );
+  app.delete(
+    '/api/v1/environments/:env',
+    { config: { rule: RULES.envChange }, schema: { params: EnvParam, response: { 200: MessageResponse } } },
+    async (req) => ({ message: await deleteEnvironment(deps, callerOf(req), envOf(req), req.ip) }),
   );
   app.patch(
     '/api/v1/environments/intervals/:env',

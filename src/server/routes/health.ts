@@ -4,6 +4,8 @@ import type { App } from './request.js';
 import type { Deps } from '../context.js';
 import { HttpError } from '../errors.js';
 import { RULES } from '../permissions.js';
+import { ServerVersion } from '../../api/index.js';
+import { SERVER_VERSION, appliedSchema } from '../version.js';
 
 /**
  * GET /healthz for a load balancer: 200 while this replica serves, reaches its database and can
@@ -17,7 +19,7 @@ export function healthRoutes(app: App, deps: Deps): void {
     '/healthz',
     {
       config: { rule: RULES.health },
-      schema: { response: { 200: Type.Object({ status: Type.Literal('ok'), database: Type.String() }) } },
+      schema: { response: { 200: Type.Object({ status: Type.Literal('ok'), database: Type.String(), version: Type.String() }) } },
     },
     async () => {
       try {
@@ -27,9 +29,19 @@ export function healthRoutes(app: App, deps: Deps): void {
       }
       const full = deps.outOfSpace ? await deps.outOfSpace().catch(() => undefined) : deps.faults.recentlyOutOfSpace() ? 'a write was refused for lack of space' : undefined;
       if (full) throw new HttpError(503, 'unavailable', `the database is out of space (${full}): writes are refused, reads still work`);
-      return { status: 'ok' as const, database: deps.dialect };
+      return { status: 'ok' as const, database: deps.dialect, version: SERVER_VERSION };
     },
   );
+}
+
+/** GET /api/v1/version (issue 27): the release, schema and database of this server, for any signed-in user. */
+export function versionRoutes(app: App, deps: Deps): void {
+  app.get('/api/v1/version', { config: { rule: RULES.version }, schema: { response: { 200: ServerVersion } } }, async () => ({
+    version: SERVER_VERSION,
+    schema: await appliedSchema(deps.db),
+    database: deps.dialect,
+    node: process.version,
+  }));
 }
 
 /**

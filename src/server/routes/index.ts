@@ -15,12 +15,12 @@ import { auditRoutes } from './audit.js';
 import { statsRoutes } from './stats.js';
 import { errorRoutes } from './error.js';
 import { queriesRoutes } from './queries.js';
-import { healthRoutes, metricsRoutes } from './health.js';
+import { healthRoutes, metricsRoutes, versionRoutes } from './health.js';
 import { osqueryConfigRoutes } from './osquery-config.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
     authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
-    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes, metricsRoutes, osqueryConfigRoutes,
+    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes, metricsRoutes, osqueryConfigRoutes, versionRoutes,
   ]) register(app, deps);
 }

@@ -10,6 +10,8 @@ import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
+import { ServerSetupError } from '../setup-error.js';
+import { SERVER_VERSION } from '../version.js';
 
 /** Read connections (threads) of the admin door on SQLite: one long read leaves the other free. */
 const ADMIN_THREADS = 2;
@@ -37,6 +39,8 @@ export interface Store {
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /** SQLite: why a write would fail for lack of space now (see Deps.outOfSpace). */
   outOfSpace?: () => Promise<string | undefined>;
+  /** The migrations this open applied (empty when the schema was current). */
+  migrated: string[];
   /**
    * Brings the planner's statistics up to date after a bulk load (the --dev seed): which index
    * answers a filter best depends on how many rows match (a tag on 1% or 70% of the nodes).
@@ -55,7 +59,7 @@ export function isPostgresUrl(db: string): boolean {
 
 export class MissingDependencyError extends Error {}
 
-async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
+export async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
   try {
     const Database = (await import('better-sqlite3')).default as unknown as typeof import('better-sqlite3');
     // The native binding loads at the first open, not at import: a package whose build failed
@@ -70,7 +74,8 @@ async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
   }
 }
 
-export async function openSqlite(path: string): Promise<Store> {
+/** `migrate: false` opens without migrating (fleetctl server migrate --dry-run). */
+export async function openSqlite(path: string, o: { migrate?: boolean } = {}): Promise<Store> {
   const Database = await loadSqlite();
   const sqlite = new Database(path);
   sqlite.pragma('journal_mode = WAL');
@@ -84,8 +89,9 @@ export async function openSqlite(path: string): Promise<Store> {
   sqlite.pragma('journal_size_limit = 67108864');
   const checkpointer = startCheckpointer(path, (message, code) => console.error(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  let migrated: string[];
   try {
-    await migrate(db, 'sqlite');
+    migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
   } catch (e) {
     await checkpointer.close();
     throw e;
@@ -123,6 +129,7 @@ export async function openSqlite(path: string): Promise<Store> {
     db,
     dialect: 'sqlite',
     write: (statements) => writer.transaction(statements),
+    migrated,
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),
@@ -189,13 +196,51 @@ function withStatementCache(sqlite: SqliteDb): SqliteDb {
   });
 }
 
-export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<void> {
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+/**
+ * A database migrated by a newer fleetctl (issue 27): this binary does not know its schema, and
+ * running on it could corrupt what the newer release stores.
+ */
+export class SchemaTooNewError extends ServerSetupError {}
+
+/** Names of the migrations applied to the database (none on a new one). */
+export async function appliedMigrations(db: Kysely<DB>): Promise<string[]> {
+  const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
+  if (!tables.some((t) => t.name === 'kysely_migration')) return [];
+  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>).selectFrom('kysely_migration').select('name').orderBy('name').execute();
+  return rows.map((r) => r.name);
+}
+
+/** The migrations this release knows, in order. */
+export async function migrationNames(dialect: Dialect): Promise<string[]> {
+  return Object.keys(await migrationProvider(dialect).getMigrations()).sort();
+}
+
+/** The migrations this release would apply to the database (none when it is current). */
+export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect): Promise<string[]> {
+  const applied = new Set(await appliedMigrations(db));
+  return Object.keys(await migrationProvider(dialect).getMigrations()).filter((n) => !applied.has(n)).sort();
+}
+
+/**
+ * Applies the migrations this release knows and the database lacks; returns their names. Refuses
+ * (SchemaTooNewError, before any change) a database that has migrations this release does not know.
+ */
+export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<string[]> {
+  const provider = migrationProvider(dialect);
+  const known = new Set(Object.keys(await provider.getMigrations()));
+  const unknown = (await appliedMigrations(db)).filter((n) => !known.has(n));
+  if (unknown.length > 0) {
+    throw new SchemaTooNewError(
+      `the database's schema is newer than this fleetctl ${SERVER_VERSION} knows (its migration ${unknown[unknown.length - 1]} is not one of ours): run the release that upgraded it, or restore the backup taken before the upgrade`,
+    );
+  }
+  const migrator = new Migrator({ db, provider });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
   }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 /** `statements` in one transaction on `db` (Store.write where there is no writer thread: PostgreSQL, tests). */

@@ -8,6 +8,7 @@ import { agentCountersMigration } from './migration-agent.js';
 import type { Dialect } from './dialect.js';
 import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent.js';
 import { spoolMigration } from './migration-spool.js';
+import { productionMigration } from './migration-production.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -428,6 +429,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '013_agent_cadence': agentCadenceMigration(),
       // The durable log spool, its streams and the sinks' cursors (issue 28).
       '014_log_spool': spoolMigration(dialect),
+      // What an environment follows of the server, and nodes' detail refresh (issue 27).
+      '015_production': productionMigration(),
     }),
   };
 }

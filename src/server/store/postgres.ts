@@ -7,6 +7,8 @@ import { migrate, MissingDependencyError, writeInTransaction, type Store } from 
 import { ServerSetupError } from '../setup-error.js';
 
 export interface PostgresOptions {
+  /** false: open without migrating (fleetctl server migrate --dry-run lists what is pending). */
+  migrate?: boolean;
   /** Connections in the pool (default 10). */
   pool?: number;
   /** CA bundle (PEM) to verify the server's certificate; implies sslmode=verify-full. */
@@ -135,13 +137,14 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
       lock.release();
     }
   };
+  let migrated: string[];
   try {
-    await exclusive(() => migrate(db, 'postgres'));
+    migrated = opts.migrate === false ? [] : await exclusive(() => migrate(db, 'postgres'));
   } catch (e) {
     await db.destroy().catch(() => {});
     throw e;
   }
   // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
   const analyze = async () => void (await pool.query('analyze'));
-  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), exclusive, analyze, close: () => db.destroy() };
+  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), migrated, exclusive, analyze, close: () => db.destroy() };
 }

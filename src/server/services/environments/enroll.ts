@@ -11,6 +11,7 @@ import { randomHex } from '../../lib/crypto.js';
 import { writeAudit } from '../audit/audit.js';
 import { booleanSetting } from './settings-values.js';
 import { enrollText } from './enroll-scripts.js';
+import { storedPem } from './agent-identity.js';
 
 const ALL_ACTIONS = [...EnrollActions, ...EnrollActionAliases] as const;
 const DAY_MS = 24 * 3600_000;
@@ -125,6 +126,13 @@ export async function enrollAction(
           const v = body[f];
           if (v === undefined) throw badRequest(`${action} needs ${f}`);
           changes[FIELD_COLUMN[f]] = checkField(f, v);
+        }
+        // Issue 27: a certificate given is this environment's own (kept across the server's
+        // renewals); an empty one makes it follow the server's trust anchor again.
+        if (changes.certificate !== undefined) {
+          const follow = changes.certificate === '' && deps.agentIdentity !== undefined;
+          if (follow) changes.certificate = storedPem(deps.agentIdentity!.certificate);
+          changes.certificate_pinned = follow ? 0 : 1;
         }
         message = `enrollment of ${env.name} updated: ${fields.join(', ')}`;
         auditLine = `enrollment of ${env.name} updated: ${fields.map((f) => (f === 'certificate' ? f : `${f}=${changes[FIELD_COLUMN[f]]}`)).join(', ')}`;

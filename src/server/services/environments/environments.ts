@@ -76,6 +76,9 @@ export function toEnvironment(r: EnvironmentRow, opts: { withSecrets: boolean })
     rpm_package: r.rpm_package,
     created_at: r.created_at,
     updated_at: r.updated_at,
+    hostname_pinned: b(r.hostname_pinned),
+    certificate_pinned: b(r.certificate_pinned),
+    detail_refresh: r.detail_refresh,
   };
 }
 

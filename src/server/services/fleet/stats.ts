@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import type { Caller, Deps } from '../../context.js';
 import { Platforms, type DashboardStats, type EnvironmentStats, type Platform, type PlatformCounts } from '../../../api/index.js';
 import { accessibleEnvs } from '../environments/environments.js';
+import { enrollmentStateOf } from '../../../api/index.js';
 import { inactiveHours } from '../environments/settings-values.js';
 import { carveStatusSql } from '../agents/carves.js';
 import { readGenerations } from '../../store/node-index.js';
@@ -91,7 +92,14 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
   const envs = await accessibleEnvs(deps, caller, gens.config);
   const globalHours = await inactiveHours(deps, 0, gens.config);
   const stats = new Map<number, EnvironmentStats>(
-    envs.map((e) => [e.id, { uuid: e.uuid, name: e.name, active: 0, inactive: 0, total: 0, active_queries: 0, active_carves: 0, platform_counts: zeroCounts() }]),
+    envs.map((e) => [
+      e.id,
+      {
+        uuid: e.uuid, name: e.name, active: 0, inactive: 0, total: 0, active_queries: 0, active_carves: 0, platform_counts: zeroCounts(),
+        enrollment: enrollmentStateOf(e.accept_enrolls !== 0, e.enroll_expire, deps.now()),
+        enroll_expire: e.enroll_expire,
+      },
+    ]),
   );
   if (envs.length > 0) {
     // An env may override inactive_hours; envs sharing a cutoff are counted in one query.

@@ -1,0 +1,14 @@
+// Where an environment's enrollment stands (issue 27), for env list/show/create/edit: open until
+// someone closes it, open until a time, closing (within a day), or closed. The state is the API's
+// rule (src/api, which stats uses on the server); this adds the words.
+import { enrollmentStateOf, type EnrollmentState } from '../../api/index.js';
+import { isNever, relativeTime } from '../../output/index.js';
+
+export function enrollmentOf(e: { accept_enrolls: boolean; enroll_expire: string }, now = new Date()): { state: EnrollmentState; text: string } {
+  const state = enrollmentStateOf(e.accept_enrolls, e.enroll_expire, now);
+  if (!e.accept_enrolls) return { state, text: 'closed (enrolls turned off)' };
+  if (state === 'open' && (!e.enroll_expire || isNever(e.enroll_expire) || Number.isNaN(Date.parse(e.enroll_expire)))) return { state, text: 'open until closed' };
+  if (state === 'closed') return { state, text: `closed ${relativeTime(e.enroll_expire, now)} (window ended ${e.enroll_expire})` };
+  if (state === 'closing') return { state, text: `closing ${relativeTime(e.enroll_expire, now)} (${e.enroll_expire})` };
+  return { state, text: `open until ${e.enroll_expire} (${relativeTime(e.enroll_expire, now)})` };
+}
