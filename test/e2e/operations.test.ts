@@ -131,6 +131,22 @@ describe('env create, edit, delete from the CLI', () => {
   });
 });
 
+describe('against osctrl: what it lacks is refused before any request', () => {
+  // Nothing listens at this URL: a request would be exit 7; a refusal is exit 8 (or 2) at once.
+  const env = { FLEETCTL_TOKEN: 'not-used', FLEETCTL_URL: 'http://127.0.0.1:9', FLEETCTL_SERVER_FLAVOR: 'osctrl' };
+  it('--enroll-window, --detail-refresh, --follow-server: exit 8; no --agent-host on create: exit 2', async () => {
+    const c = newCli();
+    const window = await c.run(['env', 'create', 'lab', '--agent-host', 'tls.example.com:8443', '--enroll-window', '7d'], { env });
+    expect(window.exitCode).toBe(8);
+    expect(window.stderr).toBe('error: an enrollment window of any length (--enroll-window): not supported by this server (osctrl 0.5.4 has no such feature)\n');
+    expect((await c.run(['env', 'create', 'lab', '--agent-host', 'tls.example.com', '--detail-refresh', '1h'], { env })).exitCode).toBe(8);
+    expect((await c.run(['env', 'edit', 'lab', '--follow-server'], { env })).exitCode).toBe(8);
+    const noHost = await c.run(['env', 'create', 'lab'], { env });
+    expect(noHost.exitCode).toBe(2);
+    expect(noHost.stderr).toMatch(/^error: osctrl needs the agent host of a new environment/);
+  });
+});
+
 describe('server backup and restore, migrate, a newer schema', () => {
   it('backs up a live database while agents check in; the copy starts as a server with the same fleet', async () => {
     const db = join(dir, 'live.db');

@@ -34,10 +34,12 @@ interface Expected {
   active_queries: number;
   active_carves: number;
   platform_counts: { linux: number; darwin: number; windows: number; other: number };
+  enrollment: string;
+  enroll_expire: string;
 }
 
 async function expectedFor(envName: string, hours: number): Promise<Expected> {
-  const env = await db().selectFrom('environments').select(['id', 'uuid', 'name']).where('name', '=', envName).executeTakeFirstOrThrow();
+  const env = await db().selectFrom('environments').select(['id', 'uuid', 'name', 'accept_enrolls', 'enroll_expire']).where('name', '=', envName).executeTakeFirstOrThrow();
   const cutoff = new Date(Date.now() - hours * 3600_000).toISOString();
   const { rows } = await sql<{ total: number; active: number; linux: number; darwin: number; windows: number }>`
     select count(*) as total,
@@ -73,6 +75,9 @@ async function expectedFor(envName: string, hours: number): Promise<Expected> {
   return {
     uuid: env.uuid, name: env.name, total, active, inactive: total - active, active_queries: Number(q[0]!.n), active_carves: activeCarves,
     platform_counts: { linux, darwin, windows, other: total - linux - darwin - windows },
+    // Issue 27: closed when enrolls are off or the window ended, closing within a day, else open.
+    enrollment: !env.accept_enrolls ? 'closed' : env.enroll_expire.startsWith('0001-') ? 'open' : Date.parse(env.enroll_expire) <= Date.now() ? 'closed' : Date.parse(env.enroll_expire) - Date.now() < 86_400_000 ? 'closing' : 'open',
+    enroll_expire: env.enroll_expire,
   };
 }
 

@@ -28,8 +28,6 @@ export const FEATURE_NAMES = {
   'derived-targets': 'targeting nodes by status, health or risk (osctrl would ignore the list and target every node)',
   'audit-show': 'reading one audit entry',
   'node-config-filter': 'listing nodes by configuration (--config-stale)',
-  'env-admin': 'creating, editing and deleting environments from fleetctl',
-  'env-delete': 'deleting an environment',
   'enroll-window': 'an enrollment window of any length (--enroll-window)',
   'detail-refresh': 'refreshing host details at an interval (--detail-refresh)',
   'agent-host-follow': "an agent host that follows the server's --agent-url (--follow-server)",

@@ -76,7 +76,6 @@ function settable(o: EnvCreateOpts): Omit<EnvironmentCreateBody, 'name' | 'enrol
 
 export async function runEnvCreate(ctx: Context, name: string, o: EnvCreateOpts): Promise<void> {
   const api = await ctx.api();
-  api.need('env-admin');
   if (o.enrollWindow !== undefined) api.need('enroll-window');
   if (o.detailRefresh !== undefined) api.need('detail-refresh');
   const body: EnvironmentCreateBody = { name, ...settable(o) };
@@ -97,7 +96,6 @@ export async function runEnvEdit(ctx: Context, ref: string, o: EnvEditOpts): Pro
     throw new UsageError('nothing to change: give --name, --agent-host, --follow-server, --config, --log, --query, --detail-refresh, --enroll or --no-enroll');
   }
   const api = await ctx.api();
-  api.need('env-admin');
   if (o.detailRefresh !== undefined) api.need('detail-refresh');
   if (o.followServer) api.need('agent-host-follow');
   const env = await api.environments.edit(ref, body);
@@ -107,8 +105,6 @@ export async function runEnvEdit(ctx: Context, ref: string, o: EnvEditOpts): Pro
 
 export async function runEnvDelete(ctx: Context, ref: string, o: { yes?: boolean }): Promise<void> {
   const api = await ctx.api();
-  api.need('env-admin');
-  api.need('env-delete');
   // Read first: the question names what goes, and a wrong name fails before anyone is asked.
   const env = await api.environments.get(ref);
   const page = await api.nodes.list(env.uuid, { page: 1, page_size: 1 });

@@ -1,12 +1,24 @@
-import { DataResponse, EnvironmentMap, MessageResponse, type EnvironmentMapEntry, type MapTarget } from '../../../api/index.js';
-import { CliError, ExitCode } from '../../../errors.js';
+import {
+  DataResponse, Environment, EnvironmentMap, MessageResponse,
+  type EnvironmentCreateBody, type EnvironmentEditBody, type EnvironmentMapEntry, type IntervalsBody, type MapTarget,
+} from '../../../api/index.js';
+import { ApiError, CliError, ExitCode, UsageError } from '../../../errors.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { seg } from './shapes.js';
 
+/** The intervals of a create or edit body, for osctrl's PATCH environments/intervals/{env}. */
+function intervalsOf(b: IntervalsBody): IntervalsBody | undefined {
+  const out: IntervalsBody = {};
+  if (b.config_interval !== undefined) out.config_interval = b.config_interval;
+  if (b.log_interval !== undefined) out.log_interval = b.log_interval;
+  if (b.query_interval !== undefined) out.query_interval = b.query_interval;
+  return Object.keys(out).length ? out : undefined;
+}
+
 export function environmentsResource(s: OsctrlSession) {
-  const { http, base, environments, me, accessibleEnvironments } = s;
+  const { http, base, environments, me, accessibleEnvironments, envUuid } = s;
   /**
    * osctrl's `rotate` renews the enroll secret path (the enroll.sh/enroll.ps1 URLs) and opens
    * enrollment for 24 hours, and keeps the enroll secret: no osctrl 0.5.4 API changes it, and
@@ -32,6 +44,12 @@ export function environmentsResource(s: OsctrlSession) {
    */
   const acceptEnrolls = (env: string, on: boolean) =>
     http.request<unknown>('PATCH', `api/v1/environments/${seg(env)}`, { body: { accept_enrolls: on } });
+  /** osctrl's PATCH environments/{env}: name, hostname, icon, type, accept_enrolls, debug_http. */
+  const patchEnv = async (env: string, b: EnvironmentEditBody) => {
+    const patch: Record<string, unknown> = {};
+    for (const k of ['name', 'hostname', 'icon', 'type', 'accept_enrolls', 'debug_http'] as const) if (b[k] !== undefined) patch[k] = b[k];
+    if (Object.keys(patch).length) await http.request<unknown>('PATCH', `api/v1/environments/${seg(env)}`, { body: patch });
+  };
   return {
     ...base.environments,
     /**
@@ -64,6 +82,54 @@ export function environmentsResource(s: OsctrlSession) {
         said.push(checkAnswer<{ message: string }>(MessageResponse, await http.request<unknown>('POST', `api/v1/environments/${seg(env)}/${path}`, { body: b })).message);
       }
       return { message: said.join('; ') || 'nothing to change' };
+    },
+    /**
+     * Issue 27. osctrl: POST environments {name, hostname, icon, type} (201; it stores the name in
+     * lower case), then its intervals by their own endpoint, and enrollment made open until closed
+     * (enroll/notexpire, and accept_enrolls on: osctrl-tls goes by that switch), as this API's new
+     * environments are. osctrl has no
+     * server-wide agent URL, so the agent host must be given; windows and detail refresh are refused
+     * by the command (exit 8) before this runs.
+     */
+    create: async (body: EnvironmentCreateBody) => {
+      if (!body.hostname) throw new UsageError('osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST[:PORT]');
+      const created = checkAnswer<{ uuid: string }>(needs(Environment, 'uuid'), await http.request<unknown>('POST', 'api/v1/environments', { body: { name: body.name, hostname: body.hostname, ...(body.icon ? { icon: body.icon } : {}), ...(body.type ? { type: body.type } : {}) } }), 'environment');
+      const intervals = intervalsOf(body);
+      if (intervals) await base.environments.setIntervals(created.uuid, intervals);
+      // Open until closed, then the switches asked for (accept_enrolls false closes it again).
+      await base.environments.enrollAction(created.uuid, 'notexpire');
+      await patchEnv(created.uuid, { accept_enrolls: body.accept_enrolls ?? true, debug_http: body.debug_http });
+      return base.environments.get(created.uuid);
+    },
+    /** osctrl: PATCH environments/{env}, and PATCH environments/intervals/{env} for the intervals. */
+    edit: async (env: string, body: EnvironmentEditBody) => {
+      const uuid = await envUuid(env);
+      await patchEnv(uuid, body);
+      const intervals = intervalsOf(body);
+      if (intervals) await base.environments.setIntervals(uuid, intervals);
+      return base.environments.get(uuid);
+    },
+    /**
+     * osctrl's DELETE environments/{env} leaves the environment's nodes in its database; "with its
+     * nodes" is each node deleted first (POST nodes/{env}/delete, as `nodes delete`), then the
+     * environment.
+     */
+    remove: async (env: string) => {
+      const uuid = await envUuid(env);
+      const gone = new Set<string>();
+      for (;;) {
+        const page = await base.nodes.list(uuid, { page: 1, page_size: 500 });
+        if (page.items.length === 0) break;
+        for (const n of page.items) {
+          // A node osctrl listed again after its delete answered: stop rather than loop.
+          if (gone.has(n.uuid)) throw new ApiError(500, 'internal', `osctrl still lists node ${n.uuid} after deleting it; the environment was not deleted`);
+          await base.nodes.delete(uuid, n.uuid);
+          gone.add(n.uuid);
+        }
+      }
+      const deleted = gone.size;
+      const r = checkAnswer<{ message: string }>(needs(MessageResponse, 'message'), await http.request<unknown>('DELETE', `api/v1/environments/${seg(uuid)}`));
+      return { message: `${r.message} with ${deleted} node${deleted === 1 ? '' : 's'}` };
     },
     enrollRead: async (env: string, target: Parameters<FleetResources['environments']['enrollRead']>[1]) => {
       if (target !== 'remove.sh' && target !== 'remove.ps1') return base.environments.enrollRead(env, target);
