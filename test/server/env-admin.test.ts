@@ -106,12 +106,19 @@ describe('PATCH /api/v1/environments/{env}', () => {
     expect((await edit('no-such-env', { icon: 'x' })).status).toBe(404);
   });
 
-  it('an environment closed to enrolls refuses them (accept_enrolls false)', async () => {
+  it('an environment closed to enrolls, or whose window ended, refuses them: audited and counted in the metrics by reason', async () => {
     await create({ name: 'closed' });
     expect((await edit('closed', { accept_enrolls: false })).status).toBe(200);
     expect((await enroll('closed')).reply.body).toEqual({ node_invalid: true });
     expect((await edit('closed', { accept_enrolls: true })).status).toBe(200);
     expect((await enroll('closed')).reply.body.node_invalid).toBe(false);
+    expect((await t.call('POST', '/api/v1/environments/closed/enroll/expire', { token: admin })).status).toBe(200);
+    expect((await enroll('closed')).reply.body).toEqual({ node_invalid: true });
+    const metrics = (await t.call('GET', '/metrics', { token: admin })).body as string;
+    expect(metrics).toContain('fleetctl_agent_enroll_refused_total{environment="closed",reason="closed"} 1');
+    expect(metrics).toContain('fleetctl_agent_enroll_refused_total{environment="closed",reason="expired"} 1');
+    const audited = await t.server.deps.db.selectFrom('audit_logs').select('line').where('line', 'like', 'enroll refused in environment closed:%').execute();
+    expect(audited.map((a) => a.line)).toEqual(expect.arrayContaining([expect.stringContaining('environment does not accept enrolls')]));
   });
 });
 

@@ -9,6 +9,7 @@ import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
 import { agentConfig } from '../services/environments/osquery-config.js';
 import { pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
 import { CarveNotYet, CarveRefusal, carveBlock, carveStart } from '../services/agents/carve-uploads.js';
+import { recordDetails } from '../services/agents/node-details.js';
 import type { EnvironmentRow } from '../store/schema.js';
 import { BigBodyDecoder, DecodeError } from './big-body.js';
 import { declaredSize, inflate, obj, parseObject } from './body.js';
@@ -93,7 +94,10 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
 
     if (ep === 'enroll') {
       const failed = await enrollFailures.count(req.ip);
-      if (failed.count >= deps.config.deniedRateLimit) throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
+      if (failed.count >= deps.config.deniedRateLimit) {
+        deps.metrics?.enrollRefused(env.name, 'throttled');
+        throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
+      }
       let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
       const enrolled = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (q) => services.enrolls.run(q));
       if (enrolled) {
@@ -101,10 +105,12 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
         services.state.remember(enrolled.key, enrolled.node);
         return { node_key: enrolled.key, node_invalid: false };
       }
-      refusal ??= 'host identifier refused (not a valid identifier, or a node of another environment)';
-      // Refused enrolls are audited (one row per address and minute, with a count) and throttled.
+      refusal ??= { reason: 'identifier', text: 'host identifier refused (not a valid identifier, or a node of another environment)' };
+      // Refused enrolls are counted (issue 27: a closed window shows on a dashboard), audited (one
+      // row per address and minute, with a count) and throttled.
+      deps.metrics?.enrollRefused(env.name, refusal.reason);
       await enrollFailures.hit(req.ip);
-      await o.denials?.record({ ip: req.ip, line: `enroll refused in environment ${env.name}: ${refusal}`, env });
+      await o.denials?.record({ ip: req.ip, line: `enroll refused in environment ${env.name}: ${refusal.text}`, env });
       return INVALID;
     }
     // carver continue carries no node key in osquery's protocol: the session id is the credential.
@@ -160,6 +166,13 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
     await recordAnswers(deps, node, Object.fromEntries(names.map((n) => [n, []])), Object.fromEntries(names.map((n) => [n, 1])), Object.fromEntries(names.map((n) => [n, why])));
     return OK;
   }
+  // Issue 27: the detail answers update the node's row and are taken out before the live queries' turn.
+  const refreshed = await recordDetails(deps, node, w.queries, w.statuses);
+  if (refreshed.answered) {
+    services.details.answered(node.id);
+    node.details_at = deps.now().toISOString();
+    if (refreshed.hostname) node.hostname = refreshed.hostname;
+  }
   const recorded = await recordAnswers(deps, node, w.queries, w.statuses, w.messages);
   // The answers are stored (the API serves them) before they go to the query sinks, so a
   // spool failure here cannot ask osquery to resend: those sink entries are dropped on
@@ -191,11 +204,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       return OK;
     }
     case 'read': {
+      // Issue 27: host details asked for again every detail refresh (no SQL to decide).
+      const details = services.details.due(env, node);
       // A node that owes no live query or carve (the common case) is answered without a query.
-      if (!env.query_tls || !(await services.state.mayOwe(node.id))) return { queries: {}, ...OK };
+      if (!env.query_tls || !(await services.state.mayOwe(node.id))) return { queries: details ?? {}, ...OK };
       const queries = await pendingQueriesFor(deps, node.id);
       if (Object.keys(queries).length === 0) services.state.owesNothing(node.id);
-      return { queries, ...OK };
+      return { queries: { ...queries, ...details }, ...OK };
     }
     case 'write': {
       // A gzipped write (osquery sends them plain; read by readWriteBody): within the body bounds.

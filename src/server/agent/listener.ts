@@ -11,6 +11,7 @@ import type { Delivery } from '../services/delivery/delivery.js';
 import { AgentState } from './state.js';
 import { WriteGroup } from '../store/write-group.js';
 import { writeInTransaction } from '../store/db.js';
+import { DetailRefresh } from '../services/agents/node-details.js';
 import { buildAgentApp } from './server.js';
 import { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { DenialAudit } from '../services/auth/denial-audit.js';
@@ -91,13 +92,14 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   const tlsFiles = { ...files, caFile: o.caFile };
   let tls = loadAgentTls(tlsFiles, { agentHost: o.agentHost, now: deps.now() });
   const state = new AgentState(deps);
+  const details = new DetailRefresh(deps);
   const checkins = new CheckinBatcher(deps);
   const logs = new LogDelivery(deps, o.spool, o.delivery, (envId, source) => state.sinksFor(envId, source));
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
   const requestLog = o.requestLog;
   const enrolls = new WriteGroup(deps.write ?? ((statements) => writeInTransaction(deps.db, statements)));
-  const app = await buildAgentApp(deps, { checkins, logs, state, enrolls }, {
+  const app = await buildAgentApp(deps, { checkins, logs, state, enrolls, details }, {
     https: { cert: Buffer.from(tls.chainPem), key: Buffer.from(tls.keyPem) },
     lifecycle,
     maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,

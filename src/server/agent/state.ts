@@ -19,7 +19,7 @@ import { NEVER } from '../../api/index.js';
 import { enabledSinks } from '../services/delivery/log-delivery.js';
 
 /** What the agent door needs of a node (a small part of its row: a fleet's worth is kept). */
-export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address'>;
+export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at'>;
 
 /** Most node keys kept per process: a fleet of this size needs no query to recognise its agents. */
 const MAX_NODES = 1_000_000;
@@ -99,7 +99,7 @@ export class AgentState {
     }
     let n = this.nodes.get(key);
     if (!n) {
-      n = await this.db.selectFrom('nodes').select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address']).where('node_key', '=', key).executeTakeFirst();
+      n = await this.db.selectFrom('nodes').select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at']).where('node_key', '=', key).executeTakeFirst();
       if (!n) return undefined; // unknown keys are not kept: the network chooses them
       if (this.nodeGeneration === g) {
         if (this.nodes.size >= MAX_NODES) this.nodes.clear();

@@ -7,6 +7,7 @@ import type { LogDelivery } from '../services/delivery/log-delivery.js';
 import type { HttpLifecycle } from '../lib/http-lifecycle.js';
 import type { AgentState } from './state.js';
 import type { WriteGroup } from '../store/write-group.js';
+import type { DetailRefresh } from '../services/agents/node-details.js';
 
 export type Endpoint = 'enroll' | 'config' | 'log' | 'read' | 'write' | 'carve_init' | 'carve_block';
 
@@ -17,6 +18,8 @@ export interface AgentServices {
   state: AgentState;
   /** Group commit of enrolls (store/write-group.ts). */
   enrolls: WriteGroup;
+  /** Which nodes are due a detail refresh (issue 27). */
+  details: DetailRefresh;
 }
 
 /** What the agent door is given besides deps and services (start.ts / listener.ts). */

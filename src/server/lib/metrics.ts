@@ -32,6 +32,7 @@ export class Metrics {
   private readonly sinkDeliveredTotal: Counter<'sink' | 'environment'>;
   private readonly sinkFailedTotal: Counter<'sink' | 'environment'>;
   private readonly sinkDelivery: Histogram<'sink' | 'environment'>;
+  private readonly enrollRefusals: Counter<'environment' | 'reason'>;
   readonly sources: MetricsSources = {};
 
   /**
@@ -49,6 +50,11 @@ export class Metrics {
     this.reenroll = new Counter({ name: 'fleetctl_agent_node_invalid_total', help: 'Agent requests answered node_invalid (the agent re-enrolls): unknown node keys', registers });
     this.dbErrors = new Counter({ name: 'fleetctl_faults_total', help: 'Server faults (5xx and failed background runs) by where and kind (unavailable, no_space, busy, error)', labelNames: ['where', 'kind'], registers });
     this.drops = new Counter({ name: 'fleetctl_log_dropped_total', help: 'Log entries dropped on purpose, by sink and reason (counted and audited)', labelNames: ['sink', 'reason'], registers });
+    this.enrollRefusals = new Counter({
+      name: 'fleetctl_agent_enroll_refused_total',
+      help: 'Enrolls refused, by environment and reason (closed: enrolls off; expired: the window ended; secret; identifier; throttled: too many from one address)',
+      labelNames: ['environment', 'reason'], registers,
+    });
     const sources = this.sources;
     new Gauge({ name: 'fleetctl_agent_in_flight', help: 'Agent requests in progress', registers, collect() { this.set(sources.agentInFlight?.() ?? 0); } });
     new Gauge({ name: 'fleetctl_checkins_pending', help: 'Nodes whose check-ins wait to be written', registers, collect() { this.set(sources.checkinsPending?.() ?? 0); } });
@@ -78,6 +84,11 @@ export class Metrics {
     this.request('agent', r.endpoint, r.status, r.ms / 1000);
     if (r.shed) this.shed.inc({ door: 'agent' });
     if (r.invalid) this.reenroll.inc();
+  }
+
+  /** Issue 27: labels are environment names (bounded by what admins create) and a fixed set of reasons. */
+  enrollRefused(environment: string, reason: string): void {
+    this.enrollRefusals.inc({ environment, reason });
   }
 
   adminShed(): void {

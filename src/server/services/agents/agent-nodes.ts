@@ -30,16 +30,19 @@ function secretMatches(given: unknown, secret: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** Why enrolls are refused: the kind (a metrics label, issue 27) and the audited words. */
+export type EnrollRefusal = { reason: 'closed' | 'secret' | 'expired' | 'identifier'; text: string };
+
 /** Why an enroll is refused, or undefined when it may go on. */
-export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): string | undefined {
-  if (!env.accept_enrolls) return 'environment does not accept enrolls';
-  if (!secretMatches(secret, env.secret)) return 'wrong enroll secret';
-  if (env.enroll_expire && env.enroll_expire !== NEVER && new Date(env.enroll_expire) <= now) return 'enroll secret expired';
+export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): EnrollRefusal | undefined {
+  if (!env.accept_enrolls) return { reason: 'closed', text: 'environment does not accept enrolls' };
+  if (!secretMatches(secret, env.secret)) return { reason: 'secret', text: 'wrong enroll secret' };
+  if (env.enroll_expire && env.enroll_expire !== NEVER && new Date(env.enroll_expire) <= now) return { reason: 'expired', text: 'enroll secret expired' };
   return undefined;
 }
 
 /** What the agent door keeps of an enrolled node (agent/state.ts's AgentNode). */
-export type EnrolledNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address'>;
+export type EnrolledNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at'>;
 
 /**
  * Creates (or re-keys) the node for host_identifier and returns its new node key and row, or
@@ -92,6 +95,8 @@ export async function enrollNode(
     distributed_interval: env.query_interval,
     distributed_interval_told: env.query_interval,
     system_info: JSON.stringify(systemInfo).slice(0, 64 * 1024),
+    // The details just reported: the next detail refresh is one interval away (node-details.ts).
+    details_at: ts,
     updated_at: ts,
   };
   // A UUID belongs to one environment: enrolling it from another returns no row.
@@ -100,7 +105,7 @@ export async function enrollNode(
     // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
     .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
     .onConflict((oc) => oc.column('uuid').doUpdateSet(values).where('nodes.environment_id', '=', env.id))
-    .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address'])
+    .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at'])
     .compile();
   const node = (await write(upsert)).rows[0] as EnrolledNode | undefined;
   return node ? { key: nodeKey, node } : undefined;
