@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 export const ServerVersion = Type.Object({
   /** The fleetctl release the server runs (its package version). */
   version: Type.String(),
-  /** The last schema migration applied to its database, e.g. 012_production. */
+  /** The last schema migration applied to its database, e.g. 015_production. */
   schema: Type.String(),
   /** sqlite or postgres. */
   database: Type.String(),

@@ -17,7 +17,6 @@ import type { App } from './routes/request.js';
 export type { App };
 
 export interface AppOptions {
-  logger?: boolean | object;
   https?: { cert: Buffer; key: Buffer };
   /** Connections, timeouts and shutdown (started and ended by start.ts). */
   lifecycle: HttpLifecycle;
@@ -67,7 +66,8 @@ function frameworkError(err: FastifyError): { status: number; code: 'bad_request
 export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   const { lifecycle, denials } = opts;
   const app = Fastify({
-    logger: opts.logger ?? false,
+    // Request lines go through the server's one log (deps.log, lib/server-log.ts), not Fastify's.
+    logger: false,
     // Timeouts: Node's http server options, given to https too (it takes the same ones).
     ...(opts.https ? { https: { ...opts.https, ...lifecycle.serverOptions() } } : { http: lifecycle.serverOptions() }),
     requestTimeout: lifecycle.timeouts.requestMs,
@@ -155,7 +155,10 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   });
   app.addHook('onResponse', async (req, reply) => {
     const t0 = (req as FastifyRequest & { t0?: number }).t0;
-    deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, t0 === undefined ? 0 : (performance.now() - t0) / 1000);
+    const ms = t0 === undefined ? 0 : performance.now() - t0;
+    deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
+    // --log: the route pattern and the path without its query (no token or secret is in either).
+    deps.log.request({ door: 'admin', method: req.method, route: req.routeOptions.url ?? 'unmatched', path: req.url.split('?')[0], status: reply.statusCode, ms, user: req.caller?.user.username, ip: req.ip });
   });
 
   // While shutting down, answers in progress end their connection (no more requests on it).

@@ -3,6 +3,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
 import { hashPassword, randomHex } from './lib/crypto.js';
+import { RETENTION_SETTINGS } from './services/retention/purge.js';
 
 interface SeedSetting {
   service: string;
@@ -24,6 +25,8 @@ export const SETTINGS_CATALOGUE: SeedSetting[] = [
   { service: 'tls', name: 'accelerated_seconds', type: 'integer', value: 5, info: 'Accelerated check-in interval, seconds' },
   { service: 'tls', name: 'refresh_envs', type: 'integer', value: 300, info: 'Seconds between environment refreshes' },
   { service: 'tls', name: 'oneliner_expiration', type: 'boolean', value: true, info: 'One-liner enroll scripts expire with the enrollment' },
+  // Issue 27: retention by age, purged in the background (services/retention/purge.ts).
+  ...Object.values(RETENTION_SETTINGS).map((r) => ({ ...r, type: 'integer' as const })),
 ];
 
 export async function ensureSettings(db: Kysely<DB>, now: Date): Promise<void> {

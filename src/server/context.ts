@@ -8,6 +8,7 @@ import type { LoginGuard } from './services/auth/login-guard.js';
 import type { Faults } from './lib/faults.js';
 import type { Metrics } from './lib/metrics.js';
 import type { AgentIdentity } from './services/environments/agent-identity.js';
+import type { ServerLog } from './lib/server-log.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -71,6 +72,8 @@ export interface Deps {
   loginGuard: LoginGuard;
   /** Where requests and background tasks report the server's own trouble (logged, counted, /healthz). */
   faults: Faults;
+  /** What the server says about itself and, with --log, its requests: one format (lib/server-log.ts). */
+  log: ServerLog;
   /**
    * SQLite: why writes would fail for lack of space now (file system nearly full, page limit
    * reached), else undefined. PostgreSQL has no such question: /healthz uses Faults instead.

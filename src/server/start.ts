@@ -10,6 +10,7 @@ import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount
 import { checkPrivateKeyFile, prepareDatabaseFile } from './store/file-modes.js';
 import { HttpLifecycle } from './lib/http-lifecycle.js';
 import { SessionPurger } from './services/auth/session-purge.js';
+import { RetentionPurger } from './services/retention/purge.js';
 import { DenialAudit } from './services/auth/denial-audit.js';
 import { LoginGuard } from './services/auth/login-guard.js';
 import { ServerSetupError } from './setup-error.js';
@@ -22,6 +23,7 @@ import { Faults } from './lib/faults.js';
 import { DEFAULT_BACKLOG_AGE_MS, DEFAULT_BACKLOG_BYTES, Delivery } from './services/delivery/delivery.js';
 import { Spool } from './services/delivery/spool.js';
 import { Metrics } from './lib/metrics.js';
+import { serverLog } from './lib/server-log.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 
 export interface ServerOptions {
@@ -82,10 +84,11 @@ export interface ServerOptions {
    */
   fixPermissions?: boolean;
   warn?: (line: string) => void;
-  logger?: boolean | object;
+  /** --log: every line on stderr one JSON object (requests of both doors, the server's events); else text (lib/server-log.ts). */
+  logJson?: boolean;
   tls?: { certFile: string; keyFile: string };
   /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
-  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'requestLog' | 'denials' | 'spool' | 'delivery'>;
+  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'denials' | 'spool' | 'delivery'>;
   /** Prometheus metrics on a listener of their own, without authentication (--metrics-listen). */
   metricsListen?: { host: string; port: number };
   /** Admin requests handled at once before the admin door answers 503 (default 256). */
@@ -110,6 +113,8 @@ export interface RunningServer {
   denials: DenialAudit;
   /** The agent door when --agent-listen was given. */
   agent?: AgentDoor;
+  /** The retention purge (issue 27), in the process that runs it. */
+  retention?: RetentionPurger;
   /** http://host:port of the metrics listener (--metrics-listen). */
   metricsUrl?: string;
   /** The durable log spool and the sinks' delivery (issue 28). */
@@ -202,7 +207,10 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
   let loosened: string[] = [];
   let store: Store;
   // The server's own trouble (database down or full, a failing task): logged, counted, /healthz.
-  const faults = new Faults(opts.warn ?? ((line) => console.error(line)));
+  // One voice for the server (issue 27): text lines (to `warn` when given, else stderr), or JSON lines under --log.
+  const log = serverLog({ json: !!opts.logJson, write: !opts.logJson && opts.warn ? (text) => opts.warn!(text.replace(/\n$/, '')) : undefined });
+  const warn = (line: string, event = 'warning') => log.event('warn', event, line);
+  const faults = new Faults((line, f) => log.event(f?.level ?? 'warn', f?.event ?? 'fault', line, f ? { ...f, event: undefined, level: undefined } : undefined));
   // The primary of --workers serves nothing: no process metrics (their event-loop monitor wakes it).
   const metrics = new Metrics({ processMetrics: serves });
   faults.onFault((where, kind) => metrics.fault(where, kind));
@@ -213,7 +221,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
     } else {
       // File modes guard a local file; PostgreSQL guards its data with its own access rules.
       loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev && !seedInto));
-      store = await openSqlite(dbPath);
+      store = await openSqlite(dbPath, { warn: (line) => log.event('warn', 'sqlite', line) });
     }
   } catch (e) {
     if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
@@ -223,7 +231,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
   try {
     if (loosened.length > 0) {
       const ended = await rotateJwtSecret(store.db);
-      opts.warn?.(
+      warn(
         `warning: ${loosened.map((f) => basename(f)).join(', ')} ${loosened.length > 1 ? 'were' : 'was'} open to other users: now 0600; ` +
           `the JWT signing secret was rotated, ending ${ended} session(s) (users log in again)` +
           (opts.jwtSecret ? '; FLEETCTL_JWT_SECRET is in use and was not changed' : '') +
@@ -256,7 +264,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
     };
     // Only the server's user reaches the logs agents sent (issue 18).
     mkdirSync(config.sinkDir, { recursive: true, mode: 0o700 });
-    const deps = { db: store.db, dialect: store.dialect, now, config, faults, outOfSpace: store.outOfSpace, metrics, write: store.write } as Deps;
+    const deps = { db: store.db, dialect: store.dialect, now, config, faults, log, outOfSpace: store.outOfSpace, metrics, write: store.write } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
@@ -329,7 +337,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     adminDeps.loginGuard = new LoginGuard(adminDeps);
     const denials = new DenialAudit(adminDeps);
     const purger = new SessionPurger(adminDeps);
-    const app = await buildApp(adminDeps, { logger: opts.logger, https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
+    const app = await buildApp(adminDeps, { https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();
@@ -339,11 +347,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const spool = new Spool(deps);
     const delivery = new Delivery(deps, store.adminDb, spool, !worker || worker.first);
     delivery.start();
-    // --log: the agent door writes its request lines where Fastify's logger writes the admin door's.
-    const requestLog = opts.logger ? (line: string) => void process.stderr.write(`${line}\n`) : undefined;
     const agentUrl = opts.agentUrl ? parseAgentUrl(opts.agentUrl) : undefined;
     const agent = opts.agent
-      ? await openAgentDoor(deps, { ...opts.agent, agentHost: agentUrl?.host, selfSignedDir: tempDir, requestLog, denials, spool, delivery }).catch(async (e) => {
+      ? await openAgentDoor(deps, { ...opts.agent, agentHost: agentUrl?.host, selfSignedDir: tempDir, denials, spool, delivery }).catch(async (e) => {
           await delivery.stop(0);
           await app.close();
           throw e;
@@ -362,9 +368,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
     deps.agentIdentity = identity;
     adminDeps.agentIdentity = identity;
-    for (const w of agent?.tls.warnings ?? []) opts.warn?.(w);
+    for (const w of agent?.tls.warnings ?? []) deps.log.event('warn', 'agent_tls', w);
     // One-time changes: by the only process, or the first worker of --workers.
     const once = !worker || worker.first;
+    // Retention by age (issue 27): one process purges (the only one, or the first worker; replicas
+    // each run one, and their deletes of the same old rows are harmless).
+    const retention = once ? new RetentionPurger(adminDeps, (line) => deps.log.event('info', 'retention', line)) : undefined;
+    retention?.start();
     if (once) await store.exclusive(async () => {
       for (const name of opts.createEnvs ?? []) {
         const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
@@ -387,7 +397,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         throw new Error(`SIGHUP: the agent certificate was not reloaded, the current one stays in use: ${(e as Error).message}`);
       }
       identity.certificate = tls.anchorPem;
-      for (const w of tls.warnings) opts.warn?.(w);
+      for (const w of tls.warnings) deps.log.event('warn', 'agent_tls', w);
       const changed = await followServer(store.db, identity, now());
       const same = before.leaf.fingerprint256 === tls.leaf.fingerprint256;
       return (
@@ -403,6 +413,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       demo,
       denials,
       agent,
+      retention,
       metricsUrl,
       spool,
       delivery,
@@ -416,6 +427,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await spool.drain();
         await delivery.stop(config.timeouts.shutdownGraceMs);
         await purger.stop();
+        await retention?.stop();
         await denials.stop();
         await app.close();
         await store.close();

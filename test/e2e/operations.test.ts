@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import Database from 'better-sqlite3';
-import { Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { execa } from 'execa';
+import { BIN, Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { migrationProvider } from '../../src/server/store/migrations.js';
 import pkg from '../../package.json' with { type: 'json' };
 
@@ -131,6 +132,35 @@ describe('env create, edit, delete from the CLI', () => {
   });
 });
 
+describe('--log', () => {
+  it('every line on stderr is one JSON object: the start, requests of both doors, a reload, the shutdown', async () => {
+    const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '20', '--dev-agents', '1', '--listen', '127.0.0.1:0', '--workers', '1', '--log'], { reject: false, buffer: true });
+    let err = '';
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    let out = '';
+    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    for (let i = 0; i < 1800 && !/Simulated agents: 1 of 1 enrolled/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+    const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+    const c = newCli();
+    await c.login(url);
+    expect((await c.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
+    for (let i = 0; i < 600 && !/"door":"agent"/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+    p.kill('SIGHUP');
+    for (let i = 0; i < 600 && !/"event":"reload"/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+    p.kill('SIGTERM');
+    await p;
+    const lines = err.trimEnd().split('\n');
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const o of parsed) expect(Object.keys(o).slice(0, 4)).toEqual(['time', 'level', 'event', 'msg']);
+    const events = new Set(parsed.map((o) => o.event));
+    for (const e of ['start', 'request', 'reload', 'shutdown']) expect(events, e).toContain(e);
+    expect(parsed.find((o) => o.event === 'request' && o.door === 'admin' && o.route === '/api/v1/nodes/:env')).toMatchObject({ method: 'GET', status: 200, user: 'admin' });
+    expect(parsed.find((o) => o.event === 'request' && o.door === 'agent')).toMatchObject({ endpoint: expect.any(String), status: 200 });
+    // Secrets never: no token, no enroll secret path, no node key.
+    expect(err).not.toMatch(/Bearer|node_key|enroll_secret/);
+  });
+});
+
 describe('against osctrl: what it lacks is refused before any request', () => {
   // Nothing listens at this URL: a request would be exit 7; a refusal is exit 8 (or 2) at once.
   const env = { FLEETCTL_TOKEN: 'not-used', FLEETCTL_URL: 'http://127.0.0.1:9', FLEETCTL_SERVER_FLAVOR: 'osctrl' };
@@ -179,12 +209,12 @@ describe('server backup and restore, migrate, a newer schema', () => {
   it('migrate brings a database an older release left to this schema, as a step of its own', async () => {
     const db = join(dir, 'old.db');
     const names = await migrationNames();
-    const previous = names[names.indexOf('012_production') - 1]!;
+    const previous = names[names.indexOf('015_production') - 1]!;
     const k = new Kysely<any>({ dialect: new SqliteDialect({ database: new Database(db) }) });
     const m = await new Migrator({ db: k, provider: migrationProvider('sqlite') }).migrateTo(previous);
     expect(m.error).toBeUndefined();
     await k.destroy();
-    const later = names.slice(names.indexOf('012_production'));
+    const later = names.slice(names.indexOf('015_production'));
     const dry = await newCli().run(['server', 'migrate', '--db', db, '--dry-run']);
     expect(dry.stdout).toBe(`Would apply ${later.length} migration(s) to the schema at ${previous}: ${later.join(', ')}\n`);
     const run = await newCli().run(['server', 'migrate', '--db', db]);

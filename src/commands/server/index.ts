@@ -264,8 +264,7 @@ export function registerServer(program: Command): void {
         timeouts: Object.fromEntries(Object.entries(timeouts).filter(([, v]) => v !== undefined)),
         fixPermissions: o.fixPermissions,
         warn: (line) => ctx.io.err(`${line}\n`),
-        // On stderr with every other line of the server's own: stdout is a stdout sink's NDJSON.
-        logger: o.log ? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-csrf-token"]'], stream: process.stderr } : false,
+        logJson: o.log,
         tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
         agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa, maxInFlight: o.agentMaxInFlight } : undefined,
         agentUrl: o.agentUrl,
@@ -311,12 +310,14 @@ export function registerServer(program: Command): void {
         ctx.io.err(`${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`);
       }
       if (server.metricsUrl) ctx.io.err(`Prometheus metrics at ${server.metricsUrl}\n`);
-      onReload(server, (line) => ctx.io.err(`${line}\n`));
+      onReload(server);
+      if (o.log) logStart(server);
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
-      const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent) : undefined;
+      const slog = server.deps.log;
+      const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent, (line) => slog.event('info', 'demo_agents', line)) : undefined;
       await new Promise<void>((resolve) => {
         const stop = () => {
-          ctx.io.err('Shutting down: finishing in-flight requests...\n');
+          slog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
           void (agents?.stop() ?? Promise.resolve()).then(() => server.close()).then(resolve);
         };
         process.once('SIGINT', stop);
@@ -385,12 +386,12 @@ async function printListening(ctx: Ctx, url: string, where: string, db: import('
 }
 
 /** --dev-agents: the simulator in this process, enrolled like a real install (one process or the primary of --workers). */
-async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }): Promise<{ stop(): Promise<void> } | undefined> {
+async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }, log: (line: string) => void): Promise<{ stop(): Promise<void> } | undefined> {
   if (!o.devAgents) return undefined;
   const { startDevAgents } = await import('../../agent-sim/dev.js');
   const { sim, hosts } = await startDevAgents({
     apiUrl: url, username: o.adminUsername, password, env: 'prod', count: o.devAgents, ca: agent.certPem,
-    log: (line) => ctx.io.err(`agents: ${line}\n`),
+    log: (line) => log(`agents: ${line}`),
   });
   ctx.io.err(
     `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
@@ -403,9 +404,23 @@ async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: s
  * SIGHUP (systemctl reload): the agent certificate, key and anchor are read again (a renewal);
  * the outcome is one line. Without a handler Node would end the process.
  */
-function onReload(server: { reloadAgentTls(): Promise<string> }, log: (line: string) => void): void {
+function onReload(server: import('../../server/start.js').RunningServer): void {
+  const log = server.deps.log;
   process.on('SIGHUP', () => {
-    server.reloadAgentTls().then(log, (e: Error) => log(e.message));
+    server.reloadAgentTls().then(
+      (line) => log.event('info', 'reload', line),
+      (e: Error) => log.event('error', 'reload', e.message),
+    );
+  });
+}
+
+/** --log: the start as an event of the log (the banner on stdout is for people). */
+function logStart(server: import('../../server/start.js').RunningServer): void {
+  server.deps.log.event('info', 'start', `listening on ${server.url}${server.agent ? `; agents on ${server.agent.url}` : ''}`, {
+    url: server.url,
+    agent_url: server.agent?.url,
+    agent_host: server.deps.agentIdentity?.hostname,
+    database: server.deps.dialect,
   });
 }
 
@@ -441,7 +456,8 @@ async function serveAsWorker(options: import('../../server/start.js').ServerOpti
   }
   server = server!;
   process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
-  onReload(server, (line) => process.stderr.write(`${line}\n`));
+  onReload(server);
+  if (options.logJson && setup.first) logStart(server);
   if (server.deps.metrics) server.deps.metrics.aggregate = await clusterMetricsText(server.deps.metrics.registry);
   const agent = server.agent;
   const { describeTrust } = await import('../../server/lib/agent-tls.js');
@@ -476,7 +492,10 @@ async function serveAsPrimary(
     failed(e);
   }
   boot = boot!;
-  const log = (line: string) => ctx.io.err(`${line}\n`);
+  // The primary's own lines, in the workers' format (JSON under --log).
+  const { serverLog } = await import('../../server/lib/server-log.js');
+  const plog = serverLog({ json: !!o.log, write: (t) => ctx.io.err(t) });
+  const log = (line: string) => plog.event('warn', 'workers', line);
   let primary;
   try {
     // One self-signed agent certificate for every worker (--dev without one).
@@ -505,9 +524,9 @@ async function serveAsPrimary(
     metricsServer = m.server;
     ctx.io.err(`Prometheus metrics at ${m.url}\n`);
   }
-  const agents = boot.demo && agent ? await startDemoAgents(ctx, o, url, boot.demo.password, agent) : undefined;
+  const agents = boot.demo && agent ? await startDemoAgents(ctx, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line)) : undefined;
   await stopSignal();
-  ctx.io.err('Shutting down: finishing in-flight requests...\n');
+  plog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
   await agents?.stop();
   // Each worker's own drain is bounded by the grace; past it and a margin, it is killed.
   await primary.stop(((o.shutdownGrace ?? 5) + 15) * 1000);

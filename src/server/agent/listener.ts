@@ -32,8 +32,6 @@ export interface AgentListenOptions {
   maxInFlight?: number;
   /** Where refused enrolls are audited (start.ts's aggregated denial audit). */
   denials?: DenialAudit;
-  /** --log: one JSON line per agent request (endpoint, status, ms, node) to this writer. */
-  requestLog?: (line: string) => void;
   /** The process's log spool and sink delivery (start.ts). */
   spool: Spool;
   delivery?: Delivery;
@@ -97,7 +95,6 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   const logs = new LogDelivery(deps, o.spool, o.delivery, (envId, source) => state.sinksFor(envId, source));
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
-  const requestLog = o.requestLog;
   const enrolls = new WriteGroup(deps.write ?? ((statements) => writeInTransaction(deps.db, statements)));
   const app = await buildAgentApp(deps, { checkins, logs, state, enrolls, details }, {
     https: { cert: Buffer.from(tls.chainPem), key: Buffer.from(tls.keyPem) },
@@ -110,7 +107,7 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
     onDone: (r) => {
       deps.metrics?.agentRequest(r);
       // The secret paths are never logged: the endpoint's kind names the request.
-      if (requestLog) requestLog(JSON.stringify({ time: new Date().toISOString(), door: 'agent', endpoint: r.endpoint, status: r.status, ms: Math.round(r.ms * 10) / 10, ...(r.node ? { node: r.node } : {}) }));
+      deps.log.request({ door: 'agent', endpoint: r.endpoint, status: r.status, ms: r.ms, node: r.node });
     },
   });
   const listening = await app.listen({ host: o.host, port: o.port });

@@ -8,6 +8,16 @@ const LOG_EVERY_MS = 10_000;
 /** PostgreSQL gives no way to ask "is there space"; a write refused for space counts this long. */
 export const NO_SPACE_HOLD_MS = 10_000;
 
+/** What a fault line says besides its text (the JSON of --log, lib/server-log.ts): a stack only for a bug. */
+export interface FaultFields {
+  event: 'fault' | 'fault_summary';
+  level: 'warn' | 'error';
+  where: string;
+  kind: string;
+  count?: number;
+  stack?: string;
+}
+
 export interface FaultCounts {
   /** Per (where, kind): kind is a DbFault or 'error' (anything else). */
   byKind: Map<string, number>;
@@ -30,7 +40,7 @@ export class Faults {
   private readonly listeners: ((where: string, kind: DbFault | 'error') => void)[] = [];
 
   constructor(
-    private readonly log: (line: string) => void = (line) => console.error(line),
+    private readonly log: (line: string, fields?: FaultFields) => void = (line, f) => console.error(f?.stack ? `${line}\n${f.stack}` : line),
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -52,9 +62,10 @@ export class Faults {
     const q = this.quiet.get(key);
     if (!q) {
       this.quiet.set(key, { first: t, suppressed: 0, lastMessage: message });
-      // Unknown errors are bugs: their stack helps; database trouble is one line.
-      const detail = kind ? message : e instanceof Error && e.stack ? e.stack : message;
-      this.log(`${where} failed (${kind ? `database ${kind.replace('_', ' ')}` : 'error'}): ${detail}`);
+      // Unknown errors are bugs: their stack helps (a field of the line, or the lines after it in
+      // text); database trouble is one line.
+      const stack = !kind && e instanceof Error && e.stack ? e.stack : undefined;
+      this.log(`${where} failed (${kind ? `database ${kind.replace('_', ' ')}` : 'error'}): ${message}`, { event: 'fault', level: kind ? 'warn' : 'error', where, kind: label, stack });
       this.schedule();
     } else {
       q.suppressed++;
@@ -75,7 +86,13 @@ export class Faults {
     for (const [key, q] of this.quiet) {
       const [where, kind] = key.split('\u0000');
       if (q.suppressed > 0) {
-        this.log(`${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind!.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`);
+        this.log(`${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind!.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`, {
+          event: 'fault_summary',
+          level: kind === 'error' ? 'error' : 'warn',
+          where: where!,
+          kind: kind!,
+          count: q.suppressed,
+        });
         q.suppressed = 0;
         q.first = t;
       } else if (t - q.first >= LOG_EVERY_MS) {

@@ -74,8 +74,12 @@ export async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
   }
 }
 
-/** `migrate: false` opens without migrating (fleetctl server migrate --dry-run). */
-export async function openSqlite(path: string, o: { migrate?: boolean } = {}): Promise<Store> {
+/**
+ * `migrate: false` opens without migrating (fleetctl server migrate --dry-run); `warn` hears of
+ * background trouble (a checkpoint or an optimize that failed), the server's log (issue 27).
+ */
+export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (line: string) => void } = {}): Promise<Store> {
+  const warn = o.warn ?? ((line: string) => console.error(line));
   const Database = await loadSqlite();
   const sqlite = new Database(path);
   sqlite.pragma('journal_mode = WAL');
@@ -87,7 +91,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean } = {}): P
   // on the event loop; the WAL file is cut back to 64 MiB when it is reset.
   sqlite.pragma('wal_autocheckpoint = 0');
   sqlite.pragma('journal_size_limit = 67108864');
-  const checkpointer = startCheckpointer(path, (message, code) => console.error(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
+  const checkpointer = startCheckpointer(path, (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
   let migrated: string[];
   try {
@@ -116,7 +120,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean } = {}): P
       sqlite.pragma('optimize = 0x10002');
     } catch (e) {
       // Busy (another process writing) or read-only: the old statistics stay; try next time.
-      if (!/SQLITE_BUSY|readonly/i.test(String((e as { code?: string }).code ?? e))) console.error('sqlite optimize failed:', e);
+      if (!/SQLITE_BUSY|readonly/i.test(String((e as { code?: string }).code ?? e))) warn(`sqlite optimize failed: ${(e as Error).message ?? String(e)}`);
     }
   };
   optimize();

@@ -47,7 +47,7 @@ export interface EnvironmentsTable {
   rpm_package: string;
   created_at: string;
   updated_at: string;
-  /** 012_production: 1 when set for this environment, 0 when it follows the server's agent URL / trust anchor. */
+  /** 015_production: 1 when set for this environment, 0 when it follows the server's agent URL / trust anchor. */
   hostname_pinned: Generated<Bool>;
   certificate_pinned: Generated<Bool>;
   /** Seconds between detail refreshes of its nodes; 0 = the server's --detail-refresh. */
@@ -158,7 +158,7 @@ export interface NodesTable {
   system_info: string;
   created_at: string;
   updated_at: string;
-  /** 012_production: when the node last reported its details (enroll or detail refresh); null = never since the upgrade. */
+  /** 015_production: when the node last reported its details (enroll or detail refresh); null = never since the upgrade. */
   details_at: Generated<string | null>;
 }
 

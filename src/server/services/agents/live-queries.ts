@@ -382,7 +382,11 @@ export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentR
   const row = await findQuery(deps, env, name);
   if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
   const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
-  if (files.length === 0) throw notFound('no carved files yet');
+  if (files.length === 0) {
+    // Issue 27: blocks older than admin/retention_carves_days are purged; the file stays listed.
+    const purged = await deps.db.selectFrom('carve_files').select('id').where('query_id', '=', row.id).where('status', '=', 'PURGED').executeTakeFirst();
+    throw notFound(purged ? 'the archive of this carve was purged by retention (setting admin/retention_carves_days)' : 'no carved files yet');
+  }
   let file = files[0]!;
   if (session) {
     const f = files.find((x) => x.session_id === session);

@@ -26,6 +26,9 @@ const INTEGER_MIN: Record<string, number> = {
 };
 const STRING_MAX = 4096;
 
+/** Settings only the server as a whole has (issue 27: the retention purge reads the global rows). */
+const GLOBAL_ONLY = new Set(['admin/retention_query_results_days', 'admin/retention_carves_days', 'admin/retention_audit_days']);
+
 export function toSetting(r: SettingRow): Setting {
   return {
     id: r.id,
@@ -112,6 +115,7 @@ export async function updateSetting(
     checkService(service);
     if (envRef !== undefined && envRef.trim() === '') throw badRequest('env must name an environment (name or UUID) when given');
     const env = envRef === undefined ? undefined : await requireEnv(deps, envRef);
+    if (env && GLOBAL_ONLY.has(`${service}/${name}`)) throw badRequest(`setting ${service}/${name} applies to the whole server; set it without an environment`);
     const live = (envId: number) =>
       deps.db
         .selectFrom('settings')
