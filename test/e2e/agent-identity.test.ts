@@ -149,6 +149,11 @@ describe('a server behind a name, with a private CA', () => {
     expect((await cli.run(['enroll', 'show', 'pinned', 'cert'])).stdout).toBe(readFileSync(own, 'utf8'));
     const env = JSON.parse((await cli.run(['env', 'show', 'pinned', '-o', 'json'])).stdout);
     expect(env).toMatchObject({ certificate_pinned: true, hostname_pinned: false, hostname: 'fleet.test:8443' });
+    // An empty certificate: the environment follows the server's anchor again.
+    writeFileSync(join(dir, 'empty.pem'), '');
+    expect((await cli.run(['enroll', 'update', 'pinned', '--certificate', join(dir, 'empty.pem')])).exitCode).toBe(0);
+    expect((await cli.run(['enroll', 'show', 'pinned', 'cert'])).stdout).toBe(pki2.rootPem);
+    expect(JSON.parse((await cli.run(['env', 'show', 'pinned', '-o', 'json'])).stdout).certificate_pinned).toBe(false);
   });
 });
 

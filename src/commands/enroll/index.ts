@@ -115,8 +115,10 @@ export function registerEnroll(program: Command): void {
       name: 'update',
       summary: 'Set the certificate and package URLs that enroll scripts use',
       description:
-        'Set the TLS certificate (PEM file; - reads stdin) served to agents and the package URLs ' +
-        '(https:// URLs or bare file names) of the install scripts. Only the values given change.',
+        'Set the certificate agents trust (PEM file; - reads stdin: the root of the server\'s chain, written to ' +
+        '--tls_server_certs by the scripts) and the package URLs (https:// URLs or bare file names) of the install ' +
+        'scripts. Only the values given change. A certificate given here is this environment\'s own, kept when the ' +
+        'server\'s trust anchor changes; an empty file makes the environment follow the server\'s anchor again.',
       examples: [
         'fleetctl enroll update prod --certificate ./fleet.pem',
         'fleetctl enroll update prod --deb-url https://pkg.example.com/osquery.deb --rpm-url https://pkg.example.com/osquery.rpm',

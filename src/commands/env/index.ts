@@ -95,7 +95,7 @@ export function registerEnv(program: Command): void {
   const env = group(program, {
     name: 'env',
     summary: 'Environments: list, show, create, edit, delete, map, intervals, osquery configuration',
-    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env create staging --enroll-window 14d', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
+    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env create rollout --enroll-window 14d', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
   });
 
   verb<{ showSecret?: boolean }>(
@@ -222,7 +222,7 @@ export function registerEnv(program: Command): void {
         "to the server's --agent-url (or --agent-host for this environment) and trust the server's anchor; enrollment " +
         'stays open until someone closes it (`enroll expire`, `env edit --no-enroll`), unless --enroll-window (or the ' +
         "server's --enroll-window) sets a window. Prints the environment; `fleetctl enroll show NAME enroll.sh` is the next step.",
-      examples: ['fleetctl env create staging', 'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d', 'fleetctl env create lab --query 10 --detail-refresh 10m -o json'],
+      examples: ['fleetctl env create qa', 'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d', 'fleetctl env create lab --query 10 --detail-refresh 10m -o json'],
     },
     (cmd) => settable(cmd.argument('<name>', 'letters, digits, . _ - (at most 64)')).option('--enroll-window <span>', 'accept enrolls for this long, e.g. 7d, 12h, or never (default: the server\'s --enroll-window, else until closed)', spanArg({ allowNever: true })),
     async (ctx, [name], o) => (await import('./admin.js')).runEnvCreate(ctx, name!, o),
@@ -238,7 +238,7 @@ export function registerEnv(program: Command): void {
         "the name its agents connect to, --follow-server makes it follow the server's --agent-url again, and the intervals, " +
         'detail refresh and enroll switch as `env create`. Flags, certificates and install scripts follow at once; hosts ' +
         'already enrolled keep the flags they were given until they are enrolled again.',
-      examples: ['fleetctl env edit staging --name preprod', 'fleetctl env edit prod --agent-host fleet.example.com:443', 'fleetctl env edit prod --follow-server', 'fleetctl env edit lab --no-enroll'],
+      examples: ['fleetctl env edit prod --agent-host fleet.example.com:443', 'fleetctl env edit prod --follow-server', 'fleetctl env edit lab --no-enroll', 'fleetctl env edit qa --name qa-eu'],
     },
     (cmd) =>
       settable(cmd.argument('<env>', 'environment name or UUID'))
