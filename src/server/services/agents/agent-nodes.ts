@@ -6,22 +6,10 @@ import type { CompiledQuery, QueryResult } from 'kysely';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { NEVER } from '../../../api/index.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
+import { detailColumns, detailText, mergedSystemInfo } from './node-details.js';
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
-/**
- * A short single-line text from agent input (hostile input must not bloat rows or break lines).
- * NULs go (osquery pads cpu_brand with them: 40 NULs after "AMD EPYC"), other control characters
- * become spaces, and the ends are trimmed (issue 26).
- */
-const str = (v: unknown, max = 255): string =>
-  typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\0+/g, '').replace(/[\x01-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
-
-/** host_details as stored: each group's values as text, NULs removed (osquery's padding), at most 64 KiB in all. */
-function cleanGroup(v: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(obj(v)).slice(0, 200)) out[k.slice(0, 128)] = typeof x === 'string' ? x.replace(/\0+/g, '').trim() : x;
-  return out;
-}
+const str = detailText;
 
 function secretMatches(given: unknown, secret: string): boolean {
   if (typeof given !== 'string') return false;
@@ -64,27 +52,25 @@ export async function enrollNode(
   const osq = obj(d.osquery_info);
   const uuid = (str(identifier, 64) || str(sys.uuid, 64)).toLowerCase();
   if (!/^[a-z0-9][a-z0-9._:-]*$/.test(uuid)) return undefined;
-  const platform = str(os.platform, 64) || str(osq.build_platform, 64) || 'unknown';
-  const version = str(os.version, 64);
-  const osqueryVersion = str(osq.version, 64);
-  const hostname = str(sys.hostname) || str(sys.computer_name) || uuid;
+  // The columns host details decide, read as the detail refresh reads them (node-details.ts).
+  const cols = detailColumns({ system_info: sys, os_version: os, osquery_info: osq });
+  const hostname = cols.hostname || uuid;
+  const platform = cols.platform || 'unknown';
   const nodeKey = randomBytes(20).toString('hex');
   const ts = deps.now().toISOString();
-  // osquery's platform_info table is the BIOS; the other parts keep osquery's table names.
-  const systemInfo = { bios: cleanGroup(d.platform_info), os: cleanGroup(os), osquery: cleanGroup(osq), system: cleanGroup(sys) };
   const values = {
     node_key: nodeKey,
     hostname,
-    localname: str(sys.local_hostname) || str(sys.computer_name) || hostname,
+    localname: cols.localname || hostname,
     ip_address: str(ip, 64),
     platform,
     platform_bucket: platformBucket(platform),
-    platform_version: version,
-    osquery_version: osqueryVersion,
-    osquery_version_key: versionKey(osqueryVersion),
-    cpu: str(sys.cpu_brand),
-    memory: str(sys.physical_memory, 32),
-    hardware_serial: str(sys.hardware_serial),
+    platform_version: cols.platform_version ?? '',
+    osquery_version: cols.osquery_version ?? '',
+    osquery_version_key: versionKey(cols.osquery_version ?? ''),
+    cpu: cols.cpu ?? '',
+    memory: cols.memory ?? '',
+    hardware_serial: cols.hardware_serial ?? '',
     config_hash: str(osq.config_hash, 128),
     daemon_hash: '',
     environment_id: env.id,
@@ -94,7 +80,7 @@ export async function enrollNode(
     // says what it was told (issue 26: "online" follows each node's cadence).
     distributed_interval: env.query_interval,
     distributed_interval_told: env.query_interval,
-    system_info: JSON.stringify(systemInfo).slice(0, 64 * 1024),
+    system_info: mergedSystemInfo('{}', { platform_info: d.platform_info ?? {}, os_version: os, osquery_info: osq, system_info: sys }),
     // The details just reported: the next detail refresh is one interval away (node-details.ts).
     details_at: ts,
     updated_at: ts,

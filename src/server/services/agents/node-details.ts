@@ -27,9 +27,20 @@ const FIRST_SPREAD_MS = 10 * 60_000;
 const MAX_ASKED = 1_000_000;
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
-/** A short single-line text from agent input (osquery pads some values with NULs; hostile input must not bloat rows). */
+/**
+ * A short single-line text from agent input (hostile input must not bloat rows or break lines).
+ * NULs go (osquery pads cpu_brand with them: 40 NULs after "AMD EPYC"), other control characters
+ * become spaces, and the ends are trimmed (issue 26). Enroll and the detail refresh read hosts the same way.
+ */
 export const detailText = (v: unknown, max = 255): string =>
-  typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\u0000+$/g, '').replace(/[\x00-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
+  typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\0+/g, '').replace(/[\x01-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
+
+/** A table's row as stored in system_info: values as text, NULs removed (osquery's padding), at most 200 columns. */
+export function cleanGroup(v: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(obj(v)).slice(0, 200)) out[k.slice(0, 128)] = typeof x === 'string' ? x.replace(/\0+/g, '').trim() : x;
+  return out;
+}
 
 /** What the agent door knows of a node to decide (AgentNode: a small part of its row). */
 export interface DetailsOf {
@@ -104,14 +115,14 @@ export function detailColumns(d: Record<string, unknown>): DetailColumns {
     out.memory = detailText(sys.physical_memory, 32);
     out.hardware_serial = detailText(sys.hardware_serial);
   }
-  if (d.os_version !== undefined) {
+  if (d.os_version !== undefined || d.osquery_info !== undefined) {
     const platform = detailText(os.platform, 64) || detailText(osq.build_platform, 64);
     if (platform) {
       out.platform = platform;
       out.platform_bucket = platformBucket(platform);
     }
-    out.platform_version = detailText(os.version, 64);
   }
+  if (d.os_version !== undefined) out.platform_version = detailText(os.version, 64);
   if (d.osquery_info !== undefined) {
     const v = detailText(osq.version, 64);
     if (v) {
@@ -136,11 +147,11 @@ export function mergedSystemInfo(stored: string, d: Record<string, unknown>): st
   } catch {
     /* a row from before: replaced by what was answered */
   }
-  const clean = (row: unknown) => Object.fromEntries(Object.entries(obj(row)).map(([k, v]) => [detailText(k, 64), detailText(v)]));
-  if (d.platform_info !== undefined) info.bios = clean(d.platform_info);
-  if (d.os_version !== undefined) info.os = clean(d.os_version);
-  if (d.osquery_info !== undefined) info.osquery = clean(d.osquery_info);
-  if (d.system_info !== undefined) info.system = clean(d.system_info);
+  // osquery's platform_info table is the BIOS; the other parts keep osquery's table names.
+  if (d.platform_info !== undefined) info.bios = cleanGroup(d.platform_info);
+  if (d.os_version !== undefined) info.os = cleanGroup(d.os_version);
+  if (d.osquery_info !== undefined) info.osquery = cleanGroup(d.osquery_info);
+  if (d.system_info !== undefined) info.system = cleanGroup(d.system_info);
   return JSON.stringify(info).slice(0, 64 * 1024);
 }
 
