@@ -123,7 +123,12 @@ export function registerServer(program: Command): void {
         'creates the super-admin from --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD; the JWT secret comes\n' +
         'from FLEETCTL_JWT_SECRET or is generated once and kept in the database. The database is kept 0600 in\n' +
         'a 0700 directory; one that other users can read is refused until --fix-permissions (which also\n' +
-        'rotates the JWT secret, ending every session).',
+        'rotates the JWT secret, ending every session).\n\n' +
+        'In production (README, "Running it in production"; docs/deploy.md): --agent-url names the agent door for\n' +
+        'agents (the --tls_hostname of every environment that follows the server), --agent-ca the root they are\n' +
+        'handed (or system for a public CA); the leaf and its intermediates are served. SIGHUP reads the certificate,\n' +
+        'key and CA files again (a renewal); SIGTERM drains. server backup copies a live SQLite database, server\n' +
+        'migrate applies this release\'s migrations and exits.',
       examples: [
         'fleetctl server --dev',
         'fleetctl server --dev --dev-agents 5 --dev-password s3cret-demo --listen 127.0.0.1:9090   # agents on :9091',
