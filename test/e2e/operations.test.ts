@@ -139,8 +139,9 @@ describe('--log', () => {
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     let out = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    for (let i = 0; i < 1800 && !/Simulated agents: 1 of 1 enrolled/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
-    const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+    // The banner too is an event of the log (stdout is for a stdout sink).
+    for (let i = 0; i < 1800 && !/Simulated agents: 1 of 1 enrolled/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+    const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(err)![1]!;
     const c = newCli();
     await c.login(url);
     expect((await c.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
@@ -153,7 +154,8 @@ describe('--log', () => {
     const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     for (const o of parsed) expect(Object.keys(o).slice(0, 4)).toEqual(['time', 'level', 'event', 'msg']);
     const events = new Set(parsed.map((o) => o.event));
-    for (const e of ['start', 'request', 'reload', 'shutdown']) expect(events, e).toContain(e);
+    for (const e of ['banner', 'start', 'request', 'reload', 'shutdown']) expect(events, e).toContain(e);
+    expect(out).toBe('');
     expect(parsed.find((o) => o.event === 'request' && o.door === 'admin' && o.route === '/api/v1/nodes/:env')).toMatchObject({ method: 'GET', status: 200, user: 'admin' });
     expect(parsed.find((o) => o.event === 'request' && o.door === 'agent')).toMatchObject({ endpoint: expect.any(String), status: 200 });
     // Secrets never: no token, no enroll secret path, no node key.

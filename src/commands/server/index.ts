@@ -5,6 +5,7 @@ import { verb, intArg, spanArg } from '../define.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { PASSWORD_MIN_LENGTH } from '../../api/constants.js';
 import { readStdinSecret } from '../../prompt.js';
+import { serverLog } from '../../server/lib/server-log.js';
 
 interface ServerOpts {
   listen: string;
@@ -307,19 +308,19 @@ export function registerServer(program: Command): void {
       // so it is logged as one (with its stack) and counted, and the server goes on.
       process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
       const seededInto = pgWhere ?? db;
-      if (server.demo) ctx.io.err(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
-      else await printListening(ctx, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
+      const say = sayer(ctx, o);
+      if (server.demo) say(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
+      else await printListening(say, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
       if (server.agent) {
         const { describeTrust } = await import('../../server/lib/agent-tls.js');
-        ctx.io.err(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n`);
-        ctx.io.err(`${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`);
+        say(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`);
       }
-      if (server.metricsUrl) ctx.io.err(`Prometheus metrics at ${server.metricsUrl}\n`);
+      if (server.metricsUrl) say(`Prometheus metrics at ${server.metricsUrl}\n`);
       onReload(server);
       if (o.log) logStart(server);
       // Live agents for the demo: the simulator in this process, enrolled like a real install.
       const slog = server.deps.log;
-      const agents = server.demo && server.agent ? await startDemoAgents(ctx, o, server.url, server.demo.password, server.agent, (line) => slog.event('info', 'demo_agents', line)) : undefined;
+      const agents = server.demo && server.agent ? await startDemoAgents(say, o, server.url, server.demo.password, server.agent, (line) => slog.event('info', 'demo_agents', line)) : undefined;
       await new Promise<void>((resolve) => {
         const stop = () => {
           slog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
@@ -379,26 +380,45 @@ function registerMaintenance(server: Command): void {
 }
 
 type Failed = (e: unknown) => never;
+
+/** The server's log format for lines the command itself writes (the primary's, the banner under --log). */
+function serverLogOf(ctx: Ctx, json = true): import('../../server/lib/server-log.js').ServerLog {
+  return serverLog({ json, write: (t) => ctx.io.err(t) });
+}
 type Ctx = import('../../context.js').Context;
 
+/**
+ * Where the banner goes: stderr (stdout is a stdout sink's NDJSON, issue 28); under --log, as one
+ * `banner` event of the JSON log, so that every line there is JSON (issue 27).
+ */
+type Say = (text: string) => void;
+function sayer(ctx: Ctx, o: ServerOpts): Say {
+  if (!o.log) return (text) => ctx.io.err(text);
+  let log: import('../../server/lib/server-log.js').ServerLog | undefined;
+  return (text) => {
+    log ??= serverLogOf(ctx);
+    log.event('info', 'banner', text.trimEnd());
+  };
+}
+
 /** The banner of a server without the demo fleet: where it listens, its database, its environments. */
-async function printListening(ctx: Ctx, url: string, where: string, db: import('kysely').Kysely<import('../../server/store/schema.js').DB>): Promise<void> {
+async function printListening(say: Say, url: string, where: string, db: import('kysely').Kysely<import('../../server/store/schema.js').DB>): Promise<void> {
   const envs = await db.selectFrom('environments').select('name').orderBy('name').execute();
-  ctx.io.err(
+  say(
     `fleetctl reference server listening on ${url} (database ${where})\n` +
       `Environments: ${envs.length ? envs.map((e) => e.name).join(', ') : 'none yet (add with --create-env NAME)'}\n`,
   );
 }
 
 /** --dev-agents: the simulator in this process, enrolled like a real install (one process or the primary of --workers). */
-async function startDemoAgents(ctx: Ctx, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }, log: (line: string) => void): Promise<{ stop(): Promise<void> } | undefined> {
+async function startDemoAgents(say: Say, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }, log: (line: string) => void): Promise<{ stop(): Promise<void> } | undefined> {
   if (!o.devAgents) return undefined;
   const { startDevAgents } = await import('../../agent-sim/dev.js');
   const { sim, hosts } = await startDevAgents({
     apiUrl: url, username: o.adminUsername, password, env: 'prod', count: o.devAgents, ca: agent.certPem,
     log: (line) => log(`agents: ${line}`),
   });
-  ctx.io.err(
+  say(
     `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
       '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
   );
@@ -498,8 +518,7 @@ async function serveAsPrimary(
   }
   boot = boot!;
   // The primary's own lines, in the workers' format (JSON under --log).
-  const { serverLog } = await import('../../server/lib/server-log.js');
-  const plog = serverLog({ json: !!o.log, write: (t) => ctx.io.err(t) });
+  const plog = serverLogOf(ctx, !!o.log);
   const log = (line: string) => plog.event('warn', 'workers', line);
   let primary;
   try {
@@ -516,10 +535,11 @@ async function serveAsPrimary(
     throw new CliError((e as Error).message, code && code > 0 ? (code as ExitCode) : ExitCode.error);
   }
   const { url, agent } = primary.ready;
-  if (boot.demo) ctx.io.err(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
-  else await printListening(ctx, url, where, boot.store.db);
-  if (agent) ctx.io.err(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n${agent.trust}\n`);
-  ctx.io.err(`Workers: ${workers} server processes share these ports\n`);
+  const say = sayer(ctx, o);
+  if (boot.demo) say(banner(url, boot.demo, options.dbPath ? `demo fleet seeded into ${where}` : (temporary ?? where)));
+  else await printListening(say, url, where, boot.store.db);
+  if (agent) say(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n${agent.trust}\n`);
+  say(`Workers: ${workers} server processes share these ports\n`);
   // systemctl reload: every worker reloads its agent certificate.
   process.on('SIGHUP', () => primary.signal('SIGHUP'));
   await boot.closeStore();
@@ -527,9 +547,9 @@ async function serveAsPrimary(
   if (options.metricsListen) {
     const m = await listenMetrics(options.metricsListen, () => primary.metrics(), primary.metricsContentType, (e) => log(`metrics: ${(e as Error).message}`));
     metricsServer = m.server;
-    ctx.io.err(`Prometheus metrics at ${m.url}\n`);
+    say(`Prometheus metrics at ${m.url}\n`);
   }
-  const agents = boot.demo && agent ? await startDemoAgents(ctx, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line)) : undefined;
+  const agents = boot.demo && agent ? await startDemoAgents(say, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line)) : undefined;
   await stopSignal();
   plog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
   await agents?.stop();

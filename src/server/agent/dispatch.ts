@@ -167,7 +167,7 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
     return OK;
   }
   // Issue 27: the detail answers update the node's row and are taken out before the live queries' turn.
-  const refreshed = await recordDetails(deps, node, w.queries, w.statuses);
+  const refreshed = await recordDetails(deps, node, w.queries, w.statuses, (q) => services.enrolls.run(q));
   if (refreshed.answered) {
     services.details.answered(node.id);
     node.details_at = deps.now().toISOString();

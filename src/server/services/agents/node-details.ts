@@ -3,6 +3,7 @@
 // the same tables to a node's distributed read as queries of its own, and the answers rewrite the
 // node's row: hostname, OS and osquery versions, hardware, uptime, and so its health and risk.
 // A renamed host is then found by its new name (the search index follows the row).
+import type { CompiledQuery, QueryResult } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
@@ -174,6 +175,7 @@ export async function recordDetails(
   node: { id: number; hostname: string },
   queries: Record<string, unknown>,
   statuses: Record<string, unknown>,
+  write: (q: CompiledQuery) => Promise<QueryResult<unknown>> = (q) => deps.db.executeQuery(q),
 ): Promise<{ answered: boolean; hostname?: string }> {
   const d: Record<string, unknown> = {};
   let answered = false;
@@ -191,10 +193,7 @@ export async function recordDetails(
   const row = await deps.db.selectFrom('nodes').select(['system_info', 'hostname']).where('id', '=', node.id).executeTakeFirst();
   if (!row) return { answered };
   const cols = detailColumns(d);
-  await deps.db
-    .updateTable('nodes')
-    .set({ ...cols, system_info: mergedSystemInfo(row.system_info, d), details_at: ts, updated_at: ts })
-    .where('id', '=', node.id)
-    .execute();
+  // Written by the agent door's group commit (off the event loop on SQLite), as enrolls are.
+  await write(deps.db.updateTable('nodes').set({ ...cols, system_info: mergedSystemInfo(row.system_info, d), details_at: ts, updated_at: ts }).where('id', '=', node.id).compile());
   return { answered, hostname: cols.hostname !== undefined && cols.hostname !== row.hostname ? cols.hostname : undefined };
 }

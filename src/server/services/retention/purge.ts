@@ -9,7 +9,8 @@
 // blocks: BLOCK_STEP, up to 8 MiB each) and yields the event loop between statements; a run stops
 // after RUN_BUDGET_MS and the next run goes on, so a first purge of a year of rows never holds the
 // database or the loop for long.
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql, type CompiledQuery, type ExpressionBuilder } from 'kysely';
+import { writeInTransaction } from '../../store/db.js';
 import type { DB } from '../../store/schema.js';
 import type { Deps } from '../../context.js';
 import { Periodic } from '../../lib/periodic.js';
@@ -52,6 +53,9 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
   const days = async (s: (typeof RETENTION_SETTINGS)[keyof typeof RETENTION_SETTINGS]) => integerSetting(deps, s.service, s.name, 0, s.value);
   const cutoff = (d: number) => new Date(deps.now().getTime() - d * DAY_MS).toISOString();
   const db = deps.db;
+  // Deletes through the store's writer (on SQLite a thread of its own, issue 31): a step's index and
+  // trigger work never runs on the event loop. The ids are read first, on the connection for reads.
+  const del = async (q: CompiledQuery) => Number((await (deps.write ? deps.write([q]) : writeInTransaction(db, [q])))[0]!.numAffectedRows ?? 0n);
 
   const qDays = await days(RETENTION_SETTINGS.queryResults);
   if (qDays > 0) {
@@ -60,7 +64,7 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
     for (let n = STEP; n === STEP && left(); await yieldLoop()) {
       const ids = (await db.selectFrom('query_results').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()).map((r) => r.id);
       n = ids.length;
-      if (n) c.query_results += Number((await db.deleteFrom('query_results').where('id', 'in', ids).executeTakeFirst()).numDeletedRows);
+      if (n) c.query_results += await del(db.deleteFrom('query_results').where('id', 'in', ids).compile());
     }
     // Live queries (not carves) started before the cutoff and no longer running: what they targeted, then themselves.
     const finished = (eb: ExpressionBuilder<DB, 'queries'>) =>
@@ -75,7 +79,7 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
       n = pairs.length;
       for (const qid of new Set(pairs.map((p) => p.query_id))) {
         const nodes = pairs.filter((p) => p.query_id === qid).map((p) => p.node_id);
-        c.node_queries += Number((await db.deleteFrom('node_queries').where('query_id', '=', qid).where('node_id', 'in', nodes).executeTakeFirst()).numDeletedRows);
+        c.node_queries += await del(db.deleteFrom('node_queries').where('query_id', '=', qid).where('node_id', 'in', nodes).compile());
       }
     }
     if (left()) {
@@ -87,7 +91,7 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
         .where((eb) => eb.not(eb.exists(eb.selectFrom('node_queries').select(sql`1`.as('one')).whereRef('node_queries.query_id', '=', 'queries.id'))))
         .limit(STEP)
         .execute();
-      if (gone.length) c.queries += Number((await db.deleteFrom('queries').where('id', 'in', gone.map((g) => g.id)).executeTakeFirst()).numDeletedRows);
+      if (gone.length) c.queries += await del(db.deleteFrom('queries').where('id', 'in', gone.map((g) => g.id)).compile());
     }
   }
 
@@ -100,12 +104,12 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
       for (let n = BLOCK_STEP; n === BLOCK_STEP && left(); await yieldLoop()) {
         const blocks = await db.selectFrom('carve_blocks').select('block_id').where('session_id', '=', f.session_id).limit(BLOCK_STEP).execute();
         n = blocks.length;
-        if (n) c.carve_blocks += Number((await db.deleteFrom('carve_blocks').where('session_id', '=', f.session_id).where('block_id', 'in', blocks.map((b) => b.block_id)).executeTakeFirst()).numDeletedRows);
+        if (n) c.carve_blocks += await del(db.deleteFrom('carve_blocks').where('session_id', '=', f.session_id).where('block_id', 'in', blocks.map((b) => b.block_id)).compile());
       }
       if (!left()) break;
       // The file stays listed: its archive is gone (downloads say so), and its carve is over.
-      await db.updateTable('carve_files').set({ status: 'PURGED' }).where('id', '=', f.id).execute();
-      await db.updateTable('queries').set({ expired: 1, active: 0, updated_at: deps.now().toISOString() }).where('id', '=', f.query_id).where('expired', '=', 0).execute();
+      await del(db.updateTable('carve_files').set({ status: 'PURGED' }).where('id', '=', f.id).compile());
+      await del(db.updateTable('queries').set({ expired: 1, active: 0, updated_at: deps.now().toISOString() }).where('id', '=', f.query_id).where('expired', '=', 0).compile());
       c.carve_files++;
     }
   }
@@ -116,7 +120,7 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
     for (let n = STEP; n === STEP && left(); await yieldLoop()) {
       const ids = (await db.selectFrom('audit_logs').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()).map((r) => r.id);
       n = ids.length;
-      if (n) c.audit_logs += Number((await db.deleteFrom('audit_logs').where('id', 'in', ids).executeTakeFirst()).numDeletedRows);
+      if (n) c.audit_logs += await del(db.deleteFrom('audit_logs').where('id', 'in', ids).compile());
     }
   }
   c.more = !left();
