@@ -68,7 +68,7 @@ beforeAll(async () => {
       '--sink-backlog-size', '40M'],
     { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
   );
-  metricsUrl = await eventually(async () => /Prometheus metrics at (\S+)/.exec(server.output())?.[1], 'the metrics address');
+  metricsUrl = await eventually(async () => /Prometheus metrics at (http:\/\/[^\s"]+)/.exec(server.output())?.[1], 'the metrics address');
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
