@@ -1,7 +1,8 @@
 // Graylog's own GELF reader (github.com/Graylog2/go-gelf, built from test/tools/gelf-reader by
 // scripts/test-deps.mjs) on a UDP port: it reassembles chunks, decompresses and parses each GELF
-// message as Graylog's library does, and prints it as one JSON line, which the tests read.
-import { readFileSync } from 'node:fs';
+// message as Graylog's library does, and prints it as one JSON line, which the tests read (whole
+// lines only: the reader may be mid-line when we look).
+import { LineFile } from './lines.js';
 import { PeerProcess, requirePeer, tempDir } from './peer.js';
 
 export interface GelfReader {
@@ -24,8 +25,7 @@ export async function startGelfReader(): Promise<GelfReader> {
       args: ['-listen', '127.0.0.1:0'],
       // Its first line names the UDP address it listens on.
       ready: () => {
-        const first = readFileSync(proc.logFile, 'utf8').split('\n')[0];
-        const m = /"listening":"127\.0\.0\.1:(\d+)"/.exec(first ?? '');
+        const m = /"listening":"127\.0\.0\.1:(\d+)"/.exec(out.lines()[0] ?? '');
         if (m) port = Number(m[1]);
         return Promise.resolve(port > 0);
       },
@@ -33,8 +33,9 @@ export async function startGelfReader(): Promise<GelfReader> {
     },
     dir,
   );
+  const out = new LineFile(proc.logFile);
   await proc.start();
-  const lines = () => readFileSync(proc.logFile, 'utf8').split('\n').slice(1).filter(Boolean);
+  const lines = () => out.lines().slice(1).filter(Boolean);
   return {
     port,
     version: peer.version,

@@ -4,8 +4,9 @@
 // (RFC 5425, rsyslog's OpenSSL driver with our private CA). Each input writes what rsyslog parsed,
 // one JSON object a line (rsyslog's own jsonf template), into <dir>/<input>.jsonl. It runs in the
 // foreground with its own configuration, no imuxsock, no /dev/log, and is stopped by its PID.
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { LineFile } from './lines.js';
 import { PeerProcess, freePort, portOpen, tempDir } from './peer.js';
 import { makeCa } from './tls.js';
 
@@ -84,6 +85,7 @@ input(type="imtcp" address="127.0.0.1" port="${tlsPort}" ruleset="tls" streamDri
     dir,
   );
   await proc.start();
+  const outputs = { udp: new LineFile(out('udp')), tcp: new LineFile(out('tcp')), tls: new LineFile(out('tls')) };
   const version = /rsyslogd\s+(\S+)/.exec(
     (await import('node:child_process')).execFileSync('rsyslogd', ['-v'], { encoding: 'utf8' }),
   )?.[1] ?? 'unknown';
@@ -93,18 +95,12 @@ input(type="imtcp" address="127.0.0.1" port="${tlsPort}" ruleset="tls" streamDri
     tls: tlsPort,
     ca: tls.ca,
     version,
-    messages(input) {
-      let text = '';
-      try {
-        text = readFileSync(out(input), 'utf8');
-      } catch {
-        return [];
-      }
-      return text
-        .split('\n')
+    // rsyslog may be writing a line (a long one in several pieces) as we read: whole lines only.
+    messages: (input) =>
+      outputs[input]
+        .lines()
         .filter(Boolean)
-        .map((l) => JSON.parse(l) as SyslogMessage);
-    },
+        .map((l) => JSON.parse(l) as SyslogMessage),
     async stop() {
       await proc.stop();
       proc.remove();
