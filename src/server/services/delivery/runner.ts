@@ -57,6 +57,8 @@ export class SinkRunner {
   private lastBounds = 0;
   /** The config changed since the attempt in progress began: its failure is not the new config's. */
   private reconfigured = false;
+  /** The sink row was edited since this runner last read its cursor (see update). */
+  private edited = false;
   private renewal?: NodeJS.Timeout;
   readonly done: Promise<void>;
 
@@ -83,6 +85,10 @@ export class SinkRunner {
   /** A newer row of the sink (same stream): a new config is used from the next attempt, at once. */
   update(sink: LogSinkRow): void {
     const changed = sink.config !== this.sink.config;
+    // Disabled and enabled again before this runner or the delivery's tick saw it disabled: the
+    // enable moved the cursor to the head and cleared the lease, in the same transaction as the
+    // row. The cursor in hand is older; checked before the next read (run).
+    if (sink.updated_at !== this.sink.updated_at) this.edited = true;
     this.sink = sink;
     if (changed) {
       this.reconfigured = true;
@@ -151,6 +157,15 @@ export class SinkRunner {
         const now = await this.host.readDb.selectFrom('log_sinks').selectAll().where('id', '=', this.sink.id).executeTakeFirst();
         if (!now || !now.enabled || now.source !== this.sink.source || now.environment_id !== this.sink.environment_id || now.type !== this.sink.type) break;
         this.update(now);
+        if (this.edited) {
+          this.edited = false;
+          const state = await readSinkState(this.db, this.sink.id);
+          if (state?.lease_owner !== this.host.owner) {
+            // Taken again, the new cursor with it (hold).
+            this.let();
+            continue;
+          }
+        }
         await this.bounds();
         const limits = batchLimits(this.dest, this.sink.config);
         const rows = await readBatch(this.host.readDb, this.sink, this.cursor!.id, limits.maxEntries, limits.maxBytes);
