@@ -310,6 +310,38 @@ describe('what osctrl really does, said (issue 29)', () => {
     expect(osctrl.envViews.get(DEV)!.accept_enrolls).toBe(true);
   });
 
+  it('env list/show: an ended enroll expiry is not "closed" on osctrl (only accept_enrolls stops agents): open, the links said expired, no warning', async () => {
+    const v = osctrl.envViews.get(DEV)!;
+    const was = { enroll_expire: v.enroll_expire as unknown, accept_enrolls: v.accept_enrolls as unknown };
+    try {
+      Object.assign(v, { enroll_expire: '2020-01-02T03:04:05Z', accept_enrolls: true });
+      const show = await run(['env', 'show', 'dev']);
+      expect(show.exitCode, show.stderr).toBe(0);
+      expect(show.stdout).toMatch(/enrollment\s+open until closed \(the enroll\.sh\/enroll\.ps1 links expired .+ ago; agents with the secret enroll either way\)/);
+      expect(show.stderr).toBe('');
+      const list = await run(['env', 'list']);
+      expect(list.stdout.split('\n').find((l) => l.startsWith('dev\t'))).toMatch(/\topen\t2020-01-02T03:04:05Z$/);
+      expect(list.stderr).not.toMatch(/refused/);
+      v.accept_enrolls = false;
+      expect((await run(['env', 'show', 'dev'])).stdout).toMatch(/enrollment\s+closed \(enrolls turned off\)/);
+    } finally {
+      Object.assign(v, was);
+    }
+  });
+
+  it("env create/edit check osctrl's own filters before any request: no port in the agent host (exit 8), a name of [a-z0-9_-] (exit 2)", async () => {
+    const port = await run(['env', 'create', 'lab', '--agent-host', 'tls.example.com:8443']);
+    refused(port, /^error: an agent host with a port \(--agent-host HOST:PORT\)/);
+    expect(port.stderr).toMatch(/hint: osctrl's API takes a host name only, and its agents then connect on port 443: give --agent-host tls\.example\.com with osctrl-tls on 443/);
+    refused(await run(['env', 'edit', 'dev', '--agent-host', '127.0.0.1:26443']), /^error: an agent host with a port/);
+    for (const args of [['env', 'create', 'lab.eu', '--agent-host', 'tls.example.com'], ['env', 'create', 'lab', '--agent-host', 'tls_example.com'], ['env', 'edit', 'dev', '--name', 'dev eu']]) {
+      const r = await run(args);
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^error: invalid (environment name|agent host) "[^"]+" for osctrl: /);
+      expect(r.sent).toEqual([]);
+    }
+  });
+
   it('a password change says the sessions stay valid until they expire (users passwd, users edit), and they do', async () => {
     const { c } = await loginAs('bob', 'dev');
     const p = await run(['users', 'passwd', '--password-stdin'], `${OSCTRL_PASSWORD}\nbob-new-password-1\n`, c);

@@ -44,10 +44,15 @@ const MISSING: Record<ServerFlavor, ReadonlySet<Feature>> = {
 export interface Traits {
   /** A password change ends the user's other sessions (osctrl 0.5.4: every token stays valid until it expires). */
   passwordChangeEndsSessions: boolean;
+  /**
+   * An environment's enroll expiry stops agents from enrolling. osctrl 0.5.4: it ends only the
+   * enroll.sh/enroll.ps1 links; osctrl-tls enrolls any agent with the secret while accept_enrolls is on.
+   */
+  enrollExpiryStopsAgents: boolean;
 }
 const TRAITS: Record<ServerFlavor, Traits> = {
-  fleet: { passwordChangeEndsSessions: true },
-  osctrl: { passwordChangeEndsSessions: false },
+  fleet: { passwordChangeEndsSessions: true, enrollExpiryStopsAgents: true },
+  osctrl: { passwordChangeEndsSessions: false, enrollExpiryStopsAgents: false },
 };
 export const traits = (flavor: ServerFlavor): Traits => TRAITS[flavor];
 

@@ -49,12 +49,12 @@ const SUMMARY_COLUMNS: Column<EnvSummary>[] = [
   { key: 'detail_refresh', header: 'detail refresh (s, 0: server default)', kind: 'number' },
 ];
 
-export const summaryOf = (e: Environment, now = new Date()): EnvSummary => ({
+export const summaryOf = (e: Environment, expiryStops = true, now = new Date()): EnvSummary => ({
   name: e.name,
   uuid: e.uuid,
   hostname: e.hostname,
   hostname_pinned: e.hostname_pinned,
-  enrollment: enrollmentOf(e, now).text,
+  enrollment: enrollmentOf(e, now, expiryStops).text,
   enroll_expire: e.enroll_expire,
   accept_enrolls: e.accept_enrolls,
   config_interval: e.config_interval,
@@ -81,7 +81,7 @@ export async function runEnvCreate(ctx: Context, name: string, o: EnvCreateOpts)
   const body: EnvironmentCreateBody = { name, ...settable(o) };
   if (o.enrollWindow !== undefined) body.enroll_window = o.enrollWindow;
   const env = await api.environments.create(body);
-  const s = summaryOf(env);
+  const s = summaryOf(env, api.traits.enrollExpiryStopsAgents);
   if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), { ...env, secret: '' });
   await printObject(ctx.io, ctx.output(), s, SUMMARY_COLUMNS);
   ctx.io.err(`Created environment ${safeText(env.name)}. Enroll hosts with: fleetctl enroll show ${safeText(env.name)} enroll.sh\n`);
@@ -100,7 +100,7 @@ export async function runEnvEdit(ctx: Context, ref: string, o: EnvEditOpts): Pro
   if (o.followServer) api.need('agent-host-follow');
   const env = await api.environments.edit(ref, body);
   if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), { ...env, secret: '' });
-  await printObject(ctx.io, ctx.output(), summaryOf(env), SUMMARY_COLUMNS);
+  await printObject(ctx.io, ctx.output(), summaryOf(env, api.traits.enrollExpiryStopsAgents), SUMMARY_COLUMNS);
 }
 
 export async function runEnvDelete(ctx: Context, ref: string, o: { yes?: boolean }): Promise<void> {

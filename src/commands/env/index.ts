@@ -20,7 +20,7 @@ function redactSecret(e: Environment, show: boolean | undefined): Environment {
 
 /** Issue 27: where enrollment stands (open, closing within a day, closed), beside the expiry. */
 type EnvRow = Environment & { enrollment: string };
-const withEnrollment = (e: Environment, now = new Date()): EnvRow => ({ ...e, enrollment: enrollmentOf(e, now).state });
+const withEnrollment = (e: Environment, now: Date, expiryStops: boolean): EnvRow => ({ ...e, enrollment: enrollmentOf(e, now, expiryStops).state });
 
 const ENV_COLUMNS: Column<EnvRow>[] = [
   { key: 'name', header: 'NAME' },
@@ -78,9 +78,9 @@ export const intervalsOf = (e: Environment): IntervalsView => ({
  * Issue 27: an enrollment window closing within a day, or closed, said on stderr (new hosts of a
  * rollout would be refused), with the command that reopens it.
  */
-function warnEnrollment(ctx: Context, envs: Environment[], now: Date): void {
+function warnEnrollment(ctx: Context, envs: Environment[], now: Date, expiryStops: boolean): void {
   for (const e of envs) {
-    const s = enrollmentOf(e, now);
+    const s = enrollmentOf(e, now, expiryStops);
     if (s.state === 'open' || !e.accept_enrolls) continue;
     ctx.io.err(`warning: enrollment of ${safeText(e.name)} is ${s.text}: new hosts ${s.state === 'closed' ? 'are' : 'will be'} refused; \`fleetctl enroll notexpire ${safeText(e.name)}\` keeps it open\n`);
   }
@@ -117,10 +117,11 @@ export function registerEnv(program: Command): void {
       const names = Object.keys(await api.environments.map('name')).sort((a, b) => a.localeCompare(b));
       const envs = await mapLimit(names, 4, (n) => api.environments.get(n));
       const now = new Date();
+      const stops = api.traits.enrollExpiryStopsAgents;
       const rows = envs.map((e) => redactSecret(e, o.showSecret));
       // Tables say where enrollment stands; machine output stays the API's objects.
-      await printWholeList(ctx, ctx.wantsData() ? rows : rows.map((e) => withEnrollment(e, now)), ENV_COLUMNS as Column<Environment>[], 'No environments you can access');
-      warnEnrollment(ctx, envs, now);
+      await printWholeList(ctx, ctx.wantsData() ? rows : rows.map((e) => withEnrollment(e, now, stops)), ENV_COLUMNS as Column<Environment>[], 'No environments you can access');
+      warnEnrollment(ctx, envs, now, stops);
     },
   );
 
@@ -141,9 +142,10 @@ export function registerEnv(program: Command): void {
       const api = await ctx.api();
       const e = await api.environments.get(envArg(ctx, name));
       const now = new Date();
+      const stops = api.traits.enrollExpiryStopsAgents;
       const shown = redactSecret(e, o.showSecret);
-      await printObject(ctx.io, ctx.output(), ctx.wantsData() ? shown : { ...withEnrollment(shown, now), enrollment: enrollmentOf(e, now).text }, ENV_DETAIL_COLUMNS as Column<Environment>[]);
-      warnEnrollment(ctx, [e], now);
+      await printObject(ctx.io, ctx.output(), ctx.wantsData() ? shown : { ...shown, enrollment: enrollmentOf(e, now, stops).text }, ENV_DETAIL_COLUMNS as Column<Environment>[]);
+      warnEnrollment(ctx, [e], now, stops);
     },
   );
 
@@ -225,7 +227,7 @@ export function registerEnv(program: Command): void {
       examples: ['fleetctl env create qa', 'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d', 'fleetctl env create lab --query 10 --detail-refresh 10m -o json'],
     },
     (cmd) => settable(cmd.argument('<name>', 'letters, digits, . _ - (at most 64)')).option('--enroll-window <span>', 'accept enrolls for this long, e.g. 7d, 12h, or never (default: the server\'s --enroll-window, else until closed)', spanArg({ allowNever: true })),
-    async (ctx, [name], o) => (await import('./admin.js')).runEnvCreate(ctx, name!, o),
+    async (ctx, [name], o) => (await import('./admin.js')).runEnvCreate(ctx, name, o),
   );
 
   verb<import('./admin.js').EnvEditOpts>(
@@ -244,7 +246,7 @@ export function registerEnv(program: Command): void {
       settable(cmd.argument('<env>', 'environment name or UUID'))
         .option('--name <new-name>', 'rename it')
         .option('--follow-server', "the agent host follows the server's --agent-url again"),
-    async (ctx, [ref], o) => (await import('./admin.js')).runEnvEdit(ctx, ref!, o),
+    async (ctx, [ref], o) => (await import('./admin.js')).runEnvEdit(ctx, ref, o),
   );
 
   verb<{ yes?: boolean }>(
@@ -260,7 +262,7 @@ export function registerEnv(program: Command): void {
       examples: ['fleetctl env delete lab', 'fleetctl env delete lab --yes'],
     },
     (cmd) => cmd.argument('<env>', 'environment name or UUID').option('-y, --yes', 'do not ask for confirmation'),
-    async (ctx, [ref], o) => (await import('./admin.js')).runEnvDelete(ctx, ref!, o),
+    async (ctx, [ref], o) => (await import('./admin.js')).runEnvDelete(ctx, ref, o),
   );
 
   verb<{ edit?: boolean; set?: string; agent?: boolean }>(
@@ -292,6 +294,6 @@ export function registerEnv(program: Command): void {
         .option('--edit', 'edit it in $EDITOR; checked and stored on save')
         .option('--set <part>', 'replace PART with the content of FILE')
         .option('--agent', 'the configuration as agents receive it, with its hash'),
-    async (ctx, [name, part], o) => (await import('./config.js')).runEnvConfig(ctx, name!, part, o),
+    async (ctx, [name, part], o) => (await import('./config.js')).runEnvConfig(ctx, name, part, o),
   );
 }

@@ -6,7 +6,37 @@ import { ApiError, CliError, ExitCode, UsageError } from '../../../errors.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
-import { seg } from './shapes.js';
+import { refuse, seg } from './shapes.js';
+
+/**
+ * osctrl 0.5.4's own filters for an environment (pkg/environments/filters.go), checked before any
+ * request: its POST and PATCH answer only 400 "invalid name, hostname, type, or icon". Names are
+ * stored lower-cased; a host is a name or address without a port (osctrl-cli in database mode
+ * stores one, its API does not), so its agents connect on 443.
+ */
+const OSCTRL_NAME = /^[a-z0-9_-]+$/;
+const OSCTRL_HOST = /^[a-zA-Z0-9.-]+$/;
+/** What a new environment is sent: osctrl refuses an empty type or icon, and its default icon ("fas fa-wrench") fails its own filter. */
+const OSCTRL_TYPE = 'osquery';
+const OSCTRL_ICON = 'server';
+
+function checkName(name: string): void {
+  if (!OSCTRL_NAME.test(name.trim().toLowerCase())) {
+    throw new UsageError(`invalid environment name ${JSON.stringify(name)} for osctrl: letters, digits, "-" and "_" only (osctrl stores names in lower case)`);
+  }
+}
+
+function checkHost(host: string): void {
+  const h = host.trim();
+  const port = /^([a-zA-Z0-9.-]+):\d+$/.exec(h);
+  if (port) {
+    refuse(
+      'an agent host with a port (--agent-host HOST:PORT)',
+      `osctrl's API takes a host name only, and its agents then connect on port 443: give --agent-host ${port[1]} with osctrl-tls on 443 (only osctrl-cli in database mode, "osctrl-cli --db env add --hostname HOST:PORT", stores a port)`,
+    );
+  }
+  if (!OSCTRL_HOST.test(h)) throw new UsageError(`invalid agent host ${JSON.stringify(host)} for osctrl: a host name or IPv4 address (letters, digits, "." and "-"), no port`);
+}
 
 /** The intervals of a create or edit body, for osctrl's PATCH environments/intervals/{env}. */
 function intervalsOf(b: IntervalsBody): IntervalsBody | undefined {
@@ -84,16 +114,19 @@ export function environmentsResource(s: OsctrlSession) {
       return { message: said.join('; ') || 'nothing to change' };
     },
     /**
-     * Issue 27. osctrl: POST environments {name, hostname, icon, type} (201; it stores the name in
-     * lower case), then its intervals by their own endpoint, and enrollment made open until closed
+     * Issue 27. osctrl: POST environments {name, hostname, type "osquery", an icon} (201; it stores
+     * the name in lower case; name and host checked first by its own rules), then its intervals by their own endpoint, and enrollment made open until closed
      * (enroll/notexpire, and accept_enrolls on: osctrl-tls goes by that switch), as this API's new
      * environments are. osctrl has no
      * server-wide agent URL, so the agent host must be given; windows and detail refresh are refused
      * by the command (exit 8) before this runs.
      */
     create: async (body: EnvironmentCreateBody) => {
-      if (!body.hostname) throw new UsageError('osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST[:PORT]');
-      const created = checkAnswer<{ uuid: string }>(needs(Environment, 'uuid'), await http.request<unknown>('POST', 'api/v1/environments', { body: { name: body.name, hostname: body.hostname, ...(body.icon ? { icon: body.icon } : {}), ...(body.type ? { type: body.type } : {}) } }), 'environment');
+      if (!body.hostname) throw new UsageError('osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST');
+      checkName(body.name);
+      checkHost(body.hostname);
+      const post = { name: body.name, hostname: body.hostname, type: body.type || OSCTRL_TYPE, icon: body.icon || OSCTRL_ICON };
+      const created = checkAnswer<{ uuid: string }>(needs(Environment, 'uuid'), await http.request<unknown>('POST', 'api/v1/environments', { body: post }), 'environment');
       const intervals = intervalsOf(body);
       if (intervals) await base.environments.setIntervals(created.uuid, intervals);
       // Open until closed, then the switches asked for (accept_enrolls false closes it again).
@@ -103,6 +136,8 @@ export function environmentsResource(s: OsctrlSession) {
     },
     /** osctrl: PATCH environments/{env}, and PATCH environments/intervals/{env} for the intervals. */
     edit: async (env: string, body: EnvironmentEditBody) => {
+      if (body.name !== undefined) checkName(body.name);
+      if (body.hostname !== undefined) checkHost(body.hostname);
       const uuid = await envUuid(env);
       await patchEnv(uuid, body);
       const intervals = intervalsOf(body);
