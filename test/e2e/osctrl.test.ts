@@ -356,6 +356,16 @@ describe('what osctrl really does, said (issue 29)', () => {
     expect((await run(['users', 'me'], undefined, c)).exitCode).toBe(0);
   });
 
+  it("env intervals reach osctrl's agents through the options (its API leaves the flags); a config interval is refused before any request", async () => {
+    const r = await run(['env', 'intervals', 'prod', '--query', '45', '--log', '90']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(paths(r.sent)).toEqual(['PATCH /api/v1/environments/intervals/prod', 'GET /api/v1/environments/config/prod', 'PATCH /api/v1/environments/config/prod']);
+    const options = JSON.parse((r.sent.at(-1)!.body as { options: string }).options) as Record<string, unknown>;
+    expect(options).toMatchObject({ distributed_interval: 45, logger_tls_period: 90 });
+    refused(await run(['env', 'intervals', 'prod', '--config', '600']), /^error: a configuration refresh interval \(--config\)/);
+    refused(await run(['env', 'create', 'lab', '--agent-host', '127.0.0.1', '--config', '60']), /--config/);
+  });
+
   it('users add, users edit and users passwd check the password policy before any request', async () => {
     for (const args of [['users', 'add', 'shorty', '--password-stdin'], ['users', 'edit', 'quinn', '--password-stdin']]) {
       const r = await run(args, 'short');

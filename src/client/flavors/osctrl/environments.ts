@@ -3,7 +3,8 @@ import {
   type EnvironmentCreateBody, type EnvironmentEditBody, type EnvironmentMapEntry, type IntervalsBody, type MapTarget,
 } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../../errors.js';
-import { checkAnswer, needs } from '../../validate.js';
+import { Type } from '../../../api/type.js';
+import { UnexpectedAnswerError, checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
 import { refuse, seg } from './shapes.js';
@@ -47,6 +48,21 @@ function intervalsOf(b: IntervalsBody): IntervalsBody | undefined {
   return Object.keys(out).length ? out : undefined;
 }
 
+/** The options text (JSON) of osctrl's GET environments/config/{env}. */
+const ConfigOptions = Type.Object({ options: Type.String() });
+
+/**
+ * The configuration refresh reaches osquery only as its flag (--config_tls_refresh), and osctrl's API
+ * cannot rewrite an environment's flags: a config interval would be stored and never used.
+ */
+function refuseConfigInterval(b: IntervalsBody): void {
+  if (b.config_interval === undefined) return;
+  refuse(
+    'a configuration refresh interval (--config)',
+    "osctrl's API stores it but cannot put it in the agents' flags (its PATCH environments/config refuses a flags text); osctrl's web UI (the environment's Intervals) regenerates the flags",
+  );
+}
+
 export function environmentsResource(s: OsctrlSession) {
   const { http, base, environments, me, accessibleEnvironments, envUuid } = s;
   /**
@@ -80,8 +96,37 @@ export function environmentsResource(s: OsctrlSession) {
     for (const k of ['name', 'hostname', 'icon', 'type', 'accept_enrolls', 'debug_http'] as const) if (b[k] !== undefined) patch[k] = b[k];
     if (Object.keys(patch).length) await http.request<unknown>('PATCH', `api/v1/environments/${seg(env)}`, { body: patch });
   };
+  /**
+   * osctrl's PATCH environments/intervals only stores the three numbers: the flags it hands agents
+   * keep the old ones (its web UI regenerates them; its API cannot: PATCH environments/config checks
+   * the flags text as JSON and refuses it) and running agents never hear of them. So, as this API's
+   * own server does, the environment's configuration options get distributed_interval and
+   * logger_tls_period, which agents take from each configuration they fetch, new ones from their
+   * first (checked with a real osqueryd 5.23.0 enrolled through osctrl-tls: its flagfile's
+   * distributed_interval 60 became the options' 7). The configuration refresh is a flag only
+   * (config_refresh in the options left the same agent at 300): refused, see refuseConfigInterval.
+   */
+  const setIntervals = async (env: string, body: IntervalsBody) => {
+    refuseConfigInterval(body);
+    const updated = await base.environments.setIntervals(env, body);
+    const raw = await http.request<unknown>('GET', `api/v1/environments/config/${seg(env)}`);
+    const { options: text } = checkAnswer<{ options: string }>(ConfigOptions, raw, 'config');
+    let options: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(text.trim() || '{}');
+      options = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    } catch {
+      throw new UnexpectedAnswerError(`the options of environment ${env} on osctrl are not JSON: the intervals were stored, not sent to agents`);
+    }
+    if (options.distributed_interval !== updated.query_interval || options.logger_tls_period !== updated.log_interval) {
+      const merged = { ...options, distributed_interval: updated.query_interval, logger_tls_period: updated.log_interval };
+      await http.request<unknown>('PATCH', `api/v1/environments/config/${seg(env)}`, { body: { options: JSON.stringify(merged, null, 2) } });
+    }
+    return updated;
+  };
   return {
     ...base.environments,
+    setIntervals,
     /**
      * osctrl's map is for super-admins; asking it as anyone else writes a "denied access" warning
      * into osctrl's audit log. So the caller is asked first: other users get the environments
@@ -125,10 +170,11 @@ export function environmentsResource(s: OsctrlSession) {
       if (!body.hostname) throw new UsageError('osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST');
       checkName(body.name);
       checkHost(body.hostname);
+      refuseConfigInterval(body);
       const post = { name: body.name, hostname: body.hostname, type: body.type || OSCTRL_TYPE, icon: body.icon || OSCTRL_ICON };
       const created = checkAnswer<{ uuid: string }>(needs(Environment, 'uuid'), await http.request<unknown>('POST', 'api/v1/environments', { body: post }), 'environment');
       const intervals = intervalsOf(body);
-      if (intervals) await base.environments.setIntervals(created.uuid, intervals);
+      if (intervals) await setIntervals(created.uuid, intervals);
       // Open until closed, then the switches asked for (accept_enrolls false closes it again).
       await base.environments.enrollAction(created.uuid, 'notexpire');
       await patchEnv(created.uuid, { accept_enrolls: body.accept_enrolls ?? true, debug_http: body.debug_http });
@@ -138,10 +184,11 @@ export function environmentsResource(s: OsctrlSession) {
     edit: async (env: string, body: EnvironmentEditBody) => {
       if (body.name !== undefined) checkName(body.name);
       if (body.hostname !== undefined) checkHost(body.hostname);
+      refuseConfigInterval(body);
       const uuid = await envUuid(env);
       await patchEnv(uuid, body);
       const intervals = intervalsOf(body);
-      if (intervals) await base.environments.setIntervals(uuid, intervals);
+      if (intervals) await setIntervals(uuid, intervals);
       return base.environments.get(uuid);
     },
     /**
