@@ -4,7 +4,8 @@
 // - the name is fleet.test (one line added to /etc/hosts when missing), ports are free ones, and
 //   /var/lib/fleetctl, /etc/fleetctl and /var/backups are directories of the test;
 // - there is no systemd: `systemctl start|stop|reload fleetctl` run the unit's ExecStart (read from
-//   deploy/systemd/fleetctl.service) as a process of the test, stop it (SIGTERM) and send it SIGHUP;
+//   deploy/systemd/fleetctl.service) as a process of the test, stop it (SIGTERM) and send it SIGHUP
+//   (returning once the server logged the reload: a loaded machine may take seconds to get there);
 //   `journalctl` prints its stderr; the install block (a system user, /etc/systemd) is done by hand
 //   for the test's directories, without the user (chown is a no-op);
 // - the host: `enroll.sh` as printed runs as root in a mount and UTS namespace of its own, over an
@@ -30,14 +31,14 @@ function readmeBlocks(): Map<string, string> {
   const text = readFileSync(join(REPO, 'README.md'), 'utf8');
   const section = text.slice(text.indexOf('## Running it in production'), text.indexOf('## Security notes'));
   const blocks = new Map<string, string>();
-  for (const m of section.matchAll(/<!-- deploy:([a-z]+) -->\n```sh\n([\s\S]*?)```/g)) blocks.set(m[1]!, m[2]!);
+  for (const m of section.matchAll(/<!-- deploy:([a-z]+) -->\n```sh\n([\s\S]*?)```/g)) blocks.set(m[1], m[2]);
   return blocks;
 }
 
 /** The unit's ExecStart, continuation lines joined. */
 function unitExecStart(): string {
   const unit = readFileSync(join(REPO, 'deploy/systemd/fleetctl.service'), 'utf8');
-  return /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)![1]!.replace(/\\\n\s*/g, ' ');
+  return /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)![1].replace(/\\\n\s*/g, ' ');
 }
 
 const freePort = () =>
@@ -139,7 +140,9 @@ describeRealAgent("the README's production section, with the real osquery agent 
         `    "start fleetctl") ( set -a; [ -f ${sh(join(t, 'etc/fleetctl.env'))} ] && . ${sh(join(t, 'etc/fleetctl.env'))}; MALLOC_ARENA_MAX=2 setsid ${exec} >>${sh(join(t, 'server.out'))} 2>>${sh(join(t, 'server.log'))} & echo $! > ${sh(join(t, 'server.pid'))} )`,
         `      for i in $(seq 1 1800); do node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' http://127.0.0.1:${apiPort}/healthz && return 0; sleep 0.1; done; echo "fleetctl did not start" >&2; return 1 ;;`,
         `    "stop fleetctl") pid=$(cat ${sh(join(t, 'server.pid'))}); kill -TERM "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done ;;`,
-        `    "reload fleetctl") kill -HUP "$(cat ${sh(join(t, 'server.pid'))})"; sleep 2 ;;`,
+        // Returns once the server logged the reload (done or refused), not after a guess of time.
+        `    "reload fleetctl") n=$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true); kill -HUP "$(cat ${sh(join(t, 'server.pid'))})"`,
+        `      while [ "$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true)" -le "$n" ]; do sleep 0.1; done ;;`,
         '    "daemon-reload ") ;;',
         '    *) echo "systemctl $*: not in this test" >&2; return 1 ;;',
         '  esac',
