@@ -1,15 +1,18 @@
 // `npm run bench:sinks -- --outage`: 1,000 simulated agents (src/agent-sim, osquery's protocol and
 // 4 s logger period; a 10 s schedule so every agent logs results) send result logs into a kafka
-// sink (Apache Kafka 4.4.0) and an elastic sink (OpenSearch 2.19.6) of one server. Kafka is stopped
-// for --outage-seconds (60) and started again; once its sink has caught up, OpenSearch is stopped
-// as long and started again. The agents go on logging all along. Then they stop, both sinks drain,
-// and every result line the server acknowledged to an agent (a 200 to its log request) is looked
-// up at each peer: lines missing (lost) and lines found more than once (duplicates) are counted.
+// sink (Apache Kafka 4.4.0) and an elastic sink (Elasticsearch 8.19.2, as the issue says, or
+// OpenSearch 2.19.6 with --search opensearch) of one server. Kafka is stopped for --outage-seconds
+// (60) and started again; once its sink has drained what it held when Kafka came back, the search
+// server is stopped as long and started again. The agents go on logging all along. The drain time
+// is from the peer's start until the sink's delivered count reaches what it had delivered plus
+// its backlog at that moment. Then the agents stop, both sinks drain, and every result line the
+// server acknowledged to an agent (a 200 to its log request) is looked up at each peer: lines
+// missing (lost) and lines found more than once (duplicates) are counted.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { startKafka } from '../test/helpers/peers/kafka.js';
-import { startSearch } from '../test/helpers/peers/search.js';
+import { startSearch, type SearchKind } from '../test/helpers/peers/search.js';
 import type { BenchServer } from './sinks.js';
 
 const root = join(import.meta.dirname, '..');
@@ -26,9 +29,12 @@ const identity = (l: any) => `${l.hostIdentifier}|${l.name}|${l.counter}|${l.uni
 export async function outageRun(o: { startBenchServer: (dir: string, extra?: string[]) => Promise<BenchServer>; tmp: string }): Promise<void> {
   const AGENTS = Number(arg('--agents', '1000'));
   const OUTAGE_S = Number(arg('--outage-seconds', '60'));
+  const SEARCH = arg('--search', 'elasticsearch') as SearchKind;
+  if (SEARCH !== 'elasticsearch' && SEARCH !== 'opensearch') throw new Error(`--search: elasticsearch or opensearch, not ${String(SEARCH)}`);
+  const SEARCH_NAME = SEARCH === 'elasticsearch' ? 'Elasticsearch' : 'OpenSearch';
   const { Simulator, parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
   const kafka = await startKafka();
-  const os = await startSearch('opensearch');
+  const os = await startSearch(SEARCH);
   const s = await o.startBenchServer(o.tmp, []);
   const acked = new Map<string, number>();
   let sim: any;
@@ -36,7 +42,7 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
     const put = await s.api('PUT', '/api/v1/environments/prod/config/schedule', { procs: { query: 'SELECT pid, name FROM processes LIMIT 3', interval: 10 } });
     if (put.status !== 200) throw new Error(`schedule: ${put.status} ${JSON.stringify(put.body)}`);
     const sinks: Record<string, number> = {};
-    for (const [name, type, config] of [['outage-kafka', 'kafka', { brokers: [kafka.plaintext], topic: 'outage' }], ['outage-opensearch', 'elastic', { url: os.url, index: 'outage' }]] as const) {
+    for (const [name, type, config] of [['outage-kafka', 'kafka', { brokers: [kafka.plaintext], topic: 'outage' }], ['outage-search', 'elastic', { url: os.url, index: 'outage' }]] as const) {
       const r = await s.api('POST', '/api/v1/log-sinks', { name, type, source: 'result', environment_id: 0, config });
       if (r.status !== 200) throw new Error(`sink ${name}: ${r.status} ${JSON.stringify(r.body)}`);
       sinks[name] = r.body.id;
@@ -61,9 +67,11 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
         }
       },
     });
-    console.log(`bench:sinks --outage: ${AGENTS} agents, result logs to kafka (Apache Kafka 4.4.0) and elastic (OpenSearch 2.19.6) sinks, each stopped ${OUTAGE_S} s in turn; load ${load()}`);
+    console.log(`bench:sinks --outage: ${AGENTS} agents, result logs to kafka (Apache Kafka ${kafka.version}) and elastic (${SEARCH_NAME} ${os.version}) sinks, each stopped ${OUTAGE_S} s in turn; load ${load()}`);
     sim.add(AGENTS);
-    const state = async (id: number) => ((await s.api('GET', '/api/v1/log-sinks?environment_id=0')).body as any[]).find((x) => x.id === id)?.state;
+    type SinkState = { delivered: number; rejected?: number; backlog_entries: number; last_error?: string | null };
+    const state = async (id: number): Promise<SinkState | undefined> =>
+      ((await s.api('GET', '/api/v1/log-sinks?environment_id=0')).body as { id: number; state?: SinkState }[]).find((x) => x.id === id)?.state;
     const t0 = Date.now();
     while (sim.enrolled < AGENTS || acked.size === 0) {
       if (Date.now() - t0 > 300_000) throw new Error(`only ${sim.enrolled} agents enrolled`);
@@ -72,7 +80,7 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
     await sleep(20_000);
     for (const [peer, id, stop, start] of [
       ['Kafka', sinks['outage-kafka'], () => kafka.pause(), () => kafka.resume()],
-      ['OpenSearch', sinks['outage-opensearch'], () => os.pause(), () => os.resume()],
+      [SEARCH_NAME, sinks['outage-search'], () => os.pause(), () => os.resume()],
     ] as const) {
       const before = acked.size;
       await stop();
@@ -81,10 +89,14 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
       const starting = Date.now();
       await start();
       const st = await state(id);
+      const target = Number(st?.delivered) + Number(st?.backlog_entries);
       console.log(`  ${peer} stopped ${((starting - down) / 1000).toFixed(0)} s (serving again ${((Date.now() - starting) / 1000).toFixed(0)} s after its start): ${acked.size - before} distinct result lines acknowledged to agents meanwhile; its sink's backlog then: ${st?.backlog_entries} entries, last error: ${st?.last_error ?? '-'}`);
-      const r0 = Date.now();
-      while (Number((await state(id))?.backlog_entries) > 2000) await sleep(500);
-      console.log(`  ${peer}'s sink caught up (backlog under 2,000) ${((Date.now() - r0) / 1000).toFixed(1)} s after it came back; load ${load()}`);
+      for (;;) {
+        const now = await state(id);
+        if (Number(now?.delivered) + Number(now?.rejected ?? 0) >= target) break;
+        await sleep(200);
+      }
+      console.log(`  ${peer}'s sink delivered that backlog ${((Date.now() - starting) / 1000).toFixed(1)} s after the peer's start (its start included); load ${load()}`);
     }
     await sim.stop(10_000);
     sim = undefined;
@@ -116,7 +128,7 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
       const k = identity(d);
       inOs.set(k, (inOs.get(k) ?? 0) + 1);
     }
-    for (const [peer, got] of [['Kafka', inKafka], ['OpenSearch', inOs]] as const) {
+    for (const [peer, got] of [['Kafka', inKafka], [SEARCH_NAME, inOs]] as const) {
       let lost = 0;
       let dup = 0;
       for (const [k, n] of acked) lost += Math.max(0, n - (got.get(k) ?? 0));

@@ -9,11 +9,11 @@
 // every line is delivered; the peer is asked how many it holds. The server's figures are
 // lines per second and CPU ms per 1,000 lines (the spool read and cursor writes included).
 //   npm run bench:sinks -- [--types syslog,kafka,...] [--lines 100000]
-//   npm run bench:sinks -- --outage [--agents 1000] [--outage-seconds 60]
+//   npm run bench:sinks -- --outage [--agents 1000] [--outage-seconds 60] [--search elasticsearch|opensearch]
 // --outage: 1,000 simulated agents log (osquery's 4 s logger period) into a kafka and an elastic
-// (OpenSearch) sink; Kafka is stopped for 60 s and started again, then OpenSearch; after both
-// drained, every line the server acknowledged to an agent is looked for at each peer: lost and
-// duplicated lines are counted.
+// (Elasticsearch; --search opensearch for OpenSearch) sink; Kafka is stopped for 60 s and started
+// again, then Elasticsearch; after both drained, every line the server acknowledged to an agent is
+// looked for at each peer: lost and duplicated lines are counted.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent as HttpsAgent, request } from 'node:https';

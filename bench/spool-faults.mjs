@@ -203,6 +203,9 @@ export function spoolScenarios(h) {
       let rest = '';
       let lags = [];
       let seen = 0;
+      // Over the whole run, so the last (partial) minute and the catch-up after it count too.
+      let worst = 0;
+      let over5s = 0;
       const tail = () => {
         if (!existsSync(file)) return;
         const size = statSync(file).size;
@@ -217,11 +220,20 @@ export function spoolScenarios(h) {
         rest = lines.pop();
         const now = Date.now();
         for (const l of lines) {
-          lags.push(now - Date.parse(JSON.parse(l).received_at));
+          const lag = now - Date.parse(JSON.parse(l).received_at);
+          lags.push(lag);
+          worst = Math.max(worst, lag);
+          if (lag > 5000) over5s++;
           seen++;
         }
       };
       const tailer = setInterval(tail, 100);
+      const window = (label) => {
+        const sorted = [...lags].sort((x, y) => x - y);
+        const pct = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+        lags = [];
+        return `${label}: file sink lag p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${sorted.at(-1) ?? 0} ms over ${sorted.length.toLocaleString('en')} lines`;
+      };
       const acked = new Acked();
       const perTick = Math.max(1, Math.round(RATE / 10));
       const end = Date.now() + MINUTES * 60_000;
@@ -234,16 +246,14 @@ export function spoolScenarios(h) {
         if (Date.now() - started >= (minute + 1) * 60_000) {
           minute++;
           tail();
-          const sorted = [...lags].sort((x, y) => x - y);
-          const pct = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
           const down = (await s.api('GET', '/api/v1/log-sinks')).body.find((x) => x.name === 'down').state;
-          console.log(`  minute ${minute}: acked ${acked.count.toLocaleString('en')}, file sink lag p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${sorted.at(-1) ?? 0} ms over ${sorted.length.toLocaleString('en')} lines; down sink backlog ${down.backlog_entries.toLocaleString('en')} (${(down.backlog_bytes / 1048576).toFixed(0)} MiB), retrying since ${down.retrying_since}; load ${uptime().split('load average: ')[1]}`);
-          lags = [];
+          console.log(`  ${window(`minute ${minute}: acked ${acked.count.toLocaleString('en')}`)}; down sink backlog ${down.backlog_entries.toLocaleString('en')} (${(down.backlog_bytes / 1048576).toFixed(0)} MiB), retrying since ${down.retrying_since}; load ${uptime().split('load average: ')[1]}`);
         }
         await h.sleep(Math.max(0, 100 - (Date.now() - tick)));
       }
       await until('the file sink to have every line', () => (tail(), seen >= acked.count), 120_000);
       clearInterval(tailer);
+      console.log(`  ${window('the rest (the last minute and the file sink catching up)')}; over the whole run: max ${worst} ms, ${over5s} of ${seen.toLocaleString('en')} lines over 5 s`);
       d.up = true;
       const t1 = Date.now();
       const missing = await delivered(d, acked, h.sleep);
