@@ -6,7 +6,7 @@ export { PAGE_SIZE_MAX };
 
 export const ErrorCodes = [
   'bad_request', 'invalid_json', 'invalid_action', 'invalid_target', 'unauthorized',
-  'token_expired', 'mfa_required', 'mfa_invalid', 'challenge_invalid', 'forbidden', 'csrf',
+  'token_expired', 'mfa_required', 'mfa_invalid', 'challenge_invalid', 'forbidden', 'api_disabled', 'csrf',
   'not_found', 'conflict', 'read_only', 'rate_limited', 'internal', 'unavailable',
 ] as const;
 export type ErrorCode = (typeof ErrorCodes)[number];

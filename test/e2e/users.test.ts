@@ -207,6 +207,32 @@ describe('users edit', () => {
     expect((await storedUser('alice'))?.api).toBe(true);
   });
 
+  it('--no-api is enforced (issue 29): the user is logged out, their commands and a new login exit 5 saying why; users show says what it means', async () => {
+    const alice = new Cli();
+    try {
+      await alice.login(url, 'alice', 'prod', 'alice-password-1');
+      expect((await alice.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
+      const off = await cli.run(['users', 'edit', 'alice', '--no-api']);
+      expect(off.exitCode).toBe(0);
+      expect((await cli.run(['users', 'show', 'alice'])).stdout).toMatch(/^api\s+no \(cannot log in or use a token: API access is disabled\)$/m);
+
+      const denied = await alice.run(['nodes', 'list', '--limit', '1']);
+      expect(denied.exitCode).toBe(5);
+      expect(denied.stdout).toBe('');
+      expect(denied.stderr).toMatch(/^error: API access is disabled for user alice: a super-admin can allow it \(fleetctl users edit alice --api\)/m);
+      const again = await alice.run(['login', '--url', url, '--env', 'prod', '--username', 'alice', '--password-stdin'], { input: 'alice-password-1' });
+      expect(again.exitCode).toBe(5);
+      expect(again.stderr).toMatch(/API access is disabled for user alice/);
+
+      expect((await cli.run(['users', 'edit', 'alice', '--api'])).exitCode).toBe(0);
+      expect((await cli.run(['users', 'show', 'alice'])).stdout).toMatch(/^api\s+yes \(may log in and use tokens\)$/m);
+      await alice.login(url, 'alice', 'prod', 'alice-password-1');
+      expect((await alice.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
+    } finally {
+      alice.cleanup();
+    }
+  });
+
   it('a new password from stdin replaces the old one', async () => {
     const r = await cli.run(['users', 'edit', 'alice', '--password-stdin'], { input: 'alice-password-2\n' });
     expect(r.exitCode).toBe(0);

@@ -16,6 +16,15 @@ export function accessText(u: User): string {
   return (u.admin ? ['all (super-admin)', ...grants] : grants).join(', ');
 }
 
+/**
+ * What the `api` flag means (docs/api.md "API access"): the API is the reference server's only
+ * door. osctrl stores no such flag that it enforces (its users all reach the API).
+ */
+export function apiText(u: User, flavor: string): string {
+  if (flavor === 'osctrl') return 'not enforced by osctrl';
+  return u.api ? 'yes (may log in and use tokens)' : 'no (cannot log in or use a token: API access is disabled)';
+}
+
 export function mfaText(u: User): string {
   const parts: string[] = [];
   if (u.mfa.totp) parts.push('totp');
@@ -37,13 +46,13 @@ export const USER_COLUMNS: Column<User>[] = [
 ];
 
 /** The `users show` / `users me` terminal view; machine formats get the whole API object. */
-export const USER_DETAIL_COLUMNS: Column<User>[] = [
+export const userDetailColumns = (flavor: string): Column<User>[] => [
   { key: 'username' },
   { key: 'fullname' },
   { key: 'email' },
   { key: 'admin', kind: 'bool' },
   { key: 'service', kind: 'bool' },
-  { key: 'api', kind: 'bool' },
+  { key: 'api', get: (u) => apiText(u, flavor) },
   { key: 'access', get: accessText },
   { key: 'mfa_methods', get: mfaText },
   { key: 'created_at', kind: 'time' },

@@ -8,7 +8,7 @@ import { printObject, printList, safeText } from '../../output/index.js';
 import { confirmDestructive } from '../confirm.js';
 import type { Context } from '../../context.js';
 import type { FleetApi } from '../../client/index.js';
-import { USER_COLUMNS, USER_DETAIL_COLUMNS } from './columns.js';
+import { USER_COLUMNS, userDetailColumns } from './columns.js';
 import { readNewPassword } from './secrets.js';
 import { registerPasswd } from './passwd.js';
 
@@ -59,8 +59,8 @@ function userFlags(cmd: Command, mode: 'add' | 'edit'): Command {
     .option('--no-admin', mode === 'add' ? 'not a super-admin (the default)' : 'remove super-admin rights')
     .option('--service', 'mark as a service account')
     .option('--no-service', mode === 'add' ? 'not a service account (the default)' : 'clear the service-account mark')
-    .option('--api', mode === 'add' ? 'may use the API (the default)' : 'allow API use')
-    .option('--no-api', mode === 'add' ? 'may not use the API' : 'disallow API use')
+    .option('--api', mode === 'add' ? 'may log in and use the API (the default)' : 'allow logging in and API use again')
+    .option('--no-api', mode === 'add' ? 'may not log in or use the API (the server\'s only door)' : 'disallow logging in and API use: ends the user\'s sessions, their tokens answer 403')
     .option('--password-stdin', mode === 'add' ? 'read the password from standard input (else prompted twice)' : 'read a new password from standard input');
 }
 
@@ -97,7 +97,7 @@ export async function findUser(api: FleetApi, username: string): Promise<User> {
 
 /** After a change: the server's message on stderr, or the user as it now is for -o/--jq. */
 function reportUser(ctx: Context, api: FleetApi, username: string, message: string): Promise<void> {
-  return reportChange(ctx, `${capitalize(message)}.`, () => findUser(api, username), USER_DETAIL_COLUMNS);
+  return reportChange(ctx, `${capitalize(message)}.`, () => findUser(api, username), userDetailColumns(ctx.serverFlavor()));
 }
 
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -149,7 +149,7 @@ export function registerUsers(program: Command): void {
     (cmd) => cmd.argument('<username>', 'user name'),
     async (ctx, [username]) => {
       const api = await ctx.api();
-      await printObject(ctx.io, ctx.output(), await findUser(api, username!), USER_DETAIL_COLUMNS);
+      await printObject(ctx.io, ctx.output(), await findUser(api, username!), userDetailColumns(ctx.serverFlavor()));
     },
   );
 
@@ -164,7 +164,7 @@ export function registerUsers(program: Command): void {
     () => {},
     async (ctx) => {
       const api = await ctx.api();
-      await printObject(ctx.io, ctx.output(), await api.users.me(), USER_DETAIL_COLUMNS);
+      await printObject(ctx.io, ctx.output(), await api.users.me(), userDetailColumns(ctx.serverFlavor()));
     },
   );
 

@@ -68,6 +68,7 @@ export async function login(deps: Deps, envRef: string, body: LoginBody, sourceI
     await audit(`failed login for "${body.username}" to ${env.name}`, Severities.warning);
     throw unauthorized('invalid username or password');
   }
+  await refuseWithoutApi(user, (line) => audit(line, Severities.warning));
   const access = await envLevels(deps, user.id);
   if (!hasLevel(!!user.admin, access.get(env.id), 'user')) {
     await audit(`login denied: ${user.username} has no access to ${env.name}`, Severities.warning);
@@ -83,6 +84,20 @@ export async function login(deps: Deps, envRef: string, body: LoginBody, sourceI
   }
   await audit(`login ok: ${user.username} to ${env.name}`, Severities.info);
   return issueToken(deps, user, hours, sourceIp);
+}
+
+/**
+ * The users' `api` flag (docs/api.md "API access"): this server's only door is its API, so a user
+ * without it can neither log in nor use a token. 403 `api_disabled`, after the password was
+ * checked (a wrong password is the same 401 for everyone: no enumeration).
+ */
+export const apiDisabled = (username: string) =>
+  forbidden(`API access is disabled for user ${username}: a super-admin can allow it (fleetctl users edit ${username} --api)`, 'api_disabled');
+
+export async function refuseWithoutApi(user: Pick<UserRow, 'username' | 'api'>, audit: (line: string) => Promise<unknown>): Promise<void> {
+  if (user.api) return;
+  await audit(`login denied: ${user.username} has no API access`);
+  throw apiDisabled(user.username);
 }
 
 export const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -123,8 +138,14 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   const generations = await readGenerations(deps.db);
   const found = await byGeneration(deps.db, 'caller', generations.auth, v.claims.jti, () => loadCaller(deps, v.claims.jti));
   if (!found || found.caller.user.username !== v.claims.sub) {
+    // Taking a user's API access away ends their sessions; their old tokens then say why (the
+    // signature checked out, so `sub` is this server's word).
+    const user = await deps.db.selectFrom('users').select(['username', 'api']).where('username', '=', v.claims.sub).executeTakeFirst();
+    if (user && !user.api) throw apiDisabled(user.username);
     throw unauthorized('session ended (password changed, user removed or logged out): log in again', 'token_expired');
   }
+  // A session issued while the flag was being taken away (an MFA step finishing meanwhile).
+  if (!found.caller.user.api) throw apiDisabled(found.caller.user.username);
   // The session row's own expiry, not only the JWT's: the row is what the server controls.
   if (found.expiresAt <= deps.now().getTime()) throw unauthorized('session expired: log in again', 'token_expired');
   return { ...found.caller, generations };

@@ -9,6 +9,7 @@ import type { EnvLevels } from '../../permissions.js';
 import { writeAudit } from '../audit/audit.js';
 import { findEnv } from '../environments/environments.js';
 import { checkNewPassword, storePassword } from '../auth/password.js';
+import { endSessions } from '../auth/auth.js';
 
 /** Letters, digits and . _ @ - (64 at most); "me" is taken by /api/v1/users/me. */
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
@@ -241,6 +242,9 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
   const access = await resolveAccess(deps, accessReq);
   const hash = password === undefined ? undefined : await hashPassword(password);
 
+  const apiRemoved = body.api === false && !!target.api;
+  // The caller is a super-admin using the API: refusing their own flag keeps one who can.
+  if (apiRemoved && target.id === caller.user.id) throw conflict('you cannot take away your own API access (you would be locked out)');
   await deps.db.transaction().execute(async (trx) => {
     if (body.not_admin && target.admin && (await superAdminCount(trx)) <= 1) {
       throw conflict(`cannot demote ${username}: the server must keep at least one super-admin`);
@@ -252,6 +256,13 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
     // A super-admin resetting their own password keeps the session they are using.
     if (hash !== undefined) await storePassword(deps, trx, target.id, hash, target.id === caller.user.id ? caller.jti : undefined);
     if (password !== undefined) changed.push('password (sessions ended)');
+    // Without API access nothing of this server can be used: the user's sessions end now, and
+    // their old tokens answer 403 api_disabled (auth.ts). Given back, it takes a new login.
+    if (apiRemoved) {
+      await trx.deleteFrom('mfa_challenges').where('user_id', '=', target.id).execute();
+      await endSessions({ ...deps, db: trx }, target.id);
+      changed[changed.indexOf('api false')] = 'api false (sessions ended)';
+    }
     if (access) changed.push(`access ${describeAccess(access)}`);
     await audit(trx, `user ${username} updated: ${changed.join(', ')}`);
   });
