@@ -1,6 +1,9 @@
 // `fleetctl carves ...` end to end against a real `fleetctl server --dev` process (demo carves in
 // every status); state is read back with raw API calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Cli, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, startAdminSession } from '../helpers/admin-cli.js';
 import type { CarveDetail, CarveQuery, Page } from '../../src/api/index.js';
@@ -159,7 +162,7 @@ describe('carves actions', () => {
     expect((await cli.run(['carves', 'show', name, '--jq', '.query.carve_status'])).stdout).toBe('EXPIRED\n');
     const d = await cli.run(['carves', 'delete', name, '--yes']);
     expect(d.exitCode).toBe(0);
-    expect(d.stderr).toBe(`Deleted carve ${name} in prod\n`);
+    expect(d.stderr).toBe(`Carve ${name} deleted: 0 files (0 blocks) removed from the server (environment prod)\n`);
     expect((await stored(name)).query.carve_status).toBe('DELETED');
     expect((await allCarves('prod', 'deleted')).map((c) => c.name)).toContain(name);
     const again = await cli.run(['carves', 'complete', name]);
@@ -171,8 +174,31 @@ describe('carves actions', () => {
     const name = await carveIn('PENDING', 'staging');
     const r = await cli.run(['carves', 'rm', name, '--env', 'staging', '--yes']);
     expect(r.exitCode).toBe(0);
-    expect(r.stderr).toBe(`Deleted carve ${name} in staging\n`);
+    expect(r.stderr).toMatch(new RegExp(`^Carve ${name} deleted: \\d+ files? \\(\\d+ blocks?\\) removed from the server \\(environment staging\\)\\n$`));
     expect((await stored(name, 'staging')).query.carve_status).toBe('DELETED');
+  });
+
+  it('delete removes what was carved (issue 29): downloaded before, after it the download exits 3 saying the files are gone', async () => {
+    const name = await carveIn('COMPLETED', 'dev');
+    const { files } = await stored(name, 'dev');
+    const blocks = files.reduce((n, f) => n + f.completed_blocks, 0);
+    expect(files.length).toBeGreaterThan(0);
+    const cwd = mkdtempSync(join(tmpdir(), 'carve-delete-'));
+    try {
+      const before = await cli.run(['carves', 'download', name, '--env', 'dev'], { cwd });
+      expect(before.exitCode, before.stderr).toBe(0);
+      expect(readdirSync(cwd).filter((f) => f.endsWith('.tar'))).toHaveLength(files.length);
+      const d = await cli.run(['carves', 'delete', name, '--env', 'dev', '--yes']);
+      expect(d.exitCode).toBe(0);
+      expect(d.stderr).toBe(`Carve ${name} deleted: ${files.length} file${files.length === 1 ? '' : 's'} (${blocks} blocks) removed from the server (environment dev)\n`);
+      const after = await cli.run(['carves', 'download', name, '--env', 'dev', '--force'], { cwd });
+      expect(after.exitCode).toBe(3);
+      expect(after.stdout).toBe('');
+      expect(after.stderr).toBe(`error: carve ${name} was deleted: its files were removed from the server\n`);
+      expect((await stored(name, 'dev')).files).toEqual([]);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 
   it('has examples in --help for every verb', async () => {

@@ -210,6 +210,29 @@ describe('POST /api/v1/carves/{env}/{action}/{name} (4.17)', () => {
     expect(listed.body.items.map((i: any) => i.name)).toContain('carve_auth_log');
   });
 
+  it('delete removes the carved files and their blocks (issue 29): the download is then 404, the carve stays listed DELETED', async () => {
+    const carve = await db().selectFrom('queries').select('id').where('name', '=', 'carve_etc_hosts').where('environment_id', '=', await envId('staging')).executeTakeFirstOrThrow();
+    const sessions = (await db().selectFrom('carve_files').select('session_id').where('query_id', '=', carve.id).execute()).map((f) => f.session_id);
+    const blocks = async () => (sessions.length ? (await db().selectFrom('carve_blocks').select('block_id').where('session_id', 'in', sessions).execute()).length : 0);
+    expect(sessions.length).toBeGreaterThan(0);
+    const before = await blocks();
+    expect(before).toBeGreaterThan(0);
+    const download = (session: string) => ts.call('GET', `/api/v1/carves/staging/archive/carve_etc_hosts?session=${session}`, { token: carver });
+    expect((await download(sessions[0]!)).status).toBe(200);
+
+    const r = await act('staging', 'delete', 'carve_etc_hosts');
+    expect(r.status).toBe(200);
+    expect(r.body.message).toBe(`carve carve_etc_hosts deleted: ${sessions.length} files (${before} blocks) removed from the server`);
+    expect(await blocks()).toBe(0);
+    expect(await db().selectFrom('carve_files').select('id').where('query_id', '=', carve.id).execute()).toEqual([]);
+    const gone = await download(sessions[0]!);
+    expectError(gone, 404, 'not_found');
+    expect(gone.body.error).toBe('carve "carve_etc_hosts" was deleted: its files were removed from the server');
+    const shown = await read('staging', 'carve_etc_hosts');
+    expect(shown.body).toMatchObject({ query: { carve_status: 'DELETED', deleted: true }, files: [] });
+    expect(await auditRows('carve carve_etc_hosts deleted:')).toHaveLength(1);
+  });
+
   it('unknown action 400 invalid_action, unknown carve 404, standard query 404: nothing changes', async () => {
     const before = await read('staging', 'carve_crontab');
     const bad = await act('staging', 'destroy', 'carve_crontab');

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { choiceOption, group, intArg, verb } from '../define.js';
 import { CarveListStatuses, PAGE_SIZE_MAX } from '../../api/constants.js';
 import type { CarveAction, CarveFile, CarveListStatus, CarveQuery, CarveRefusalView } from '../../api/index.js';
-import { printList, printObject, type Column } from '../../output/index.js';
+import { printList, printObject, safeText, type Column } from '../../output/index.js';
 import { printPagedList } from '../paged-list.js';
 import { confirmDestructive } from '../confirm.js';
 import { registerCarveRun } from './run.js';
@@ -65,11 +65,17 @@ interface ListOpts {
   all?: boolean;
 }
 
-const ACTIONS: { action: CarveAction; summary: string; description: string; destructive: boolean; done: string }[] = [
-  { action: 'delete', summary: 'Delete a carve', description: 'Mark a carve deleted; its files are no longer served. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Deleted' },
-  { action: 'expire', summary: 'Expire a carve now', description: 'End a carve now: nodes stop picking it up. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Expired' },
-  { action: 'complete', summary: 'Mark a carve completed', description: 'Mark a carve completed: nodes stop picking it up, its files are kept.', destructive: false, done: 'Completed' },
-  { action: 'archive', summary: 'Archive the completed files of a carve', description: 'Mark the completed files of a carve archived.', destructive: false, done: 'Archived' },
+// `example`: a demo carve (fleetctl server --dev) in the state the action is for, so each
+// verb's examples run as printed against the demo (test/e2e/examples-help.test.ts).
+const ACTIONS: { action: CarveAction; summary: string; description: string; destructive: boolean; done: string; example: string }[] = [
+  {
+    action: 'delete', summary: 'Delete a carve and its files',
+    description: 'Delete a carve: its files (every block the nodes uploaded) are removed from the server and can no longer be downloaded; the carve stays listed, as DELETED. Asks at a terminal; needs --yes otherwise.',
+    destructive: true, done: 'Deleted', example: 'carve_tmp_payload',
+  },
+  { action: 'expire', summary: 'Expire a carve now', description: 'End a carve now: nodes stop picking it up. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Expired', example: 'carve_auth_log' },
+  { action: 'complete', summary: 'Mark a carve completed', description: 'Mark a carve completed: nodes stop picking it up, its files are kept.', destructive: false, done: 'Completed', example: 'carve_bash_history' },
+  { action: 'archive', summary: 'Archive the completed files of a carve', description: 'Mark the completed files of a carve archived.', destructive: false, done: 'Archived', example: 'carve_etc_hosts' },
 ];
 
 export function registerCarves(program: Command): void {
@@ -79,9 +85,9 @@ export function registerCarves(program: Command): void {
     examples: [
       'fleetctl carves list --status active',
       'fleetctl carves show carve_etc_hosts',
-      'fleetctl carves complete carve_etc_hosts',
+      'fleetctl carves complete carve_bash_history',
       'fleetctl carves delete carve_crontab --yes',
-      'fleetctl carves run /etc/hosts --target web-fra-00001-3f2a',
+      'fleetctl carves run /etc/hosts --target db-sfo-00003-4206',
     ],
   });
 
@@ -157,7 +163,7 @@ export function registerCarves(program: Command): void {
         aliases: a.action === 'delete' ? ['rm'] : undefined,
         summary: a.summary,
         description: a.description,
-        examples: [`fleetctl carves ${a.action} carve_etc_hosts`, `fleetctl carves ${a.action} carve_etc_hosts --env staging${a.destructive ? ' --yes' : ''} -o json`],
+        examples: [`fleetctl carves ${a.action} ${a.example}`, `fleetctl carves ${a.action} ${a.example} --env staging${a.destructive ? ' --yes' : ''} -o json`],
       },
       (cmd) => {
         cmd.argument('<name>', 'carve name');
@@ -170,7 +176,8 @@ export function registerCarves(program: Command): void {
         if (a.action === 'archive') api.need('carve-archive');
         const r = await api.carves.action(env, a.action, name!);
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
-        else ctx.io.err(`${a.done} carve ${name} in ${env}\n`);
+        // delete: the server's message says what was removed (files, blocks).
+        else ctx.io.err(a.action === 'delete' ? `${safeText(r.message.charAt(0).toUpperCase() + r.message.slice(1))} (environment ${env})\n` : `${a.done} carve ${name} in ${env}\n`);
       },
     );
   }

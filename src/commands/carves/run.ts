@@ -68,7 +68,7 @@ export function registerCarveRun(carves: Command): void {
         '{name, env, expected, completed}); download the archives with carves download NAME. Exit 0 when every\n' +
         'target uploaded its file, 9 when some did not (offline, or not within --wait), 130 when interrupted.',
       examples: [
-        'fleetctl carves run /etc/hosts --target web-fra-00001-3f2a',
+        'fleetctl carves run /etc/hosts --target db-sfo-00003-4206',
         'name=$(fleetctl carves run /etc/passwd --target tag:pci --exit --wait 5m) && fleetctl carves download "$name"',
         'fleetctl carves run /var/log/auth.log --target platform:ubuntu --detach --wait 0',
       ],
@@ -145,9 +145,9 @@ export function registerCarveRun(carves: Command): void {
         'through a symbolic link, and written to ' +
         'FILE.partial until checked. Every download is written to the audit log by the server.',
       examples: [
-        'fleetctl carves download carve_1a2b3c',
-        'fleetctl carves download carve_1a2b3c --node web-fra-00001-3f2a -O hosts.tar',
-        'fleetctl carves download carve_1a2b3c --session 7d1f... -O - | tar -tv',
+        'fleetctl carves download carve_etc_hosts',
+        'fleetctl carves download carve_etc_hosts --node prod-vpn-0019 -O hosts.tar',
+        'fleetctl carves download carve_etc_hosts --session 5a9c25c3c730f85e5989 -O - | tar -tv',
       ],
     },
     (cmd) =>
@@ -169,6 +169,7 @@ export function registerCarveRun(carves: Command): void {
       }
       if (o.session) files = files.filter((f) => f.session_id === o.session);
       const picked = [o.node && `node ${o.node}`, o.session && `session ${o.session}`].filter(Boolean).join(' and ');
+      if (d.query.carve_status === 'DELETED') throw new CliError(`carve ${name} was deleted: its files were removed from the server`, ExitCode.notFound);
       if (files.length === 0) {
         throw new CliError(picked ? `carve ${name} has no file of ${picked}` : `carve ${name} has no files yet`, ExitCode.notFound, `see fleetctl carves show ${name}`);
       }

@@ -182,10 +182,14 @@ export async function carveAction(
     const ts = deps.now().toISOString();
     let message: string;
     switch (action as CarveAction) {
-      case 'delete':
+      case 'delete': {
+        // Deleting removes what was carved (issue 29): the blocks and the file rows go, so nothing
+        // can be downloaded any more; the carve itself stays, listed as DELETED, for the record.
+        const { files, blocks } = await removeCarvedFiles(deps, row.id);
         await deps.db.updateTable('queries').set({ deleted: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-        message = `carve ${name} deleted`;
+        message = `carve ${name} deleted: ${files} file${files === 1 ? '' : 's'} (${blocks} block${blocks === 1 ? '' : 's'}) removed from the server`;
         break;
+      }
       case 'expire':
         await deps.db.updateTable('queries').set({ expired: 1, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
         message = `carve ${name} expired`;
@@ -219,4 +223,12 @@ export async function carveAction(
     });
     return message;
   });
+}
+
+/** Removes a carve's files and their blocks (blocks are keyed by the file's session). */
+async function removeCarvedFiles(deps: Deps, queryId: number): Promise<{ files: number; blocks: number }> {
+  const sessions = deps.db.selectFrom('carve_files').select('session_id').where('query_id', '=', queryId);
+  const blocks = await deps.db.deleteFrom('carve_blocks').where('session_id', 'in', sessions).executeTakeFirst();
+  const files = await deps.db.deleteFrom('carve_files').where('query_id', '=', queryId).executeTakeFirst();
+  return { files: Number(files.numDeletedRows), blocks: Number(blocks.numDeletedRows) };
 }

@@ -381,6 +381,7 @@ async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> 
 export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentRow, name: string, session: string | undefined, sourceIp: string) {
   const row = await findQuery(deps, env, name);
   if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
+  if (row.deleted) throw notFound(`carve "${name}" was deleted: its files were removed from the server`);
   const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
   if (files.length === 0) {
     // Issue 27: blocks older than admin/retention_carves_days are purged; the file stays listed.
