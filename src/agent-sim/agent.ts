@@ -7,7 +7,7 @@ import type { AgentFlags } from './flags.js';
 import type { SimHost } from './hosts.js';
 import type { RequestKind, Stats } from './stats.js';
 import { answer, type Row } from './tables.js';
-import { tarOne } from './tar.js';
+import { tarOne } from '../lib/tar.js';
 import { TransportError, type Transport } from './transport.js';
 
 export interface AgentEnv {

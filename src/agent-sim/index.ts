@@ -13,7 +13,7 @@ import { Transport } from './transport.js';
 export { parseAgentFlags, FlagsError, type AgentFlags } from './flags.js';
 export { syntheticHost, type SimHost } from './hosts.js';
 export { answer, carvePath } from './tables.js';
-export { tarOne } from './tar.js';
+export { tarOne } from '../lib/tar.js';
 export { Stats, percentile, type KindSummary } from './stats.js';
 
 export interface SimulatorOptions {

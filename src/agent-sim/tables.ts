@@ -49,6 +49,15 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
         shell: family(h) === 'windows' ? 'C:\\Windows\\system32\\cmd.exe' : '/bin/bash', uuid: '',
       }));
     }
+    case 'listening_ports': {
+      // What the processes above listen on (osquery's listening_ports, on every platform).
+      const ports: [string, string, string][] =
+        family(h) === 'windows' ? [['lsass.exe', '445', '0.0.0.0'], ['svchost.exe', '135', '0.0.0.0']] : family(h) === 'darwin' ? [['launchd', '22', '0.0.0.0']] : [['sshd', '22', '0.0.0.0'], ['nginx', '443', '0.0.0.0'], ['postgres', '5432', '127.0.0.1']];
+      const procs = tableRows('processes', h, now)!;
+      return ports.map(([name, port, address]) => ({
+        pid: procs.find((p) => p.name === name)?.pid ?? '1', port, protocol: '6', family: '2', address, fd: '3', socket: String(10_000 + Number(port)), path: '', net_namespace: '0',
+      }));
+    }
     case 'interface_addresses':
       return [
         { interface: 'lo', address: '127.0.0.1', mask: '255.0.0.0', type: 'manual' },

@@ -1,12 +1,13 @@
 // Durations as users type them, apart from the Context so that option parsing loads nothing heavy.
 import { UsageError } from '../errors.js';
 
-/** "30", "30s", "2m", "500ms" -> milliseconds. */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "30", "30s", "2m", "2h", "500ms" -> milliseconds. */
 export function parseDuration(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(s.trim());
-  if (!m) throw new UsageError(`invalid duration "${s}": use seconds (30), or 30s, 2m, 500ms`);
-  const n = Number(m[1]);
-  const ms = m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new UsageError(`invalid duration "${s}": use seconds (30), or 30s, 2m, 2h, 500ms`);
+  const ms = Number(m[1]) * UNIT_MS[m[2] ?? 's']!;
   if (ms <= 0) throw new UsageError(`invalid duration "${s}": must be positive`);
   return ms;
 }

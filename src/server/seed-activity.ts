@@ -7,9 +7,14 @@ import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
 import { CarveFileStatuses, LogTypes, Severities, type LogType, type Severity } from '../api/index.js';
 import { prng, pick, uuidFrom, type Rand } from './seed-random.js';
+import { tarOne } from '../lib/tar.js';
 
 const HOUR = 3600_000;
-const BLOCK_SIZE = 300_000; // osquery's default --carver_block_size
+/**
+ * Smaller than osquery's (300,000 bytes by default, 5 MB in our flags) so the demo's small
+ * archives come in several blocks, and a carve still in progress has some of them.
+ */
+const BLOCK_SIZE = 4096;
 
 type FileStatus = (typeof CarveFileStatuses)[number];
 
@@ -104,22 +109,39 @@ async function seedQueriesAndCarves(db: Kysely<DB>, envId: number, now: number, 
       .returning('id')
       .executeTakeFirstOrThrow();
     for (const [i, status] of c.files.entries()) {
-      const carveSize = 2_000 + Math.floor(r() * 12_000_000);
-      const totalBlocks = Math.max(1, Math.ceil(carveSize / BLOCK_SIZE));
+      // A real archive of the file as the node would send it (a ustar of one file), stored as
+      // blocks like an agent's upload, so `fleetctl carves download` works on the demo's carves.
+      const node = targets[i % targets.length]!;
+      const fileCreated = created + (i + 1) * 60_000;
+      const archive = tarOne(c.path, demoFileContent(c.path, node.hostname, r), Math.floor(fileCreated / 1000));
+      const totalBlocks = Math.ceil(archive.length / BLOCK_SIZE);
       const completedBlocks =
         status === 'COMPLETED' ? totalBlocks : status === 'IN PROGRESS' ? Math.min(totalBlocks - 1, 1 + Math.floor(r() * totalBlocks)) : 0;
-      const fileCreated = created + (i + 1) * 60_000;
+      const sessionId = hex(r, 20);
       await db
         .insertInto('carve_files')
         .values({
-          uuid: uuidFrom(r), query_id: id, carve_id: uuidFrom(r), session_id: hex(r, 20), path: c.path, status,
-          archived: c.archived?.includes(i) ? 1 : 0, block_size: BLOCK_SIZE, carve_size: carveSize, total_blocks: totalBlocks,
+          uuid: node.uuid, query_id: id, carve_id: uuidFrom(r), session_id: sessionId, path: c.path, status,
+          archived: c.archived?.includes(i) ? 1 : 0, block_size: BLOCK_SIZE, carve_size: archive.length, total_blocks: totalBlocks,
           completed_blocks: completedBlocks, created_at: new Date(fileCreated).toISOString(),
           completed_at: status === 'COMPLETED' ? new Date(fileCreated + 5 * 60_000).toISOString() : '',
         })
         .execute();
+      for (let b = 0; b < completedBlocks; b++) {
+        const data = archive.subarray(b * BLOCK_SIZE, (b + 1) * BLOCK_SIZE).toString('base64');
+        await db.insertInto('carve_blocks').values({ session_id: sessionId, block_id: b, data }).execute();
+      }
     }
   }
+}
+
+/** What the carved file might hold on that node: a few KB of plausible text. */
+function demoFileContent(path: string, hostname: string, r: Rand): Buffer {
+  const lines = [`# ${path} on ${hostname} (fleetctl demo carve)`];
+  if (path === '/etc/hosts') lines.push('127.0.0.1\tlocalhost', '::1\tlocalhost ip6-localhost', `10.0.${Math.floor(r() * 250)}.${1 + Math.floor(r() * 250)}\t${hostname}`);
+  const filler = 40 + Math.floor(r() * 400);
+  for (let i = 0; i < filler; i++) lines.push(`${i}\t${hex(r, 32)}`);
+  return Buffer.from(`${lines.join('\n')}\n`);
 }
 
 interface DemoSink {

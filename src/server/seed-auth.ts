@@ -3,13 +3,18 @@
 // so nobody can rely on a secret baked into the source.
 import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
-import { hashPassword, randomToken } from './lib/crypto.js';
+import { hashPassword } from './lib/crypto.js';
 import { generateTotpSecret, otpauthUri } from '../lib/totp.js';
 import { replaceRecoveryCodes } from './services/auth/recovery-codes.js';
 
 export const MFA_DEMO_USER = 'mfa-user';
 export const MFA_DEMO_ENVS = ['prod', 'staging'] as const;
 export const DEMO_WEBAUTHN = ['YubiKey 5C', 'MacBook Touch ID'] as const;
+/**
+ * Their credential IDs: fixed, unlike a browser's random ones, so the examples of
+ * `fleetctl mfa webauthn show/remove` run as printed against the demo.
+ */
+export const DEMO_WEBAUTHN_IDS = ['cred-1a2b', 'cred-3c4d'] as const;
 
 /** Returns extra banner text for the dev server. */
 export async function seedAuthExtras(db: Kysely<DB>, opts: { now: Date; password: string }): Promise<string> {
@@ -36,7 +41,7 @@ export async function seedAuthExtras(db: Kysely<DB>, opts: { now: Date; password
     const week = new Date(opts.now.getTime() - 7 * 86400_000).toISOString();
     await db
       .insertInto('webauthn_credentials')
-      .values(DEMO_WEBAUTHN.map((name, i) => ({ id: randomToken(16), user_id: admin.id, name, created_at: week, last_used_at: i === 0 ? ts : null })))
+      .values(DEMO_WEBAUTHN.map((name, i) => ({ id: DEMO_WEBAUTHN_IDS[i]!, user_id: admin.id, name, created_at: week, last_used_at: i === 0 ? ts : null })))
       .execute();
   }
 

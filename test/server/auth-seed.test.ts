@@ -61,18 +61,17 @@ describe('dev seed: MFA demo', () => {
     expect(dev.body.code).toBe('forbidden');
   });
 
-  it('admin has two WebAuthn credentials, "YubiKey 5C" and "MacBook Touch ID"', async () => {
+  it('admin has two WebAuthn credentials, "YubiKey 5C" (cred-1a2b) and "MacBook Touch ID" (cred-3c4d), the IDs the examples use', async () => {
     const rows = await ts.server.deps.db
       .selectFrom('webauthn_credentials')
       .innerJoin('users', 'users.id', 'webauthn_credentials.user_id')
       .select(['users.username', 'webauthn_credentials.id', 'webauthn_credentials.name'])
       .orderBy('webauthn_credentials.name')
       .execute();
-    expect(rows.map((r) => [r.username, r.name])).toEqual([
-      ['admin', 'MacBook Touch ID'],
-      ['admin', 'YubiKey 5C'],
+    expect(rows.map((r) => [r.username, r.name, r.id])).toEqual([
+      ['admin', 'MacBook Touch ID', 'cred-3c4d'],
+      ['admin', 'YubiKey 5C', 'cred-1a2b'],
     ]);
-    expect(rows[0]!.id).not.toBe(rows[1]!.id);
   });
 
   it('a fresh secret and fresh codes at every start', async () => {

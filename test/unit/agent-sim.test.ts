@@ -94,6 +94,19 @@ describe('agent simulator', () => {
     const h = syntheticHost('t', 3);
     expect(answer('SELECT * FROM os_version;', h)).toMatchObject({ kind: 'rows', rows: [{ platform: h.platform }] });
     expect(answer('select name, pid from processes', h)).toMatchObject({ kind: 'rows' });
+    // listening_ports (issue 29: the query run examples ask for it): ports of the host's own processes
+    const rowsOf = (sql: string) => {
+      const a = answer(sql, h);
+      if (a.kind !== 'rows') throw new Error(`${sql}: ${a.kind}`);
+      return a.rows;
+    };
+    const pids = new Set(rowsOf('SELECT pid FROM processes').map((r) => r.pid));
+    const ports = rowsOf('SELECT pid, port FROM listening_ports');
+    expect(ports.length).toBeGreaterThan(0);
+    for (const r of ports) {
+      expect(pids.has(r.pid)).toBe(true);
+      expect(Number(r.port)).toBeGreaterThan(0);
+    }
     expect(answer('SELECT * FROM no_such_thing', h)).toEqual({ kind: 'error', message: 'no such table: no_such_thing' });
     expect(answer("SELECT * FROM carves WHERE carve=1 AND path = '/etc/it''s';", h)).toEqual({ kind: 'carve', path: "/etc/it's" });
     expect(syntheticHost('t', 3).uuid).toBe(h.uuid);

@@ -81,6 +81,7 @@ describe('exit codes', () => {
     expect(parseDuration('30')).toBe(30_000);
     expect(parseDuration('2m')).toBe(120_000);
     expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('2h')).toBe(7_200_000); // query run --expire 2h, as its example says
     expect(() => parseDuration('soon')).toThrow(UsageError);
   });
 });
