@@ -101,7 +101,7 @@ export function registerApi(program: Command): void {
       examples: [
         'fleetctl api GET /api/v1/stats',
         'fleetctl api /api/v1/nodes/prod -f status=inactive -f platform=linux --paginate --jq ".[].hostname"',
-        'fleetctl api POST /api/v1/tags/prod/tag -f name=pci -f uuids[]=3f1c0a2e-...',
+        'fleetctl api POST /api/v1/tags/prod/tag -f name=pci -f uuids[]=89915ab5-8bfa-4cb5-ac75-cfe1d7626738',
         'fleetctl api PATCH /api/v1/settings/admin/inactive_hours -F integer=48',
         'echo \'{"source_environment_id":1,"target_environment_id":3}\' | fleetctl api POST /api/v1/log-sinks/clone --input -',
       ],

@@ -69,7 +69,7 @@ export function registerLogin(program: Command): void {
       examples: [
         'fleetctl login',
         'fleetctl login --url http://127.0.0.1:8080 --env prod --username admin',
-        'printf %s "$FLEET_PASSWORD" | fleetctl login --url https://fleet.example.com --env prod --username ci-bot --password-stdin',
+        'printf %s "$FLEET_PASSWORD" | fleetctl login --url https://fleet.example.com --env staging --username ci-bot --password-stdin',
         'printf %s "$FLEET_PASSWORD" | fleetctl login --username mfa-user --password-stdin --totp-code "$(oathtool --totp -b "$SECRET")"',
         'printf \'%s\\n%s\\n\' "$FLEET_PASSWORD" "$RECOVERY_CODE" | fleetctl login --username mfa-user --password-stdin --mfa-code-stdin',
         'fleetctl login --profile staging --url https://staging.example.com --env staging',

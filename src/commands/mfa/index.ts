@@ -134,7 +134,7 @@ export function registerMfa(program: Command): void {
       description:
         'Finish the enrolment started by `fleetctl mfa totp setup` (when it could not ask for the code): ' +
         'sends a code from the app and prints the 10 recovery codes on stdout, once.',
-      examples: ['fleetctl mfa totp confirm --code 123456', 'oathtool --totp -b "$secret" | fleetctl mfa totp confirm --code-stdin'],
+      examples: ['fleetctl mfa totp confirm', 'oathtool --totp -b "$secret" | fleetctl mfa totp confirm --code-stdin'],
     },
     (cmd) =>
       cmd
@@ -205,7 +205,7 @@ export function registerMfa(program: Command): void {
   const webauthn = group(mfa, {
     name: 'webauthn',
     summary: 'List or remove your WebAuthn keys (registered in a browser)',
-    examples: ['fleetctl mfa webauthn list', 'fleetctl mfa webauthn remove CREDENTIAL_ID'],
+    examples: ['fleetctl mfa webauthn list', 'fleetctl mfa webauthn show cred-1a2b'],
   });
 
   verb(
@@ -250,7 +250,7 @@ export function registerMfa(program: Command): void {
       description:
         'Remove a WebAuthn credential (see `fleetctl mfa webauthn list` for IDs). Asks for confirmation at a ' +
         'terminal (--yes otherwise) and needs your password (prompt, or --password-stdin).',
-      examples: ['fleetctl mfa webauthn remove cred-1a2b', 'printf %s "$PW" | fleetctl mfa webauthn remove cred-1a2b --yes --password-stdin'],
+      examples: ['fleetctl mfa webauthn remove cred-1a2b', 'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin'],
     },
     (cmd) => cmd.argument('<id>', 'credential ID').option('-y, --yes', 'do not ask for confirmation').option('--password-stdin', 'read your password from standard input'),
     async (ctx, [id], o) => {

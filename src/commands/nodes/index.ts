@@ -49,7 +49,7 @@ export function registerNodes(program: Command): void {
       'fleetctl nodes list --platform darwin -q alice --sort hostname',
       'fleetctl nodes list --all -o json | jq length',
       'fleetctl nodes show prod-web-0013',
-      'fleetctl nodes delete 3f1c...-uuid --yes',
+      'fleetctl nodes delete 88a84950-5342-4d38-aef8-90beafd1d29b --yes',
     ],
   });
 
@@ -118,7 +118,7 @@ export function registerNodes(program: Command): void {
       description:
         'Show one node. At a terminal: a readable view in groups (identity, status and health, system, tags). ' +
         'The raw API record: -o json or yaml, --fields, --jq, or piped (key<TAB>value lines).',
-      examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 3F1C0A2E-... -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
+      examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 89915AB5-8BFA-4CB5-AC75-CFE1D7626738 -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
     },
     (cmd) =>
       cmd
@@ -143,7 +143,7 @@ export function registerNodes(program: Command): void {
         'Delete one or more nodes (and their tag links) from the environment. Each NODE is what `nodes show` ' +
         'takes (UUID, hostname or local name); all are looked up first, so a typo or an ambiguous name deletes ' +
         'nothing. Asks for confirmation naming the hosts at a terminal; needs --yes otherwise.',
-      examples: ['fleetctl nodes delete prod-web-0013', 'fleetctl nodes delete prod-web-0013 prod-db-0029 --yes'],
+      examples: ['fleetctl nodes delete prod-vpn-0041', 'fleetctl nodes delete prod-vpn-0045 prod-vpn-0049 --yes'],
     },
     (cmd) => cmd.argument('<node...>', 'node UUIDs, hostnames or local names').option('-y, --yes', 'do not ask for confirmation'),
     async (ctx, refs, o) => {

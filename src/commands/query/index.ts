@@ -75,9 +75,9 @@ export function registerQuery(program: Command): void {
     summary: 'Run live (distributed) queries on nodes and read their results',
     examples: [
       'fleetctl query run "SELECT * FROM os_version" --target all --wait 30s',
-      'fleetctl query run "SELECT name, pid FROM processes" --target platform:ubuntu --json',
+      'fleetctl query run "SELECT name, pid FROM processes" --target platform:linux --json',
       'fleetctl query list --status active',
-      'fleetctl query results NAME -o csv > results.csv',
+      'fleetctl query results logged_in_users -o csv > results.csv',
     ],
   });
 
@@ -102,8 +102,8 @@ export function registerQuery(program: Command): void {
       examples: [
         'fleetctl query run "SELECT * FROM os_version" --target status:active --exit --json',
         'fleetctl query run "SELECT * FROM uptime" --target platform:darwin --target tag:pci',
-        'fleetctl query run "SELECT * FROM users" --target web-fra-00001-3f2a -o csv',
-        'fleetctl query run "SELECT * FROM listening_ports" --target risk:high --wait 5m',
+        'fleetctl query run "SELECT * FROM users" --target db-sfo-00003-4206 -o csv',
+        'fleetctl query run "SELECT * FROM listening_ports" --target tag:pci --wait 5m',
         'fleetctl query run "SELECT * FROM processes" --detach --wait 0 --expire 2h   # start it, read later with query results',
       ],
     },
@@ -183,7 +183,7 @@ export function registerQuery(program: Command): void {
       aliases: ['get'],
       summary: 'Show a live query',
       description: 'Show a distributed query: its SQL, targets, state and how many nodes answered. -o json prints the API object.',
-      examples: ['fleetctl query show NAME', 'fleetctl query show NAME -o json --jq .expected'],
+      examples: ['fleetctl query show osquery_versions', 'fleetctl query show osquery_versions -o json --jq .expected'],
     },
     (cmd) => cmd.argument('<name>', 'query name'),
     async (ctx, [name]) => {
@@ -199,7 +199,7 @@ export function registerQuery(program: Command): void {
       name: 'results',
       summary: 'Print the answers of a live query so far',
       description: 'Print every node answer received so far (table: one line per row with its NODE; -o json: one object per node answer).',
-      examples: ['fleetctl query results NAME', 'fleetctl query results NAME -o jsonl | jq .rows'],
+      examples: ['fleetctl query results logged_in_users', 'fleetctl query results logged_in_users -o jsonl | jq .rows'],
     },
     (cmd) => cmd.argument('<name>', 'query name'),
     async (ctx, [name]) => {
@@ -220,7 +220,7 @@ export function registerQuery(program: Command): void {
         'Expire distributed queries now: nodes that have not picked them up yet no longer will. Answers received\n' +
         'are kept. Name the queries, or --all-mine for every active query you started in the environment.\n' +
         'Each is cancelled even when another fails; the exit code is the first failure\'s.',
-      examples: ['fleetctl query cancel NAME', 'fleetctl query cancel NAME1 NAME2', 'fleetctl query cancel --all-mine'],
+      examples: ['fleetctl query cancel listening_ports', 'fleetctl query cancel osquery_versions logged_in_users', 'fleetctl query cancel --all-mine'],
     },
     (cmd) => cmd.argument('[names...]', 'query names').option('--all-mine', 'every active query you started in the environment'),
     async (ctx, names, o) => {

@@ -119,7 +119,7 @@ export function registerSchedule(program: Command): void {
       aliases: ['rm', 'delete'],
       summary: 'Remove scheduled queries',
       description: 'Remove one or more scheduled queries. Asks at a terminal; needs --yes otherwise.',
-      examples: ['fleetctl schedule remove prod users_query', 'fleetctl schedule remove prod a b --yes'],
+      examples: ['fleetctl schedule remove prod users_query', 'fleetctl schedule remove prod users_query procs --yes'],
     },
     (cmd) =>
       cmd

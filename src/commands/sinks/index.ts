@@ -200,7 +200,7 @@ export function registerSinks(program: Command): void {
       aliases: ['rm', 'delete'],
       summary: 'Delete a log sink by id',
       description: 'Delete one log sink (ids are in `sinks list`). Asks at a terminal; needs --yes otherwise.',
-      examples: ['fleetctl sinks remove 12', 'fleetctl sinks remove 12 --yes'],
+      examples: ['fleetctl sinks remove 5', 'fleetctl sinks remove 4 --yes'],
     },
     (cmd) => cmd.argument('<id>', 'sink id', (v: string) => String(intArg(1)(v))).option('-y, --yes', 'do not ask for confirmation'),
     async (ctx, [id], o) => {

@@ -1,0 +1,132 @@
+// Building blocks of fixtures: state made through the admin API (users, tags, schedule), users
+// of an example's own, the demo's MFA user, and nodes an agent enrolls on demand.
+import { totpCode } from '../../../src/lib/totp.js';
+import { apiCall } from '../../helpers/admin-cli.js';
+import type { Sandbox, World } from './world.js';
+
+/** Passwords examples type or pipe in (the policy wants 8 characters or more). */
+export const NEW_PASSWORD = 'examples-new-pass-2';
+
+let counter = 0;
+
+export async function userExists(world: World, username: string): Promise<boolean> {
+  const r = await world.api('GET', '/api/v1/users');
+  return (r.body as { username: string }[]).some((u) => u.username === username);
+}
+
+/** The user exists (created with the world's password, env user on `envs`) . */
+export async function ensureUser(world: World, username: string, o: { envs?: string[]; admin?: boolean } = {}): Promise<void> {
+  if (await userExists(world, username)) return;
+  await world.api('POST', `/api/v1/users/${username}/add`, {
+    username, password: world.password, email: `${username}@example.com`, environments: o.envs ?? ['prod'], user_access: true, admin: o.admin ?? false,
+  });
+}
+
+export async function ensureNoUser(world: World, username: string): Promise<void> {
+  if (await userExists(world, username)) await world.api('POST', `/api/v1/users/${username}/remove`, { username });
+}
+
+export interface OwnUser {
+  username: string;
+  password: string;
+  /** With `totp`: the TOTP secret (on, or only begun with `totp: 'begun'`). */
+  secret?: string;
+}
+
+/**
+ * A user of the example's own (so its MFA and password changes touch no one else), logged in
+ * as the sandbox's default profile on prod.
+ */
+export async function ownUser(sb: Sandbox, o: { totp?: 'on' | 'begun' } = {}): Promise<OwnUser> {
+  const username = `example-user-${process.pid}-${++counter}`;
+  await ensureUser(sb.world, username);
+  await sb.login(username);
+  const user: OwnUser = { username, password: sb.world.password };
+  if (o.totp) {
+    const token = await tokenOf(sb.world, username);
+    const begin = await apiCall(sb.world.url, 'POST', '/api/v1/users/me/mfa/totp', { token });
+    if (begin.status !== 200) throw new Error(`totp begin: ${begin.status} ${JSON.stringify(begin.body)}`);
+    user.secret = begin.body.secret as string;
+    if (o.totp === 'on') {
+      const ok = await apiCall(sb.world.url, 'POST', '/api/v1/users/me/mfa/totp/confirm', { token, body: { code: totpCode(user.secret) } });
+      if (ok.status !== 200) throw new Error(`totp confirm: ${ok.status} ${JSON.stringify(ok.body)}`);
+    }
+  }
+  return user;
+}
+
+async function tokenOf(world: World, username: string, password = world.password): Promise<string> {
+  const r = await apiCall(world.url, 'POST', '/api/v1/login/prod', { body: { username, password } });
+  if (r.status !== 200) throw new Error(`login ${username}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.token as string;
+}
+
+/** The demo's MFA user, as the server's banner prints it: its TOTP secret and recovery codes. */
+export function demoMfa(world: World): { secret: string; recoveryCodes: string[] } {
+  const banner = world.banner();
+  const secret = /TOTP secret:\s+([A-Z2-7]+)/.exec(banner)?.[1];
+  const codes = /recovery codes:\s+((?:[a-z0-9-]+\s+)+)/.exec(banner)?.[1]?.trim().split(/\s+/);
+  if (!secret || !codes?.length) throw new Error(`no MFA user in the banner:\n${banner}`);
+  return { secret, recoveryCodes: codes };
+}
+
+/** The TOTP code an authenticator app shows now for `secret`. */
+export const totpNow = (secret: string): string => totpCode(secret);
+
+export async function tagExists(world: World, env: string, name: string): Promise<boolean> {
+  const r = await world.api('GET', `/api/v1/tags/${env}`);
+  return (r.body as { name: string }[]).some((t) => t.name === name);
+}
+
+export async function ensureTag(world: World, env: string, name: string): Promise<void> {
+  if (!(await tagExists(world, env, name))) await world.api('POST', `/api/v1/tags/${env}/add`, { name, description: `${name} (example fixture)` });
+}
+
+export async function ensureNoTag(world: World, env: string, name: string): Promise<void> {
+  if (await tagExists(world, env, name)) await world.api('POST', `/api/v1/tags/${env}/remove`, { name });
+}
+
+/** The demo's first simulated agent (`fleetctl server --dev --dev-agents N` prints their names). */
+export function firstLiveAgent(world: World): string {
+  const m = /tagged live-agents \(([^,)]+)/.exec(world.banner());
+  if (!m) throw new Error(`no simulated agents in the banner:\n${world.banner()}`);
+  return m[1]!;
+}
+
+type Part = Record<string, any>;
+
+/** Changes one part of an environment's osquery configuration (schedule, packs, ...) through the API. */
+export async function editConfigPart(world: World, env: string, part: string, change: (current: Part) => Part): Promise<void> {
+  const r = await world.api('GET', `/api/v1/environments/${env}/config/${part}`);
+  await world.api('PUT', `/api/v1/environments/${env}/config/${part}`, change({ ...(r.body[part] ?? {}) }));
+}
+
+/** A scheduled query of the environment's schedule, there (`true`) or not (`false`). */
+export async function scheduled(world: World, env: string, names: Record<string, boolean>): Promise<void> {
+  await editConfigPart(world, env, 'schedule', (s) => {
+    for (const [name, present] of Object.entries(names)) {
+      if (!present) delete s[name];
+      else s[name] ??= { query: `SELECT * FROM osquery_info; -- ${name}`, interval: 300 };
+    }
+    return s;
+  });
+}
+
+/** A pack with the given queries there (added when missing), others of the pack removed when listed false. */
+export async function packed(world: World, env: string, pack: string, names: Record<string, boolean>): Promise<void> {
+  await editConfigPart(world, env, 'packs', (packs) => {
+    const p = (packs[pack] ??= { queries: {} });
+    p.queries ??= {};
+    for (const [name, present] of Object.entries(names)) {
+      if (!present) delete p.queries[name];
+      else p.queries[name] ??= { query: `SELECT * FROM processes; -- ${name}`, interval: 300 };
+    }
+    return packs;
+  });
+}
+
+/** Removes every log sink of an environment (by id; 0 is global). */
+export async function noSinks(world: World, envId: number): Promise<void> {
+  const r = await world.api('GET', `/api/v1/log-sinks?environment_id=${envId}`);
+  for (const s of r.body as { id: number }[]) await world.api('DELETE', `/api/v1/log-sinks/${s.id}`);
+}

@@ -1,0 +1,116 @@
+// Where examples come from, read from their one source each: the command tree's `examples`
+// (what --help prints), the generated man pages as man(1) renders them, and the README (its
+// shell and console blocks, and the commands quoted in its text and tables).
+import type { Command } from 'commander';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { buildProgram } from '../../../src/program.js';
+import { allCommands, readProgram } from '../../../src/gen/model.js';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+
+export interface Example {
+  /** The command line, exactly as the user reads it. */
+  text: string;
+  /** Where it is shown: `fleetctl nodes list --help`, `man/fleetctl-nodes.1`, `README.md:98`. */
+  where: string[];
+}
+
+function collect(pairs: [string, string][]): Example[] {
+  const byText = new Map<string, Example>();
+  for (const [text, where] of pairs) {
+    const e = byText.get(text) ?? { text, where: [] };
+    if (!e.where.includes(where)) e.where.push(where);
+    byText.set(text, e);
+  }
+  return [...byText.values()];
+}
+
+/** Every example of every command's --help, once each (a group repeats its verbs' examples). */
+export function helpExamples(): Example[] {
+  const spec = readProgram(buildProgram());
+  const pairs: [string, string][] = [];
+  for (const c of [spec.root, ...allCommands(spec.root)]) {
+    for (const text of c.examples) pairs.push([text, `fleetctl ${c.path.join(' ')} --help`.replace('  ', ' ')]);
+  }
+  return collect(pairs);
+}
+
+/** The `$ ...` lines of every page in man/, as man(1) renders them (wide, so nothing wraps). */
+export function manExamples(): Example[] {
+  const dir = join(ROOT, 'man');
+  const pairs: [string, string][] = [];
+  for (const page of readdirSync(dir).filter((f) => f.endsWith('.1')).sort()) {
+    const text = execFileSync('man', ['-l', '-E', 'UTF-8', join(dir, page)], {
+      env: { ...process.env, MANWIDTH: '1000', MANPAGER: 'cat', PAGER: 'cat', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
+      encoding: 'utf8',
+    });
+    for (const m of text.matchAll(/^ +\$ (.+?)\s*$/gm)) pairs.push([m[1]!, `man/${page}`]);
+  }
+  return collect(pairs);
+}
+
+/** `fleetctl` as a command word: at the start, after a pipe, `&&`, `;`, `$(` or `VAR=value `. */
+const INVOKES = /(^|[|;&(]\s*|^\w+=\S+\s+)fleetctl(\s|$)/;
+const invokesFleetctl = (line: string): boolean => INVOKES.test(line.trim());
+
+/**
+ * The README's examples: lines of ```sh and ```console blocks (console: the `$ ` lines) and the
+ * `run:` lines of its YAML that run fleetctl, and every `fleetctl ...` quoted in its text and
+ * tables. A quote that only names a command (`fleetctl nodes`, `fleetctl server`) is not one.
+ */
+export function readmeExamples(commandNames: Set<string>): Example[] {
+  const lines = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n');
+  const pairs: [string, string][] = [];
+  let block: string | undefined;
+  let pending = '';
+  lines.forEach((line, i) => {
+    const where = `README.md:${i + 1}`;
+    const fence = /^```(\w*)/.exec(line);
+    if (fence) {
+      block = block === undefined ? fence[1] || 'text' : undefined;
+      pending = '';
+      return;
+    }
+    if (block === undefined) {
+      for (const m of line.matchAll(/`(fleetctl(?: [^`]*)?)`/g)) {
+        const text = m[1]!.replace(/\\\|/g, '|');
+        if (!isCommandName(text, commandNames)) pairs.push([text, where]);
+      }
+      return;
+    }
+    let cmd: string | undefined;
+    if (block === 'console') cmd = /^\$ (.*)$/.exec(line)?.[1];
+    else if (block === 'sh' || block === 'bash') cmd = line;
+    else if (block === 'yaml') cmd = /^\s*(?:-\s+)?run:\s+(.*)$/.exec(line)?.[1];
+    if (cmd === undefined) return;
+    // A line continued with a backslash is one command.
+    if (/\\$/.test(cmd)) {
+      pending += `${cmd.replace(/\\$/, '').trimEnd()} `;
+      return;
+    }
+    const full = (pending + cmd.trim()).replace(/\s+#[^'"]*$/, '').trim();
+    pending = '';
+    if (full && !full.startsWith('#') && invokesFleetctl(full)) pairs.push([full, where]);
+  });
+  return collect(pairs);
+}
+
+/** `fleetctl`, `fleetctl nodes`, `fleetctl auth login`: a name, not a command to run. */
+function isCommandName(text: string, commandNames: Set<string>): boolean {
+  return text.split(' ').every((w, i) => (i === 0 ? w === 'fleetctl' : commandNames.has(w)));
+}
+
+/** Every command and group name (aliases and hidden ones included), to tell a quoted name from an example. */
+export function commandNames(): Set<string> {
+  const names = new Set<string>();
+  const walk = (c: Command): void => {
+    for (const sub of c.commands) {
+      for (const n of [sub.name(), ...sub.aliases()]) names.add(n);
+      walk(sub);
+    }
+  };
+  walk(buildProgram());
+  return names;
+}
