@@ -70,10 +70,11 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
     setup: asOwnUser('on'),
     check: (_r, sb) => expect(readFileSync(join(sb.cwd, 'codes.txt'), 'utf8').trim().split('\n')).toHaveLength(10),
   },
-  // The demo's admin has two WebAuthn credentials, cred-1a2b and cred-3c4d (seed-auth.ts);
-  // `show cred-1a2b` runs before `remove cred-1a2b` (the order of --help).
+  // The demo's admin has two WebAuthn credentials, cred-1a2b and cred-3c4d (seed-auth.ts), and a
+  // super-admin must keep one second factor: each removal runs where the admin still has both
+  // (`show cred-1a2b` runs before `remove cred-1a2b`, in the order of --help).
   'fleetctl mfa webauthn remove cred-1a2b': { terminal: [[/Remove WebAuthn credential cred-1a2b/, 'y'], [/password:/i, pw]] },
-  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': { setup: async (sb) => void (sb.env.PW = pw(sb)) },
+  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': { world: 'live', setup: async (sb) => void (sb.env.PW = pw(sb)) },
 
   // users (as the demo's super-admin)
   'fleetctl users show alice -o json': { setup: (sb) => ensureUser(sb.world, 'alice') },

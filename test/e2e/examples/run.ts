@@ -108,6 +108,7 @@ async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, f
   proc.stdout!.on('data', (d: Buffer) => void (seen += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => void (seen += d.toString()));
   shownSoFar = () => seen;
+  const during = fixture.during?.(sb);
   if (fixture.stop) {
     const stop = fixture.stop;
     await new Promise<void>((resolve) => {
@@ -126,6 +127,7 @@ async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, f
     }
   }
   const r = await proc;
+  await during;
   return { exitCode: r.exitCode ?? (r.signal ? 128 + signalNumber(r.signal) : -1), stdout: String(r.stdout), stderr: String(r.stderr) };
 }
 
@@ -166,6 +168,7 @@ async function atTerminal(argv: string[], env: Record<string, string>, sb: Sandb
     if (!m) throw new Error(`the example ended (exit ${exitCode}) before showing ${pattern}; its terminal:\n${screen()}`);
     cursor += (m as RegExpExecArray).index + (m as RegExpExecArray)[0].length;
   };
+  const during = fixture.during?.(sb);
   try {
     for (const [prompt, answer] of fixture.terminal!) {
       await waitFor(prompt);
@@ -183,6 +186,7 @@ async function atTerminal(argv: string[], env: Record<string, string>, sb: Sandb
       pty.write('\x03');
     }
     await until(() => exitCode !== undefined);
+    await during;
   } finally {
     if (exitCode === undefined) pty.kill();
   }

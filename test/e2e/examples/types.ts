@@ -16,6 +16,8 @@ export interface Fixture {
   terminal?: [RegExp, string | ((sb: Sandbox, screen: string) => string)][];
   /** Runs until interrupted: Ctrl-C once this is printed (exit 0 or 130). */
   stop?: RegExp;
+  /** What happens meanwhile, once it started (an event a follower waits for). */
+  during?: (sb: Sandbox) => Promise<void>;
   /** 'mount': /etc, /var/lib and /opt are overlays in the sandbox; 'net': a loopback of its own. */
   namespaces?: ('mount' | 'net')[];
   /** Text of the example that cannot be run as it is here, each with why and what replaces it. */
