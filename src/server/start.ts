@@ -11,6 +11,7 @@ import { checkPrivateKeyFile, prepareDatabaseFile } from './store/file-modes.js'
 import { HttpLifecycle } from './lib/http-lifecycle.js';
 import { SessionPurger } from './services/auth/session-purge.js';
 import { RetentionPurger } from './services/retention/purge.js';
+import { ExpiredCleanup } from './services/agents/expired-cleanup.js';
 import { DenialAudit } from './services/auth/denial-audit.js';
 import { LoginGuard } from './services/auth/login-guard.js';
 import { ServerSetupError } from './setup-error.js';
@@ -337,10 +338,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     adminDeps.loginGuard = new LoginGuard(adminDeps);
     const denials = new DenialAudit(adminDeps);
     const purger = new SessionPurger(adminDeps);
+    const cleanup = new ExpiredCleanup(adminDeps);
     const app = await buildApp(adminDeps, { https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();
+    cleanup.start();
     const url = address.replace('[::1]', 'localhost');
     // The log spool and its delivery run in every serving process: the leases pick one process
     // per sink; per-host sinks (stdout) only in the only process or the first worker.
@@ -426,7 +429,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // What agents were answered for is committed; the sinks finish the batch in progress.
         await spool.drain();
         await delivery.stop(config.timeouts.shutdownGraceMs);
-        await purger.stop();
+        await Promise.all([purger.stop(), cleanup.stop()]);
         await retention?.stop();
         await denials.stop();
         await app.close();

@@ -114,7 +114,8 @@ describe('the agent door as a service', () => {
     expect(server.output()).not.toContain(flags.endpoint.config!);
   });
 
-  it('/metrics: Prometheus text behind the admin token, and on --metrics-listen', async () => {
+  it('/metrics: Prometheus text behind the admin token (api/service_metrics on), and on --metrics-listen', async () => {
+    expect((await api('PATCH', '/api/v1/settings/api/service_metrics', { boolean: true })).status).toBe(200);
     expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
     const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);

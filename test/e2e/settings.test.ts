@@ -122,6 +122,18 @@ describe('settings set', () => {
     expect(r.stderr).toMatch(/^error: setting "no_such_setting" not found in service admin\nhint: run `fleetctl settings list admin`/);
   });
 
+  it('a setting with no meaning on this server is refused in one line (exit 1), and a server-wide one has no --env value (issue 29)', async () => {
+    const before = await storedOne('api', 'refresh_envs');
+    const r = await cli.run(['settings', 'set', 'api', 'refresh_envs', '60']);
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error: api\/refresh_envs has no effect on this server: environment changes reach every request on every replica at once \(change counters\), nothing is re-read on a timer \(bad_request, HTTP 400\)\n/);
+    expect(await storedOne('api', 'refresh_envs')).toEqual(before);
+    const wide = await cli.run(['settings', 'set', 'admin', 'cleanup_sessions', '60', '--env', 'prod']);
+    expect(wide.exitCode).toBe(1);
+    expect(wide.stderr).toMatch(/^error: admin\/cleanup_sessions is server-wide: it has no per-environment value/);
+  });
+
   it('with --env changes that environment\'s value only', async () => {
     const globalBefore = await storedOne('tls', 'accelerated_seconds', 'dev');
     const r = await cli.run(['settings', 'set', 'tls', 'accelerated_seconds', '11', '--env', 'prod', '--json']);

@@ -176,6 +176,7 @@ describe('http sink', () => {
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
     // The sink that cannot be reached loses nothing (issues 18, 28): the entry stays in the spool
     // as its backlog and is retried with a backoff; the failures are counted (metrics) and logged.
+    expect((await t.call('PATCH', '/api/v1/settings/api/service_metrics', { token: admin, body: { boolean: true } })).status).toBe(200);
     const metrics = await eventually(async () => {
       const m = await t.call('GET', '/metrics', { token: admin });
       return /fleetctl_faults_total\{where="log sink down",kind="error"\} [1-9]/.test(m.body) ? String(m.body) : undefined;

@@ -89,26 +89,32 @@ describe('PATCH /api/v1/settings/{service}/{name}', () => {
   });
 
   it('with ?env= creates the env override from the global row, listed first; other envs keep the global', async () => {
-    const globalBefore = (await allRows()).find((s) => s.service === 'admin' && s.name === 'cleanup_sessions' && s.environment_id === 0);
-    const r = await patch('admin', 'cleanup_sessions', { integer: 600 }, { env: 'prod' });
+    const globalBefore = (await allRows()).find((s) => s.service === 'tls' && s.name === 'accelerated_seconds' && s.environment_id === 0);
+    const r = await patch('tls', 'accelerated_seconds', { integer: 600 }, { env: 'prod' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ name: 'cleanup_sessions', integer: 600, environmentID: prodId, info: globalBefore!.info });
-    const rows = await read('admin');
-    expect(rows[0]).toMatchObject({ name: 'cleanup_sessions', integer: 600, environmentID: prodId });
-    expect(rows.filter((s) => s.name === 'cleanup_sessions')).toHaveLength(1);
+    expect(r.body).toMatchObject({ name: 'accelerated_seconds', integer: 600, environmentID: prodId });
+    const rows = await read('tls');
+    expect(rows[0]).toMatchObject({ name: 'accelerated_seconds', integer: 600, environmentID: prodId });
+    expect(rows.filter((s) => s.name === 'accelerated_seconds')).toHaveLength(1);
     expect(rows.slice(1).every((s) => s.environmentID === 0)).toBe(true);
-    expect(await find('admin', 'cleanup_sessions', 'staging')).toMatchObject({ integer: 300, environmentID: 0 });
+    expect(await find('tls', 'accelerated_seconds', 'staging')).toMatchObject({ integer: 5, environmentID: 0 });
     expect((await allRows()).find((s) => s.id === globalBefore!.id)).toEqual(globalBefore);
 
     // A second update changes the same override row (by env UUID this time).
     const prodUuid = (await ts.call('GET', '/api/v1/environments/prod', { token: tok.admin })).body.uuid;
-    const again = await patch('admin', 'cleanup_sessions', { integer: 900 }, { env: prodUuid });
+    const again = await patch('tls', 'accelerated_seconds', { integer: 900 }, { env: prodUuid });
     expect(again.status).toBe(200);
     expect(again.body.id).toBe(r.body.id);
-    expect((await find('admin', 'cleanup_sessions')).integer).toBe(900);
+    expect((await find('tls', 'accelerated_seconds')).integer).toBe(900);
     const [audit] = await auditRows(ts, 8);
     expect(audit).toMatchObject({ environment_id: prodId });
     expect(audit!.line).toContain('(environment prod)');
+  });
+
+  it('each built-in setting says what it does on this server in its info', async () => {
+    expect((await find('admin', 'cleanup_sessions')).info).toBe('Seconds between purges of ended sessions and expired MFA challenges');
+    expect((await find('tls', 'accelerated_seconds')).info).toMatch(/^Seconds after enrolling during which a node asks for live queries every 5 s/);
+    expect((await find('api', 'refresh_envs')).info).toMatch(/^No effect on this server: /);
   });
 
   it('an env override of inactive_hours changes only that env’s active nodes', async () => {

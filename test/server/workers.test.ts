@@ -136,8 +136,9 @@ describe('fleetctl server --workers 2', () => {
       return { uuid, key: r.body.node_key as string };
     };
     const [a, b] = [await enroll(), await enroll()];
-    // Both workers have answered both nodes' reads (nothing owed: no query is run for it).
-    for (let i = 0; i < 4; i++) for (const n of [a, b]) expect((await agent('read', { node_key: n.key })).body).toEqual({ queries: {}, node_invalid: false });
+    // Both workers have answered both nodes' reads (nothing owed: no query is run for it; a node
+    // this new is also told to accelerate, tls/accelerated_seconds).
+    for (let i = 0; i < 4; i++) for (const n of [a, b]) expect((await agent('read', { node_key: n.key })).body).toMatchObject({ queries: {}, node_invalid: false });
     // A live query started through the API reaches the node it targets on either worker, and only it.
     const run = await api('POST', '/api/v1/queries/prod', { token, body: { query: 'SELECT * FROM osquery_info', uuid_list: [a.uuid] } });
     expect(run.status).toBe(200);
@@ -191,6 +192,7 @@ describe('fleetctl server --workers 2', () => {
   });
 
   it('/metrics counts the requests of both workers', async () => {
+    expect((await api('PATCH', '/api/v1/settings/api/service_metrics', { token, body: { boolean: true } })).status).toBe(200);
     const before = await api('GET', '/metrics', { token });
     expect(before.status).toBe(200);
     const count = (text: string) =>

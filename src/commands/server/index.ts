@@ -182,7 +182,7 @@ export function registerServer(program: Command): void {
         .option('--sink-backlog-age <age>', 'age past which a sink\'s undelivered entries are dropped (counted and audited), e.g. 36h (default 7d)', ageArg)
         .option('--carve-max-size <size>', 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)', sizeArg)
         .option('--agent-max-in-flight <n>', 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 512)', intArg(1))
-        .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (they are always at /metrics of the API for super-admins)')
+        .option('--metrics-listen <host:port>', 'serve Prometheus metrics at /metrics on this address without a token (the API serves them at /metrics to super-admins when the setting api/service_metrics is true)')
         .option('--workers <n>', "server processes sharing the ports and the database, each serving both doors (default: the machine's cores)", intArg(1)),
     async (ctx, _args, o) => {
       const { host, port } = parseListen(o.listen);

@@ -45,7 +45,7 @@ export function registerSettings(program: Command): void {
   const settings = group(program, {
     name: 'settings',
     summary: 'Read and change server settings (tls, admin, api services)',
-    examples: ['fleetctl settings list admin', 'fleetctl settings list tls staging -o json', 'fleetctl settings set admin inactive_hours 48', 'fleetctl settings set api service_metrics true --env prod'],
+    examples: ['fleetctl settings list admin', 'fleetctl settings list tls staging -o json', 'fleetctl settings set admin inactive_hours 48', 'fleetctl settings set tls accelerated_seconds 120 --env staging'],
   });
 
   verb(
@@ -78,7 +78,12 @@ export function registerSettings(program: Command): void {
         'Change a setting. VALUE is converted to the setting\'s type, read from the server first: booleans ' +
         'accept true/false, yes/no, on/off, 1/0; integers digits. A value that does not fit exits 2 and ' +
         'changes nothing. Without --env the global value changes; with --env ENV (the flag, not the ' +
-        "profile's environment) that environment's own value. Needs super-admin.",
+        "profile's environment) that environment's own value. Needs super-admin.\n\n" +
+        'Each setting says in its INFO what it does on the server. On this server api/service_metrics turns ' +
+        '/metrics of the API on and off, admin/cleanup_expired is how often expired live queries and carves are ' +
+        'marked expired, tls/accelerated_seconds how long a newly enrolled node asks for live queries every 5 s; ' +
+        'settings with no meaning here (refresh_envs, refresh_settings, node_dashboard) are refused with the ' +
+        'reason, and server-wide ones take no --env.',
       examples: ['fleetctl settings set admin inactive_hours 48', 'fleetctl settings set api service_metrics yes', 'fleetctl settings set tls accelerated_seconds 10 --env prod -o json'],
     },
     (cmd) => cmd.addArgument(serviceArgument()).argument('<name>', 'setting name').argument('<value>', 'new value'),

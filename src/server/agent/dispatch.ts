@@ -142,6 +142,19 @@ function checkin(services: AgentServices, node: AgentNode, bytes: number, ip: st
   services.checkins.record(node.id, { bytes, ...(moved ? { ip } : {}) });
 }
 
+/**
+ * tls/accelerated_seconds (issue 29): a node enrolled less than that many seconds ago is told
+ * `accelerate` with what is left of them, and osquery then asks for live queries every 5 s until
+ * then ("Accelerating distributed query checkins for N seconds"), as osctrl-tls answers. The
+ * seconds left, not the setting: osquery restarts the window at each answer that carries it.
+ */
+async function acceleration(deps: Deps, services: AgentServices, node: AgentNode): Promise<{ accelerate?: number }> {
+  const seconds = await services.state.acceleratedSeconds(node.environment_id);
+  if (seconds <= 0) return {};
+  const left = seconds - (deps.now().getTime() - Date.parse(node.created_at)) / 1000;
+  return left >= 1 ? { accelerate: Math.floor(left) } : {};
+}
+
 /** A carve refusal is the agent's fault: 400 with the reason (and success false, as osquery reads it); a start too early, 503. */
 async function refusedAs400<T>(p: Promise<T>): Promise<T> {
   try {
@@ -206,11 +219,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
     case 'read': {
       // Issue 27: host details asked for again every detail refresh (no SQL to decide).
       const details = services.details.due(env, node);
+      if (!env.query_tls) return { queries: details ?? {}, ...OK };
+      const accelerate = await acceleration(deps, services, node);
       // A node that owes no live query or carve (the common case) is answered without a query.
-      if (!env.query_tls || !(await services.state.mayOwe(node.id))) return { queries: details ?? {}, ...OK };
+      if (!(await services.state.mayOwe(node.id))) return { queries: details ?? {}, ...accelerate, ...OK };
       const queries = await pendingQueriesFor(deps, node.id);
       if (Object.keys(queries).length === 0) services.state.owesNothing(node.id);
-      return { queries: { ...queries, ...details }, ...OK };
+      return { queries: { ...queries, ...details }, ...accelerate, ...OK };
     }
     case 'write': {
       // A gzipped write (osquery sends them plain; read by readWriteBody): within the body bounds.

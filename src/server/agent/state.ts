@@ -17,9 +17,10 @@ import type { DB, EnvironmentRow, LogSinkRow, NodeRow } from '../store/schema.js
 import { readGenerations, type Generations } from '../store/node-index.js';
 import { NEVER } from '../../api/index.js';
 import { enabledSinks } from '../services/delivery/log-delivery.js';
+import { integerSetting } from '../services/environments/settings-values.js';
 
 /** What the agent door needs of a node (a small part of its row: a fleet's worth is kept). */
-export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at'>;
+export type AgentNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at' | 'created_at'>;
 
 /** Most node keys kept per process: a fleet of this size needs no query to recognise its agents. */
 const MAX_NODES = 1_000_000;
@@ -43,6 +44,8 @@ export class AgentState {
   private activeLoading?: Promise<ActiveQueries>;
   private sinks = new Map<string, Promise<LogSinkRow[]>>();
   private sinkGeneration = -1;
+  private accelerated = new Map<number, Promise<number>>();
+  private acceleratedGeneration = -1;
 
   constructor(private readonly deps: Deps) {}
 
@@ -99,7 +102,7 @@ export class AgentState {
     }
     let n = this.nodes.get(key);
     if (!n) {
-      n = await this.db.selectFrom('nodes').select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at']).where('node_key', '=', key).executeTakeFirst();
+      n = await this.db.selectFrom('nodes').select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at']).where('node_key', '=', key).executeTakeFirst();
       if (!n) return undefined; // unknown keys are not kept: the network chooses them
       if (this.nodeGeneration === g) {
         if (this.nodes.size >= MAX_NODES) this.nodes.clear();
@@ -107,6 +110,26 @@ export class AgentState {
       }
     }
     return n.environment_id === env.id ? n : undefined;
+  }
+
+  /**
+   * tls/accelerated_seconds of an environment (its own value, else the global one; 0: off), keyed
+   * by the configuration counter (4), which settings changes move.
+   */
+  async acceleratedSeconds(envId: number): Promise<number> {
+    const g = (await this.generations()).config;
+    if (g !== this.acceleratedGeneration) {
+      this.accelerated.clear();
+      this.acceleratedGeneration = g;
+    }
+    let hit = this.accelerated.get(envId);
+    if (!hit) {
+      hit = integerSetting(this.deps, 'tls', 'accelerated_seconds', envId, 0);
+      const entries = this.accelerated;
+      entries.set(envId, hit);
+      hit.catch(() => entries.delete(envId));
+    }
+    return hit;
   }
 
   /** A node just enrolled or re-keyed by this process: known without a query. */

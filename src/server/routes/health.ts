@@ -6,6 +6,7 @@ import { HttpError } from '../errors.js';
 import { RULES } from '../permissions.js';
 import { ServerVersion } from '../../api/index.js';
 import { SERVER_VERSION, appliedSchema } from '../version.js';
+import { serviceMetrics } from '../services/environments/settings-values.js';
 
 /**
  * GET /healthz for a load balancer: 200 while this replica serves, reaches its database and can
@@ -46,12 +47,16 @@ export function versionRoutes(app: App, deps: Deps): void {
 
 /**
  * GET /metrics: Prometheus' text format (lib/metrics.ts), for super-admins (Prometheus sends the
- * token as `authorization: Bearer ...`). --metrics-listen serves the same without a token on a
- * listener of its own.
+ * token as `authorization: Bearer ...`), when the setting api/service_metrics is on (off by
+ * default, as seeded; read once per settings change). --metrics-listen, an operator's explicit
+ * choice on the command line, serves the same without a token on a listener of its own.
  */
 export function metricsRoutes(app: App, deps: Deps): void {
-  app.get('/metrics', { config: { rule: RULES.metrics } }, async (_req, reply) => {
+  app.get('/metrics', { config: { rule: RULES.metrics } }, async (req, reply) => {
     if (!deps.metrics) throw new HttpError(404, 'not_found', 'metrics are not collected by this server');
+    if (!(await serviceMetrics(deps, req.caller?.generations?.config))) {
+      throw new HttpError(404, 'not_found', 'metrics are off on this API: fleetctl settings set api service_metrics true (or serve them with --metrics-listen)');
+    }
     const text = await deps.metrics.text();
     return reply.type(deps.metrics.contentType).send(text);
   });

@@ -33,3 +33,18 @@ export const inactiveHours = (deps: Deps, envId = 0, configGeneration?: number) 
   const read = () => integerSetting(deps, 'admin', 'inactive_hours', envId, INACTIVE_HOURS_DEFAULT);
   return configGeneration === undefined ? read() : byGeneration(deps.db, 'inactive_hours', configGeneration, String(envId), read);
 };
+
+/**
+ * A server-wide period setting (seconds, env 0) in milliseconds; missing, zero or negative:
+ * undefined (the task it drives is off).
+ */
+export async function serverSettingMs(deps: Deps, service: string, name: string): Promise<number | undefined> {
+  const seconds = await integerSetting(deps, service, name, 0, 0);
+  return seconds > 0 ? seconds * 1000 : undefined;
+}
+
+/** api/service_metrics: whether the API serves /metrics (read once per settings change with the counter). */
+export const serviceMetrics = (deps: Deps, configGeneration?: number) => {
+  const read = () => booleanSetting(deps, 'api', 'service_metrics', 0, false);
+  return configGeneration === undefined ? read() : byGeneration(deps.db, 'service_metrics', configGeneration, '0', read);
+};

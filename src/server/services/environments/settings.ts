@@ -7,22 +7,19 @@ import { LogTypes, SettingServices, type Setting, type SettingUpdateBody } from 
 import { badRequest, invalidTarget, notFound } from '../../errors.js';
 import { writeAudit } from '../audit/audit.js';
 import { requireEnv } from './environments.js';
+import { settingInfo, settingRule } from './settings-catalogue.js';
 
 export const INTEGER_SETTING_MAX = 2_147_483_647;
 
 /**
- * Lower bounds of integer settings. Every seeded integer is a period (seconds) or a threshold
- * (hours), where 0 would mean "busy loop" or "every node inactive": they need at least 1.
- * Any other integer setting must not be negative.
+ * Lower bounds of integer settings. Every seeded period (seconds) or threshold (hours) needs at
+ * least 1: 0 would mean "busy loop" or "every node inactive". Any other integer setting must not
+ * be negative (tls/accelerated_seconds: 0 turns acceleration off).
  */
 const INTEGER_MIN: Record<string, number> = {
   'admin/inactive_hours': 1,
   'admin/cleanup_sessions': 1,
   'admin/cleanup_expired': 1,
-  'api/refresh_envs': 1,
-  'api/refresh_settings': 1,
-  'tls/refresh_envs': 1,
-  'tls/accelerated_seconds': 1,
 };
 const STRING_MAX = 4096;
 
@@ -35,7 +32,7 @@ export function toSetting(r: SettingRow): Setting {
     name: r.name,
     service: r.service,
     type: r.type,
-    info: r.info,
+    info: settingInfo(r.service, r.name, r.info),
     environmentID: r.environment_id,
     boolean: !!r.boolean_value,
     integer: Number(r.integer_value),
@@ -128,6 +125,10 @@ export async function updateSetting(
     const global = await live(0);
     const current = (env ? await live(env.id) : undefined) ?? global;
     if (!current) throw notFound(`setting ${service}/${name} not found`);
+    // Nothing is stored that the server would ignore (issue 29): see settings-catalogue.ts.
+    const rule = settingRule(service, name);
+    if (rule && 'refused' in rule) throw badRequest(`${service}/${name} has no effect on this server: ${rule.refused}`);
+    if (env && rule?.scope === 'server') throw badRequest(`${service}/${name} is server-wide: it has no per-environment value (leave out env)`);
     const value = valueFor(current, body);
     const ts = deps.now().toISOString();
     let id: number;
