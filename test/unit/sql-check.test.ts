@@ -34,16 +34,13 @@ describe('checkSql', () => {
     const long = [`SELECT 1 FROM t WHERE ${Array.from({ length: 600 }, (_, i) => `c = ${i}`).join(' OR ')}`];
     const found = uncheckedSql(() => [...texts, ...long].forEach(checkSql));
     expect(found).toEqual([texts[0], texts[1], texts[2], texts[3], ...long]);
-    let ticks = 0;
-    let pending = true;
-    const tick = () => {
-      ticks++;
-      if (pending) setTimeout(tick, 2);
-    };
-    setTimeout(tick, 2);
+    // The loop turns while the worker parses: a callback queued now runs before the answers are in
+    // (parsing on the loop would run first, whatever the machine's speed).
+    let parsed = false;
+    const turnedWhileParsing = new Promise<boolean>((resolve) => setImmediate(() => resolve(!parsed)));
     await parseOffLoop(found);
-    pending = false;
-    expect(ticks).toBeGreaterThan(20);
+    parsed = true;
+    expect(await turnedWhileParsing).toBe(true);
     expect(uncheckedSql(() => [...texts, ...long].forEach(checkSql))).toEqual([]);
     expectAnswers('worker');
     for (const sql of long) expect(checkSql(sql)).toBeUndefined();

@@ -13,7 +13,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../store/schema.js';
 
-export type RateScope = 'login' | 'denied' | 'api' | 'account' | 'enroll';
+export type RateScope = 'login' | 'denied' | 'api' | 'account' | 'enroll' | 'sql';
 
 interface Local {
   windowStart: number;
@@ -71,6 +71,19 @@ export class RateLimiter {
     }
     l.pending++;
     return l.shared + l.pending <= this.limit ? 0 : this.waitSeconds(l.windowStart, t);
+  }
+
+  /**
+   * Exact mode, for costs rather than hits: adds `n` to the key's window unless that would pass
+   * the limit; then nothing is added and the seconds until the window ends are returned (else 0).
+   * Replicas taking at the same moment may each pass the check: the limit can be exceeded by what
+   * they take at once.
+   */
+  async take(key: string, n: number): Promise<number> {
+    const { count, retryAfter } = await this.count(key);
+    if (count > 0 && count + n > this.limit) return retryAfter;
+    await this.add(key, n, this.now());
+    return 0;
   }
 
   /** The count of the key's current window, without counting a hit (0 when it has ended). */

@@ -1,7 +1,8 @@
 // The SQL of configuration writes parsed off the event loop. The grammar parser costs about 60 µs
 // of CPU and 10 KB of heap a character (src/lib/sql-check.ts): on the event loop, one write of
 // long queries held every other request, the agent door's included, for 19 s, and a 60 KB query
-// took 640 MB of the server's heap. A worker thread with a heap of its own parses what the cache
+// took 640 MB of the server's heap (texts are now at most 16 KB, and sql-budget.ts bounds the
+// worker's time per request and per user). A worker thread with a heap of its own parses what the cache
 // does not know yet, one text at a time; the synchronous checks that follow (validatePart) find
 // every answer in the cache. A text that exhausts the worker's heap is refused, never retried
 // on the event loop; the worker is started again for the rest.
@@ -9,8 +10,11 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { PARSER_MODULE, remember, type ParseOutcome } from '../../lib/sql-check.js';
 
-/** The worker's heap: enough for the longest SQL accepted (SQL_MAX) with room to spare. */
-const HEAP_MB = 1024;
+/**
+ * The worker's heap: enough for the longest SQL accepted (SQL_MAX, about 200 MB) with room to
+ * spare; a text that needs more is refused as too complex, and the worker starts again.
+ */
+export const HEAP_MB = 384;
 
 const CODE = `
 const { parentPort, workerData } = require('node:worker_threads');

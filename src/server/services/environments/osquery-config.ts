@@ -15,6 +15,7 @@ import {
 import { uncheckedSql } from '../../../lib/sql-check.js';
 import { badRequest, conflict, invalidTarget } from '../../errors.js';
 import { parseOffLoop } from '../../lib/sql-worker.js';
+import { chargeSql } from './sql-budget.js';
 import { atomically } from '../../store/db.js';
 import { writeAudit } from '../audit/audit.js';
 
@@ -119,8 +120,11 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
   if (unknown !== undefined) throw badRequest(`${pathOf('', unknown).replace(/^\./, '')}: unknown part (valid: ${CONFIG_PARTS.join(', ')})`);
   const given = CONFIG_PARTS.filter((p) => body[p] !== undefined);
   if (given.length === 0) throw badRequest(`nothing to change: give at least one of ${CONFIG_PARTS.join(', ')}`);
-  // SQL not seen before is parsed off the event loop first: the checks below then read answers.
-  await parseOffLoop(uncheckedSql(() => given.forEach((p) => validatePart(p, body[p]))));
+  // SQL not seen before is parsed off the event loop first, within the caller's budget
+  // (sql-budget.ts): the checks below then read answers.
+  const unchecked = uncheckedSql(() => given.forEach((p) => validatePart(p, body[p])));
+  await chargeSql(deps, caller, unchecked);
+  await parseOffLoop(unchecked);
   const next: Partial<OsqueryConfigParts> = {};
   try {
     for (const p of given) (next as Record<string, unknown>)[p] = validatePart(p, body[p]);
