@@ -3,26 +3,17 @@
 // from), run as a user would (sh, fleetctl on PATH) against a reference server with the
 // fixtures it needs (test/e2e/examples/fixtures*.ts), and fails on a non-zero exit, an
 // `error:` line or a stack trace.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { expectExampleWorked } from './examples/check.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, NOT_EXAMPLES } from './examples/fixtures.js';
-import { namespacesAvailable, outputSoFar, runExample } from './examples/run.js';
 import { commandNames, helpExamples, manExamples, readmeExamples } from './examples/sources.js';
-import { World, type WorldName } from './examples/world.js';
+import { itRunsEach, worldsOf } from './examples/suite.js';
 import { DEV_PASSWORD } from '../helpers/cli.js';
 
 const examples = helpExamples();
-const worlds = new Map<WorldName, Promise<World>>();
-const world = (name: WorldName) => {
-  if (!worlds.has(name)) worlds.set(name, World.start(name, DEV_PASSWORD));
-  return worlds.get(name)!;
-};
+const world = worldsOf(DEV_PASSWORD);
 
 beforeAll(async () => {
   await world('demo');
-});
-afterAll(async () => {
-  for (const w of worlds.values()) await (await w).stop();
 });
 
 describe('the examples are one set', () => {
@@ -38,29 +29,5 @@ describe('the examples are one set', () => {
 });
 
 describe('every example in --help and the man pages runs', () => {
-  it.each(examples.map((e) => [e.text, e] as const))('%s', async (text, e) => {
-    const fixture = FIXTURES[text] ?? {};
-    // A hang ends at the test's timeout: show what the example had printed by then.
-    onTestFailed(() => console.error(`${text}: printed so far:\n${outputSoFar()}`));
-    if (fixture.namespaces?.length && !namespacesAvailable()) {
-      if (process.env.CI) throw new Error(`${text}: needs mount/network namespaces (unshare), which this machine refuses`);
-      console.warn(`skipped (no namespaces here: unshare refused): ${text}`);
-      return;
-    }
-    const { result, sandbox } = await runExample(await world(fixture.world ?? 'demo'), text, fixture);
-    let failure: Error | undefined;
-    try {
-      expectExampleWorked(result, fixture);
-      await fixture.check?.(result, sandbox);
-    } catch (err) {
-      failure = err as Error;
-      failure.message += `\n(shown in ${e.where.join(', ')})`;
-    } finally {
-      sandbox.cleanup();
-    }
-    if (fixture.pending) {
-      if (!failure) throw new Error(`marked pending (${fixture.pending}) but it works now: remove the mark`);
-      console.warn(`pending example (${fixture.pending}): ${text}`);
-    } else if (failure) throw failure;
-  });
+  itRunsEach(examples, world);
 });

@@ -25,7 +25,9 @@ spec:
 `;
 
 /** A repository of documents, one a file, one in a subdirectory (for -R). */
-const CONFIG_DIR = { 'config/prod.yaml': doc('prod', 300), 'config/staging/staging.yaml': doc('staging', 300) };
+export const CONFIG_DIR: Record<string, string> = { 'config/prod.yaml': doc('prod', 300), 'config/staging/staging.yaml': doc('staging', 300) };
+/** The same repository asking for an interval no example applies: a diff always finds it. */
+export const DIFFERENT_CONFIG_DIR: Record<string, string> = { 'config/prod.yaml': doc('prod', 1800), 'config/staging/staging.yaml': doc('staging', 1800) };
 
 const staging = async (sb: Sandbox) => sb.login('analyst', { env: 'staging', profile: 'staging' });
 
@@ -49,7 +51,7 @@ export const CONFIG_FIXTURES: Record<string, Fixture> = {
   'fleetctl apply -f config/ -R --prune': { files: CONFIG_DIR },
   // diff exits 1 when something differs (documented, for CI); the file asks for another interval.
   'fleetctl diff -f prod.yaml': {
-    files: { 'prod.yaml': doc('prod', 1800) },
+    files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml']! },
     exit: { code: [1], why: 'diff exits 1 when the server differs from the file (the point of the example)' },
     check: (r) => expect(r.stdout).toMatch(/^\+ +interval: 1800$/m),
   },

@@ -6,15 +6,23 @@ import { AUTH_FIXTURES } from './fixtures-auth.js';
 import { FLEET_FIXTURES } from './fixtures-fleet.js';
 import { CONFIG_FIXTURES } from './fixtures-config.js';
 import { SERVER_FIXTURES } from './fixtures-server.js';
+import { README_FIXTURES } from './fixtures-readme.js';
 
 export type { Fixture } from './types.js';
 
 /** README quotes that are not commands to run, each with why. */
 export const NOT_EXAMPLES: Record<string, string> = {};
 
-export const FIXTURES: Record<string, Fixture> = {
-  ...AUTH_FIXTURES,
-  ...FLEET_FIXTURES,
-  ...CONFIG_FIXTURES,
-  ...SERVER_FIXTURES,
-};
+/** The tables merged; an example with an entry in two of them is a mistake, refused at load. */
+function merged(...tables: Record<string, Fixture>[]): Record<string, Fixture> {
+  const all: Record<string, Fixture> = {};
+  for (const t of tables) {
+    for (const [k, v] of Object.entries(t)) {
+      if (k in all) throw new Error(`two fixtures for the example: ${k}`);
+      all[k] = v;
+    }
+  }
+  return all;
+}
+
+export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, SERVER_FIXTURES, README_FIXTURES);

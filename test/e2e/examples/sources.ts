@@ -87,7 +87,7 @@ export function readmeExamples(commandNames: Set<string>): Example[] {
     if (cmd === undefined) return;
     // A line continued with a backslash is one command.
     if (/\\$/.test(cmd)) {
-      pending += `${cmd.replace(/\\$/, '').trimEnd()} `;
+      pending += `${cmd.replace(/\\$/, '').trim()} `;
       return;
     }
     const full = (pending + cmd.trim()).replace(/\s+#[^'"]*$/, '').trim();
