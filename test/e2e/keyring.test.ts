@@ -136,18 +136,16 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: t
       reject: false,
       buffer: false,
     });
-    // Listened to at once: execa drops output nobody reads.
+    // Listened to at once: execa drops output nobody reads. Waited for, not timed: a session
+    // that never starts ends in the test's timeout; one that exits first fails here.
     const busReady = new Promise<string>((resolveBus, reject) => {
       let text = '';
-      const timer = setTimeout(() => reject(new Error(`no D-Bus session: ${text}`)), 20_000);
       session.stdout!.on('data', (d: Buffer) => {
         text += d.toString();
         const m = /BUS=(\S+)/.exec(text);
-        if (m) {
-          clearTimeout(timer);
-          resolveBus(m[1]!);
-        }
+        if (m) resolveBus(m[1]!);
       });
+      void session.then((r) => reject(new Error(`no D-Bus session (dbus-run-session exited ${r.exitCode}): ${text}`)));
     });
     let server: ServerProcess | undefined;
     let term: Terminal | undefined;
@@ -218,23 +216,24 @@ describe('no usable keychain: the 0600 file', () => {
     expect(nodes.stderr).toBe('');
   });
 
-  it('a D-Bus that never answers costs at most about 3 s, then the file is used', async () => {
+  it('a D-Bus that never answers is given up after the keychain\'s 3 s (one try), then the file is used', async () => {
     const sock = join(tempDir(), 'bus.sock');
-    const silent: Server = createServer((s) => s.on('data', () => {}));
+    let connections = 0;
+    const silent: Server = createServer((s) => {
+      connections++;
+      s.on('data', () => {});
+    });
     await new Promise<void>((r) => silent.listen(sock, r));
     try {
       const cli = newCli();
-      const started = Date.now();
       const r = await cli.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
         input: DEV_PASSWORD,
         env: { DBUS_SESSION_BUS_ADDRESS: `unix:path=${sock}` },
-        timeout: 30_000,
       });
-      const took = Date.now() - started;
       expect(r.exitCode).toBe(0);
+      // Given up by the CLI's own 3 s timeout (this message), not libdbus's 25 s (another error).
       expect(r.stderr).toContain('warning: the OS keychain cannot be used here (no answer from the keychain within 3 s)');
-      expect(took).toBeGreaterThanOrEqual(3000);
-      expect(took).toBeLessThan(10_000);
+      expect(connections).toBe(1);
       expect(mode(join(cli.configDir, 'credentials.json'))).toBe('600');
     } finally {
       await new Promise((r) => silent.close(r));

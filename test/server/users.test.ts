@@ -126,6 +126,11 @@ describe('POST /api/v1/users/{username}/add', () => {
     expect(await access('bob')).toEqual([{ name: 'prod', user_level: 1, query_level: 1, carve_level: 1, admin_level: 0 }]);
     expect((await act('root2', 'add', { username: 'root2', password: 'root2-pass', admin: true, service: true, api: false })).status).toBe(200);
     expect(await row('root2')).toMatchObject({ admin: 1, service: 1, api: 0 });
+    // Without API access the new super-admin cannot log in (issue 29); with it, reaches every env.
+    const denied = await ts.call('POST', '/api/v1/login/dev', { body: { username: 'root2', password: 'root2-pass' } });
+    expect(denied.status).toBe(403);
+    expect(denied.body.code).toBe('api_disabled');
+    expect((await act('root2', 'edit', { username: 'root2', api: true })).status).toBe(200);
     const list = await ts.call('GET', '/api/v1/users', { token: await ts.login('root2', 'dev', 'root2-pass') });
     expect(list.status).toBe(200);
   });
