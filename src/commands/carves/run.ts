@@ -33,9 +33,13 @@ async function waitForFiles(ctx: Context, api: FleetApi, run: LiveRun, name: str
       const state = o.exit || progress ? await api.queries.get(run.env, name).catch(() => undefined) : undefined;
       const online = state?.online;
       if (progress) ctx.io.err(`\r\x1b[K${complete}/${expected} files complete${online !== undefined ? `, ${online} online` : ''} (${Math.round((Date.now() - started) / 1000)} s)`);
-      const onlineDone = o.exit === true && state?.online_pending === 0 && d.files.every(done) && complete < expected;
       // A node whose carver start was refused gives that carve up (osquery does not retry it): done too.
-      const settled = complete + refusedWithoutFile(d).length;
+      const refused = refusedWithoutFile(d).length;
+      const settled = complete + refused;
+      // Every online target has answered, and each of them has started its upload (or was refused):
+      // a node answers the carve query before it starts the upload, so answered alone is not enough.
+      const onlineStarted = online !== undefined && d.files.length + refused >= online;
+      const onlineDone = o.exit === true && state?.online_pending === 0 && onlineStarted && d.files.every(done) && complete < expected;
       if ((expected > 0 && settled >= expected) || onlineDone || Date.now() >= o.deadline || run.interrupted) return { detail: d, onlineDone, online };
       await run.sleep(Math.min(1000, Math.max(0, o.deadline - Date.now())));
     }
