@@ -74,9 +74,9 @@ export function readmeExamples(commandNames: Set<string>): Example[] {
       return;
     }
     if (block === undefined) {
-      for (const m of line.matchAll(/`(fleetctl(?: [^`]*)?)`/g)) {
+      for (const m of line.matchAll(/`([^`]+)`/g)) {
         const text = m[1]!.replace(/\\\|/g, '|');
-        if (!isCommandName(text, commandNames)) pairs.push([text, where]);
+        if (invokesFleetctl(text) && !isCommandName(text, commandNames)) pairs.push([text, where]);
       }
       return;
     }
