@@ -3,7 +3,7 @@
 // secret that `fleetctl enroll show prod flags|secret` print; `nodes list --status active`
 // lists them; `query run` returns one result set per agent; `carves run` + `carves download`
 // give back byte for byte the archive the agent sent.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { createServer as createNetServer } from 'node:net';
@@ -22,13 +22,17 @@ let agents: ResultPromise;
 let agentsOut = '';
 let carvesDir: string;
 
-async function until(ok: () => Promise<boolean> | boolean, what: string, ms = 90_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await ok()) return;
-    await new Promise((r) => setTimeout(r, 250));
+/** Waits for `ok` (no clock: the test's timeout catches what never comes, and says what it was). */
+async function until(ok: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  const report = () => console.error(`was waiting for ${what}; simulator said:\n${agentsOut}`);
+  let done = false;
+  try {
+    onTestFailed(() => void (done || report()));
+  } catch {
+    // in a hook
   }
-  throw new Error(`timed out waiting for ${what}; simulator said:\n${agentsOut}`);
+  while (!(await ok())) await new Promise((r) => setTimeout(r, 250));
+  done = true;
 }
 
 beforeAll(async () => {
@@ -57,7 +61,7 @@ beforeAll(async () => {
   );
   agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
   await until(() => /Enrolled \d+\/\d+ agents/.test(agentsOut), 'enrollment');
-}, 180_000);
+});
 
 afterAll(async () => {
   agents?.kill('SIGTERM');
@@ -179,8 +183,8 @@ describe('fleetctl server --dev --dev-agents N', () => {
       expect(q.exitCode, q.stderr).toBe(0);
       const uuids = expected.map((h) => h.uuid.toLowerCase());
       const from = (file: string) => new Set(jsonLines(join(sinkDir, file)).map((l) => String(l.node_uuid).toLowerCase()));
-      await until(() => uuids.every((u) => from('prod-status.log').has(u)), 'the status logs of both agents in prod-status-file', 90_000);
-      await until(() => uuids.every((u) => from('prod-queries.log').has(u)), 'the answers of both agents in prod-queries-file', 90_000);
+      await until(() => uuids.every((u) => from('prod-status.log').has(u)), 'the status logs of both agents in prod-status-file');
+      await until(() => uuids.every((u) => from('prod-queries.log').has(u)), 'the answers of both agents in prod-queries-file');
       // What a sink that cannot deliver writes: "log sink NAME dropped N entries: ..." (severity error), once a minute.
       const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as { line: string; severity: number }[];
       expect(sinkRows.filter((p) => p.severity > 1 || /dropped|fail/.test(p.line)).map((p) => p.line)).toEqual([]);
@@ -191,7 +195,7 @@ describe('fleetctl server --dev --dev-agents N', () => {
       await dev.stop();
       rmSync(sinkDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 
   it('--dev puts the agent listener on --listen\'s port + 1 and says so; a busy one is named in the error', async () => {
     const port = await freePortPair();
@@ -213,5 +217,5 @@ describe('fleetctl server --dev --dev-agents N', () => {
     } finally {
       busy.close();
     }
-  }, 120_000);
+  });
 });

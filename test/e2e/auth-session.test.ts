@@ -163,7 +163,7 @@ describe('401 token_expired at a terminal', () => {
     await t.waitFor('Second factor:');
     await t.waitFor('Recovery code');
     t.type(KEY.down);
-    await new Promise((r) => setTimeout(r, 100));
+    await t.waitFor(/❯ Recovery code/); // the choice moved: then Enter picks it
     t.type(KEY.enter);
     await t.waitFor('Recovery code:');
     t.line(mfa.recoveryCodes[1]!);

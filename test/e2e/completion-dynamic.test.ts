@@ -19,7 +19,7 @@ beforeAll(async () => {
   bin = mkdtempSync(join(tmpdir(), 'fleetctl-path-'));
   writeFileSync(join(bin, 'fleetctl'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`);
   chmodSync(join(bin, 'fleetctl'), 0o755);
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

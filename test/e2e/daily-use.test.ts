@@ -17,7 +17,7 @@ const newCli = () => {
 
 beforeAll(async () => {
   ({ server, cli } = await startAdminSession());
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

@@ -26,7 +26,7 @@ const hoursFromNow = (iso: string) => (Date.parse(iso) - Date.now()) / 3600_000;
 beforeAll(async () => {
   ({ server, url, cli, token: adminToken } = await startAdminSession());
   tmp = mkdtempSync(join(tmpdir(), 'fleetctl-enroll-'));
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

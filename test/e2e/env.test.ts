@@ -17,7 +17,7 @@ async function storedEnv(name: string): Promise<Environment> {
 
 beforeAll(async () => {
   ({ server, url, cli, token: adminToken } = await startAdminSession());
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

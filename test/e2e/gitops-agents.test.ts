@@ -4,7 +4,7 @@
 // hash moves to the new one and `nodes list --config-stale` empties), the scheduled queries'
 // results land in the file sink with the query name and the node, `diff -f` then exits 0 and
 // `apply` again changes nothing; every change is in the audit log with who made it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,12 +23,20 @@ let agents: ResultPromise;
 let agentsOut = '';
 let sinkFile: string;
 
-async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
+/** Waits for `check` to give a value (no clock: the test's timeout catches what never comes, and says what it was). */
+async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
+  let done = false;
+  try {
+    onTestFailed(() => void (done || console.error(`was waiting for ${what}; simulator said:\n${agentsOut}`)));
+  } catch {
+    // in a hook
+  }
   for (;;) {
     const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; simulator said:\n${agentsOut}`);
+    if (v !== undefined) {
+      done = true;
+      return v;
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -100,7 +108,7 @@ beforeAll(async () => {
   );
   agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
   await until(() => (/Enrolled \d+\/\d+ agents/.test(agentsOut) ? true : undefined), 'enrollment');
-}, 120_000);
+});
 
 afterAll(async () => {
   agents?.kill('SIGTERM');

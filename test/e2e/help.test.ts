@@ -1,6 +1,7 @@
 // --help as a user reads it: a group lists its verbs before anything else, global flags are listed
 // once by `fleetctl options` (not under every command), and descriptions flow as paragraphs.
 import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
 import { Cli } from '../helpers/cli.js';
 
 const cli = new Cli();
@@ -57,8 +58,23 @@ describe('help', () => {
   });
 
   it('global flags still work after a verb', async () => {
-    const r = await cli.run(['nodes', 'list', '--json', '--url', 'http://127.0.0.1:9'], { env: { FLEETCTL_TOKEN: 'x' } });
-    expect(r.stderr).not.toMatch(/unknown option/);
+    // --url and --env after the verb pick the server and environment; --json the output.
+    const paths: string[] = [];
+    const stub = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [], page: 1, page_size: 50, total_items: 0, total_pages: 0 }));
+    });
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(stub.address() as { port: number }).port}`;
+      const r = await cli.run(['nodes', 'list', '--json', '--url', url, '--env', 'staging'], { env: { FLEETCTL_TOKEN: 'x' } });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual([]);
+      expect(paths).toHaveLength(1);
+      expect(paths[0]).toMatch(/^\/api\/v1\/nodes\/staging(\?|$)/);
+    } finally {
+      await new Promise((r) => stub.close(r));
+    }
   });
 });
 

@@ -91,7 +91,7 @@ describe('login at a terminal, account with TOTP', () => {
     await t.waitFor('Second factor:');
     await t.waitFor('Recovery code');
     t.type(KEY.down);
-    await new Promise((r) => setTimeout(r, 100));
+    await t.waitFor(/❯ Recovery code/); // the choice moved: then Enter picks it
     t.type(KEY.enter);
     await t.waitFor('Recovery code:');
     t.line(code);
@@ -148,9 +148,9 @@ describe('Ctrl-C at a prompt', () => {
           t.type(KEY.enter);
           await t.waitFor('TOTP code:');
           t.type('12'); // half-typed
+          await t.waitFor('12'); // shown: the prompt has it
         }
       }
-      await new Promise((r) => setTimeout(r, 100));
       t.type(KEY.ctrlC);
       expect(await t.exitCode()).toBe(130);
       const screen = t.text();
@@ -183,7 +183,7 @@ describe('an expired challenge', () => {
       t.line(DEV_PASSWORD);
       await t.waitFor('Recovery code');
       t.type(KEY.down);
-      await new Promise((r) => setTimeout(r, 100));
+      await t.waitFor(/❯ Recovery code/); // the choice moved: then Enter picks it
       t.type(KEY.enter);
       await t.waitFor('Recovery code:');
       t.line(m.recoveryCodes[3]!);

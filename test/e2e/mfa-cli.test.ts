@@ -45,7 +45,7 @@ async function enrol(cli: Cli): Promise<{ secret: string; codes: string[] }> {
 
 beforeAll(async () => {
   ({ server, url, cli: admin, token: adminToken } = await startAdminSession());
-}, 180_000);
+});
 
 afterAll(async () => {
   admin?.cleanup();

@@ -16,7 +16,8 @@ const cli = new Cli();
 const dir = mkdtempSync(join(tmpdir(), 'fleetctl-qcli-'));
 const bodies: any[] = [];
 const actions: string[] = [];
-let started = 0;
+/** Result polls since the last query was started: the mock answers by poll, not by the clock. */
+let polls = 0;
 const archive = Buffer.alloc(1500, 7);
 const LONG_HOST = 'win-sfo-00006-95c4e2b1d7.corp.example.com';
 const LONG_PATH = '/opt/vendor/backup-agent/current/bin/backup-agent-daemon';
@@ -43,7 +44,7 @@ beforeAll(async () => {
       if (req.method === 'POST' && u.pathname === '/api/v1/queries/prod') {
         const body = JSON.parse(raw);
         bodies.push(body);
-        started = Date.now();
+        polls = 0;
         if (body.query === 'SELECT * FROM wide') return send(200, { query_name: 'q_wide', expected: 2 });
         return send(200, { query_name: 'q_1', expected: 3 });
       }
@@ -65,14 +66,14 @@ beforeAll(async () => {
         return send(200, { message: `${action[3]} ${action[2]}` });
       }
       if (u.pathname === '/api/v1/queries/prod/results/q_1') {
-        // Two nodes answer, 300 ms apart; the third never does.
-        const t = Date.now() - started;
+        // Two nodes answer, the first by the first poll, the second by the next; the third never does.
+        const seen = ++polls === 1 ? 1 : 2;
         const after = Number(u.searchParams.get('after_id') ?? 0);
         const items = [
           { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', hostname: 'web-1', status: 0, rows: [{ name: 'Ubuntu', version: '22.04' }] },
           { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', hostname: 'db-1', status: 1, error: 'no such table: nope', rows: [] },
-        ].slice(0, t < 300 ? 1 : 2).filter((i) => i.id > after);
-        return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 3, answered: t < 300 ? 1 : 2 });
+        ].slice(0, seen).filter((i) => i.id > after);
+        return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 3, answered: seen });
       }
       if (req.method === 'POST' && u.pathname === '/api/v1/carves/prod') {
         bodies.push(JSON.parse(raw));
@@ -104,28 +105,30 @@ afterAll(() => {
 const env = () => ({ FLEETCTL_URL: url, FLEETCTL_TOKEN: 'x', FLEETCTL_ENV: 'prod' });
 
 describe('query run', () => {
+  // The third target never answers: each run waits its --wait out, long enough (5 s) for the
+  // polls that bring the two answers on a loaded machine.
   it('sends the targets as osctrl lists, streams one item per node answer, and says who did not answer', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'platform:ubuntu,tag:web', '--target', 'web-1', '--target', '0D5E3B8C-1111-4222-8333-444455556666', '--wait', '2s', '--json'], { env: env() });
+    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'platform:ubuntu,tag:web', '--target', 'web-1', '--target', '0D5E3B8C-1111-4222-8333-444455556666', '--wait', '5s', '--json'], { env: env() });
     expect(r.exitCode).toBe(9); // incomplete: a target did not answer, one answered with an error
     // The expiry is the wait plus a minute (in seconds for fleetctl's server, whole hours for osctrl's exp_hours).
-    expect(bodies.at(-1)).toEqual({ query: 'SELECT * FROM os_version', platform_list: ['ubuntu'], tag_list: ['web'], host_list: ['web-1'], uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'], exp_hours: 1, expire_seconds: 62 });
+    expect(bodies.at(-1)).toEqual({ query: 'SELECT * FROM os_version', platform_list: ['ubuntu'], tag_list: ['web'], host_list: ['web-1'], uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'], exp_hours: 1, expire_seconds: 65 });
     const items = JSON.parse(r.stdout);
     expect(items.map((i: { uuid: string }) => i.uuid)).toEqual(['AAAA', 'BBBB']);
     expect(r.stderr).toMatch(/Query q_1 started on 3 nodes in prod/);
-    expect(r.stderr).toMatch(/error: 1 of 3 targets did not answer \(not within 2s\); 1 of 2 answered with an error; the query was stopped/);
+    expect(r.stderr).toMatch(/error: 1 of 3 targets did not answer \(not within 5s\); 1 of 2 answered with an error; the query was stopped/);
     expect(actions.at(-1)).toBe('queries complete q_1'); // stopped on the server when the command ended
     expect(r.stderr).not.toMatch(/answered,/); // no progress line when stderr is not a terminal
   });
 
   it('table/csv: one line per row with its node; an error answer is a line on stderr', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--wait', '2s', '-o', 'csv'], { env: env() });
+    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--wait', '5s', '-o', 'csv'], { env: env() });
     expect(r.exitCode).toBe(9);
     expect(r.stdout).toBe('node,name,version\nweb-1,Ubuntu,22.04\n');
     expect(r.stderr).toMatch(/db-1: error: no such table: nope/);
   });
 
   it('at a terminal: a table with the node column and an answered/expected progress line', async () => {
-    const p = runInPty(cli, ['query', 'run', 'SELECT * FROM os_version', '--wait', '2s'], env());
+    const p = runInPty(cli, ['query', 'run', 'SELECT * FROM os_version', '--wait', '5s'], env());
     await p.expect(/\d\/3 answered/);
     const { exitCode, output } = await p.done();
     expect(exitCode).toBe(9);

@@ -106,12 +106,12 @@ async function recordedServer(): Promise<{ srv: AgentServer; rec: Recorder; enro
 
 /** Drives a query and a carve through whatever agent runs, until every kind was seen. */
 async function exerciseAll(srv: AgentServer, rec: Recorder, node: string, carvePath: string): Promise<Map<Kind, Fixture>> {
-  await eventually(async () => (rec.exchanges.some((x) => kindOf(x) === 'log-result') ? true : undefined), 'a result log', 150_000);
+  await eventually(async () => (rec.exchanges.some((x) => kindOf(x) === 'log-result') ? true : undefined), 'a result log');
   const q = await srv.cli.run(['query', 'run', 'SELECT version FROM osquery_info', '--target', node, '--exit', '--wait', '3m']);
   expect(q.exitCode, q.stderr).toBe(0);
   const c = await srv.cli.run(['carves', 'run', carvePath, '--target', node]);
   expect(c.exitCode, c.stderr).toBe(0);
-  await eventually(async () => (rec.exchanges.some((x) => kindOf(x) === 'log-status') ? true : undefined), 'a status log', 150_000);
+  await eventually(async () => (rec.exchanges.some((x) => kindOf(x) === 'log-status') ? true : undefined), 'a status log');
   const got = fixturesOf(rec.exchanges);
   expect([...got.keys()].sort()).toEqual([...KINDS].sort());
   return got;

@@ -139,10 +139,24 @@ describe('plain HTTP to another machine', () => {
   });
 
   it('loopback is allowed: 127.0.0.0/8, localhost, [::1]', async () => {
-    const port = new URL(ts.url).port;
-    for (const host of ['127.0.0.1', 'localhost']) {
-      const r = await newCli().run(['auth', 'status', '--json'], { env: { FLEETCTL_TOKEN: 'x', FLEETCTL_URL: `http://${host}:${port}` } });
-      expect(r.stderr).not.toMatch(/plain HTTP/);
+    // A plain-HTTP server on every loopback address (IPv6 and IPv4): each request the CLI sends
+    // arrives, with the token, and its answer is printed.
+    const seen: string[] = [];
+    const stub = createServer((req, res) => {
+      seen.push(`${req.headers.host} ${req.headers.authorization}`);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"loopback":true}');
+    });
+    await new Promise<void>((r) => stub.listen(0, '::', r));
+    const port = (stub.address() as { port: number }).port;
+    try {
+      for (const host of ['127.0.0.1', '127.9.9.9', 'localhost', '[::1]']) {
+        const r = await newCli().run(['api', 'GET', '/api/v1/stats'], { env: { FLEETCTL_TOKEN: 'loopback-token', FLEETCTL_URL: `http://${host}:${port}` } });
+        expect(r.exitCode, `${host}: ${r.stderr}`).toBe(0);
+        expect(JSON.parse(r.stdout)).toEqual({ loopback: true });
+        expect(seen.at(-1)).toBe(`${host}:${port} Bearer loopback-token`);
+      }
+    } finally {
+      await new Promise((r) => stub.close(r));
     }
   });
 

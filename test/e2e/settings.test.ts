@@ -23,7 +23,7 @@ async function storedOne(service: string, name: string, env = 'prod'): Promise<S
 
 beforeAll(async () => {
   ({ server, url, cli, token: adminToken } = await startAdminSession());
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

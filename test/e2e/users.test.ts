@@ -23,7 +23,7 @@ function access(u: User | undefined, env: string) {
 
 beforeAll(async () => {
   ({ server, url, cli, token: adminToken } = await startAdminSession());
-}, 180_000);
+});
 
 afterAll(async () => {
   cli?.cleanup();

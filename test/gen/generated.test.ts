@@ -11,7 +11,7 @@ let out: string;
 beforeAll(async () => {
   out = mkdtempSync(join(tmpdir(), 'fleetctl-gen-'));
   await execa('node', [join(ROOT, 'scripts/gen.mjs'), '--out', out], { cwd: ROOT });
-}, 120_000);
+});
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 const list = (dir: string): string[] => {
@@ -60,5 +60,5 @@ describe('generated files', () => {
     } finally {
       rmSync(again, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 });

@@ -23,7 +23,7 @@ beforeAll(() => {
   packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
   const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
   run('npm', ['install', '--global', '--prefix', prefix, '--ignore-scripts', '--no-audit', '--no-fund', join(dir, tarball)]);
-}, 180_000);
+});
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

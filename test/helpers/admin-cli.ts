@@ -2,6 +2,7 @@
 // server stored (independent of the CLI under test), and the built CLI run inside a
 // pseudo-terminal to drive its prompts the way a person would.
 import { spawn, type IPty } from '@lydell/node-pty';
+import { onTestFailed } from 'vitest';
 import { BIN, Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from './cli.js';
 
 export interface Reply {
@@ -58,13 +59,13 @@ export interface PtyRun {
    * prompts redraw themselves as they are typed into, so older text must not match again.
    * Returns all output so far.
    */
-  expect(re: RegExp, timeoutMs?: number): Promise<string>;
+  expect(re: RegExp): Promise<string>;
   /** Types a line and Enter. */
   line(text: string): void;
   /** Types raw keys (e.g. Ctrl-C, "\x03"). */
   write(text: string): void;
   /** Waits for the process to end. */
-  done(timeoutMs?: number): Promise<{ exitCode: number; output: string }>;
+  done(): Promise<{ exitCode: number; output: string }>;
   output(): string;
 }
 
@@ -94,21 +95,25 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
     notify();
   });
   const clean = () => out.replace(ANSI, '').replace(/\r/g, '');
-  const waitFor = (ok: () => boolean, what: string, timeoutMs: number) =>
-    new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; terminal so far:\n${clean()}`)), timeoutMs);
+  // Waits for events (output, the exit), never a clock: a hang ends in the test's timeout, which
+  // then shows the terminal.
+  try {
+    onTestFailed(() => console.error(`the terminal showed:\n${clean()}`));
+  } catch {
+    // started outside a test (a hook)
+  }
+  const waitFor = (ok: () => boolean) =>
+    new Promise<void>((resolve) => {
       const check = () => {
-        if (ok()) {
-          clearTimeout(timer);
-          resolve();
-        } else waiters.push(check);
+        if (ok()) resolve();
+        else waiters.push(check);
       };
       check();
     });
   return {
-    async expect(re, timeoutMs = 90_000) {
+    async expect(re) {
       const find = () => re.exec(clean().slice(cursor));
-      await waitFor(() => find() !== null || exit !== undefined, String(re), timeoutMs);
+      await waitFor(() => find() !== null || exit !== undefined);
       const m = find();
       if (!m) throw new Error(`process ended (exit ${exit}) without ${re}; terminal:\n${clean()}`);
       cursor += m.index + m[0].length;
@@ -120,8 +125,8 @@ export function runInPty(cli: Cli, args: string[], env: Record<string, string> =
     write(text) {
       p.write(text);
     },
-    async done(timeoutMs = 120_000) {
-      await waitFor(() => exit !== undefined, 'exit', timeoutMs);
+    async done() {
+      await waitFor(() => exit !== undefined);
       return { exitCode: exit!, output: clean() };
     },
     output: clean,

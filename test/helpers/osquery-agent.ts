@@ -3,6 +3,7 @@
 // (bench/) speaks the same protocol at scale; this is just enough for e2e checks.
 import { get, request } from 'node:https';
 import { gzipSync } from 'node:zlib';
+import { onTestFailed } from 'vitest';
 
 export interface AgentReply {
   status: number;
@@ -75,14 +76,27 @@ export function hostDetails(uuid: string, hostname: string) {
   };
 }
 
-/** Polls until `check` returns a value (not undefined); fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 90_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+/**
+ * Polls until `check` returns a value (not undefined). No clock of its own: what never comes ends
+ * in the test's timeout, which then says what was waited for.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  let waiting = true;
+  try {
+    onTestFailed(() => {
+      if (waiting) console.error(`was waiting for ${what}`);
+    });
+  } catch {
+    // in a hook: no test to report to
+  }
+  try {
+    for (;;) {
+      const v = await check();
+      if (v !== undefined) return v;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    waiting = false;
   }
 }
 

@@ -358,7 +358,7 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
       eventually(async () => {
         const n = await api('GET', `/api/v1/nodes/${env}/node/${encodeURIComponent(uuid)}`);
         return n.status === 200 && ok(n.body) ? n.body : undefined;
-      }, what, 150_000),
+      }, what),
     async halt() {
       await server.stop();
       halted = true;

@@ -13,7 +13,7 @@ describe.skipIf(onPostgres)('admin reads on threads of their own (SQLite)', () =
   beforeAll(async () => {
     t = await startTestServer({ devNodes: 300 });
     admin = await t.login('admin');
-  }, 180_000);
+  });
   afterAll(async () => t?.close());
 
   it('lists, stats and audit are answered while the main connection is held; a write waits for it', async () => {

@@ -18,7 +18,7 @@ describe('agent requests aborted by the agent', () => {
     const admin = await t.login('admin');
     ca = t.server.agent!.certPem;
     flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
-  }, 60_000);
+  });
   afterAll(async () => t?.close());
 
   const metric = async (re: RegExp) => [...(await t.server.deps.metrics!.text()).matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);

@@ -16,7 +16,7 @@ beforeAll(async () => {
   admin = await t.login('admin');
   ca = t.server.agent!.certPem;
   flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
-}, 180_000);
+});
 
 afterAll(async () => {
   await t?.close();

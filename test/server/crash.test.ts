@@ -42,7 +42,7 @@ beforeAll(async () => {
     const r = await apiCall(a.url, 'POST', '/api/v1/tags/prod/add', { token, body: { name: `crash-${t}` } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
   }
-}, 120_000);
+});
 
 afterAll(async () => {
   await a?.stop();

@@ -39,7 +39,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     );
     void server.proc.then(() => (exited = true));
     sinkFile = join(dir, 'status.jsonl');
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await sim?.stop(1000);
@@ -71,7 +71,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
       },
     });
     sim.add(AGENTS);
-    await eventually(async () => (sim.enrolled === AGENTS && ackedSince.size === AGENTS ? true : undefined), 'every agent enrolled and sent logs', 60_000);
+    await eventually(async () => (sim.enrolled === AGENTS && ackedSince.size === AGENTS ? true : undefined), 'every agent enrolled and sent logs');
     const keys = sim.agents.map((a) => a.nodeKey);
 
     // The outage: wait until every kind of check-in has been refused while the database is down.
@@ -79,7 +79,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     cluster.pause();
     // (Or the first sign of the old failure: an agent told to re-enroll, the server gone.)
     const reenrolled = () => (sim.stats.summary().enroll?.requests ?? 0) > AGENTS;
-    await eventually(async () => ((sim.stats.summary().checkin?.errors ?? 0) - before >= AGENTS || reenrolled() || exited ? true : undefined), 'agents to meet the outage', 60_000);
+    await eventually(async () => ((sim.stats.summary().checkin?.errors ?? 0) - before >= AGENTS || reenrolled() || exited ? true : undefined), 'agents to meet the outage');
     expect(exited).toBe(false);
     const health = await fetch(`${server.url}/healthz`);
     // The admin door says so too: 503 unavailable (clients retry), not 500.
@@ -92,7 +92,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
 
     // Recovery without a restart: every agent's logs are acknowledged again.
     ackedSince = new Set();
-    await eventually(async () => (ackedSince.size === AGENTS ? true : undefined), 'every agent acknowledged again after the restart', 90_000);
+    await eventually(async () => (ackedSince.size === AGENTS ? true : undefined), 'every agent acknowledged again after the restart');
     await sim.stop(5000);
 
     expect(exited).toBe(false);
@@ -114,7 +114,7 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
       for (const [k, c] of acked) if ((have.get(k) ?? 0) < c) n += c - (have.get(k) ?? 0);
       return n;
     };
-    await eventually(async () => (missing() === 0 ? true : undefined), 'every acknowledged log line in the sink file', 30_000).catch(() => undefined);
+    await eventually(async () => (missing() === 0 ? true : undefined), 'every acknowledged log line in the sink file');
     expect(missing()).toBe(0);
     // The outage was logged as database trouble, not as a crash.
     expect(server.output()).toMatch(/failed \(database unavailable\)/);

@@ -34,7 +34,7 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
     ca = t.server.agent!.certPem;
     flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
     secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await t?.close();

@@ -28,7 +28,7 @@ beforeAll(async () => {
   t = await startTestServer({ devNodes: 400 });
   admin = await t.login('admin');
   ({ items: all } = await list(''));
-}, 180_000);
+});
 
 afterAll(async () => t?.close());
 

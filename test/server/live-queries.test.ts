@@ -34,7 +34,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
   const a = collector.address();
   collectorUrl = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/ingest`;
-}, 180_000);
+});
 
 afterAll(async () => {
   await t?.close();

@@ -29,7 +29,7 @@ beforeAll(async () => {
   ca = t.server.agent!.certPem;
   flags = parseFlags((await t.call('GET', '/api/v1/environments/staging/enroll/flags', { token: admin })).body.data);
   secret = (await t.call('GET', '/api/v1/environments/staging/enroll/secret', { token: admin })).body.data;
-}, 180_000);
+});
 afterAll(async () => t?.close());
 
 describe('reading', () => {

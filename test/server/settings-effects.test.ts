@@ -19,7 +19,7 @@ beforeAll(async () => {
   ca = ts.server.agent!.certPem;
   flags = parseFlags((await ts.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
   secret = (await ts.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
-}, 180_000);
+});
 afterAll(async () => ts?.close());
 
 const patch = (service: string, name: string, body: unknown, env?: string) =>

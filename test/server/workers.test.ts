@@ -93,7 +93,7 @@ beforeAll(async () => {
   token = login.body.token;
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags', { token })).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret', { token })).body.data;
-}, 120_000);
+});
 
 afterAll(async () => {
   await server?.stop();
@@ -213,7 +213,7 @@ describe('fleetctl server --workers 2', () => {
     const pids = await eventually(async () => {
       const p = workerPids();
       return p.length === 2 && !p.includes(victim!) ? p : undefined;
-    }, 'a new worker', 30_000);
+    }, 'a new worker');
     expect(pids).toContain(survivor);
     for (let i = 0; i < 6; i++) expect((await retried(() => api('GET', '/api/v1/nodes/prod', { token, timeoutMs: 5000 }))).status).toBe(200);
   });
