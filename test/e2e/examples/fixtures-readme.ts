@@ -1,5 +1,6 @@
 // Fixtures of the README's own examples (those that are not also --help examples). The README's
 // demo runs with --dev-password demo-pass-1, the password its quick start types.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -7,6 +8,7 @@ import type { Fixture } from './types.js';
 import type { Sandbox } from './world.js';
 import { NEW_PASSWORD, ensureNoUser, ensureUser } from './helpers.js';
 import { CONFIG_DIR, DIFFERENT_CONFIG_DIR } from './fixtures-config.js';
+import { dbInternal } from './fixtures-server.js';
 import { ROOT } from './sources.js';
 
 const pw = (sb: Sandbox) => sb.world.password;
@@ -79,7 +81,14 @@ export const README_FIXTURES: Record<string, Fixture> = {
       sb.env.PW = pw(sb);
     },
   },
+  // The README's replica, after its `export FLEETCTL_DB=...` line, with the agent listener's certificate.
   'printf %s "$ADMIN_PW" | fleetctl server --db-ca /etc/ssl/db-ca.pem --listen 0.0.0.0:8080 --create-env prod --admin-password-stdin --agent-listen 0.0.0.0:8443 --agent-tls-cert agents.pem --agent-tls-key agents.key': {
-    pending: 'needs a PostgreSQL with TLS named db.internal inside the namespace (controls, next)',
+    ...dbInternal(() => ['/etc/ssl/db-ca.pem']),
+    setup: async (sb) => {
+      sb.env.FLEETCTL_DB = 'postgres://fleet:PASSWORD@db.internal:5432/fleet?sslmode=verify-full';
+      sb.env.ADMIN_PW = 'first-admin-pass-1';
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(sb.cwd, 'agents.key'), '-out', join(sb.cwd, 'agents.pem'), '-days', '2', '-subj', '/CN=fleet.example.com'], { stdio: 'ignore' });
+    },
+    stop: /Agent API \(osquery TLS\) listening on /,
   },
 };

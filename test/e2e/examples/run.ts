@@ -72,6 +72,7 @@ function shellArgv(fixture: Fixture, sb: Sandbox): string[] {
     }
   }
   if (ns.includes('net')) prelude.push('ip link set lo up');
+  if (fixture.prelude) prelude.push(fixture.prelude(sb));
   const flags = [...(ns.includes('mount') ? ['--mount', '--propagation', 'private'] : []), ...(ns.includes('net') ? ['--net'] : [])];
   return ['unshare', ...flags, 'sh', '-c', `set -e; ${prelude.join('; ')}; set +e; eval "$FLEETCTL_EXAMPLE"`];
 }
@@ -87,8 +88,12 @@ export async function runExample(world: World, text: string, fixture: Fixture): 
   const ran = rewrite(text, fixture, sb);
   const env = { ...sb.shellEnv(), FLEETCTL_EXAMPLE: ran };
   const argv = shellArgv(fixture, sb);
-  const result = fixture.terminal ? await atTerminal(argv, env, sb, fixture) : await piped(argv, env, sb, fixture);
-  return { result: { ...result, ran }, sandbox: sb };
+  try {
+    const result = fixture.terminal ? await atTerminal(argv, env, sb, fixture) : await piped(argv, env, sb, fixture);
+    return { result: { ...result, ran }, sandbox: sb };
+  } finally {
+    await fixture.after?.(sb);
+  }
 }
 
 async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, fixture: Fixture): Promise<Omit<ExampleResult, 'ran'>> {

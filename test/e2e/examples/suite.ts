@@ -6,13 +6,15 @@ import { expectExampleWorked } from './check.js';
 import { FIXTURES } from './fixtures.js';
 import { namespacesAvailable, outputSoFar, runExample } from './run.js';
 import type { Example } from './sources.js';
-import { World, type WorldName } from './world.js';
+import { Sandbox, World, removeShim, type WorldName } from './world.js';
 
 /** The worlds of one test file, started when an example first needs one, stopped after the file. */
 export function worldsOf(password: string): (name: WorldName) => Promise<World> {
   const worlds = new Map<WorldName, Promise<World>>();
   afterAll(async () => {
     for (const w of worlds.values()) await (await w).stop();
+    for (const sb of [...Sandbox.open]) sb.cleanup();
+    removeShim();
   });
   return (name) => {
     if (!worlds.has(name)) worlds.set(name, World.start(name, password));

@@ -18,6 +18,10 @@ export interface Fixture {
   stop?: RegExp;
   /** What happens meanwhile, once it started (an event a follower waits for). */
   during?: (sb: Sandbox) => Promise<void>;
+  /** Shell commands run inside the namespaces before the example (a failure fails the run). */
+  prelude?: (sb: Sandbox) => string;
+  /** Clean-up after the run, whatever happened (a service the prelude started). */
+  after?: (sb: Sandbox) => Promise<void> | void;
   /** 'mount': /etc, /var/lib and /opt are overlays in the sandbox; 'net': a loopback of its own. */
   namespaces?: ('mount' | 'net')[];
   /** Text of the example that cannot be run as it is here, each with why and what replaces it. */

@@ -107,6 +107,10 @@ function waitForLine(server: ServerProcess, re: RegExp): Promise<void> {
 
 /** A directory on PATH whose `fleetctl` is the built CLI, as `npm link` would install it. */
 let shimDir: string | undefined;
+export function removeShim(): void {
+  if (shimDir) rmSync(shimDir, { recursive: true, force: true });
+  shimDir = undefined;
+}
 export function fleetctlOnPath(): string {
   if (shimDir) return shimDir;
   shimDir = mkdtempSync(join(tmpdir(), 'fleetctl-bin-'));
@@ -122,6 +126,8 @@ export function fleetctlOnPath(): string {
  * changes nothing for the next one).
  */
 export class Sandbox {
+  /** Sandboxes not cleaned up yet (an example that failed or hung): removed after the file. */
+  static readonly open = new Set<Sandbox>();
   readonly root: string;
   readonly cwd: string;
   readonly home: string;
@@ -131,6 +137,7 @@ export class Sandbox {
 
   private constructor(readonly world: World) {
     this.root = mkdtempSync(join(tmpdir(), 'fleetctl-example-'));
+    Sandbox.open.add(this);
     this.cwd = join(this.root, 'work');
     this.home = join(this.root, 'home');
     this.configDir = join(this.root, 'config');
@@ -180,6 +187,7 @@ export class Sandbox {
   }
 
   cleanup(): void {
+    Sandbox.open.delete(this);
     rmSync(this.root, { recursive: true, force: true });
   }
 }
