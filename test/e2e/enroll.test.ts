@@ -85,6 +85,20 @@ describe('enroll show', () => {
     expect(typeof JSON.parse(r.stdout).data).toBe('string');
   });
 
+  it('the per-OS flags are files to use (paths filled in); the generic flags say on stderr that they are a template (issue 29)', async () => {
+    const linux = await cli.run(['enroll', 'show', 'prod', 'flagsLinux']);
+    expect(linux.exitCode).toBe(0);
+    expect(linux.stdout).toMatch(/^--enroll_secret_path=\/etc\/osquery\/fleetctl\.secret$/m);
+    expect(linux.stdout).not.toMatch(/__[A-Z]+_FILE__/);
+    expect(linux.stderr).toBe('');
+    const generic = await cli.run(['enroll', 'show', 'prod', 'flags']);
+    expect(generic.exitCode).toBe(0);
+    expect(generic.stdout).toMatch(/^--enroll_secret_path=__SECRET_FILE__$/m);
+    expect(generic.stderr).toBe(
+      'note: these are the generic flags: __SECRET_FILE__ and __CERT_FILE__ stand for paths the install scripts fill in; the flags file for a host is flagsLinux, flagsMac, flagsWindows or flagsFreeBSD\n',
+    );
+  });
+
   it('rejects a target that is not one of the choices (exit 2, no request)', async () => {
     const r = await cli.run(['enroll', 'show', 'prod', 'enroll.bat']);
     expect(r.exitCode).toBe(2);

@@ -164,7 +164,10 @@ export function registerEnroll(program: Command): void {
         'Print one enrollment value of the environment as text on stdout (with exactly one final newline), ' +
         'ready to pipe: the enroll secret, the certificate, the flags file for an OS, or a one-line ' +
         'install/remove script. -o json prints the API object ({"data": ...}).\n\nTargets: ' +
-        `${EnrollTargets.join(', ')}`,
+        `${EnrollTargets.join(', ')}.\n\n` +
+        'The flags file to put on a host is flagsLinux, flagsMac, flagsWindows or flagsFreeBSD: the secret and ' +
+        "certificate paths of that OS filled in. flags is osctrl's generic template, whose __SECRET_FILE__ and " +
+        '__CERT_FILE__ the install scripts replace; printing it says so on stderr.',
       examples: [
         'fleetctl enroll show prod enroll.sh | sh',
         'fleetctl enroll show prod enroll.ps1 > enroll.ps1',
@@ -185,6 +188,10 @@ export function registerEnroll(program: Command): void {
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), res);
       else if (res.data === '') ctx.io.err(`${target} of ${env} is empty\n`);
       else ctx.io.out(scriptText(res.data));
+      // The generic template is not a file to use as is (issue 29): say what fills its placeholders.
+      if (target === 'flags' && /__(SECRET|CERT)_FILE__/.test(res.data)) {
+        ctx.io.err('note: these are the generic flags: __SECRET_FILE__ and __CERT_FILE__ stand for paths the install scripts fill in; the flags file for a host is flagsLinux, flagsMac, flagsWindows or flagsFreeBSD\n');
+      }
     },
   );
 }
