@@ -69,8 +69,12 @@ describe('TTY table', () => {
     expect(strip(out)).toBe(plain.stdoutText());
   });
   it('--no-headers drops the header row', async () => {
-    const io = memoryIO({ tty: true });
+    const io = memoryIO({ tty: true, columns: 200 });
     await printList(io, { format: 'table', noHeaders: true }, rows, columns);
+    const lines = io.stdoutText().trimEnd().split('\n');
+    // Only the rows, the first line being the first row.
+    expect(lines).toHaveLength(rows.length);
+    expect(lines[0]).toMatch(/^6f1c2a3b-1234-4cde-8f00-000000000001 +web-1/);
     expect(io.stdoutText()).not.toContain('UUID');
   });
   it('empty list prints nothing on a TTY', async () => {
@@ -79,9 +83,11 @@ describe('TTY table', () => {
     expect(io.stdoutText()).toBe('');
   });
   it('strips control characters from server data', async () => {
-    const io = memoryIO({ tty: true });
+    const io = memoryIO({ tty: true, columns: 200 });
     await printList(io, { format: 'table' }, [{ ...rows[0]!, hostname: 'evil\x1b[2Jname' }], columns);
     expect(io.stdoutText()).not.toContain('\x1b');
+    // The value is still shown, its escape character written out as text.
+    expect(io.stdoutText()).toContain('evil\\x1b[2Jname');
   });
   it('status colors: yellow for degraded/PENDING, dim for unknown', async () => {
     const io = memoryIO({ tty: true, color: true });
