@@ -77,6 +77,8 @@ export const README_FIXTURES: Record<string, Fixture> = {
   'printf %s "$PW" | fleetctl login --url https://fleet.example.com --env prod --username gitops --password-stdin': {
     login: 'none',
     setup: async (sb) => {
+      // Made again with a password known here (the example before may have made it with another).
+      await ensureNoUser(sb.world, 'gitops');
       await ensureUser(sb.world, 'gitops', { envs: ['prod'] });
       sb.env.PW = pw(sb);
     },
