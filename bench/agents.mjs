@@ -280,6 +280,8 @@ async function run(workers, name) {
     const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
     const { token } = await login.json();
     const headers = { authorization: `Bearer ${token}` };
+    // The event-loop figures come from /metrics of the API, which serves them once the setting says so.
+    await fetch(`${urls.api}/api/v1/settings/api/service_metrics`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ boolean: true }) });
     const enrollValue = async (target) => (await (await fetch(`${urls.api}/api/v1/environments/prod/enroll/${target}`, { headers })).json()).data;
     const env = await configure(urls.api, headers);
     const secret = String(await enrollValue('secret')).trim();

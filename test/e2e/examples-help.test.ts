@@ -9,7 +9,7 @@ import { commandNames, helpExamples, manExamples, readmeExamples } from './examp
 import { itRunsEach, worldsOf } from './examples/suite.js';
 import { DEV_PASSWORD } from '../helpers/cli.js';
 
-const examples = helpExamples();
+const examples = await helpExamples();
 const world = worldsOf(DEV_PASSWORD);
 
 beforeAll(async () => {
@@ -21,8 +21,8 @@ describe('the examples are one set', () => {
     expect(manExamples().map((e) => e.text).sort()).toEqual(examples.map((e) => e.text).sort());
   });
 
-  it('every fixture belongs to an example that exists (help, man or README)', () => {
-    const all = new Set([...examples, ...readmeExamples(commandNames())].map((e) => e.text));
+  it('every fixture belongs to an example that exists (help, man or README)', async () => {
+    const all = new Set([...examples, ...readmeExamples(await commandNames())].map((e) => e.text));
     expect(Object.keys(FIXTURES).filter((k) => !all.has(k))).toEqual([]);
     expect(Object.keys(NOT_EXAMPLES).filter((k) => !all.has(k))).toEqual([]);
   });

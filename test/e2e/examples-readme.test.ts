@@ -8,8 +8,8 @@ import { NOT_EXAMPLES } from './examples/fixtures.js';
 import { commandNames, helpExamples, readmeExamples } from './examples/sources.js';
 import { itRunsEach, worldsOf } from './examples/suite.js';
 
-const help = new Set(helpExamples().map((e) => e.text));
-const examples = readmeExamples(commandNames()).filter((e) => !help.has(e.text) && !(e.text in NOT_EXAMPLES));
+const help = new Set((await helpExamples()).map((e) => e.text));
+const examples = readmeExamples(await commandNames()).filter((e) => !help.has(e.text) && !(e.text in NOT_EXAMPLES));
 const world = worldsOf('demo-pass-1');
 
 describe('every example in the README runs', () => {

@@ -67,7 +67,7 @@ beforeAll(async () => {
   await start();
   cli = new Cli();
   await cli.login(server.url, 'admin', 'prod', PASSWORD);
-}, 180_000);
+});
 
 afterAll(async () => {
   await server?.stop();

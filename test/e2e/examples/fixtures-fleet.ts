@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Fixture } from './types.js';
 import type { Sandbox } from './world.js';
-import { ensureNoTag, ensureTag, noSinks, packed, scheduled } from './helpers.js';
+import { ensureNoSink, ensureNoTag, ensureSink, ensureTag, noSinks, packed, scheduled } from './helpers.js';
 
 const PACKS_YAML = `web:
   platform: linux
@@ -41,6 +41,11 @@ const osqueryHost = async (sb: Sandbox) => {
 const etcFile = (sb: Sandbox, path: string) => readFileSync(join(sb.root, 'root', 'etc', path), 'utf8');
 
 const tag = (name: string, env = 'prod') => (sb: Sandbox) => ensureTag(sb.world, env, name);
+
+/** The http sink the SIEM examples add to the global scope. */
+const SIEM = { url: 'https://siem.example.com/osquery', timeout_seconds: 10 };
+const archive = (sb: Sandbox) => ensureSink(sb.world, 'prod', { name: 'archive', type: 'file', source: 'result', config: { path: 'prod/results.log' } });
+const siem = (sb: Sandbox) => ensureSink(sb.world, 'global', { name: 'siem', type: 'http', source: 'status', config: SIEM, enabled: false });
 const noTag = (name: string, env = 'prod') => (sb: Sandbox) => ensureNoTag(sb.world, env, name);
 
 export const FLEET_FIXTURES: Record<string, Fixture> = {
@@ -130,10 +135,20 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   'fleetctl carves delete carve_tmp_payload': { terminal: [[/Delete carve carve_tmp_payload in prod\?/, 'y']] },
   'fleetctl carves expire carve_auth_log': { terminal: [[/Expire carve carve_auth_log in prod\?/, 'y']] },
 
-  // sinks
-  'fleetctl sinks add global --name siem --type splunk --source status --config @splunk.json --disabled': {
-    files: { 'splunk.json': JSON.stringify({ url: 'https://splunk.example.com:8088/services/collector', index: 'osquery', token_env: 'SPLUNK_HEC_TOKEN' }) },
+  // sinks: `archive` (a file sink of prod) and `siem` (a global http sink) are what the examples add, then edit
+  'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"prod/results.log"}\'': { setup: (sb) => ensureNoSink(sb.world, 'prod', 'archive') },
+  'fleetctl sinks add global --name siem --type http --source status --config @siem.json --disabled': {
+    files: { 'siem.json': JSON.stringify(SIEM) },
+    setup: (sb) => ensureNoSink(sb.world, 'global', 'siem'),
   },
+  'fleetctl sinks edit archive prod --set max_size_mb=500': { setup: archive },
+  'fleetctl sinks edit archive prod --set max_size_mb=500 --set max_files=10': { setup: archive },
+  'fleetctl sinks test archive prod': { setup: archive },
+  'fleetctl sinks test archive prod -o json': { setup: archive },
+  'fleetctl sinks disable archive prod': { setup: archive },
+  'fleetctl sinks edit siem global --set url=https://logs.example.com/osquery --set headers_env.Authorization=SIEM_TOKEN': { setup: siem },
+  'fleetctl sinks edit siem global --unset timeout_seconds --info "SIEM gateway"': { setup: siem },
+  'fleetctl sinks enable siem global': { setup: siem },
   'fleetctl sinks remove 5': { terminal: [[/Delete log sink 5/, 'y']] },
   // The demo's dev environment has no sinks; `sinks clone --from prod --to dev` may have run before.
   'echo \'{"source_environment_id":1,"target_environment_id":3}\' | fleetctl api POST /api/v1/log-sinks/clone --input -': { setup: (sb) => noSinks(sb.world, 3) },

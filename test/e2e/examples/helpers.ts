@@ -130,3 +130,25 @@ export async function noSinks(world: World, envId: number): Promise<void> {
   const r = await world.api('GET', `/api/v1/log-sinks?environment_id=${envId}`);
   for (const s of r.body as { id: number }[]) await world.api('DELETE', `/api/v1/log-sinks/${s.id}`);
 }
+
+/** An environment's id by name; 0 for `global`. */
+export async function envId(world: World, env: string): Promise<number> {
+  if (env === 'global') return 0;
+  return (await world.api('GET', `/api/v1/environments/${env}`)).body.id as number;
+}
+
+async function sinkNamed(world: World, env: string, name: string): Promise<{ id: number } | undefined> {
+  const r = await world.api('GET', `/api/v1/log-sinks?environment_id=${await envId(world, env)}`);
+  return (r.body as { id: number; name: string }[]).find((s) => s.name === name);
+}
+
+/** A log sink of that name in `env` (or global), added as given when missing. */
+export async function ensureSink(world: World, env: string, sink: { name: string; type: string; source: string; config: Record<string, unknown>; enabled?: boolean }): Promise<void> {
+  if (await sinkNamed(world, env, sink.name)) return;
+  await world.api('POST', '/api/v1/log-sinks', { ...sink, environment_id: await envId(world, env) });
+}
+
+export async function ensureNoSink(world: World, env: string, name: string): Promise<void> {
+  const s = await sinkNamed(world, env, name);
+  if (s) await world.api('DELETE', `/api/v1/log-sinks/${s.id}`);
+}

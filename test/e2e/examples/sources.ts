@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { buildProgram } from '../../../src/program.js';
+import { fullProgram } from '../../../src/program.js';
 import { allCommands, readProgram } from '../../../src/gen/model.js';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -28,8 +28,8 @@ function collect(pairs: [string, string][]): Example[] {
 }
 
 /** Every example of every command's --help, once each (a group repeats its verbs' examples). */
-export function helpExamples(): Example[] {
-  const spec = readProgram(buildProgram());
+export async function helpExamples(): Promise<Example[]> {
+  const spec = readProgram(await fullProgram());
   const pairs: [string, string][] = [];
   for (const c of [spec.root, ...allCommands(spec.root)]) {
     for (const text of c.examples) pairs.push([text, `fleetctl ${c.path.join(' ')} --help`.replace('  ', ' ')]);
@@ -103,7 +103,7 @@ function isCommandName(text: string, commandNames: Set<string>): boolean {
 }
 
 /** Every command and group name (aliases and hidden ones included), to tell a quoted name from an example. */
-export function commandNames(): Set<string> {
+export async function commandNames(): Promise<Set<string>> {
   const names = new Set<string>();
   const walk = (c: Command): void => {
     for (const sub of c.commands) {
@@ -111,6 +111,6 @@ export function commandNames(): Set<string> {
       walk(sub);
     }
   };
-  walk(buildProgram());
+  walk(await fullProgram());
   return names;
 }

@@ -39,7 +39,8 @@ export class World {
   static async start(name: WorldName, password: string): Promise<World> {
     // The live world: the smallest demo (3 records, deleted below from prod) and ten agents.
     const size = name === 'live' ? ['--dev-nodes', '3', '--dev-agents', '10'] : ['--dev-agents', '5'];
-    const server = await startServerProcess(['--dev', '--dev-password', password, ...size]);
+    // The secrets sink examples name by environment variable (headers_env) are set for the server.
+    const server = await startServerProcess(['--dev', '--dev-password', password, ...size], { env: { SIEM_TOKEN: 'siem-token-for-examples' } });
     await waitForLine(server, /Simulated agents: \d+ of \d+ enrolled/);
     const cli = new Cli();
     await cli.login(server.url, 'admin', 'prod', password);

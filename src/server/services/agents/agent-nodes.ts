@@ -30,7 +30,7 @@ export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): 
 }
 
 /** What the agent door keeps of an enrolled node (agent/state.ts's AgentNode). */
-export type EnrolledNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at'>;
+export type EnrolledNode = Pick<NodeRow, 'id' | 'uuid' | 'hostname' | 'environment_id' | 'ip_address' | 'details_at' | 'created_at'>;
 
 /**
  * Creates (or re-keys) the node for host_identifier and returns its new node key and row, or
@@ -91,7 +91,7 @@ export async function enrollNode(
     // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
     .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
     .onConflict((oc) => oc.column('uuid').doUpdateSet(values).where('nodes.environment_id', '=', env.id))
-    .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at'])
+    .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at'])
     .compile();
   const node = (await write(upsert)).rows[0] as EnrolledNode | undefined;
   return node ? { key: nodeKey, node } : undefined;
