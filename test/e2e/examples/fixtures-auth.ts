@@ -32,16 +32,16 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   'fleetctl login --url http://127.0.0.1:8080 --env prod --username admin': { login: 'none', terminal: [[/password:/i, pw]] },
   'printf %s "$FLEET_PASSWORD" | fleetctl login --url https://fleet.example.com --env staging --username ci-bot --password-stdin': {
     login: 'none',
-    setup: async (sb) => void (sb.env.FLEET_PASSWORD = pw(sb)),
+    setup: (sb) => void (sb.env.FLEET_PASSWORD = pw(sb)),
   },
   'printf %s "$FLEET_PASSWORD" | fleetctl login --username mfa-user --password-stdin --totp-code "$(oathtool --totp -b "$SECRET")"': {
-    setup: async (sb) => {
+    setup: (sb) => {
       sb.env.FLEET_PASSWORD = pw(sb);
       sb.env.SECRET = demoMfa(sb.world).secret;
     },
   },
   'printf \'%s\\n%s\\n\' "$FLEET_PASSWORD" "$RECOVERY_CODE" | fleetctl login --username mfa-user --password-stdin --mfa-code-stdin': {
-    setup: async (sb) => {
+    setup: (sb) => {
       sb.env.FLEET_PASSWORD = pw(sb);
       sb.env.RECOVERY_CODE = demoMfa(sb.world).recoveryCodes[0]!;
     },
@@ -51,17 +51,17 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   'fleetctl auth login --url https://fleet.example.com --env prod': { login: 'none', terminal: [[/Username:/, 'admin'], [/password:/i, pw]] },
   'fleetctl auth status --profile staging -o json': { setup: staging },
   'curl -H "Authorization: Bearer $(fleetctl auth token)" "$URL/api/v1/stats"': {
-    setup: async (sb) => void (sb.env.URL = sb.world.url),
+    setup: (sb) => void (sb.env.URL = sb.world.url),
     check: (r) => expect(JSON.parse(r.stdout)).toHaveProperty('total_nodes'),
   },
 
   // mfa: each as a user of its own.
   'fleetctl mfa totp setup': {
     setup: asOwnUser(),
-    terminal: [[/6-digit code from the app:/, (_sb, screen) => totpNow(/\b([A-Z2-7]{32})\b/.exec(screen)![1]!)]],
+    terminal: [[/6-digit code from the app:/, (_sb, screen) => totpNow(/\b([A-Z2-7]{32})\b/.exec(screen)![1])]],
   },
   'secret=$(fleetctl mfa totp setup --jq .secret) && fleetctl mfa totp confirm --code "$(oathtool --totp -b "$secret")"': { setup: asOwnUser() },
-  'fleetctl mfa totp confirm': { setup: asOwnUser('begun'), terminal: [[/6-digit code from the app:/, (sb) => totpNow(sb.env.secret!)]] },
+  'fleetctl mfa totp confirm': { setup: asOwnUser('begun'), terminal: [[/6-digit code from the app:/, (sb) => totpNow(sb.env.secret)]] },
   'oathtool --totp -b "$secret" | fleetctl mfa totp confirm --code-stdin': { setup: asOwnUser('begun') },
   'fleetctl mfa totp disable': { setup: asOwnUser('on'), terminal: [[/password:/i, pw]] },
   'printf %s "$PW" | fleetctl mfa totp disable --password-stdin': { setup: asOwnUser('on') },
@@ -74,7 +74,7 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   // super-admin must keep one second factor: each removal runs where the admin still has both
   // (`show cred-1a2b` runs before `remove cred-1a2b`, in the order of --help).
   'fleetctl mfa webauthn remove cred-1a2b': { terminal: [[/Remove WebAuthn credential cred-1a2b/, 'y'], [/password:/i, pw]] },
-  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': { world: 'live', setup: async (sb) => void (sb.env.PW = pw(sb)) },
+  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': { world: 'live', setup: (sb) => void (sb.env.PW = pw(sb)) },
 
   // users (as the demo's super-admin)
   'fleetctl users show alice -o json': { setup: (sb) => ensureUser(sb.world, 'alice') },

@@ -51,7 +51,7 @@ export const CONFIG_FIXTURES: Record<string, Fixture> = {
   'fleetctl apply -f config/ -R --prune': { files: CONFIG_DIR },
   // diff exits 1 when something differs (documented, for CI); the file asks for another interval.
   'fleetctl diff -f prod.yaml': {
-    files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml']! },
+    files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml'] },
     exit: { code: [1], why: 'diff exits 1 when the server differs from the file (the point of the example)' },
     check: (r) => expect(r.stdout).toMatch(/^\+ +interval: 1800$/m),
   },

@@ -18,7 +18,7 @@ const PACKS_YAML = `web:
 `;
 
 /** The demo agent listener's certificate (a real PEM), as `--certificate ./fleet.pem` reads it. */
-const agentCertificate = async (sb: Sandbox) => {
+const agentCertificate = (sb: Sandbox) => {
   const path = /certificate (\S+\.pem)/.exec(sb.world.banner())?.[1];
   if (!path) throw new Error('no agent certificate in the banner');
   copyFileSync(path, join(sb.cwd, 'fleet.pem'));
@@ -28,7 +28,7 @@ const agentCertificate = async (sb: Sandbox) => {
  * A host with osquery installed and systemd, as enroll.sh expects: `osqueryd` is found, and
  * `systemctl` records what it was asked (in <sandbox>/systemctl.log) instead of starting services.
  */
-const osqueryHost = async (sb: Sandbox) => {
+const osqueryHost = (sb: Sandbox) => {
   const bin = join(sb.root, 'host-bin');
   mkdirSync(bin);
   writeFileSync(join(bin, 'osqueryd'), '#!/bin/sh\necho "osqueryd version 5.12.1"\n');
@@ -59,7 +59,7 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
     },
     check: async (_r, sb) => {
       const r = await sb.world.api('GET', '/api/v1/environments/prod/config/schedule');
-      expect(r.body.schedule.users_query.interval).toBe(900);
+      expect((r.body as { schedule: Record<string, { interval: number }> }).schedule.users_query?.interval).toBe(900);
     },
   },
 
@@ -98,7 +98,7 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   // osquery's directory exists on a host where osquery is installed.
   'fleetctl enroll show prod flagsLinux > /etc/osquery/osquery.flags': {
     namespaces: ['mount'],
-    setup: async (sb) => void mkdirSync(join(sb.root, 'root', 'etc', 'osquery'), { recursive: true }),
+    setup: (sb) => void mkdirSync(join(sb.root, 'root', 'etc', 'osquery'), { recursive: true }),
     check: (_r, sb) => expect(etcFile(sb, 'osquery/osquery.flags')).toContain('--enroll_secret_path=/etc/osquery/fleetctl.secret'),
   },
   'fleetctl enroll expire prod': { terminal: [[/Expire enrollment of prod/, 'y']] },

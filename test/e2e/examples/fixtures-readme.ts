@@ -1,25 +1,45 @@
 // Fixtures of the README's own examples (those that are not also --help examples). The README's
 // demo runs with --dev-password demo-pass-1, the password its quick start types.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Fixture } from './types.js';
 import type { Sandbox } from './world.js';
-import { NEW_PASSWORD, ensureNoUser, ensureUser } from './helpers.js';
+import { NEW_PASSWORD, ensureEnv, ensureNoEnv, ensureNoUser, ensureUser } from './helpers.js';
 import { CONFIG_DIR, DIFFERENT_CONFIG_DIR } from './fixtures-config.js';
-import { dbInternal } from './fixtures-server.js';
+import { database, dbInternal, varLibDb } from './fixtures-server.js';
 import { ROOT } from './sources.js';
 
 const pw = (sb: Sandbox) => sb.world.password;
 
 /** man(1) finds fleetctl's pages, as after `npm install -g` (MANPATH instead of /usr/share/man). */
-const installedManPages = async (sb: Sandbox) => {
+const installedManPages = (sb: Sandbox) => {
   const man1 = join(sb.root, 'man', 'man1');
   mkdirSync(man1, { recursive: true });
   symlinkSync(join(ROOT, 'man', 'fleetctl.1'), join(man1, 'fleetctl.1'));
   sb.env.MANPATH = join(sb.root, 'man');
   sb.env.MANPAGER = 'cat';
+};
+
+/**
+ * The private CA of "Running it in production", step 1: the README's own block (deploy:pki) run
+ * in `dir`, which then holds pki/root.pem, pki/agent.key and pki/agent-chain.pem for
+ * fleet.example.com.
+ */
+function readmePki(dir: string): string {
+  const m = /<!-- deploy:pki -->\n```sh\n([\s\S]*?)```/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  if (!m) throw new Error('README.md has no <!-- deploy:pki --> block');
+  execFileSync('bash', ['-e', '-c', m[1]], { cwd: dir, stdio: 'ignore' });
+  return join(dir, 'pki');
+}
+
+/** An example that creates environment `name` (the README creates some twice). */
+const createsEnv = (name: string): Fixture => ({ setup: (sb) => ensureNoEnv(sb.world, name) });
+/** prod as the demo has it, after an example that closed its enrollment or changed its detail refresh. */
+const prodAsDemo = async (sb: Sandbox) => {
+  await sb.world.api('PATCH', '/api/v1/environments/prod', { accept_enrolls: true, detail_refresh: 0 });
+  await sb.world.api('POST', '/api/v1/environments/prod/enroll/notexpire', {});
 };
 
 export const README_FIXTURES: Record<string, Fixture> = {
@@ -59,14 +79,9 @@ export const README_FIXTURES: Record<string, Fixture> = {
     exit: { code: [1], why: 'diff exits 1 when something differs' },
     check: (r) => expect(r.stdout).toMatch(/^\+ +interval: 1800$/m),
   },
-  'fleetctl diff -f prod.yaml; echo $?': { files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml']! }, check: (r) => expect(r.stdout).toMatch(/^1$/m) },
+  'fleetctl diff -f prod.yaml; echo $?': { files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml'] }, check: (r) => expect(r.stdout).toMatch(/^1$/m) },
   'fleetctl apply -f config/ --prune --dry-run': { files: CONFIG_DIR },
   'fleetctl apply -f config/ --prune': { files: CONFIG_DIR },
-  'fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod': {
-    namespaces: ['mount', 'net'],
-    stdin: 'first-admin-pass-1',
-    stop: /listening on http:\/\/127\.0\.0\.1:8080/,
-  },
   // GitOps: the service account, then its login in the workflow.
   'printf %s "$PW" | fleetctl users add gitops --service --environment prod,staging --level admin --password-stdin': {
     setup: async (sb) => {
@@ -83,14 +98,41 @@ export const README_FIXTURES: Record<string, Fixture> = {
       sb.env.PW = pw(sb);
     },
   },
-  // The README's replica, after its `export FLEETCTL_DB=...` line, with the agent listener's certificate.
-  'printf %s "$ADMIN_PW" | fleetctl server --db-ca /etc/ssl/db-ca.pem --listen 0.0.0.0:8080 --create-env prod --admin-password-stdin --agent-listen 0.0.0.0:8443 --agent-tls-cert agents.pem --agent-tls-key agents.key': {
+  // The README's replica, after its `export FLEETCTL_DB=...` line, with the agent door's
+  // certificate from the README's private CA (step 1 of "Running it in production").
+  'printf %s "$ADMIN_PW" | fleetctl server --db-ca /etc/ssl/db-ca.pem --listen 0.0.0.0:8080 --create-env prod --admin-password-stdin --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert agent-chain.pem --agent-tls-key agent.key --agent-ca root.pem': {
     ...dbInternal(() => ['/etc/ssl/db-ca.pem']),
-    setup: async (sb) => {
+    setup: (sb) => {
       sb.env.FLEETCTL_DB = 'postgres://fleet:PASSWORD@db.internal:5432/fleet?sslmode=verify-full';
       sb.env.ADMIN_PW = 'first-admin-pass-1';
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(sb.cwd, 'agents.key'), '-out', join(sb.cwd, 'agents.pem'), '-days', '2', '-subj', '/CN=fleet.example.com'], { stdio: 'ignore' });
+      const pki = readmePki(sb.root);
+      for (const f of ['agent-chain.pem', 'agent.key', 'root.pem']) copyFileSync(join(pki, f), join(sb.cwd, f));
     },
     stop: /Agent API \(osquery TLS\) listening on /,
   },
+  // The systemd unit's ExecStart as the README prints it: the certificate files where step 2
+  // installs them (/etc/fleetctl, an overlay here), the first start's password from the unit's
+  // environment file (here the shell's environment).
+  'fleetctl server --db /var/lib/fleetctl/fleet.db --listen 127.0.0.1:8080 --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert /etc/fleetctl/agent-chain.pem --agent-tls-key /etc/fleetctl/agent.key --agent-ca /etc/fleetctl/agent-ca.pem --create-env prod --log': {
+    namespaces: ['mount', 'net'],
+    setup: (sb) => {
+      sb.env.FLEETCTL_ADMIN_PASSWORD = 'first-admin-pass-1';
+      const pki = readmePki(sb.root);
+      const etc = join(sb.root, 'root', 'etc', 'fleetctl');
+      mkdirSync(etc, { recursive: true });
+      for (const [from, to] of [['agent-chain.pem', 'agent-chain.pem'], ['agent.key', 'agent.key'], ['root.pem', 'agent-ca.pem']]) copyFileSync(join(pki, from), join(etc, to));
+    },
+    stop: /"event":"start"/,
+  },
+  'fleetctl server backup --db /var/lib/fleetctl/fleet.db fleet-backup.db': {
+    namespaces: ['mount'],
+    setup: (sb) => database(varLibDb(sb), 'latest'),
+    check: (r, sb) => expect(r.stdout).toMatch(new RegExp(`^Backed up /var/lib/fleetctl/fleet\\.db .* to ${join(sb.cwd, 'fleet-backup.db')}: `)),
+  },
+  'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443': createsEnv('eu-prod'),
+  'fleetctl env create eu-prod': createsEnv('eu-prod'),
+  'fleetctl env create lab --enroll-window 7d': createsEnv('lab'),
+  'fleetctl env edit eu-prod --agent-host fleet-eu.example.com:8443': { setup: (sb) => ensureEnv(sb.world, 'eu-prod') },
+  'fleetctl env edit prod --no-enroll': { after: prodAsDemo },
+  'fleetctl env edit prod --detail-refresh 30m': { after: prodAsDemo },
 };

@@ -7,11 +7,14 @@ import { FLEET_FIXTURES } from './fixtures-fleet.js';
 import { CONFIG_FIXTURES } from './fixtures-config.js';
 import { SERVER_FIXTURES } from './fixtures-server.js';
 import { README_FIXTURES } from './fixtures-readme.js';
+import { ENV_FIXTURES } from './fixtures-env.js';
 
 export type { Fixture } from './types.js';
 
 /** README quotes that are not commands to run, each with why. */
-export const NOT_EXAMPLES: Record<string, string> = {};
+export const NOT_EXAMPLES: Record<string, string> = {
+  'fleetctl enroll show ENV flags': "says what the real-agent harness (test/helpers/osqueryd.ts) runs for its test's environment, not a command for the reader; README.md:106 runs it on prod",
+};
 
 /** The tables merged; an example with an entry in two of them is a mistake, refused at load. */
 function merged(...tables: Record<string, Fixture>[]): Record<string, Fixture> {
@@ -25,4 +28,4 @@ function merged(...tables: Record<string, Fixture>[]): Record<string, Fixture> {
   return all;
 }
 
-export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, SERVER_FIXTURES, README_FIXTURES);
+export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, ENV_FIXTURES, SERVER_FIXTURES, README_FIXTURES);

@@ -46,7 +46,7 @@ export async function ownUser(sb: Sandbox, o: { totp?: 'on' | 'begun' } = {}): P
     const token = await tokenOf(sb.world, username);
     const begin = await apiCall(sb.world.url, 'POST', '/api/v1/users/me/mfa/totp', { token });
     if (begin.status !== 200) throw new Error(`totp begin: ${begin.status} ${JSON.stringify(begin.body)}`);
-    user.secret = begin.body.secret as string;
+    user.secret = (begin.body as { secret: string }).secret;
     if (o.totp === 'on') {
       const ok = await apiCall(sb.world.url, 'POST', '/api/v1/users/me/mfa/totp/confirm', { token, body: { code: totpCode(user.secret) } });
       if (ok.status !== 200) throw new Error(`totp confirm: ${ok.status} ${JSON.stringify(ok.body)}`);
@@ -58,7 +58,7 @@ export async function ownUser(sb: Sandbox, o: { totp?: 'on' | 'begun' } = {}): P
 async function tokenOf(world: World, username: string, password = world.password): Promise<string> {
   const r = await apiCall(world.url, 'POST', '/api/v1/login/prod', { body: { username, password } });
   if (r.status !== 200) throw new Error(`login ${username}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body.token as string;
+  return (r.body as { token: string }).token;
 }
 
 /** The demo's MFA user, as the server's banner prints it: its TOTP secret and recovery codes. */
@@ -90,15 +90,17 @@ export async function ensureNoTag(world: World, env: string, name: string): Prom
 export function firstLiveAgent(world: World): string {
   const m = /tagged live-agents \(([^,)]+)/.exec(world.banner());
   if (!m) throw new Error(`no simulated agents in the banner:\n${world.banner()}`);
-  return m[1]!;
+  return m[1];
 }
 
+// A configuration part is free-form JSON (osquery's schema): fixtures edit it by key.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Part = Record<string, any>;
 
 /** Changes one part of an environment's osquery configuration (schedule, packs, ...) through the API. */
 export async function editConfigPart(world: World, env: string, part: string, change: (current: Part) => Part): Promise<void> {
   const r = await world.api('GET', `/api/v1/environments/${env}/config/${part}`);
-  await world.api('PUT', `/api/v1/environments/${env}/config/${part}`, change({ ...(r.body[part] ?? {}) }));
+  await world.api('PUT', `/api/v1/environments/${env}/config/${part}`, change({ ...((r.body as Record<string, Part | undefined>)[part] ?? {}) }));
 }
 
 /** A scheduled query of the environment's schedule, there (`true`) or not (`false`). */
@@ -115,11 +117,12 @@ export async function scheduled(world: World, env: string, names: Record<string,
 /** A pack with the given queries there (added when missing), others of the pack removed when listed false. */
 export async function packed(world: World, env: string, pack: string, names: Record<string, boolean>): Promise<void> {
   await editConfigPart(world, env, 'packs', (packs) => {
-    const p = (packs[pack] ??= { queries: {} });
+    const p = (packs[pack] ??= { queries: {} }) as { queries?: Part };
     p.queries ??= {};
+    const queries = p.queries;
     for (const [name, present] of Object.entries(names)) {
-      if (!present) delete p.queries[name];
-      else p.queries[name] ??= { query: `SELECT * FROM processes; -- ${name}`, interval: 300 };
+      if (!present) delete queries[name];
+      else queries[name] ??= { query: `SELECT * FROM processes; -- ${name}`, interval: 300 };
     }
     return packs;
   });
@@ -134,7 +137,7 @@ export async function noSinks(world: World, envId: number): Promise<void> {
 /** An environment's id by name; 0 for `global`. */
 export async function envId(world: World, env: string): Promise<number> {
   if (env === 'global') return 0;
-  return (await world.api('GET', `/api/v1/environments/${env}`)).body.id as number;
+  return ((await world.api('GET', `/api/v1/environments/${env}`)).body as { id: number }).id;
 }
 
 async function sinkNamed(world: World, env: string, name: string): Promise<{ id: number } | undefined> {
@@ -151,4 +154,18 @@ export async function ensureSink(world: World, env: string, sink: { name: string
 export async function ensureNoSink(world: World, env: string, name: string): Promise<void> {
   const s = await sinkNamed(world, env, name);
   if (s) await world.api('DELETE', `/api/v1/log-sinks/${s.id}`);
+}
+
+export async function envExists(world: World, name: string): Promise<boolean> {
+  return (await world.api('GET', `/api/v1/environments/${name}`, undefined, [200, 404])).status === 200;
+}
+
+/** The environment exists (created with the server's defaults when missing). */
+export async function ensureEnv(world: World, name: string): Promise<void> {
+  if (!(await envExists(world, name))) await world.api('POST', '/api/v1/environments', { name });
+}
+
+/** No environment of that name (deleted with its nodes when there is one). */
+export async function ensureNoEnv(world: World, name: string): Promise<void> {
+  if (await envExists(world, name)) await world.api('DELETE', `/api/v1/environments/${name}`);
 }

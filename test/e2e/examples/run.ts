@@ -63,7 +63,7 @@ function shellArgv(fixture: Fixture, sb: Sandbox): string[] {
   if (!ns.length) return ['sh', '-c', 'eval "$FLEETCTL_EXAMPLE"'];
   const prelude: string[] = [];
   if (ns.includes('mount')) {
-    for (const dir of ['/etc', '/var/lib', '/opt']) {
+    for (const dir of ['/etc', '/var', '/opt']) {
       const upper = join(sb.root, 'root', dir);
       const work = join(sb.root, 'overlay-work', dir);
       mkdirSync(upper, { recursive: true });
@@ -98,7 +98,7 @@ export async function runExample(world: World, text: string, fixture: Fixture): 
 
 async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, fixture: Fixture): Promise<Omit<ExampleResult, 'ran'>> {
   const input = typeof fixture.stdin === 'function' ? fixture.stdin(sb) : fixture.stdin;
-  const proc = execa(argv[0]!, argv.slice(1), {
+  const proc = execa(argv[0], argv.slice(1), {
     env,
     extendEnv: false,
     cwd: sb.cwd,
@@ -110,8 +110,8 @@ async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, f
     detached: true, // its own process group: an interrupt reaches the whole command line
   });
   let seen = '';
-  proc.stdout!.on('data', (d: Buffer) => void (seen += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => void (seen += d.toString()));
+  proc.stdout.on('data', (d: Buffer) => void (seen += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => void (seen += d.toString()));
   shownSoFar = () => seen;
   const during = fixture.during?.(sb);
   if (fixture.stop) {
@@ -120,8 +120,8 @@ async function piped(argv: string[], env: Record<string, string>, sb: Sandbox, f
       const look = () => {
         if (stop.test(seen)) resolve();
       };
-      proc.stdout!.on('data', look);
-      proc.stderr!.on('data', look);
+      proc.stdout.on('data', look);
+      proc.stderr.on('data', look);
       void proc.then(() => resolve());
     });
     // Ctrl-C at a terminal interrupts the foreground process group: the same here.
@@ -140,7 +140,7 @@ const signalNumber = (s: string): number => ({ SIGINT: 2, SIGTERM: 15, SIGKILL: 
 
 /** At a pseudo-terminal: answers each prompt once it is shown, then waits for the exit. */
 async function atTerminal(argv: string[], env: Record<string, string>, sb: Sandbox, fixture: Fixture): Promise<Omit<ExampleResult, 'ran'>> {
-  const pty: IPty = spawn(argv[0]!, argv.slice(1), { name: 'xterm-256color', cols: 160, rows: 50, cwd: sb.cwd, env: { ...env, TERM: 'xterm-256color', NO_COLOR: '1' } });
+  const pty: IPty = spawn(argv[0], argv.slice(1), { name: 'xterm-256color', cols: 160, rows: 50, cwd: sb.cwd, env: { ...env, TERM: 'xterm-256color', NO_COLOR: '1' } });
   let raw = '';
   let cursor = 0;
   let exitCode: number | undefined;

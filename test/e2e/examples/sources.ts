@@ -46,7 +46,7 @@ export function manExamples(): Example[] {
       env: { ...process.env, MANWIDTH: '1000', MANPAGER: 'cat', PAGER: 'cat', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
       encoding: 'utf8',
     });
-    for (const m of text.matchAll(/^ +\$ (.+?)\s*$/gm)) pairs.push([m[1]!, `man/${page}`]);
+    for (const m of text.matchAll(/^ +\$ (.+?)\s*$/gm)) pairs.push([m[1], `man/${page}`]);
   }
   return collect(pairs);
 }
@@ -55,28 +55,54 @@ export function manExamples(): Example[] {
 const INVOKES = /(^|[|;&(]\s*|^\w+=\S+\s+)fleetctl(\s|$)/;
 const invokesFleetctl = (line: string): boolean => INVOKES.test(line.trim());
 
+/** What a README example's `where` says when its block is one test/e2e/deploy-real-agent.test.ts runs. */
+export const DEPLOY_BLOCK = /\(deploy:([a-z]+)\)$/;
+
 /**
  * The README's examples: lines of ```sh and ```console blocks (console: the `$ ` lines) and the
  * `run:` lines of its YAML that run fleetctl, and every `fleetctl ...` quoted in its text and
- * tables. A quote that only names a command (`fleetctl nodes`, `fleetctl server`) is not one.
+ * tables (a quote may run over a line break). A quote that only names a command (`fleetctl
+ * nodes`, `fleetctl server`) is not one. A block after a `<!-- deploy:NAME -->` marker is one of
+ * "Running it in production"'s steps: its `where` ends with `(deploy:NAME)`.
  */
 export function readmeExamples(commandNames: Set<string>): Example[] {
   const lines = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n');
   const pairs: [string, string][] = [];
   let block: string | undefined;
+  let deploy: string | undefined;
   let pending = '';
+  // The prose paragraph being read (quotes are taken from whole paragraphs): its first line's index.
+  let prose: string[] = [];
+  let proseStart = 0;
+  const endProse = () => {
+    const text = prose.join('\n');
+    for (const m of text.matchAll(/`([^`]+)`/g)) {
+      const line = proseStart + text.slice(0, m.index).split('\n').length;
+      const quoted = m[1].replace(/\s*\n\s*/g, ' ').replace(/\\\|/g, '|');
+      if (invokesFleetctl(quoted) && !isCommandName(quoted, commandNames)) pairs.push([quoted, `README.md:${line}`]);
+    }
+    prose = [];
+  };
   lines.forEach((line, i) => {
-    const where = `README.md:${i + 1}`;
     const fence = /^```(\w*)/.exec(line);
+    const marker = /^<!-- deploy:([a-z]+) -->$/.exec(line);
+    if (fence || marker || (block === undefined && line.trim() === '')) endProse();
+    const where = `README.md:${i + 1}${block !== undefined && deploy ? ` (deploy:${deploy})` : ''}`;
+    if (marker) {
+      deploy = marker[1];
+      return;
+    }
     if (fence) {
+      if (block !== undefined) deploy = undefined;
       block = block === undefined ? fence[1] || 'text' : undefined;
       pending = '';
       return;
     }
     if (block === undefined) {
-      for (const m of line.matchAll(/`([^`]+)`/g)) {
-        const text = m[1]!.replace(/\\\|/g, '|');
-        if (invokesFleetctl(text) && !isCommandName(text, commandNames)) pairs.push([text, where]);
+      deploy = undefined;
+      if (line.trim() !== '') {
+        if (!prose.length) proseStart = i;
+        prose.push(line);
       }
       return;
     }
@@ -94,6 +120,7 @@ export function readmeExamples(commandNames: Set<string>): Example[] {
     pending = '';
     if (full && !full.startsWith('#') && invokesFleetctl(full)) pairs.push([full, where]);
   });
+  endProse();
   return collect(pairs);
 }
 

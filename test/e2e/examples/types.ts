@@ -10,7 +10,7 @@ export interface Fixture {
   /** Files created before it runs: relative to its working directory, or under its home (`~/`). */
   files?: Record<string, string>;
   /** State the example needs, made through the admin API or a CLI login; shell variables in sb.env. */
-  setup?: (sb: Sandbox) => Promise<void>;
+  setup?: (sb: Sandbox) => void | Promise<void>;
   stdin?: string | ((sb: Sandbox) => string);
   /** Run at a pseudo-terminal: each prompt (waited for) and what the user types. */
   terminal?: [RegExp, string | ((sb: Sandbox, screen: string) => string)][];
@@ -22,7 +22,7 @@ export interface Fixture {
   prelude?: (sb: Sandbox) => string;
   /** Clean-up after the run, whatever happened (a service the prelude started). */
   after?: (sb: Sandbox) => Promise<void> | void;
-  /** 'mount': /etc, /var/lib and /opt are overlays in the sandbox; 'net': a loopback of its own. */
+  /** 'mount': /etc, /var and /opt are overlays in the sandbox; 'net': a loopback of its own. */
   namespaces?: ('mount' | 'net')[];
   /** Text of the example that cannot be run as it is here, each with why and what replaces it. */
   rewrite?: { from: string; to: (sb: Sandbox) => string; why: string }[];

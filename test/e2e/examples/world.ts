@@ -15,6 +15,9 @@ import { apiCall, type Reply } from '../../helpers/admin-cli.js';
 
 export type WorldName = 'demo' | 'live';
 
+/** A node as the admin API lists it (the fields fixtures read). */
+type NodeItem = { uuid: string; hostname: string; platform: string; tags?: unknown };
+
 export class World {
   private constructor(
     readonly name: WorldName,
@@ -46,7 +49,7 @@ export class World {
     await cli.login(server.url, 'admin', 'prod', password);
     const login = await apiCall(server.url, 'POST', '/api/v1/login/prod', { body: { username: 'admin', password } });
     if (login.status !== 200) throw new Error(`admin login: ${login.status} ${JSON.stringify(login.body)}`);
-    const world = new World(name, server, password, login.body.token, cli.configDir, cli);
+    const world = new World(name, server, password, (login.body as { token: string }).token, cli.configDir, cli);
     if (name === 'live') {
       await world.keepOnlyLiveAgents('prod');
       // --target tag:pci: the demo tags a share of prod's records pci; here, the live Macs.
@@ -66,12 +69,12 @@ export class World {
   }
 
   /** Every node of `env`, all pages. */
-  async nodes(env: string, query = ''): Promise<{ uuid: string; hostname: string; platform: string; tags?: unknown }[]> {
-    const out = [];
+  async nodes(env: string, query = ''): Promise<NodeItem[]> {
+    const out: NodeItem[] = [];
     for (let page = 1; ; page++) {
-      const r = await this.api('GET', `/api/v1/nodes/${env}?page=${page}&page_size=500${query}`);
-      out.push(...r.body.items);
-      if (page >= r.body.total_pages) return out;
+      const body = (await this.api('GET', `/api/v1/nodes/${env}?page=${page}&page_size=500${query}`)).body as { items: NodeItem[]; total_pages: number };
+      out.push(...body.items);
+      if (page >= body.total_pages) return out;
     }
   }
 
@@ -160,7 +163,8 @@ export class Sandbox {
     const r = await apiCall(world.url, 'POST', '/api/v1/login/prod', { body: { username: 'admin', password: world.password } });
     if (r.status !== 200) throw new Error(`sandbox login: ${r.status} ${JSON.stringify(r.body)}`);
     // The CLI's file credential store (--insecure-storage; no keychain in tests): one entry per profile.
-    writeFileSync(join(sb.configDir, 'credentials.json'), JSON.stringify({ default: { token: r.body.token, csrfToken: r.body.csrf_token } }), { mode: 0o600 });
+    const { token, csrf_token } = r.body as { token: string; csrf_token: string };
+    writeFileSync(join(sb.configDir, 'credentials.json'), JSON.stringify({ default: { token, csrfToken: csrf_token } }), { mode: 0o600 });
     return sb;
   }
 
