@@ -342,6 +342,33 @@ describe('what osctrl really does, said (issue 29)', () => {
     }
   });
 
+  it('env create, edit and delete go through as the real osctrl-api took them (recorded): type and icon sent, 409 for a taken name, the options carry the intervals', async () => {
+    const c = await run(['env', 'create', 'lab', '--agent-host', '127.0.0.1', '--query', '30']);
+    expect(c.exitCode, c.stderr).toBe(0);
+    expect(c.sent[0]).toMatchObject({ method: 'POST', path: '/api/v1/environments', body: { name: 'lab', hostname: '127.0.0.1', type: 'osquery', icon: 'server' } });
+    expect(paths(c.sent)).toContain('PATCH /api/v1/environments/config/' + osctrl.envs.find((e) => e.Name === 'lab')!.UUID);
+    expect(c.stdout).toMatch(/^name\s+lab$/m);
+    expect(c.stdout).toMatch(/^query_interval\s+30$/m);
+    expect(c.stdout).toMatch(/^enrollment\s+open until closed$/m);
+    expect(c.stderr).toMatch(/Created environment lab\. Enroll hosts with: fleetctl enroll show lab enroll\.sh/);
+    const taken = await run(['env', 'create', 'lab', '--agent-host', '127.0.0.1']);
+    expect(taken.exitCode).toBe(6);
+    expect(taken.stderr).toMatch(/^error: environment with that name already exists \(conflict, HTTP 409\)/);
+    const { c: quinn } = await loginAs('quinn');
+    const denied = await run(['env', 'create', 'lab2', '--agent-host', '127.0.0.1'], undefined, quinn);
+    expect(denied.exitCode).toBe(5);
+    const e = await run(['env', 'edit', 'lab', '--name', 'lab-b', '--no-enroll']);
+    expect(e.exitCode, e.stderr).toBe(0);
+    expect(e.stdout).toMatch(/^name\s+lab-b$/m);
+    expect(e.stdout).toMatch(/^enrollment\s+closed/m);
+    const d = await run(['env', 'delete', 'lab-b', '--yes']);
+    expect(d.exitCode, d.stderr).toBe(0);
+    expect(d.stderr).toMatch(/^Environment lab-b deleted with 0 nodes\.$/m);
+    expect(paths(d.sent).at(-1)).toMatch(/^DELETE \/api\/v1\/environments\/[0-9a-f-]{36}$/);
+    expect((await run(['env', 'show', 'lab-b'])).exitCode).toBe(3);
+    expect(osctrl.envs.map((x) => x.Name).sort()).toEqual(['dev', 'prod']);
+  });
+
   it('a password change says the sessions stay valid until they expire (users passwd, users edit), and they do', async () => {
     const { c } = await loginAs('bob', 'dev');
     const p = await run(['users', 'passwd', '--password-stdin'], `${OSCTRL_PASSWORD}\nbob-new-password-1\n`, c);

@@ -10,13 +10,15 @@
 // session sent as the `osctrl_token` cookie; a zero expiry that no agent ever receives; 200 with
 // an empty record for an unknown query or action; 409 for an existing tag, 500 for tagging a node
 // twice, 400 for removing yourself; query targets kept as osctrl records them; substring user
-// matches in the audit log; target kinds intersected; 10 logins a minute. In memory, on
-// 127.0.0.1; `requests` records what was sent.
+// matches in the audit log; target kinds intersected; 10 logins a minute. Environment writes
+// (env create/edit/delete) are in osctrl-environments.ts. In memory, on 127.0.0.1; `requests`
+// records what was sent.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { platformBucket } from '../../src/lib/platforms.js';
 import { RECORDED, marshal, raw, rec, recordedAnswers, replay } from './osctrl-recorded.js';
+import { environmentWrite, type OsctrlEnv } from './osctrl-environments.js';
 
 export { RECORDED, rec, raw } from './osctrl-recorded.js';
 export const OSCTRL_PASSWORD = 'osctrl-pass-1';
@@ -48,6 +50,8 @@ export class OsctrlStandIn {
   tags: any[] = rec<any[]>('GET /api/v1/tags/prod 200');
   tagged: Array<{ uuid: string; tag: string }> = [];
   settings: any[] = [...rec<any[]>('GET /api/v1/settings/admin 200'), ...rec<any[]>('GET /api/v1/settings/tls 200')];
+  /** Its environments (env create and delete change them; ENVS is the recorded pair). */
+  envs: OsctrlEnv[] = ENVS.map((e) => ({ ...e }));
   envViews = new Map<string, Record<string, any>>([[PROD, rec('GET /api/v1/environments/prod 200')], [DEV, rec('GET /api/v1/environments/dev 200')]]);
   queries: any[] = rec<{ items: any[] }>('GET /api/v1/queries/prod/list/all-full 200').items;
   results: any[] = [];
@@ -155,13 +159,17 @@ export class OsctrlStandIn {
       const hit = re.exec(u.pathname);
       return hit ? Object.fromEntries(Object.entries(hit.groups ?? {}).map(([k, v]) => [k, decodeURIComponent(v)])) : undefined;
     };
-    const envOf = (ref: string) => ENVS.find((e) => e.Name === ref || e.UUID === ref);
+    const envOf = (ref: string) => this.envs.find((e) => e.Name === ref || e.UUID === ref);
     /** osctrl's one-line error body for an answer nobody recorded: {"error": msg}, as apiErrorResponse writes it. */
     const unrecorded = (status: number, msg: string) => built(status, { error: msg });
     let p: Record<string, string> | undefined;
 
     // Unauthenticated routes.
-    if (route('GET', '/api/v1/login/environments')) return play('GET /api/v1/login/environments 200');
+    const sameEnvs = this.envs.length === ENVS.length && this.envs.every((e, i) => e.Name === ENVS[i].Name && e.UUID === ENVS[i].UUID);
+    if (route('GET', '/api/v1/login/environments')) {
+      // Built, in the recorded shape ({uuid, name} by name), once env create or delete changed the recorded pair.
+      return sameEnvs ? play('GET /api/v1/login/environments 200') : built(200, [...this.envs].sort((a, b) => a.Name.localeCompare(b.Name)).map((e) => ({ uuid: e.UUID, name: e.Name })));
+    }
     if (route('GET', '/api/v1/auth/methods')) return play('GET /api/v1/auth/methods 200');
     if (route('GET', '/error')) return play('GET /error 500');
     if ((p = route('POST', '/api/v1/login/{env}')) || (p = route('POST', '/api/v1/login'))) {
@@ -199,8 +207,8 @@ export class OsctrlStandIn {
 
     if ((p = route('GET', '/api/v1/environments/map/{target}'))) {
       if (!can('admin', '')) return noAccess();
-      if (p.target === 'id') return play('GET /api/v1/environments/map/id 200');
-      return built(200, Object.fromEntries(ENVS.flatMap((e) => [[e.Name, e], [e.UUID, e]]))); // osctrl: every env under its name and its UUID
+      if (p.target === 'id') return sameEnvs ? play('GET /api/v1/environments/map/id 200') : built(200, Object.fromEntries(this.envs.map((e) => [String(e.ID), { Name: e.Name, UUID: e.UUID, ID: e.ID }])));
+      return built(200, Object.fromEntries(this.envs.flatMap((e) => [[e.Name, e], [e.UUID, e]]))); // osctrl: every env under its name and its UUID
     }
     if ((p = route('GET', '/api/v1/environments/config/{env}')) || (p = route('PATCH', '/api/v1/environments/config/{env}'))) {
       if (!can('admin', envOf(p.env!)?.UUID ?? '')) return play('GET /api/v1/environments/config/prod 403');
@@ -215,21 +223,19 @@ export class OsctrlStandIn {
       if (!can('admin', e.UUID)) for (const k of ['secret', 'certificate', 'flags', 'enroll_secret_path', 'remove_secret_path']) delete v[k];
       return built(200, v);
     }
-    if ((p = route('PATCH', '/api/v1/environments/{env}'))) {
-      const e = envOf(p.env!);
-      if (!e) return play(ENV_404);
-      if (!can('admin', '')) return noAccess();
-      const v = this.envViews.get(e.UUID)!;
-      for (const k of ['accept_enrolls', 'debug_http']) if (typeof body?.[k] === 'boolean') v[k] = body[k];
-      return RECORDED['PATCH /api/v1/environments/{uuid} 200'] ? play('PATCH /api/v1/environments/{uuid} 200') : built(200, v); // osctrl answers with the changed record
-    }
+    if (environmentWrite({ method, body, route, play, built, unrecorded, can, envOf }, this)) return;
     if ((p = route('POST', '/api/v1/environments/{env}/enroll/{action}'))) {
       const e = envOf(p.env!);
       if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return noAccess();
       const key = `POST /api/v1/environments/dev/enroll/${p.action} 200`;
       if (!RECORDED[key]) return unrecorded(400, 'invalid action'); // fleetctl sends the actions osctrl has (recorded)
-      if (p.action === 'set_deb') this.envViews.get(e.UUID)!.deb_package = body?.url_deb_pkg ?? '';
+      const v = this.envViews.get(e.UUID)!;
+      if (p.action === 'set_deb') v.deb_package = body?.url_deb_pkg ?? '';
+      // osctrl's EnvManager: expire sets the enroll expiry to now, extend to now + 24 h, notexpire to the zero time.
+      if (p.action === 'expire') v.enroll_expire = new Date().toISOString();
+      if (p.action === 'extend') v.enroll_expire = new Date(Date.now() + 24 * 3600_000).toISOString();
+      if (p.action === 'notexpire') v.enroll_expire = NEVER;
       return play(key); // rotate renews the path and keeps the secret (REDACTED-SECRET before and after)
     }
     if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) || (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
@@ -242,7 +248,8 @@ export class OsctrlStandIn {
       return RECORDED[key] ? play(key) : unrecorded(400, 'invalid target'); // fleetctl checks the target first
     }
     if ((p = route('PATCH', '/api/v1/environments/intervals/{env}'))) {
-      const e = envOf(p.env!)!;
+      const e = envOf(p.env!);
+      if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return noAccess();
       const v = this.envViews.get(e.UUID)!;
       for (const k of ['config_interval', 'log_interval', 'query_interval']) if (typeof body?.[k] === 'number') v[k] = body[k];
@@ -281,7 +288,7 @@ export class OsctrlStandIn {
       const x = this.users.get(p.username!);
       if (p.action === 'add') {
         if (x) return play('POST /api/v1/users/{user}/add 500');
-        const envs: string[] = body.admin ? ENVS.map((e) => e.UUID) : (body.environments ?? []);
+        const envs: string[] = body.admin ? this.envs.map((e) => e.UUID) : (body.environments ?? []);
         const a: Record<Level, boolean> = { user: body.user_access ?? true, query: body.query_access ?? Boolean(body.admin), carve: body.carve_access ?? Boolean(body.admin), admin: body.admin_access ?? Boolean(body.admin) };
         const rows = envs.flatMap((env) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ env, type: LEVEL_TYPE[l], value: a[l] })));
         this.users.set(p.username!, { view: { ...rec<any[]>('GET /api/v1/users 200')[0], id: this.nextId++, username: p.username, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service) }, password: body.password ?? '', rows });
@@ -309,7 +316,7 @@ export class OsctrlStandIn {
       // osctrl's page of its node records, filtered and sorted as NodesPagedHandler does.
       const q = (u.searchParams.get('q') ?? '').toLowerCase();
       const bucket = u.searchParams.get('platform') ?? '';
-      let items = (e.UUID === PROD ? this.nodes : this.devNodes).filter((n) => (!q || [n.hostname, n.uuid, n.localname, n.ip_address, n.platform].some((v: string) => v.toLowerCase().includes(q))) && (!bucket || platformBucket(n.platform) === bucket));
+      let items = (e.UUID === PROD ? this.nodes : e.UUID === DEV ? this.devNodes : []).filter((n) => (!q || [n.hostname, n.uuid, n.localname, n.ip_address, n.platform].some((v: string) => v.toLowerCase().includes(q))) && (!bucket || platformBucket(n.platform) === bucket));
       const key = u.searchParams.get('sort') === 'hostname' ? 'hostname' : 'last_seen';
       const desc = u.searchParams.get('dir') ? u.searchParams.get('dir') === 'desc' : key === 'last_seen';
       items = [...items].sort((a, b) => String(a[key]).localeCompare(String(b[key])) * (desc ? -1 : 1));
