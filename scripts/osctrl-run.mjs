@@ -258,7 +258,9 @@ c(ADMIN, () => ['carves', 'download', ctx.carve, '--node', ctx.node1, '--force']
 c(ADMIN, () => ['carves', 'archive', ctx.carve], { refused: true });
 c(ADMIN, () => ['carves', 'complete', ctx.carve]);
 c(ADMIN, () => ['carves', 'expire', ctx.carve, '--yes']);
-c(ADMIN, () => ['carves', 'delete', ctx.carve, '--yes']);
+c(ADMIN, () => ['carves', 'delete', ctx.carve, '--yes'], { refused: true, note: "osctrl's delete keeps the files and still serves them" });
+c(ADMIN, () => ['api', 'POST', `/api/v1/carves/${ENV}/delete/${ctx.carve}`], { note: "osctrl's own delete: the carve marked deleted" });
+c(ADMIN, () => ['carves', 'download', ctx.carve, '-O', 'deleted.tar', '--force'], { note: 'osctrl still serves a carve it marked deleted: downloaded' });
 c('quinn', ['carves', 'list'], { expect: 5, note: 'no carve level' });
 
 // Sinks, audit, stats, raw API, local commands.

@@ -235,6 +235,26 @@ describe('carves on osctrl', () => {
   });
 });
 
+describe('carves delete on osctrl (issue 29)', () => {
+  it("is refused before any request: osctrl's delete marks the carve deleted and keeps its files, which it still serves; a carve osctrl marked deleted still downloads", async () => {
+    const c = osctrl.carves.find((x) => osctrl.carveFiles.has(x.name)); // the recorded carve, uploaded
+    const r = await run(['carves', 'delete', c.name, '--yes']);
+    refused(r, /^error: deleting a carve's files \(osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive\)/);
+    const was = c.deleted;
+    c.deleted = true;
+    try {
+      const s = await run(['carves', 'show', c.name, '-o', 'json']);
+      expect(JSON.parse(s.stdout).query.carve_status).toBe('DELETED');
+      const out = join(cli.configDir, 'deleted.tar');
+      const d = await run(['carves', 'download', c.name, '-O', out]);
+      expect(d.exitCode, d.stderr).toBe(0);
+      expect(readFileSync(out).length).toBe(JSON.parse(s.stdout).files[0].carve_size);
+    } finally {
+      c.deleted = was;
+    }
+  });
+});
+
 describe('tags, settings, audit, stats, env', () => {
   it('tags list counts what osctrl-tls tags every node with (env, platform) from the nodes, never makes one up; add/edit keep the type; show --nodes and unapply refuse before any request', async () => {
     const l = await run(['tags', 'list', '-o', 'json']);

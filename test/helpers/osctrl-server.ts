@@ -491,8 +491,11 @@ export class OsctrlStandIn {
     if ((p = route('GET', '/api/v1/carves/{env}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);
       if (!c) return play('GET /api/v1/carves/prod/carve_nope 404');
-      if (c.name === CARVE.query.name) return play('GET /api/v1/carves/prod/{carve} 200 (uploaded)');
-      return built(200, { query: detail(c), files: this.carveFiles.get(c.name) ?? [] });
+      const asRecorded = ['deleted', 'expired', 'completed', 'active'].every((k) => c[k] === CARVE.query[k]);
+      if (c.name === CARVE.query.name && asRecorded) return play('GET /api/v1/carves/prod/{carve} 200 (uploaded)');
+      // osctrl's carve detail has no carve_status (its list does): the flavour derives it from the flags.
+      const { carve_status: _listed, ...query } = detail(c) as Record<string, unknown>;
+      return built(200, { query, files: this.carveFiles.get(c.name) ?? [] });
     }
     if ((p = route('POST', '/api/v1/carves/{env}/{action}/{name}'))) {
       const c = this.carves.find((x) => x.name === p!.name);

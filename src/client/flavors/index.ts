@@ -31,6 +31,7 @@ export const FEATURE_NAMES = {
   'enroll-window': 'an enrollment window of any length (--enroll-window)',
   'detail-refresh': 'refreshing host details at an interval (--detail-refresh)',
   'agent-host-follow': "an agent host that follows the server's --agent-url (--follow-server)",
+  'carve-delete': "deleting a carve's files (osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive)",
 } as const;
 export type Feature = keyof typeof FEATURE_NAMES;
 
@@ -49,10 +50,12 @@ export interface Traits {
    * enroll.sh/enroll.ps1 links; osctrl-tls enrolls any agent with the secret while accept_enrolls is on.
    */
   enrollExpiryStopsAgents: boolean;
+  /** A deleted carve's files are gone (osctrl 0.5.4 never deletes them, and serves a carve it marked deleted). */
+  carveDeleteRemovesFiles: boolean;
 }
 const TRAITS: Record<ServerFlavor, Traits> = {
-  fleet: { passwordChangeEndsSessions: true, enrollExpiryStopsAgents: true },
-  osctrl: { passwordChangeEndsSessions: false, enrollExpiryStopsAgents: false },
+  fleet: { passwordChangeEndsSessions: true, enrollExpiryStopsAgents: true, carveDeleteRemovesFiles: true },
+  osctrl: { passwordChangeEndsSessions: false, enrollExpiryStopsAgents: false, carveDeleteRemovesFiles: false },
 };
 export const traits = (flavor: ServerFlavor): Traits => TRAITS[flavor];
 

@@ -174,6 +174,7 @@ export function registerCarves(program: Command): void {
         if (a.destructive) await confirmDestructive(ctx, o.yes, `${a.action === 'delete' ? 'Delete' : 'Expire'} carve ${name} in ${env}?`);
         const api = await ctx.api();
         if (a.action === 'archive') api.need('carve-archive');
+        if (a.action === 'delete') api.need('carve-delete');
         const r = await api.carves.action(env, a.action, name!);
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
         // delete: the server's message says what was removed (files, blocks).

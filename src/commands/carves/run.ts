@@ -173,7 +173,8 @@ export function registerCarveRun(carves: Command): void {
       }
       if (o.session) files = files.filter((f) => f.session_id === o.session);
       const picked = [o.node && `node ${o.node}`, o.session && `session ${o.session}`].filter(Boolean).join(' and ');
-      if (d.query.carve_status === 'DELETED') throw new CliError(`carve ${name} was deleted: its files were removed from the server`, ExitCode.notFound);
+      // osctrl marks a carve deleted and keeps serving its files: there a deleted carve downloads.
+      if (d.query.carve_status === 'DELETED' && api.traits.carveDeleteRemovesFiles) throw new CliError(`carve ${name} was deleted: its files were removed from the server`, ExitCode.notFound);
       if (files.length === 0) {
         throw new CliError(picked ? `carve ${name} has no file of ${picked}` : `carve ${name} has no files yet`, ExitCode.notFound, `see fleetctl carves show ${name}`);
       }

@@ -33,6 +33,6 @@ export function carvesResource(s: OsctrlSession) {
     run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
       checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
     action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>
-      action === 'archive' ? refuse('carve-archive') : base.carves.action(env, action, name),
+      action === 'archive' ? refuse('carve-archive') : action === 'delete' ? refuse('carve-delete') : base.carves.action(env, action, name),
   };
 }
