@@ -33,3 +33,18 @@ export const TagTypes = { env: 0, platform: 2, custom: 4, unknown: 5, tag: 6 } a
 export const AccessLevels = ['user', 'query', 'carve', 'admin'] as const;
 /** Values of the query list `status` filter. */
 export const QueryListStatuses = ['active', 'completed', 'expired', 'deleted'] as const;
+/** Issue 30: the kinds of log line `GET /api/v1/logs/{env}?type=` filters on. */
+export const LogLineTypes = ['result', 'status'] as const;
+/**
+ * Issue 30: osquery's status severities (its glog levels: 0 info, 1 warning, 2 error, 3 fatal), as
+ * the `severity` filter names them; a filter keeps lines of that severity and above.
+ */
+export const StatusSeverities = ['info', 'warning', 'error', 'fatal'] as const;
+export const LogOrders = ['desc', 'asc'] as const;
+/** Issue 30: lines per page of `GET /api/v1/logs/{env}` (default, maximum), and the longest follow wait (s). */
+export const LOG_PAGE_DEFAULT = 100;
+export const LOG_PAGE_MAX = 1000;
+export const LOG_WAIT_MAX_SECONDS = 60;
+/** Issue 30: nodes per page of a query report (default, maximum). */
+export const REPORT_PAGE_DEFAULT = 100;
+export const REPORT_PAGE_MAX = 1000;

@@ -13,3 +13,4 @@ export * from './stats.js';
 export * from './query.js';
 export * from './osquery-config.js';
 export * from './version.js';
+export * from './logs.js';

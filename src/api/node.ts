@@ -2,6 +2,7 @@ import type { Static } from '@sinclair/typebox';
 import { Type } from './type.js';
 import { Timestamp } from './common.js';
 import { Tag } from './tag.js';
+import { LogLine } from './logs.js';
 import { Platforms, NodeStatuses, SortOrders, NodeSorts, HealthStatuses, RiskLevels } from './constants.js';
 export { Platforms, NodeStatuses, SortOrders, NodeSorts, HealthStatuses, RiskLevels };
 
@@ -73,6 +74,11 @@ export const Node = Type.Object({
   tags: Type.Array(Tag),
   uptime: Uptime,
   system_info: SystemInfo,
+  /**
+   * Issue 30, the single-node read only: the node's last status lines of severity warning or
+   * above (osquery's own complaints), newest first, as `GET /api/v1/logs/{env}` returns them.
+   */
+  status_problems: Type.Optional(Type.Array(LogLine)),
 });
 export type Node = Static<typeof Node>;
 

@@ -21,6 +21,7 @@ export class FleetApi {
   readonly queries: FleetResources['queries'];
   readonly config: FleetResources['config'];
   readonly server: FleetResources['server'];
+  readonly logs: FleetResources['logs'];
 
   constructor(
     readonly http: HttpClient,
@@ -42,6 +43,7 @@ export class FleetApi {
     this.queries = r.queries;
     this.config = r.config;
     this.server = r.server;
+    this.logs = r.logs;
   }
 
   /** Refuses (exit 8) before any request when this server lacks the feature (src/client/flavors). */

@@ -27,6 +27,7 @@ export const GROUPS: GroupEntry[] = [
   { names: ['settings'], load: async () => (await import('./settings/index.js')).registerSettings },
   { names: ['query'], load: async () => (await import('./query/index.js')).registerQuery },
   { names: ['carves'], load: async () => (await import('./carves/index.js')).registerCarves },
+  { names: ['logs'], load: async () => (await import('./logs/index.js')).registerLogs },
   { names: ['sinks'], load: async () => (await import('./sinks/index.js')).registerSinks },
   { names: ['audit'], load: async () => (await import('./audit/index.js')).registerAudit },
   { names: ['stats'], load: async () => (await import('./stats/index.js')).registerStats },

@@ -28,7 +28,7 @@ export function colorsFor(io: Pick<IO, 'color'>): Colors {
 
 const GREEN = new Set(['active', 'healthy', 'low', 'completed', 'complete', 'success', 'succeeded', 'ok', 'true', 'enabled', 'online']);
 const YELLOW = new Set(['degraded', 'medium', 'pending', 'in progress', 'in_progress', 'in-progress', 'running', 'warning']);
-const RED = new Set(['inactive', 'unhealthy', 'high', 'critical', 'expired', 'deleted', 'failed', 'error', 'offline', 'revoked']);
+const RED = new Set(['inactive', 'unhealthy', 'high', 'critical', 'expired', 'deleted', 'failed', 'error', 'fatal', 'offline', 'revoked']);
 const DIM = new Set(['unknown', 'false', 'disabled', 'never', 'none', '']);
 
 export type StatusTone = 'good' | 'warn' | 'bad' | 'muted' | 'plain';

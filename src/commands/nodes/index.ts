@@ -126,7 +126,7 @@ export function registerNodes(program: Command): void {
         .option('--show-secret', "include the node's node_key (its credential; env admins only), hidden by default"),
     async (ctx, [ref], o: { showSecret?: boolean }) => {
       const api = await ctx.api();
-      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!), o.showSecret);
+      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!, { statusProblems: true }), o.showSecret);
       const out = { ...ctx.output(), schema: (await import('../../api/index.js')).Node };
       if (ctx.io.stdoutIsTTY && !ctx.wantsData() && !out.fields) ctx.io.out(renderNodeView(node, colorsFor(ctx.io)));
       else await printObject(ctx.io, out, node);

@@ -2,7 +2,8 @@
 // health, system, tags), instead of 72 raw lines (`uptime.seconds`, `system_info.bios.volume_size`).
 // The raw record stays behind -o json / yaml, --fields and piped output.
 import type { Node } from '../../api/index.js';
-import { cellText, colorStatus, isNever, relativeTime, type Colors } from '../../output/index.js';
+import { cellText, colorStatus, isNever, relativeTime, tableTime, type Colors } from '../../output/index.js';
+import { severityName, statusText } from '../logs/rows.js';
 
 const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
 
@@ -68,6 +69,19 @@ export function renderNodeView(n: Node, c: Colors, now = new Date()): string {
     if (shown.length === 0) continue;
     text += `\n${c.bold(title)}\n`;
     for (const [k, v] of shown) text += `  ${k.padEnd(width)}  ${k === 'Health' || k === 'Risk' ? v : cellText(v)}\n`;
+  }
+  return text + statusProblems(n, c, now);
+}
+
+/** Issue 30: osquery's last warnings and errors from the node's status log, newest first. */
+function statusProblems(n: Node, c: Colors, now: Date): string {
+  if (n.status_problems === undefined) return '';
+  if (n.status_problems.length === 0) return `\n${c.bold('Status log')}\n  no warnings or errors\n`;
+  let text = `\n${c.bold('Status log')} (last warnings and errors)\n`;
+  for (const l of n.status_problems) {
+    const e = (typeof l.entry === 'object' && l.entry !== null ? l.entry : {}) as Record<string, unknown>;
+    const sev = severityName(e.severity) ?? '';
+    text += `  ${tableTime(l.received_at, now, 'local')}  ${colorStatus(c, sev, sev.padEnd(7))}  ${cellText(statusText(e))}\n`;
   }
   return text;
 }

@@ -2,8 +2,10 @@
 // configuration (or of one of its packs, --pack), one by one. Each change reads the part,
 // changes one entry and writes the part back on the condition that nobody changed it meanwhile.
 import type { Command } from 'commander';
+import { Option } from 'commander';
 import { group, intArg, verb } from '../define.js';
 import type { QueryOpts } from './options.js';
+import type { ReportOpts } from './report.js';
 
 
 const packOption = '--pack <pack>';
@@ -53,6 +55,7 @@ export function registerSchedule(program: Command): void {
       'fleetctl schedule add prod users_query --query "SELECT uid, username FROM users" --interval 300',
       'fleetctl schedule edit prod users_query --interval 600 --platform linux,darwin',
       'fleetctl schedule remove prod users_query --yes',
+      'fleetctl schedule report prod users_query',
     ],
   });
 
@@ -128,5 +131,36 @@ export function registerSchedule(program: Command): void {
         .option(packOption, packHelp)
         .option('-y, --yes', 'do not ask for confirmation'),
     async (ctx, [env, ...names], o) => (await import('./run.js')).remove(ctx, env!, names, o),
+  );
+
+  verb<ReportOpts>(
+    schedule,
+    {
+      name: 'report',
+      pager: true,
+      summary: 'The current rows of a scheduled query on every node that runs it',
+      description:
+        'What a scheduled query returns now across the fleet, kept by the server from the results agents send: a\n' +
+        'snapshot query\'s last snapshot, a differential query\'s rows added and not removed since. At a terminal (and\n' +
+        'piped, as TSV) one line per row, the NODE first, then the query\'s columns (--fields picks them, e.g.\n' +
+        '--fields node,username); -o json|jsonl|yaml gives one item per node with its rows, when it last reported\n' +
+        '(reported_at) and osquery\'s epoch and counter. The first 100 nodes by hostname unless --limit N or --all.\n' +
+        'Needs env user (as nodes list). Reports are kept for the environment\'s log retention.',
+      examples: [
+        'fleetctl schedule report prod users_query',
+        'fleetctl schedule report prod users_query --node web-fra-0001',
+        'fleetctl schedule report prod users_query --all --fields node,username -o csv > users.csv',
+        'fleetctl schedule report prod listening --pack network --all -o json',
+      ],
+    },
+    (cmd) =>
+      cmd
+        .argument('<env>', 'environment name or UUID')
+        .argument('<query-name>', 'the scheduled query')
+        .option(packOption, 'the query is this pack\'s')
+        .option('--node <node>', 'only this node (UUID, hostname or local name)')
+        .addOption(new Option('--limit <n>', 'at most N nodes').argParser(intArg(1)).conflicts('all'))
+        .option('--all', 'every node (a stream of pages)'),
+    async (ctx, [env, name], o) => (await import('./report.js')).report(ctx, env!, name!, o),
   );
 }

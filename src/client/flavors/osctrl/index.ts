@@ -18,6 +18,7 @@ import { carvesResource } from './carves.js';
 import { queriesResource } from './queries.js';
 import { sinksResource } from './sinks.js';
 import { auditResource } from './audit.js';
+import { logsResource } from './logs.js';
 
 /** The fleet resources with osctrl's differences: one module per resource, sharing one session per command. */
 export function osctrlResources(http: HttpClient, base: FleetResources) {
@@ -34,6 +35,7 @@ export function osctrlResources(http: HttpClient, base: FleetResources) {
     queries: queriesResource(s),
     sinks: sinksResource(s),
     audit: auditResource(s),
+    logs: logsResource(s),
     // Issue 22: GET/PATCH /api/v1/environments/config/{env} (config.ts).
     config: osctrlConfig(http),
   };
