@@ -146,12 +146,14 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     }
     inFlight++;
     let done = false;
-    reply.raw.once('close', () => {
+    const leave = () => {
       if (!done) {
         done = true;
         inFlight--;
       }
-    });
+    };
+    req.leaveBudget = leave;
+    reply.raw.once('close', leave);
   });
   app.addHook('onResponse', async (req, reply) => {
     const t0 = (req as FastifyRequest & { t0?: number }).t0;

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from './store/schema.js';
 import { hashPassword, randomHex } from './lib/crypto.js';
 import { RETENTION_SETTINGS } from './services/retention/purge.js';
+import { RETENTION_SETTINGS as LOG_RETENTION_SETTINGS } from './services/logs/retention.js';
 
 interface SeedSetting {
   service: string;
@@ -27,6 +28,8 @@ export const SETTINGS_CATALOGUE: SeedSetting[] = [
   { service: 'tls', name: 'oneliner_expiration', type: 'boolean', value: true, info: 'One-liner enroll scripts expire with the enrollment' },
   // Issue 27: retention by age, purged in the background (services/retention/purge.ts).
   ...Object.values(RETENTION_SETTINGS).map((r) => ({ ...r, type: 'integer' as const })),
+  // Issue 30: how long agents' log lines are kept for `fleetctl logs` (docs/api.md "Logs and query reports").
+  ...LOG_RETENTION_SETTINGS,
 ];
 
 export async function ensureSettings(db: Kysely<DB>, now: Date): Promise<void> {

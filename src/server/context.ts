@@ -9,6 +9,7 @@ import type { Faults } from './lib/faults.js';
 import type { Metrics } from './lib/metrics.js';
 import type { AgentIdentity } from './services/environments/agent-identity.js';
 import type { ServerLog } from './lib/server-log.js';
+import type { LogWatch } from './services/logs/follow.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -91,6 +92,8 @@ export interface Deps {
    * shared by both doors' Deps and updated in place on SIGHUP. Absent without an agent door.
    */
   agentIdentity?: AgentIdentity;
+  /** Issue 30: where log followers of this process wait for new lines (absent: they are answered at once). */
+  logWatch?: LogWatch;
 }
 
 /** The authenticated user of a request. */

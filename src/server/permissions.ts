@@ -41,6 +41,7 @@ export const RULES = {
   carveRead: envRule('carve'), // 4.16 and carves list
   carveAction: envRule('carve'), // 4.17 and starting a carve
   queryRun: envRule('query'), // live queries (issue 13): run, list, read, results, actions
+  logsRead: envRule('user'), // issue 30: log lines and query reports, as the nodes that sent them
   sinks: superAdmin, // 4.18 and the sink endpoints
   audit: authenticated, // 4.19: non-super-admins see their own entries
   stats: authenticated, // 4.20: accessible envs only

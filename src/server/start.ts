@@ -25,6 +25,8 @@ import { DEFAULT_BACKLOG_AGE_MS, DEFAULT_BACKLOG_BYTES, Delivery } from './servi
 import { Spool } from './services/delivery/spool.js';
 import { Metrics } from './lib/metrics.js';
 import { serverLog } from './lib/server-log.js';
+import { LogWatch } from './services/logs/follow.js';
+import { ReportPurger } from './services/logs/retention.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 
 export interface ServerOptions {
@@ -334,16 +336,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // threads of their own: store/sqlite-thread.ts), so an admin read never holds the event loop
     // the agent door answers on.
     // (Its clock is the server's: a test that moves deps.now moves both doors.)
-    const adminDeps = { ...deps, db: store.adminDb, now: () => deps.now() } as Deps;
+    // Log followers (issue 30) wait on one watch per process, reading on the admin connections.
+    const logWatch = new LogWatch(store.adminDb, (e) => void faults.report('log followers', e));
+    const adminDeps = { ...deps, db: store.adminDb, now: () => deps.now(), logWatch } as Deps;
     adminDeps.loginGuard = new LoginGuard(adminDeps);
     const denials = new DenialAudit(adminDeps);
     const purger = new SessionPurger(adminDeps);
     const cleanup = new ExpiredCleanup(adminDeps);
+    const reportPurger = new ReportPurger(adminDeps);
     const app = await buildApp(adminDeps, { https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();
     cleanup.start();
+    reportPurger.start();
     const url = address.replace('[::1]', 'localhost');
     // The log spool and its delivery run in every serving process: the leases pick one process
     // per sink; per-host sinks (stdout) only in the only process or the first worker.
@@ -425,12 +431,15 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // Both doors drain at once (so /healthz answers 503 from the first moment, and the process
         // ends within one grace plus about a second, issue 18); the agent door then flushes its
         // check-ins and log queues; then the services stop, then the store.
+        // Followers are answered first: they hold connections the drain would otherwise wait for.
+        logWatch.close();
         await Promise.all([agent?.close(), lifecycle.drain(app.server)]);
         // What agents were answered for is committed; the sinks finish the batch in progress.
         await spool.drain();
         await delivery.stop(config.timeouts.shutdownGraceMs);
         await Promise.all([purger.stop(), cleanup.stop()]);
         await retention?.stop();
+        await reportPurger.stop();
         await denials.stop();
         await app.close();
         await store.close();

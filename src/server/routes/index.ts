@@ -17,10 +17,11 @@ import { errorRoutes } from './error.js';
 import { queriesRoutes } from './queries.js';
 import { healthRoutes, metricsRoutes, versionRoutes } from './health.js';
 import { osqueryConfigRoutes } from './osquery-config.js';
+import { logsRoutes } from './logs.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
     authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
-    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes, metricsRoutes, osqueryConfigRoutes, versionRoutes,
+    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes, metricsRoutes, osqueryConfigRoutes, versionRoutes, logsRoutes,
   ]) register(app, deps);
 }

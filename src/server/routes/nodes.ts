@@ -6,6 +6,7 @@ import { MessageResponse, Node, NodeDeleteBody, NodesQuery, Paginated } from '..
 // every answer through it, instead of JSON.stringify per request.
 import { RULES } from '../permissions.js';
 import { deleteNode, listNodes, readNode } from '../services/fleet/nodes.js';
+import { statusProblems } from '../services/logs/status-problems.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
 
@@ -29,7 +30,11 @@ export function nodeRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/nodes/:env/node/:node',
     { config: { rule: RULES.nodeRead }, schema: { params: Type.Object({ env: Type.String(), node: Type.String() }), response: { 200: Node } } },
-    async (req) => readNode(deps, callerOf(req), envOf(req), req.params.node),
+    async (req) => {
+      const node = await readNode(deps, callerOf(req), envOf(req), req.params.node);
+      // Issue 30: osquery's last warnings and errors about this node, from its status log.
+      return { ...node, status_problems: await statusProblems(deps.db, envOf(req).name, node.id) };
+    },
   );
   app.post(
     '/api/v1/nodes/:env/delete',

@@ -21,6 +21,11 @@ declare module 'fastify' {
     fleetEnv?: EnvironmentRow;
     /** The path of a key the JSON body gives twice in one object (routes with uniqueKeys). */
     duplicateKey?: string;
+    /**
+     * Gives this request's place in the admin door's in-flight budget back (a follower waiting
+     * for log lines, issue 30: it holds no work, only a connection, and must not crowd out requests).
+     */
+    leaveBudget?: () => void;
   }
 }
 

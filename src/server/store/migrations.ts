@@ -9,6 +9,7 @@ import type { Dialect } from './dialect.js';
 import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent.js';
 import { spoolMigration } from './migration-spool.js';
 import { productionMigration } from './migration-production.js';
+import { logsMigration } from './migration-logs.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -431,6 +432,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '014_log_spool': spoolMigration(dialect),
       // What an environment follows of the server, and nodes' detail refresh (issue 27).
       '015_production': productionMigration(),
+      // Logs and query reports at the terminal (issue 30): on the spool of 014_log_spool.
+      '016_logs': logsMigration(),
     }),
   };
 }

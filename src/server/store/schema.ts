@@ -269,6 +269,22 @@ export interface SinkStateTable {
   retrying_since: Generated<string>;
 }
 
+/** Issue 30 (migration 016_logs): a scheduled query's current rows on one node. */
+export interface QueryReportsTable {
+  environment_id: number;
+  name: string;
+  node_id: number;
+  /** snapshot or differential */
+  kind: string;
+  epoch: number;
+  counter: number;
+  /** JSON array of the rows. */
+  rows: string;
+  row_count: number;
+  truncated: number;
+  reported_at: string;
+}
+
 /** Distributed queries; carves are the rows with type 'carve'. */
 export interface QueriesTable {
   id: Generated<number>;
@@ -415,6 +431,7 @@ export interface DB {
   log_spool: LogSpoolTable;
   log_streams: LogStreamsTable;
   sink_state: SinkStateTable;
+  query_reports: QueryReportsTable;
   queries: QueriesTable;
   carve_files: CarveFilesTable;
   audit_logs: AuditLogsTable;

@@ -20,6 +20,9 @@ const INTEGER_MIN: Record<string, number> = {
   'admin/inactive_hours': 1,
   'admin/cleanup_sessions': 1,
   'admin/cleanup_expired': 1,
+  // Issue 30: a retention of 0 would delete every line as it arrives.
+  'admin/retention_logs_hours': 1,
+  'admin/retention_logs_mb': 1,
 };
 const STRING_MAX = 4096;
 

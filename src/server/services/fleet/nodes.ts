@@ -554,7 +554,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   return pageOf(nodes, pageReq, total);
 }
 
-async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
+export async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
   return deps.db
     .selectFrom('nodes')
     .selectAll()
