@@ -129,6 +129,8 @@ export interface RunningServer {
    * old certificate stays in use) when the new files are not usable.
    */
   reloadAgentTls(): Promise<string>;
+  /** Where log followers wait (issue 30). */
+  logWatch: LogWatch;
   close(): Promise<void>;
 }
 
@@ -427,6 +429,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       spool,
       delivery,
       reloadAgentTls,
+      logWatch,
       async close() {
         // Both doors drain at once (so /healthz answers 503 from the first moment, and the process
         // ends within one grace plus about a second, issue 18); the agent door then flushes its

@@ -92,3 +92,19 @@ describe('log lines as table rows', () => {
     expect(logRows(line({ something: 'else' }))[0]!.row).toBe('{"something":"else"}');
   });
 });
+
+describe('what the real osqueryd 5.23.0 sent (test/fixtures/osquery/logs-5.23.0.json)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const real = JSON.parse(readFileSync(new URL('../fixtures/osquery/logs-5.23.0.json', import.meta.url), 'utf8')) as { status: unknown[]; result: { name: string }[] };
+  it('a differential query ends with its last row; a snapshot query with its snapshot', () => {
+    const time = apply(real.result.filter((e) => e.name === 'time_q'));
+    expect(stateRows(time!)).toEqual([{ unix_time: '1795666755' }]);
+    expect(time!.counter).toBe(2);
+    expect(stateRows(apply(real.result.filter((e) => e.name === 'snap_q'))!)).toEqual([{ version: '5.23.0' }]);
+  });
+  it('status lines: severities as numbers, lines as numbers', () => {
+    const rows = real.status.flatMap((entry) => logRows(line(entry, { log_type: 'status', name: undefined })));
+    expect(rows.map((r) => r.action)).toEqual(['info', 'warning', 'info', 'error']);
+    expect(rows[1]!.row).toBe('options.cpp:101 Cannot set unknown or invalid flag: bogus_option_xyz');
+  });
+});

@@ -87,7 +87,7 @@ const STEP = 1000;
 export class ReportPurger {
   private readonly task: Periodic;
 
-  constructor(private readonly deps: Deps, everyMs = 60_000) {
+  constructor(private readonly deps: Deps, everyMs = 10_000) {
     this.task = new Periodic('query report purge', everyMs, async () => void (await this.run()), deps.faults);
   }
 

@@ -1,0 +1,278 @@
+// Logs and query reports (issue 30), on SQLite and PostgreSQL: lines posted through the agent door
+// (osquery's protocol) read back through GET /api/v1/logs/{env} with every filter, both orders and
+// cursors; following by long polling; query reports from snapshot and differential results; the
+// node read's status problems; the errors and permissions; retention with the server's clock moved.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+
+let t: TestServer;
+let admin: string;
+let flags: Flags;
+let secret: string;
+let ca: string;
+
+interface Node {
+  uuid: string;
+  hostname: string;
+  key: string;
+}
+
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+
+async function enroll(hostname = `logs-${randomUUID().slice(0, 8)}`): Promise<Node> {
+  const uuid = randomUUID();
+  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+  expect(r.body.node_key).toBeTruthy();
+  return { uuid, hostname, key: r.body.node_key as string };
+}
+
+async function send(n: Node, logType: 'result' | 'status', data: unknown[]) {
+  const r = await post('log', { node_key: n.key, log_type: logType, data });
+  expect(r.status).toBe(200);
+}
+
+const added = (name: string, columns: Record<string, string>, counter = 1) => ({ name, hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC', unixTime: 1795000000, epoch: 0, counter, numerics: false, columns, action: 'added' });
+const removed = (name: string, columns: Record<string, string>, counter = 1) => ({ ...added(name, columns, counter), action: 'removed' });
+const snapshot = (name: string, rows: Record<string, string>[]) => ({ name, hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC', unixTime: 1795000000, epoch: 0, counter: 0, numerics: false, snapshot: rows, action: 'snapshot' });
+const status = (severity: number, message: string) => ({ hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC', unixTime: '1795000000', severity: String(severity), filename: 'scheduler.cpp', line: '84', message, version: '5.23.0' });
+
+const logs = async (query: string, token = admin) => t.call('GET', `/api/v1/logs/prod${query ? `?${query}` : ''}`, { token });
+const ids = (b: { items: { id: number }[] }) => b.items.map((i) => i.id);
+
+beforeAll(async () => {
+  t = await startTestServer({ devNodes: 20, agent: { host: '127.0.0.1', port: 0 } });
+  admin = await t.login('admin');
+  ca = t.server.agent!.certPem;
+  flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
+  secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
+}, 180_000);
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('GET /api/v1/logs/{env}', () => {
+  let a: Node;
+  let b: Node;
+  beforeAll(async () => {
+    a = await enroll();
+    b = await enroll();
+    await send(a, 'result', [added('users_q', { user: 'root', uid: '0' }, 0), added('users_q', { user: 'alice', uid: '1000' }, 0)]);
+    await send(b, 'result', [added('users_q', { user: 'bob', uid: '1001' }, 0)]);
+    await send(a, 'result', [added('pack_web_listening', { port: '443' }, 0), added('pack_webx_other', { port: '8443' }, 0)]);
+    await send(a, 'status', [status(0, 'osquery started'), status(1, 'Scheduled query may be outdated'), status(2, 'Error executing scheduled query nope: no such table: nope_table')]);
+  });
+
+  it('gives the lines newest first, each the envelope a sink gets plus its id', async () => {
+    const r = await logs(`node=${a.hostname}`);
+    expect(r.status).toBe(200);
+    const lines = r.body.items;
+    expect(lines).toHaveLength(7);
+    expect(ids(r.body)).toEqual([...ids(r.body)].sort((x, y) => y - x));
+    const alice = lines.find((l: { entry: { columns?: { user?: string } } }) => l.entry.columns?.user === 'alice');
+    expect(Object.keys(alice)).toEqual(['id', 'environment', 'node_uuid', 'hostname', 'log_type', 'name', 'received_at', 'entry']);
+    expect(alice).toMatchObject({ environment: 'prod', node_uuid: a.uuid, hostname: a.hostname, log_type: 'result', name: 'users_q' });
+    expect(alice.entry).toEqual(added('users_q', { user: 'alice', uid: '1000' }, 0));
+    expect(Date.parse(alice.received_at)).not.toBeNaN();
+    const st = lines.find((l: { log_type: string }) => l.log_type === 'status');
+    expect(st.name).toBeUndefined();
+    expect(r.body.next_cursor).toBeNull();
+  });
+
+  it('filters by query, pack, type, severity, node and text', async () => {
+    const users = (await logs('query=users_q')).body.items;
+    expect(users.map((l: { entry: { columns: { user: string } } }) => l.entry.columns.user).sort()).toEqual(['alice', 'bob', 'root']);
+    expect((await logs(`query=users_q&node=${b.uuid.toUpperCase()}`)).body.items.map((l: { hostname: string }) => l.hostname)).toEqual([b.hostname]);
+    // A pack by the prefix of its queries' names: pack "web" is not pack "webx".
+    expect((await logs('pack=web')).body.items.map((l: { name: string }) => l.name)).toEqual(['pack_web_listening']);
+    expect((await logs('pack=web&query=listening')).body.items.map((l: { name: string }) => l.name)).toEqual(['pack_web_listening']);
+    expect((await logs(`type=status&node=${a.hostname}`)).body.items).toHaveLength(3);
+    const problems = (await logs('severity=warning')).body.items.map((l: { entry: { severity: string } }) => l.entry.severity);
+    expect(problems).toEqual(['2', '1']);
+    expect((await logs('severity=error')).body.items).toHaveLength(1);
+    expect((await logs('q=ALICE')).body.items).toHaveLength(1);
+    expect((await logs('q=%25')).body.items).toHaveLength(0); // % is literal
+    expect((await logs('type=result&q=no%20such')).body.items).toHaveLength(0);
+  });
+
+  it('pages with cursors in both orders, every line once', async () => {
+    const all = ids((await logs(`node=${a.hostname}&limit=1000`)).body);
+    for (const order of ['desc', 'asc']) {
+      const seen: number[] = [];
+      let cursor = '';
+      for (let i = 0; i < 20; i++) {
+        const p = (await logs(`node=${a.hostname}&limit=2&order=${order}${cursor ? `&cursor=${cursor}` : ''}`)).body;
+        seen.push(...ids(p));
+        if (p.next_cursor === null) break;
+        cursor = p.next_cursor;
+      }
+      expect(seen).toEqual(order === 'desc' ? all : [...all].reverse());
+    }
+  });
+
+  it('bounds by time (received_at): since and until', async () => {
+    // Lines received two hours ago: the server's clock moved back for them.
+    const real = t.server.deps.now;
+    t.server.deps.now = () => new Date(Date.now() - 2 * 3600_000);
+    try {
+      await send(b, 'result', [added('old_q', { v: 'old' }, 0)]);
+    } finally {
+      t.server.deps.now = real;
+    }
+    await send(b, 'result', [added('old_q', { v: 'new' }, 0)]);
+    const hourAgo = new Date(Date.now() - 3600_000).toISOString();
+    expect((await logs(`query=old_q&since=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['new']);
+    expect((await logs(`query=old_q&until=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['old']);
+    expect((await logs(`query=old_q&since=${new Date(Date.now() + 60_000).toISOString()}`)).body.items).toEqual([]);
+  });
+
+  it('refuses what it cannot answer with 400 naming the parameter, 404 for an unknown node', async () => {
+    for (const [q, what] of [
+      ['type=query', 'type'], ['severity=loud', 'severity'], ['severity=warning&type=result', 'severity'], ['query=x&type=status', 'query'],
+      ['order=up', 'order'], ['limit=abc', 'limit'], ['cursor=xyz', 'cursor'], ['wait=5', 'wait'], ['wait=61&order=asc', 'wait'],
+      ['since=yesterday', 'since'], ['since=2026-11-25T10:00:00Z&until=2026-11-25T09:00:00Z', 'since'],
+    ]) {
+      const r = await logs(q!);
+      expect(r.status, q).toBe(400);
+      expect(r.body.error, q).toContain(what);
+    }
+    expect((await logs('node=no-such-host')).status).toBe(404);
+    expect((await t.call('GET', '/api/v1/logs/nope', { token: admin })).status).toBe(404);
+  });
+
+  it('env users read their environment, others are refused', async () => {
+    const analyst = await t.login('analyst');
+    expect((await logs('', analyst)).status).toBe(200);
+    const devUser = await t.login('dev-user', 'dev');
+    expect((await logs('', devUser)).status).toBe(403);
+    expect((await t.call('GET', '/api/v1/logs/prod')).status).toBe(401);
+  });
+});
+
+describe('following', () => {
+  it('a request with wait is held until a line arrives, and answers with it', async () => {
+    const n = await enroll();
+    const head = (await logs(`node=${n.hostname}`)).body.follow_cursor as string;
+    const held = logs(`node=${n.hostname}&order=asc&cursor=${head}&wait=60`);
+    // Held: the server's watch has the request waiting (nothing has arrived for it).
+    await eventually(async () => (t.server.logWatch.size > 0 ? true : undefined), 'the follower waiting');
+    await send(n, 'result', [added('follow_q', { v: 'live' }, 0)]);
+    const r = await held;
+    expect(r.status).toBe(200);
+    expect(r.body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['live']);
+    // The next poll from its follow_cursor sees nothing new (no line twice).
+    expect((await logs(`node=${n.hostname}&order=asc&cursor=${r.body.follow_cursor}&wait=1`)).body.items).toEqual([]);
+  });
+
+  it('a wait that sees nothing answers empty, with a cursor to go on from', async () => {
+    const n = await enroll();
+    const head = (await logs(`node=${n.hostname}`)).body.follow_cursor;
+    const r = await logs(`node=${n.hostname}&order=asc&cursor=${head}&wait=1`);
+    expect(r.status).toBe(200);
+    expect(r.body.items).toEqual([]);
+    expect(Number(r.body.follow_cursor)).toBeGreaterThanOrEqual(Number(head));
+  });
+});
+
+describe('query reports', () => {
+  it('a snapshot query: each node its last snapshot', async () => {
+    const a = await enroll('rep-a');
+    const b = await enroll('rep-b');
+    await send(a, 'result', [snapshot('snap_q', [{ u: '1' }, { u: '2' }])]);
+    await send(a, 'result', [snapshot('snap_q', [{ u: '3' }])]);
+    await send(b, 'result', [snapshot('snap_q', [{ u: '4' }, { u: '5' }])]);
+    const r = await t.call('GET', '/api/v1/reports/prod/snap_q', { token: admin });
+    expect(r.status).toBe(200);
+    expect(r.body.items.map((i: { hostname: string; rows: unknown[]; kind: string }) => [i.hostname, i.kind, i.rows])).toEqual([
+      ['rep-a', 'snapshot', [{ u: '3' }]],
+      ['rep-b', 'snapshot', [{ u: '4' }, { u: '5' }]],
+    ]);
+    expect(r.body).toMatchObject({ name: 'snap_q', total_nodes: 2, total_rows: 3, hostname_width: 5, next_cursor: null });
+    // Paged by hostname.
+    const p1 = (await t.call('GET', '/api/v1/reports/prod/snap_q?limit=1', { token: admin })).body;
+    const p2 = (await t.call('GET', `/api/v1/reports/prod/snap_q?limit=1&cursor=${p1.next_cursor}`, { token: admin })).body;
+    expect([...p1.items, ...p2.items].map((i: { hostname: string }) => i.hostname)).toEqual(['rep-a', 'rep-b']);
+    expect(p2.next_cursor).toBeNull();
+    expect((await t.call('GET', '/api/v1/reports/prod/snap_q?node=rep-b', { token: admin })).body.items).toHaveLength(1);
+  });
+
+  it('a differential query: rows added and not removed, over several requests', async () => {
+    const n = await enroll('rep-diff');
+    await send(n, 'result', [added('diff_q', { p: '22' }, 0), added('diff_q', { p: '80' }, 0)]);
+    await send(n, 'result', [removed('diff_q', { p: '22' }, 1), added('diff_q', { p: '443' }, 1)]);
+    const r = (await t.call('GET', `/api/v1/reports/prod/diff_q?node=${n.uuid}`, { token: admin })).body;
+    expect(r.items[0]).toMatchObject({ node_uuid: n.uuid, kind: 'differential', counter: 1, rows: [{ p: '80' }, { p: '443' }], truncated: false });
+    expect(Date.parse(r.items[0].reported_at)).not.toBeNaN();
+    const list = (await t.call('GET', '/api/v1/reports/prod', { token: admin })).body;
+    expect(list.find((q: { name: string }) => q.name === 'diff_q')).toMatchObject({ nodes: 1, rows: 2 });
+  });
+
+  it('a name neither scheduled nor reported is 404; a scheduled one not reported yet is empty', async () => {
+    expect((await t.call('GET', '/api/v1/reports/prod/never_heard_of', { token: admin })).status).toBe(404);
+    const put = await t.call('PUT', '/api/v1/environments/prod/config/schedule', { token: admin, body: { quiet_q: { query: 'SELECT 1', interval: 60 } } });
+    expect(put.status).toBe(200);
+    const r = await t.call('GET', '/api/v1/reports/prod/quiet_q', { token: admin });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ items: [], total_nodes: 0 });
+  });
+});
+
+describe('nodes show: status problems', () => {
+  it("the node read carries its last warnings and errors, newest first, not its info lines", async () => {
+    const n = await enroll();
+    await send(n, 'status', [status(1, 'first warning'), status(0, 'info line'), status(2, 'an error')]);
+    const node = (await t.call('GET', `/api/v1/nodes/prod/node/${n.uuid}`, { token: admin })).body;
+    expect(node.status_problems.map((l: { entry: { message: string } }) => l.entry.message)).toEqual(['an error', 'first warning']);
+    expect(node.status_problems[0]).toMatchObject({ node_uuid: n.uuid, log_type: 'status' });
+    const quiet = await enroll();
+    expect((await t.call('GET', `/api/v1/nodes/prod/node/${quiet.uuid}`, { token: admin })).body.status_problems).toEqual([]);
+  });
+});
+
+describe('retention', () => {
+  it('lines older than the retention go when the clock passes it, and the bytes bound holds', async () => {
+    const setting = (name: string, integer: number) => t.call('PATCH', `/api/v1/settings/admin/${name}?env=dev`, { token: admin, body: { integer } });
+    // In dev, so the other tests' lines in prod stay.
+    const devFlags = parseFlags((await t.call('GET', '/api/v1/environments/dev/enroll/flags', { token: admin })).body.data);
+    const devSecret = (await t.call('GET', '/api/v1/environments/dev/enroll/secret', { token: admin })).body.data;
+    const uuid = randomUUID();
+    const e = await agentPost(devFlags.hostname, devFlags.endpoint.enroll!, { enroll_secret: devSecret, host_identifier: uuid, host_details: hostDetails(uuid, 'ret-1') }, { ca });
+    const key = e.body.node_key as string;
+    const devLog = (data: unknown[]) => agentPost(devFlags.hostname, devFlags.endpoint.log!, { node_key: key, log_type: 'result', data }, { ca });
+    const devLines = async (q = '') => (await t.call('GET', `/api/v1/logs/dev?limit=1000${q}`, { token: admin })).body.items as { id: number; entry: { columns: { i: string } } }[];
+
+    expect((await devLog([added('ret_q', { i: 'before' }, 0), added('stale_q', { i: 'x' }, 0)])).status).toBe(200);
+    expect((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: admin })).body.total_nodes).toBe(1);
+    expect((await setting('retention_logs_hours', 1)).status).toBe(200);
+    // Two hours later by the server's clock: the line is past the retention and is pruned.
+    const real = t.server.deps.now;
+    t.server.deps.now = () => new Date(Date.now() + 2 * 3600_000);
+    try {
+      expect((await devLog([added('ret_q', { i: 'after' }, 0)])).status).toBe(200);
+      await eventually(async () => ((await devLines('&query=ret_q')).map((l) => l.entry.columns.i).join() === 'after' ? true : undefined), 'the old line pruned');
+      // A report not updated within the retention goes too (stale_q); one updated after the move stays.
+      await eventually(async () => ((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: admin })).status === 404 ? true : undefined), 'the stale report purged');
+      expect((await t.call('GET', '/api/v1/reports/dev/ret_q', { token: admin })).body.total_nodes).toBe(1);
+    } finally {
+      t.server.deps.now = real;
+    }
+
+    // The bytes bound: 1 MiB for dev, 3 MiB sent; the newest stay, the store of dev holds at most 1 MiB.
+    expect((await setting('retention_logs_mb', 1)).status).toBe(200);
+    const pad = 'x'.repeat(2000);
+    for (let batch = 0; batch < 30; batch++) {
+      const r = await devLog(Array.from({ length: 50 }, (_, i) => added('bulk_q', { i: String(batch * 50 + i), pad }, 1)));
+      expect(r.status).toBe(200);
+    }
+    const bytes = async () => {
+      const r = await t.server.store.db.selectFrom('log_spool').select((eb) => eb.fn.sum<number>(eb.fn('length', ['line'])).as('b')).where('environment_id', '=', (await t.server.store.db.selectFrom('environments').select('id').where('name', '=', 'dev').executeTakeFirstOrThrow()).id).executeTakeFirst();
+      return Number(r?.b ?? 0);
+    };
+    await eventually(async () => ((await bytes()) <= 1024 * 1024 ? true : undefined), 'dev within 1 MiB');
+    const left = await devLines('&query=bulk_q');
+    expect(left.length).toBeGreaterThan(0);
+    expect(left[0]!.entry.columns.i).toBe('1499'); // the newest stayed
+  });
+});
