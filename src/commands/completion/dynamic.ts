@@ -25,9 +25,15 @@ export async function completeValues(ctx: Context, kind: string, prefix: string)
       return (await api.tags.list(ctx.requireEnv())).map((t) => t.name);
     }
     case 'scheduled-query': {
-      // The environment of --env or the profile (the words typed before are not passed here).
+      // The environment of --env or the profile (the words typed before are not passed here): its
+      // schedule (env admins read it) and the queries its nodes reported (any env user, issue 30).
       const api = await ctx.api({ check: true });
-      return Object.keys((await api.config.get(ctx.requireEnv(), 'schedule')).schedule ?? {});
+      const env = ctx.requireEnv();
+      const [schedule, reported] = await Promise.all([
+        api.config.get(env, 'schedule').then((v) => Object.keys(v.schedule ?? {}), () => []),
+        api.logs.reports(env).then((r) => r.map((q) => q.name), () => []),
+      ]);
+      return [...new Set([...schedule, ...reported])];
     }
     default:
       return [];
