@@ -243,6 +243,9 @@ describe('retention', () => {
     const devLog = (data: unknown[]) => agentPost(devFlags.hostname, devFlags.endpoint.log!, { node_key: key, log_type: 'result', data }, { ca });
     const devLines = async (q = '') => (await t.call('GET', `/api/v1/logs/dev?limit=1000${q}`, { token: admin })).body.items as { id: number; entry: { columns: { i: string } } }[];
 
+    // 0 would delete every line as it arrives: refused.
+    expect((await setting('retention_logs_hours', 0)).status).toBe(400);
+    expect((await setting('retention_logs_mb', 0)).status).toBe(400);
     expect((await devLog([added('ret_q', { i: 'before' }, 0), added('stale_q', { i: 'x' }, 0)])).status).toBe(200);
     expect((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: admin })).body.total_nodes).toBe(1);
     expect((await setting('retention_logs_hours', 1)).status).toBe(200);

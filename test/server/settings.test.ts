@@ -31,7 +31,8 @@ const activeProd = async () =>
 
 describe('GET /api/v1/settings/{service}/{env}', () => {
   it.each([
-    ['admin', ['cleanup_expired', 'cleanup_sessions', 'inactive_hours', 'node_dashboard', 'retention_audit_days', 'retention_carves_days', 'retention_query_results_days']],
+    // retention_logs_*: issue 30 (docs/api.md "Logs and query reports").
+    ['admin', ['cleanup_expired', 'cleanup_sessions', 'inactive_hours', 'node_dashboard', 'retention_audit_days', 'retention_carves_days', 'retention_logs_days', 'retention_logs_mb', 'retention_query_results_days']],
     ['api', ['refresh_envs', 'refresh_settings', 'service_metrics']],
     ['tls', ['accelerated_seconds', 'oneliner_expiration', 'refresh_envs']],
   ])('%s: the seeded settings, every field of api-spec 2.3', async (service, names) => {
