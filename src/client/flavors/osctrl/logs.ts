@@ -23,9 +23,21 @@ const RawLine = needs(Type.Object({ id: Type.Integer(), created_at: Type.String(
 const RawLogs = needs(Type.Object({ items: Type.Array(RawLine) }), 'items');
 type Raw = Record<string, unknown> & { id: number; created_at: string; uuid: string };
 
-/** A cursor: the newest time seen, and the lines seen at that time (osctrl's `since` is exclusive, per type). */
+/**
+ * A cursor: the newest `created_at` seen, exactly as osctrl wrote it (microseconds, Go's
+ * RFC 3339 with trailing zeros trimmed): its `since` is exclusive at that precision, so nothing is
+ * read twice; a time cut to milliseconds would read the same lines again.
+ */
 interface Cursor {
   t: string;
+}
+
+/** osctrl's times in one comparable form: the fraction padded to nanoseconds. */
+export function timeKey(t: string): string {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(t);
+  if (!m) return t;
+  const utc = new Date(Date.parse(`${m[1]}${m[3]}`)).toISOString().slice(0, 19);
+  return `${utc}.${(m[2] ?? '').padEnd(9, '0')}Z`;
 }
 const encode = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
 function decode(s: string | undefined): Cursor | undefined {
@@ -81,12 +93,12 @@ export function logsResource(s: OsctrlSession) {
     return checkAnswer<{ items: Raw[] }>(RawLogs, raw, 'logs').items;
   };
 
-  /** Status and/or result lines of one node, newest first, up to `limit`. */
-  const lines = async (env: string, node: Pick<Node, 'uuid' | 'hostname'>, q: LogListQuery, since: string | undefined, limit: number): Promise<LogLine[]> => {
+  /** Status and/or result lines of one node, newest first, up to `limit`, each with osctrl's own time. */
+  const lines = async (env: string, node: Pick<Node, 'uuid' | 'hostname'>, q: LogListQuery, since: string | undefined, limit: number): Promise<{ line: LogLine; t: string }[]> => {
     const types: ('status' | 'result')[] = q.type ? [q.type] : ['result', 'status'];
-    const all: LogLine[] = [];
-    for (const t of types) for (const r of await read(t, env, node.uuid, { since, limit, q: q.q })) all.push(lineFromOsctrl(r, t, env, node.hostname));
-    return all.sort((a, b) => b.received_at.localeCompare(a.received_at) || b.id - a.id).slice(0, limit);
+    const all: { line: LogLine; t: string }[] = [];
+    for (const ty of types) for (const r of await read(ty, env, node.uuid, { since, limit, q: q.q })) all.push({ line: lineFromOsctrl(r, ty, env, node.hostname), t: r.created_at });
+    return all.sort((a, b) => (timeKey(b.t) < timeKey(a.t) ? -1 : timeKey(b.t) > timeKey(a.t) ? 1 : b.line.id - a.line.id)).slice(0, limit);
   };
 
   return {
@@ -108,13 +120,14 @@ export function logsResource(s: OsctrlSession) {
           got = await lines(env, node, q, cursor!.t, OSCTRL_LIMIT);
         }
         got.reverse();
-        const t = got.length ? got[got.length - 1]!.received_at : cursor!.t;
-        return { items: got, next_cursor: null, follow_cursor: encode({ t }) };
+        const t = got.length ? got[got.length - 1]!.t : cursor!.t;
+        return { items: got.map((g) => g.line), next_cursor: null, follow_cursor: encode({ t }) };
       }
       // Newest first, one page: osctrl cannot page further back than its newest 1000.
       const got = await lines(env, node, q, q.since, limit);
-      const t = got.length ? got[0]!.received_at : new Date().toISOString();
-      return { items: got, next_cursor: null, follow_cursor: encode({ t }) };
+      // Nothing yet: follow from now (osctrl compares at microseconds).
+      const t = got.length ? got[0]!.t : new Date().toISOString();
+      return { items: got.map((g) => g.line), next_cursor: null, follow_cursor: encode({ t }) };
     },
     report: () => refuse('query reports (osctrl keeps no current rows per query)'),
     reports: () => refuse('query reports (osctrl keeps no current rows per query)'),
