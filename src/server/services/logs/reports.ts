@@ -6,7 +6,7 @@
 // Reading: GET /api/v1/reports/{env}[/{name}], nodes by hostname, a page at a time.
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { Deps } from '../../context.js';
-import type { Dialect } from '../../store/migrations.js';
+import type { Dialect } from '../../store/dialect.js';
 import type { DB, EnvironmentRow } from '../../store/schema.js';
 import { REPORT_PAGE_DEFAULT, REPORT_PAGE_MAX } from '../../../api/constants.js';
 import type { ReportSummary } from '../../../api/index.js';
