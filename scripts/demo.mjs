@@ -104,6 +104,7 @@ const next = `
   ${cli} nodes list --status inactive --platform darwin
   ${cli} nodes list --all -o json | jq length
   ${cli} audit list --follow
+  ${cli} logs --follow                     # what the agents send (status lines; results of scheduled queries: fleetctl schedule add)
   ${cli} --help
   Log in as other demo users (password ${password}): ${cli} login --username analyst --password-stdin
 `;
