@@ -47,6 +47,15 @@ beforeAll(async () => {
   ca = t.server.agent!.certPem;
   flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
   secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
+  // The store's first line, received two hours ago by the server's clock (moved back for it):
+  // later lines have later ids and times, as they do when time passes.
+  const real = t.server.deps.now;
+  t.server.deps.now = () => new Date(Date.now() - 2 * 3600_000);
+  try {
+    await send(await enroll(), 'result', [added('old_q', { v: 'old' }, 0)]);
+  } finally {
+    t.server.deps.now = real;
+  }
 }, 180_000);
 
 afterAll(async () => {
@@ -113,14 +122,7 @@ describe('GET /api/v1/logs/{env}', () => {
   });
 
   it('bounds by time (received_at): since and until', async () => {
-    // Lines received two hours ago: the server's clock moved back for them.
-    const real = t.server.deps.now;
-    t.server.deps.now = () => new Date(Date.now() - 2 * 3600_000);
-    try {
-      await send(b, 'result', [added('old_q', { v: 'old' }, 0)]);
-    } finally {
-      t.server.deps.now = real;
-    }
+    // The 'old' line was received two hours ago (the first line of the store, beforeAll below).
     await send(b, 'result', [added('old_q', { v: 'new' }, 0)]);
     const hourAgo = new Date(Date.now() - 3600_000).toISOString();
     expect((await logs(`query=old_q&since=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['new']);
