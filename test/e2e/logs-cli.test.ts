@@ -105,7 +105,7 @@ describe('fleetctl logs', () => {
     expect(st.stdout).toContain('error,scheduler.cpp:84 Error executing scheduled query nope: no such table: nope_table');
     expect(st.stdout).not.toContain('outdated');
     const q = await cli.run(['logs', '-q', 'ALICE', '--jq', '.[].entry.columns.user']);
-    expect(q.stdout.trim()).toBe('"alice smith"');
+    expect(q.stdout.trim()).toBe('alice smith'); // strings raw, as gh --jq prints them
     expect((await cli.run(['logs', '--since', '1h', '--query', 'users_q', '--limit', '3'])).stdout.trim().split('\n')).toHaveLength(3);
     expect((await cli.run(['logs', '--until', '1h', '--query', 'users_q'])).stdout).toBe('');
   });
@@ -179,7 +179,7 @@ describe('fleetctl schedule report', () => {
     const r = await cli.run(['schedule', 'report', 'prod', 'users_q', '--all']);
     expect(r.exitCode).toBe(0);
     const rows = r.stdout.trim().split('\n');
-    expect(rows[0]).toBe('node\tuser\tuid');
+    expect(rows[0]).toBe('NODE\tUSER\tUID');
     expect(rows).toContain('db-fra-0002\talice smith\t1000');
     expect(rows.filter((l) => l.startsWith('web-fra-0001\t'))).toHaveLength(120);
     const f = await cli.run(['schedule', 'report', 'prod', 'users_q', '--node', 'db-fra-0002', '--fields', 'node,user', '-o', 'csv']);

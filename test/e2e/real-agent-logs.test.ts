@@ -46,7 +46,7 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
     const report = await srv.cli.run(['schedule', 'report', 'prod', 'real_root']);
     expect(report.exitCode).toBe(0);
     const [head, ...rows] = report.stdout.trim().split('\n');
-    expect(head).toBe('node\tusername\tuid');
+    expect(head).toBe('NODE\tUSERNAME\tUID');
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatch(/^\S+\troot\t0$/);
     const json = JSON.parse((await srv.cli.run(['schedule', 'report', 'prod', 'real_root', '-o', 'json'])).stdout);
