@@ -1,4 +1,4 @@
-// Issue 30 with the real osquery agent (../shared/peers/osqueryd through OSQUERYD; skipped without
+// Issue 30 with the real osquery agent (the binary OSQUERYD names, test/helpers/osqueryd.ts; skipped without
 // it, failed under CI): a query added with `fleetctl schedule add` shows its rows in `fleetctl logs
 // --query` and `fleetctl schedule report`; `fleetctl logs --follow` prints the agent's new result
 // lines as they come; a warning from osquery's status log shows in `fleetctl nodes show`.
