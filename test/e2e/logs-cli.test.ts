@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { execa } from 'execa';
 import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken, runInPty } from '../helpers/admin-cli.js';
-import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { eventually, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { added, logAgent, status, type LoggingNode } from '../helpers/osquery-logs.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
 import { OsctrlStandIn } from '../helpers/osctrl-server.js';
 
@@ -24,32 +24,13 @@ let secret: string;
 let ca: string;
 let cli: Cli;
 
-interface Node {
-  uuid: string;
-  hostname: string;
-  key: string;
-}
-
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
 const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
+let agent: ReturnType<typeof logAgent>;
+const enroll = (hostname?: string) => agent.enroll(hostname);
+const send = (n: LoggingNode, type: 'result' | 'status', data: unknown[]) => agent.send(n, type, data);
 
-async function enroll(hostname: string): Promise<Node> {
-  const uuid = randomUUID();
-  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
-  expect(r.body.node_key).toBeTruthy();
-  return { uuid, hostname, key: r.body.node_key as string };
-}
-
-async function send(n: Node, logType: 'result' | 'status', data: unknown[]) {
-  const r = await post('log', { node_key: n.key, log_type: logType, data });
-  expect(r.status).toBe(200);
-}
-
-const added = (name: string, columns: Record<string, string>, counter = 1) => ({ name, hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC', unixTime: 1795000000, epoch: 0, counter, numerics: false, columns, action: 'added' });
-const status = (severity: number, message: string) => ({ hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC', unixTime: '1795000000', severity: String(severity), filename: 'scheduler.cpp', line: '84', message, version: '5.23.0' });
-
-let web: Node;
-let db: Node;
+let web: LoggingNode;
+let db: LoggingNode;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-logs-'));
@@ -60,6 +41,7 @@ beforeAll(async () => {
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
+  agent = logAgent(flags, secret, ca);
   cli = new Cli();
   await cli.login(server.url, 'admin', 'prod', PASSWORD);
   web = await enroll('web-fra-0001');
@@ -205,7 +187,7 @@ describe('fleetctl nodes show: the status log', () => {
     expect(out).toMatch(/warning\s+scheduler\.cpp:84 Scheduled query may be outdated/);
     await p.done();
     const j = JSON.parse((await cli.run(['nodes', 'show', 'web-fra-0001', '-o', 'json'])).stdout);
-    expect(j.status_problems.map((l: { entry: { severity: string } }) => l.entry.severity)).toEqual(['2', '1']);
+    expect(j.status_problems.map((l: { entry: { severity: number } }) => l.entry.severity)).toEqual([2, 1]);
   });
 });
 
