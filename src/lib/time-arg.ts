@@ -8,7 +8,7 @@ const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_
 /** `10m` -> milliseconds, or undefined when the text is not an age. */
 export function parseAge(s: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(s|m|h|d|w)$/.exec(s.trim());
-  return m ? Number(m[1]) * UNITS[m[2]!]! : undefined;
+  return m ? Number(m[1]) * UNITS[m[2]] : undefined;
 }
 
 /** The time `s` names, as RFC 3339 UTC; `flag` names the option in the error. */

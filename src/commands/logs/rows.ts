@@ -43,7 +43,8 @@ export function pairsText(columns: Obj): string {
 }
 
 export function statusText(e: Obj): string {
-  const where = typeof e.filename === 'string' && e.filename ? `${e.filename}${e.line !== undefined && e.line !== '' ? `:${String(e.line)}` : ''} ` : '';
+  const line = typeof e.line === 'number' || typeof e.line === 'string' ? String(e.line) : '';
+  const where = typeof e.filename === 'string' && e.filename ? `${e.filename}${line ? `:${line}` : ''} ` : '';
   return `${where}${typeof e.message === 'string' ? e.message : ''}`;
 }
 

@@ -87,7 +87,7 @@ async function printer(ctx: Context, follow: boolean): Promise<Printer> {
             count++;
           }
         },
-        end: async () => undefined,
+        end: () => Promise.resolve(),
       };
     }
     const w = createListWriter<LogLine>(ctx.io, out, []);
@@ -119,7 +119,7 @@ async function newest(api: FleetApi, env: string, q: LogListQuery, n: number): P
     lines.push(...page.items.slice(0, n - lines.length));
     cursor = page.next_cursor ?? undefined;
   } while (cursor && lines.length < n);
-  return { lines: lines.reverse(), followCursor: followCursor! };
+  return { lines: lines.reverse(), followCursor: followCursor };
 }
 
 /** Errors a follow outlives: the server restarting, a network blip, a load balancer's 502. */

@@ -51,7 +51,7 @@ export async function report(ctx: Context, env: string, query: string, o: Report
   } while (cursor && (o.all || (o.limit !== undefined && shown < o.limit)));
   await (nodes ?? rows)!.end();
   if (!ctx.io.stdoutIsTTY || ctx.wantsData()) return;
-  const f = first!;
+  const f = first;
   if (f.total_nodes === 0) ctx.io.err(`No node has reported ${safeText(name)} in ${safeText(env)}${o.node ? ` (node ${safeText(o.node)})` : ''}.\n`);
   else if (rows && rows.count === 0) ctx.io.err(`${f.total_nodes} node(s) reported ${safeText(name)}, with no rows.\n`);
   else if (more) ctx.io.err(`Showing ${shown} of ${f.total_nodes} nodes (${f.total_rows} rows in all); --all for every node\n`);

@@ -120,13 +120,13 @@ export function logsResource(s: OsctrlSession) {
           got = await lines(env, node, q, cursor!.t, OSCTRL_LIMIT);
         }
         got.reverse();
-        const t = got.length ? got[got.length - 1]!.t : cursor!.t;
+        const t = got.length ? got[got.length - 1].t : cursor!.t;
         return { items: got.map((g) => g.line), next_cursor: null, follow_cursor: encode({ t }) };
       }
       // Newest first, one page: osctrl cannot page further back than its newest 1000.
       const got = await lines(env, node, q, q.since, limit);
       // Nothing yet: follow from now (osctrl compares at microseconds).
-      const t = got.length ? got[0]!.t : new Date().toISOString();
+      const t = got.length ? got[0].t : new Date().toISOString();
       return { items: got.map((g) => g.line), next_cursor: null, follow_cursor: encode({ t }) };
     },
     report: () => refuse('query reports (osctrl keeps no current rows per query)'),

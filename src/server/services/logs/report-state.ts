@@ -121,7 +121,7 @@ export function boundedRows(s: ReportState): { json: string; count: number; trun
     const sizes = rows.map((r) => JSON.stringify(r).length + 1);
     let total = json.length;
     let from = 0;
-    while (total > REPORT_MAX_BYTES && from < rows.length) total -= sizes[from++]!;
+    while (total > REPORT_MAX_BYTES && from < rows.length) total -= sizes[from++];
     rows = rows.slice(from);
     json = JSON.stringify(rows);
     cut = true;
