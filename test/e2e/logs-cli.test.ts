@@ -3,7 +3,7 @@
 // osquery's protocol. Output as a person sees it (a terminal) and as a pipe gets it, --follow
 // through a server restart, the usage errors, and osctrl's refusals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -70,6 +70,19 @@ describe('fleetctl logs', () => {
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(lines.at(-1)).toMatchObject({ environment: 'prod', node_uuid: db.uuid, hostname: 'db-fra-0002', log_type: 'result', name: 'users_q', entry: { columns: { user: 'alice smith' } } });
     expect(r.stderr).toBe('');
+  });
+
+  it("a line fleetctl logs prints is the line a file sink delivered, byte for byte (but the store's id)", async () => {
+    const sink = await api('POST', '/api/v1/log-sinks', { name: 'same-lines', type: 'file', source: 'result', environment_id: 0, config: { path: 'same.jsonl' } });
+    expect(sink.status).toBe(200);
+    const n = await enroll('same-0001');
+    await send(n, 'result', [added('same_q', { user: 'ünïcode "quoted"', uid: '7' }, 0)]);
+    const delivered = await eventually(async () => {
+      const text = existsSync(join(dir, 'same.jsonl')) ? readFileSync(join(dir, 'same.jsonl'), 'utf8') : '';
+      return text.split('\n').find((l) => l.includes('same_q'));
+    }, 'the line at the file sink');
+    const printed = (await cli.run(['logs', '--query', 'same_q'])).stdout.trim();
+    expect(printed.replace(/^\{"id":\d+,/, '{')).toBe(delivered);
   });
 
   it('--all --node: every line of the range; -o table piped is TSV with NODE TIME QUERY ACTION ROW', async () => {
