@@ -27,6 +27,7 @@ import { Metrics } from './lib/metrics.js';
 import { serverLog } from './lib/server-log.js';
 import { LogWatch } from './services/logs/follow.js';
 import { ReportPurger } from './services/logs/retention.js';
+import { attachLogs } from './services/logs/attach.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 
 export interface ServerOptions {
@@ -340,6 +341,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // (Its clock is the server's: a test that moves deps.now moves both doors.)
     // Log followers (issue 30) wait on one watch per process, reading on the admin connections.
     const logWatch = new LogWatch(store.adminDb, (e) => void faults.report('log followers', e));
+    metrics.sources.logFollowers = () => logWatch.size;
     const adminDeps = { ...deps, db: store.adminDb, now: () => deps.now(), logWatch } as Deps;
     adminDeps.loginGuard = new LoginGuard(adminDeps);
     const denials = new DenialAudit(adminDeps);
@@ -357,6 +359,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // per sink; per-host sinks (stdout) only in the only process or the first worker.
     const spool = new Spool(deps);
     const delivery = new Delivery(deps, store.adminDb, spool, !worker || worker.first);
+    // Issue 30: the logs read the spool: reports kept in its append transaction, followers woken
+    // by its commits, its pruner keeping each environment's retention.
+    attachLogs({ spool, delivery, deps, adminDeps, logWatch });
     delivery.start();
     const agentUrl = opts.agentUrl ? parseAgentUrl(opts.agentUrl) : undefined;
     const agent = opts.agent

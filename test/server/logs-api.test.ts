@@ -140,6 +140,7 @@ describe('following', () => {
     const held = logs(`node=${n.hostname}&order=asc&cursor=${head}&wait=60`);
     // Held: the server's watch has the request waiting (nothing has arrived for it).
     await eventually(async () => (t.server.logWatch.size > 0 ? true : undefined), 'the follower waiting');
+    expect(await t.server.deps.metrics!.text()).toMatch(/^fleetctl_log_followers 1$/m);
     await send(n, 'result', [added('follow_q', { v: 'live' }, 0)]);
     const r = await held;
     expect(r.status).toBe(200);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
-import { parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { eventually, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 import { added, logAgent, removed, type LoggingNode } from '../helpers/osquery-logs.js';
 import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
@@ -58,6 +58,11 @@ describe('logs across replicas', () => {
   it('a follower waiting on one replica gets the line an agent sent to the other', async () => {
     const head = (await apiCall(a.url, 'GET', `/api/v1/logs/prod?node=${node.uuid}`, { token })).body.follow_cursor as string;
     const held = apiCall(a.url, 'GET', `/api/v1/logs/prod?node=${node.uuid}&order=asc&cursor=${head}&wait=60`, { token });
+    // Held on A (its metrics count a waiting follower) before B takes the line.
+    await eventually(async () => {
+      const m = await fetch(`${a.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      return /^fleetctl_log_followers 1$/m.test(await m.text()) ? true : undefined;
+    }, 'the follower waiting on replica A');
     await viaB.send(node, 'result', [added('replica_q', { v: 'from b' }, 0)]);
     const r = await held;
     expect(r.status).toBe(200);

@@ -14,6 +14,8 @@ export interface MetricsSources {
   sinkBacklog?: () => { sink: string; environment: string; entries: number; bytes: number; oldestSeconds: number }[];
   /** Check-ins waiting to be written. */
   checkinsPending?: () => number;
+  /** Log followers waiting for new lines (issue 30). */
+  logFollowers?: () => number;
 }
 
 /** How often the event loop's delay is sampled (prom-client's eventLoopMonitoringPrecision). */
@@ -58,6 +60,7 @@ export class Metrics {
     const sources = this.sources;
     new Gauge({ name: 'fleetctl_agent_in_flight', help: 'Agent requests in progress', registers, collect() { this.set(sources.agentInFlight?.() ?? 0); } });
     new Gauge({ name: 'fleetctl_checkins_pending', help: 'Nodes whose check-ins wait to be written', registers, collect() { this.set(sources.checkinsPending?.() ?? 0); } });
+    new Gauge({ name: 'fleetctl_log_followers', help: 'Log followers (fleetctl logs --follow) waiting for new lines', registers, collect() { this.set(sources.logFollowers?.() ?? 0); } });
     this.sinkDeliveredTotal = new Counter({ name: 'fleetctl_sink_delivered_total', help: 'Log entries a sink\'s destination acknowledged', labelNames: ['sink', 'environment'], registers });
     this.sinkFailedTotal = new Counter({ name: 'fleetctl_sink_failed_total', help: 'Failed delivery attempts of a sink (each retried)', labelNames: ['sink', 'environment'], registers });
     this.sinkDelivery = new Histogram({ name: 'fleetctl_sink_delivery_seconds', help: 'Time from an entry\'s acknowledgement to the agent to its acknowledgement by the sink\'s destination', labelNames: ['sink', 'environment'], buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600], registers });

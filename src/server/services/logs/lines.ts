@@ -14,6 +14,7 @@ import type { LogsQuery } from '../../../api/index.js';
 import { badRequest } from '../../errors.js';
 import { headId, idBounds } from './time-bounds.js';
 import { resolveNode } from './nodes.js';
+import { envelope, type SinkEntry } from '../delivery/sink.js';
 
 /** Index entries a request may walk for filters its index does not answer. */
 export const SCAN_WINDOW = 20_000;
@@ -131,15 +132,12 @@ export interface LinesPage {
 type LineRow = { id: number; host_identifier: string; hostname: string; log_type: string; name: string | null; received_at: string; line: string };
 
 /**
- * One line as the API gives it: `id`, then the envelope every sink receives (services/delivery),
- * keys in its order, `entry` the agent's JSON text as it is stored.
+ * One line as the API gives it: `id`, then exactly the envelope a file, http or stdout sink
+ * writes (services/delivery/sink.ts builds both), `entry` the agent's JSON text as it is stored.
  */
 export function lineJson(r: LineRow, environment: string): string {
-  const name = r.log_type !== 'status' && r.name !== null ? `"name":${JSON.stringify(r.name)},` : '';
-  return (
-    `{"id":${Number(r.id)},"environment":${JSON.stringify(environment)},"node_uuid":${JSON.stringify(r.host_identifier)},"hostname":${JSON.stringify(r.hostname)},` +
-    `"log_type":${JSON.stringify(r.log_type)},${name}"received_at":${JSON.stringify(r.received_at)},"entry":${r.line}}`
-  );
+  const e = { environment, hostIdentifier: r.host_identifier, hostname: r.hostname, logType: r.log_type, name: r.name ?? undefined, receivedAt: r.received_at, line: r.line } as SinkEntry;
+  return `{"id":${Number(r.id)},${envelope(e).slice(1)}`;
 }
 
 /** One page of lines for the filter, read on `db` (the admin door's connections). */
@@ -192,7 +190,7 @@ export async function readLines(db: Kysely<DB>, env: EnvironmentRow, f: LogFilte
   if (srcs.length > 1) rows.sort((a, c) => (desc ? Number(c.id) - Number(a.id) : Number(a.id) - Number(c.id)));
   const full = rows.length >= f.limit;
   rows = rows.slice(0, f.limit);
-  const last = rows.length ? Number(rows[rows.length - 1].id) : undefined;
+  const last = rows.length ? Number(rows[rows.length - 1]!.id) : undefined;
   // Read on from the last line (a full page), from the window's edge (a cut), or not (the end).
   const nextCursor = full ? last! : (cut ?? null);
   const followCursor = desc ? head : (nextCursor ?? Math.max(high, f.cursor ?? 0));
