@@ -1,6 +1,6 @@
 // `nodes show` (issue 30): a node's last status lines of severity warning or above, osquery's own
 // complaints (a bad query, a denylisted one, a config it could not read), from the spool's partial
-// index of such lines (migration 013), newest first.
+// index of such lines (migration 015_logs), newest first.
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/schema.js';
 import type { LogLine } from '../../../api/index.js';
