@@ -26,7 +26,8 @@ export function registerLogs(program: Command): void {
       examples: [
         'fleetctl logs',
         'fleetctl logs --query users_query --since 1h',
-        'fleetctl logs --node web-fra-0001 --type status --severity warning',
+        'fleetctl logs --node win-iad-00001-04b9 --type status',
+        'fleetctl logs --severity warning --since 1d',
         'fleetctl logs --since 2d -q sshd --all -o csv > sshd.csv',
         'fleetctl logs --follow --query users_query',
         'fleetctl logs --type result --since 10m | jq -r .entry.columns.username',
