@@ -1,9 +1,10 @@
 // Following (issue 30): a `GET /api/v1/logs/{env}?order=asc&wait=N` with nothing new is held until
 // a line of its environment is committed, or N seconds pass (long polling). Every follower of a
 // process waits on one LogWatch: woken at once by this process's own commits (the spool's
-// `committed` event), and, while anyone waits, by one look at the stream heads (log_streams) every
-// POLL_MS for what other replicas or workers committed. So followers cost the database one small
-// read per process every POLL_MS however many they are, and nothing on the agent door's path.
+// `committed` event), and, while anyone waits, by one look at the newest line of each environment
+// waited for (two index seeks) every POLL_MS for what other replicas or workers committed. So
+// followers cost the database a few seeks per process every POLL_MS however many they are, and
+// nothing on the agent door's path.
 import type { Kysely } from 'kysely';
 import type { DB } from '../../store/schema.js';
 
@@ -70,20 +71,24 @@ export class LogWatch {
     this.timer = undefined;
   }
 
-  /** One read of the heads of the waited-for environments' streams. */
+  /**
+   * One look at the newest line of each waited-for environment: per environment and log type the
+   * top of the spool's (environment_id, log_type, id) index, one seek each.
+   */
   private async poll(): Promise<void> {
     if (this.polling || this.waiters.size === 0) return;
     this.polling = true;
     try {
       const envs = [...new Set([...this.waiters].map((w) => w.env))];
-      const heads = await this.db
-        .selectFrom('log_streams')
-        .select((eb) => ['environment_id', eb.fn.max('last_id').as('last')])
-        .where('environment_id', 'in', envs)
-        .where('log_type', 'in', ['result', 'status'])
-        .groupBy('environment_id')
-        .execute();
-      const last = new Map(heads.map((h) => [Number(h.environment_id), Number(h.last ?? 0)]));
+      const last = new Map<number, number>();
+      for (const env of envs) {
+        let top = 0;
+        for (const type of ['result', 'status']) {
+          const r = await this.db.selectFrom('log_spool').select((eb) => eb.fn.max('id').as('id')).where('environment_id', '=', env).where('log_type', '=', type).executeTakeFirst();
+          top = Math.max(top, Number(r?.id ?? 0));
+        }
+        last.set(env, top);
+      }
       for (const w of this.waiters) if ((last.get(w.env) ?? 0) > w.after) w.done();
     } catch (e) {
       // A database that is away: the followers wait out their time and ask again.
