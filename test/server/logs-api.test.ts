@@ -223,23 +223,29 @@ describe('retention', () => {
     const dev = logAgent(devFlags, devSecret, ca);
     const node = await dev.enroll('ret-1');
     const devLog = (data: unknown[]) => dev.send(node, 'result', data);
-    const devLines = async (q = '') => (await t.call('GET', `/api/v1/logs/dev?limit=1000${q}`, { token: admin })).body.items as { id: number; entry: { columns: { i: string } } }[];
+    const devLines = async (q = '', token = admin) => {
+      const r = await t.call('GET', `/api/v1/logs/dev?limit=1000${q}`, { token });
+      expect(r.status).toBe(200);
+      return r.body.items as { id: number; entry: { columns: { i: string } } }[];
+    };
 
-    // 0 would delete every line as it arrives: refused.
-    expect((await setting('retention_logs_hours', 0)).status).toBe(400);
+    // 0 MiB would delete every line as it arrives: refused; 0 days means no age bound.
     expect((await setting('retention_logs_mb', 0)).status).toBe(400);
+    expect((await setting('retention_logs_days', 0)).status).toBe(200);
     await devLog([added('ret_q', { i: 'before' }, 0), added('stale_q', { i: 'x' }, 0)]);
     expect((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: admin })).body.total_nodes).toBe(1);
-    expect((await setting('retention_logs_hours', 1)).status).toBe(200);
-    // Two hours later by the server's clock: the line is past the retention and is pruned.
+    expect((await setting('retention_logs_days', 1)).status).toBe(200);
+    // Two days later by the server's clock: the line is past the retention and is pruned.
     const real = t.server.deps.now;
-    t.server.deps.now = () => new Date(Date.now() + 2 * 3600_000);
+    t.server.deps.now = () => new Date(Date.now() + 2 * 86_400_000);
     try {
+      // The admin's session has expired by then too: a new one, two days later.
+      const later = await t.login('admin');
       await devLog([added('ret_q', { i: 'after' }, 0)]);
-      await eventually(async () => ((await devLines('&query=ret_q')).map((l) => l.entry.columns.i).join() === 'after' ? true : undefined), 'the old line pruned');
+      await eventually(async () => ((await devLines('&query=ret_q', later)).map((l) => l.entry.columns.i).join() === 'after' ? true : undefined), 'the old line pruned');
       // A report not updated within the retention goes too (stale_q); one updated after the move stays.
-      await eventually(async () => ((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: admin })).status === 404 ? true : undefined), 'the stale report purged');
-      expect((await t.call('GET', '/api/v1/reports/dev/ret_q', { token: admin })).body.total_nodes).toBe(1);
+      await eventually(async () => ((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: later })).status === 404 ? true : undefined), 'the stale report purged');
+      expect((await t.call('GET', '/api/v1/reports/dev/ret_q', { token: later })).body.total_nodes).toBe(1);
     } finally {
       t.server.deps.now = real;
     }

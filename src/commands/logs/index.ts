@@ -22,7 +22,7 @@ export function registerLogs(program: Command): void {
         'reconnects on its own when the connection is lost, and never goes through the pager.\n\n' +
         '--since and --until take an age (30s, 10m, 1h, 2d, 1w: that long ago) or a time (2026-11-25T10:00:00Z, or\n' +
         '2026-11-25 10:00 in local time). Lines are kept for the environment\'s retention (settings admin\n' +
-        'logs_retention_hours and logs_retention_mb).',
+        'retention_logs_days and retention_logs_mb).',
       examples: [
         'fleetctl logs',
         'fleetctl logs --query users_query --since 1h',

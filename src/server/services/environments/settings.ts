@@ -20,8 +20,7 @@ const INTEGER_MIN: Record<string, number> = {
   'admin/inactive_hours': 1,
   'admin/cleanup_sessions': 1,
   'admin/cleanup_expired': 1,
-  // Issue 30: a retention of 0 would delete every line as it arrives.
-  'admin/retention_logs_hours': 1,
+  // Issue 30: 0 MiB would delete every line as it arrives (0 days means no age bound).
   'admin/retention_logs_mb': 1,
 };
 const STRING_MAX = 4096;
