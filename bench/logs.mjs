@@ -46,21 +46,23 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-/** `fleetctl server ARGS` until it prints its URL. */
+/** `fleetctl server ARGS` until it prints its URL (its banner is on stderr: stdout is a stdout sink's). */
 async function server(args) {
-  const child = spawn(process.execPath, [bin, 'server', '--listen', '127.0.0.1:0', '--workers', '1', '--api-rate-limit', '100000000', ...args], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+  const child = spawn(process.execPath, [bin, 'server', '--listen', '127.0.0.1:0', '--workers', '1', '--api-rate-limit', '100000000', ...args], { stdio: ['pipe', 'ignore', 'pipe'], env: { ...process.env, FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   children.push(child);
   child.stdin.end();
   let out = '';
   const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
+    child.stderr.on('data', (d) => {
       out += d;
       const m = /(?:URL:\s+|listening on )(http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]);
     });
     child.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
   });
-  child.stdout.resume();
+  // The rest (the demo's banner, warnings) is read and dropped, so the pipe never fills.
+  child.stderr.removeAllListeners('data');
+  child.stderr.resume();
   return {
     url,
     pid: child.pid,
@@ -110,7 +112,7 @@ if (PG) {
   await c.connect();
   const env = (await c.query(`select id from environments where name = 'prod'`)).rows[0].id;
   await c.query(`create temp table bench_nodes as select row_number() over (order by id) - 1 as k, id, uuid, hostname from nodes where environment_id = $1 limit $2`, [env, NODES]);
-  await c.query(`update settings set integer_value = 100000000 where name in ('retention_logs_hours', 'retention_logs_mb') and environment_id = 0`);
+  await c.query(`update settings set integer_value = case when name = 'retention_logs_days' then 0 else 100000000 end where name in ('retention_logs_days', 'retention_logs_mb') and environment_id = 0`);
   const name = `'q' || lpad((i % ${QUERIES})::text, 2, '0')`;
   const t = `floor((${start} + i * ${step}) / 1000)::bigint`;
   await c.query(`insert into log_spool (environment_id, node_id, host_identifier, hostname, log_type, name, severity, time, received_at, line, tseq, tpos, eseq, epos)
@@ -132,7 +134,7 @@ if (PG) {
   d.pragma('journal_mode = WAL');
   const env = d.prepare(`select id from environments where name = 'prod'`).get().id;
   d.exec(`create temp table bench_nodes as select row_number() over (order by id) - 1 as k, id, uuid, hostname from nodes where environment_id = ${env} limit ${NODES}`);
-  d.exec(`update settings set integer_value = 100000000 where name in ('retention_logs_hours', 'retention_logs_mb') and environment_id = 0`);
+  d.exec(`update settings set integer_value = case when name = 'retention_logs_days' then 0 else 100000000 end where name in ('retention_logs_days', 'retention_logs_mb') and environment_id = 0`);
   const name = `printf('q%02d', i % ${QUERIES})`;
   const t = `cast((${start} + i * ${step}) / 1000 as integer)`;
   const count = d.prepare('select count(*) as n from bench_nodes').get().n;
