@@ -25,6 +25,12 @@
 //   --sustain N --hold S: ramp to N and hold S seconds in 60-second windows.
 //   --compare-workers 1,2: the ladder once per worker count (fresh server each), and the
 //     highest rung each carries at the goal, with their ratio.
+//   --readers (with --sustain N; issue 30): the steady windows take turns: nobody reading logs, a
+//     follower of the environment's whole log attached (GET /api/v1/logs/prod long polling, as
+//     `fleetctl logs --follow` does), and the `uptime` report of every node read whole every second
+//     (GET /api/v1/reports/prod/uptime, pages of 1000, as `fleetctl schedule report --all`); the
+//     summary compares the agents' p99 and the server's CPU per agent request in each with the
+//     windows without readers.
 //   --agent-command 'CMD': the agents are an external program (Fleet's osquery-perf, say) behind
 //     nginx; latency from nginx's log (bench/agent-external.mjs, which says what CMD is given).
 // Every window also reports the server's event loop (its delay p99 and its longest pause, from
@@ -34,7 +40,7 @@
 // Usage: npm run bench:agents -- [--workers N] [--ladder 5000,10000] [--window 60] [--settle 20]
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max-seconds 3600] [--idle 30]
-//   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...']
+//   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...'] [--readers]
 import { spawn, fork, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -58,6 +64,10 @@ const WORKERS = arg('--workers', undefined);
 const COMPARE = arg('--compare-workers', undefined)?.split(',');
 const PG = flag('--pg');
 const KEEP_GOING = flag('--keep-going');
+const READERS = flag('--readers');
+if (READERS && !SUSTAIN) throw new Error('--readers takes turns over the steady windows of --sustain N');
+/** What each steady window has reading logs beside the agents (--readers). */
+const READER_TURNS = ['none', 'follower', 'report'];
 const MAX_S = Number(arg('--max-seconds', 3600));
 const P99_GOAL_MS = Number(arg('--p99', 100));
 const MAX_GOAL_MS = Number(arg('--max', 250));
@@ -401,6 +411,67 @@ async function run(workers, name) {
       invalid0 = loop.invalid;
       return m;
     };
+    /**
+     * Issue 30's readers (--readers): 'follower' long-polls the environment's whole log from its
+     * head, as `fleetctl logs --follow`; 'report' reads the uptime report of every node, all pages,
+     * starting a read every second (the next waits when one takes longer).
+     */
+    const logReader = (kind) => {
+      const times = [];
+      let lines = 0;
+      let on = true;
+      const get = async (path) => {
+        const r = await fetch(`${urls.api}${path}`, { headers });
+        if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
+        return r.json();
+      };
+      const done = (async () => {
+        if (kind === 'none') return;
+        if (kind === 'follower') {
+          let cursor = (await get('/api/v1/logs/prod?limit=1')).follow_cursor;
+          while (on) {
+            const s = performance.now();
+            const p = await get(`/api/v1/logs/prod?order=asc&limit=1000&wait=25&cursor=${cursor}`);
+            times.push(performance.now() - s);
+            lines += p.items.length;
+            cursor = p.follow_cursor;
+          }
+          return;
+        }
+        while (on) {
+          const s = performance.now();
+          let cursor = '';
+          do {
+            const p = await get(`/api/v1/reports/prod/uptime?limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
+            lines += p.items.length;
+            cursor = p.next_cursor ?? '';
+          } while (cursor && on);
+          const ms = performance.now() - s;
+          times.push(ms);
+          await sleep(Math.max(0, 1000 - ms));
+        }
+      })();
+      return {
+        stop: async () => {
+          on = false;
+          // A follower's last long poll ends with the next line (lines flow all the time).
+          await done;
+          const sorted = times.sort((a, b) => a - b);
+          return { kind, requests: times.length, lines, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
+        },
+      };
+    };
+    /** One steady window with `turn` reading logs beside the agents. */
+    const readerWindow = async (target, turn) => {
+      const reader = logReader(turn);
+      const m = { ...(await measure(target, WINDOW_S)), phase: 'steady' };
+      m.reader = await reader.stop();
+      out.sustain.push(m);
+      line(m, judge(m));
+      const r = m.reader;
+      console.log(`        readers: ${r.kind}${r.requests ? `: ${r.requests} reads of ${r.kind === 'report' ? 'the whole report' : 'the log'}, ${r.lines} ${r.kind === 'report' ? 'node reports' : 'lines'}, p50/p99/max ${f1(r.p50)}/${f1(r.p99)}/${f1(r.max)} ms` : ''}`);
+    };
+
     /** Windows back to back until `until()` says stop (the ramp's own windows of --sustain). */
     const windowsWhile = async (target, phase, until) => {
       while (!until()) {
@@ -434,7 +505,8 @@ async function run(workers, name) {
         await ramping;
         const windows = Math.max(1, Math.round(HOLD_S / WINDOW_S));
         let w = 0;
-        await windowsWhile(n, 'steady', () => w++ >= windows);
+        if (READERS) for (; w < windows; w++) await readerWindow(n, READER_TURNS[w % READER_TURNS.length]);
+        else await windowsWhile(n, 'steady', () => w++ >= windows);
         for (const m of out.sustain) m.ramp = ramped;
         break;
       }
@@ -505,6 +577,19 @@ try {
       if (ramp.length) console.log(`\nramp (${ramp.length} window(s)): worst p99 ${f1(Math.max(...ramp.map((m) => m.p99)))} ms, max ${f1(Math.max(...ramp.map((m) => m.max)))} ms, errors ${ramp.reduce((a, m) => a + m.errors, 0)}, event loop max ${f1(Math.max(...ramp.map((m) => m.loopMax)))} ms`);
       console.log(`${ramp.length ? '' : '\n'}steady ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, max ${f1(worst((m) => m.max))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, node_invalid ${all.reduce((a, m) => a + m.nodeInvalid, 0)}, event loop p99 <= ${f1(worst((m) => m.loopP99))} ms, longest pause ${f1(worst((m) => m.loopMax))} ms, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(cpuMs / Math.max(1, requests)).toFixed(3)} ms per agent request (${(marginalMs / Math.max(1, requests)).toFixed(3)} marginal, over ${requests} requests): ${ok ? 'GOAL MET' : 'goal missed'}`);
       results.sustainOk = ok;
+      if (READERS) {
+        // Each kind of window against the windows without readers: the agents' p99 and CPU per request.
+        const by = (kind) => all.filter((m) => m.reader?.kind === kind);
+        const mean = (ms, f) => ms.reduce((a, m) => a + f(m), 0) / Math.max(1, ms.length);
+        const base = by('none');
+        for (const kind of ['follower', 'report']) {
+          const ms = by(kind);
+          if (!ms.length || !base.length) continue;
+          const p99 = mean(ms, (m) => m.p99) / mean(base, (m) => m.p99);
+          const cpu = mean(ms, (m) => m.cpuMsPerRequest) / mean(base, (m) => m.cpuMsPerRequest);
+          console.log(`with ${kind === 'follower' ? 'a follower attached' : 'the report of every node read every second'} (${ms.length} windows against ${base.length} without): agent p99 ${f1(mean(ms, (m) => m.p99))} ms vs ${f1(mean(base, (m) => m.p99))} ms (x${p99.toFixed(2)}), server CPU ${mean(ms, (m) => m.cpuMsPerRequest).toFixed(3)} vs ${mean(base, (m) => m.cpuMsPerRequest).toFixed(3)} ms per agent request (x${cpu.toFixed(2)})`);
+        }
+      }
     } else if (r.rungs.length) {
       const best = carried(r);
       const last = r.rungs.at(-1);
