@@ -20,6 +20,7 @@ __fleetctl_sub() {
     '|settings') REPLY='settings' ;;
     '|query') REPLY='query' ;;
     '|carves') REPLY='carves' ;;
+    '|logs') REPLY='logs' ;;
     '|sinks') REPLY='sinks' ;;
     '|audit') REPLY='audit' ;;
     '|stats') REPLY='stats' ;;
@@ -74,6 +75,7 @@ __fleetctl_sub() {
     'schedule|add'|'schedule|create') REPLY='schedule add' ;;
     'schedule|edit'|'schedule|update') REPLY='schedule edit' ;;
     'schedule|remove'|'schedule|rm'|'schedule|delete') REPLY='schedule remove' ;;
+    'schedule|report') REPLY='schedule report' ;;
     'schedule|help') REPLY='schedule help' ;;
     'enroll|extend') REPLY='enroll extend' ;;
     'enroll|expire') REPLY='enroll expire' ;;
@@ -141,7 +143,7 @@ __fleetctl_sub() {
 __fleetctl_subs() {
   REPLY=
   case "$1" in
-    '') REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves sinks audit stats apply diff api config completion version server options help' ;;
+    '') REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves logs sinks audit stats apply diff api config completion version server options help' ;;
     'auth') REPLY='login logout status token help' ;;
     'mfa') REPLY='status totp recovery-codes webauthn help' ;;
     'mfa totp') REPLY='setup confirm disable help' ;;
@@ -149,7 +151,7 @@ __fleetctl_subs() {
     'mfa webauthn') REPLY='list show remove help' ;;
     'users') REPLY='list show me add edit remove passwd help' ;;
     'env') REPLY='list show intervals map create edit delete config help' ;;
-    'schedule') REPLY='list show add edit remove help' ;;
+    'schedule') REPLY='list show add edit remove report help' ;;
     'enroll') REPLY='extend expire rotate notexpire update show help' ;;
     'tags') REPLY='list show add edit remove apply unapply help' ;;
     'nodes') REPLY='list show delete help' ;;
@@ -189,6 +191,7 @@ __fleetctl_opts() {
     'schedule add') REPLY='--query --query-file --interval --platform --min-version --shard --description --pack --snapshot --no-removed --no-denylist -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'schedule edit') REPLY='--query --query-file --interval --platform --min-version --shard --description --pack --snapshot --no-snapshot --removed --no-removed --denylist --no-denylist -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'schedule remove') REPLY='--pack -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'schedule report') REPLY='--pack --node --limit --all --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'enroll update') REPLY='--certificate --deb-url --rpm-url --msi-url --pkg-url -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags show') REPLY='--nodes --all -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'tags add'|'tags edit') REPLY='-d --description --color --icon --type --custom -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -200,6 +203,7 @@ __fleetctl_opts() {
     'carves list') REPLY='--status -q --search --page --page-size --limit --all -w --watch --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'carves run') REPLY='-t --target --wait --exit --detach --expire -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'carves download') REPLY='-O --output-file --node --session -f --force -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
+    'logs') REPLY='--type --query --pack --node --since --until --severity -q --search --limit --all -f --follow --no-pager -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks clone') REPLY='--from --to --overwrite -y --yes -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks add') REPLY='--name --type --source --info --disabled --order --config -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
     'sinks edit') REPLY='--set --unset --config --name --info --order --source --enable --disable -h --help -V --version --url --env --profile -o --output --json --fields --jq --no-headers --time --no-color --timeout --ca-file --insecure --insecure-storage --server-flavor --debug' ;;
@@ -217,10 +221,11 @@ __fleetctl_opts() {
 # Whether option $2 of command "$1" takes a value; REPLY: its choices, ':file', or empty.
 __fleetctl_optval() {
   case "$1|$2" in
-    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'auth login|-u'|'auth login|--username'|'auth login|--exp-hours'|'auth login|--totp-code'|'auth login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'env create|--agent-host'|'env create|--config'|'env create|--log'|'env create|--query'|'env create|--detail-refresh'|'env create|--enroll-window'|'env edit|--agent-host'|'env edit|--config'|'env edit|--log'|'env edit|--query'|'env edit|--detail-refresh'|'env edit|--name'|'env config|--set'|'schedule list|--pack'|'schedule list|-w'|'schedule list|--watch'|'schedule show|--pack'|'schedule add|--query'|'schedule add|--interval'|'schedule add|--platform'|'schedule add|--min-version'|'schedule add|--shard'|'schedule add|--description'|'schedule add|--pack'|'schedule edit|--query'|'schedule edit|--interval'|'schedule edit|--platform'|'schedule edit|--min-version'|'schedule edit|--shard'|'schedule edit|--description'|'schedule edit|--pack'|'schedule remove|--pack'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire'|'carves download|--session'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'sinks edit|--set'|'sinks edit|--unset'|'sinks edit|--config'|'sinks edit|--name'|'sinks edit|--info'|'sinks edit|--order'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--agent-keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen'|'server|--agent-url'|'server|--agent-ca'|'server|--enroll-window'|'server|--detail-refresh'|'server|--sink-backlog-size'|'server|--sink-backlog-age'|'server|--carve-max-size'|'server|--agent-max-in-flight'|'server|--metrics-listen'|'server|--workers') REPLY='' ;;
+    'login|-u'|'login|--username'|'login|--exp-hours'|'login|--totp-code'|'login|--recovery-code'|'auth login|-u'|'auth login|--username'|'auth login|--exp-hours'|'auth login|--totp-code'|'auth login|--recovery-code'|'mfa totp confirm|--code'|'users list|-w'|'users list|--watch'|'users add|--email'|'users add|--fullname'|'users add|--level'|'users edit|--email'|'users edit|--fullname'|'users edit|--level'|'env list|-w'|'env list|--watch'|'env intervals|--config'|'env intervals|--log'|'env intervals|--query'|'env create|--agent-host'|'env create|--config'|'env create|--log'|'env create|--query'|'env create|--detail-refresh'|'env create|--enroll-window'|'env edit|--agent-host'|'env edit|--config'|'env edit|--log'|'env edit|--query'|'env edit|--detail-refresh'|'env edit|--name'|'env config|--set'|'schedule list|--pack'|'schedule list|-w'|'schedule list|--watch'|'schedule show|--pack'|'schedule add|--query'|'schedule add|--interval'|'schedule add|--platform'|'schedule add|--min-version'|'schedule add|--shard'|'schedule add|--description'|'schedule add|--pack'|'schedule edit|--query'|'schedule edit|--interval'|'schedule edit|--platform'|'schedule edit|--min-version'|'schedule edit|--shard'|'schedule edit|--description'|'schedule edit|--pack'|'schedule remove|--pack'|'schedule report|--pack'|'schedule report|--limit'|'enroll update|--deb-url'|'enroll update|--rpm-url'|'enroll update|--msi-url'|'enroll update|--pkg-url'|'tags list|-w'|'tags list|--watch'|'tags add|-d'|'tags add|--description'|'tags add|--color'|'tags add|--icon'|'tags add|--custom'|'tags edit|-d'|'tags edit|--description'|'tags edit|--color'|'tags edit|--icon'|'tags edit|--custom'|'tags apply|-q'|'tags apply|--search'|'tags unapply|-q'|'tags unapply|--search'|'nodes list|-q'|'nodes list|--search'|'nodes list|--page'|'nodes list|--page-size'|'nodes list|--limit'|'nodes list|-w'|'nodes list|--watch'|'settings list|-w'|'settings list|--watch'|'query run|-t'|'query run|--target'|'query run|--wait'|'query run|--expire'|'query list|--page'|'query list|--page-size'|'query list|--limit'|'query list|-w'|'query list|--watch'|'carves list|-q'|'carves list|--search'|'carves list|--page'|'carves list|--page-size'|'carves list|--limit'|'carves list|-w'|'carves list|--watch'|'carves run|-t'|'carves run|--target'|'carves run|--wait'|'carves run|--expire'|'carves download|--session'|'logs|--pack'|'logs|--since'|'logs|--until'|'logs|-q'|'logs|--search'|'logs|--limit'|'sinks list|-w'|'sinks list|--watch'|'sinks add|--name'|'sinks add|--info'|'sinks add|--order'|'sinks add|--config'|'sinks edit|--set'|'sinks edit|--unset'|'sinks edit|--config'|'sinks edit|--name'|'sinks edit|--info'|'sinks edit|--order'|'audit list|-q'|'audit list|--search'|'audit list|--service'|'audit list|--user'|'audit list|--page'|'audit list|--page-size'|'audit list|--limit'|'audit list|--interval'|'stats|-w'|'stats|--watch'|'api|-f'|'api|--raw-field'|'api|-F'|'api|--field'|'server|--listen'|'server|--db-pool'|'server|--trust-proxy'|'server|--dev-password'|'server|--dev-nodes'|'server|--dev-agents'|'server|--admin-username'|'server|--create-env'|'server|--login-rate-limit'|'server|--api-rate-limit'|'server|--denied-rate-limit'|'server|--account-login-limit'|'server|--request-timeout'|'server|--headers-timeout'|'server|--keep-alive-timeout'|'server|--agent-keep-alive-timeout'|'server|--shutdown-grace'|'server|--agent-listen'|'server|--agent-url'|'server|--agent-ca'|'server|--enroll-window'|'server|--detail-refresh'|'server|--sink-backlog-size'|'server|--sink-backlog-age'|'server|--carve-max-size'|'server|--agent-max-in-flight'|'server|--metrics-listen'|'server|--workers') REPLY='' ;;
     'login|--mfa-method'|'auth login|--mfa-method') REPLY='totp recovery' ;;
     'users add|--environment'|'users edit|--environment'|'sinks clone|--from'|'sinks clone|--to') REPLY=':dyn:env' ;;
     'schedule add|--query-file'|'schedule edit|--query-file'|'enroll update|--certificate'|'carves download|-O'|'carves download|--output-file'|'apply|-f'|'apply|--file'|'diff|-f'|'diff|--file'|'api|--input'|'server|--db'|'server|--db-ca'|'server|--tls-cert'|'server|--tls-key'|'server|--agent-tls-cert'|'server|--agent-tls-key'|'server|--sink-dir'|'server backup|--db'|'server migrate|--db'|'server migrate|--db-ca') REPLY=':file' ;;
+    'schedule report|--node'|'carves download|--node'|'logs|--node') REPLY=':dyn:node' ;;
     'tags add|--type'|'tags edit|--type') REPLY='env platform custom unknown tag' ;;
     'tags apply|--status'|'tags unapply|--status'|'nodes list|--status') REPLY='all active inactive' ;;
     'tags apply|--platform'|'tags unapply|--platform'|'nodes list|--platform') REPLY='linux darwin windows other' ;;
@@ -231,7 +236,9 @@ __fleetctl_optval() {
     'nodes list|--order') REPLY='asc desc' ;;
     'query list|--status') REPLY='active completed expired deleted' ;;
     'carves list|--status') REPLY='active pending completed expired deleted' ;;
-    'carves download|--node') REPLY=':dyn:node' ;;
+    'logs|--type') REPLY='result status' ;;
+    'logs|--query') REPLY=':dyn:scheduled-query' ;;
+    'logs|--severity') REPLY='info warning error fatal' ;;
     'sinks add|--type') REPLY='file stdout syslog http kafka kinesis firehose s3 splunk elastic graylog logstash' ;;
     'sinks add|--source'|'sinks edit|--source') REPLY='status result query' ;;
     *'|--url'|*'|--fields'|*'|--jq'|*'|--timeout'|*'|--server-flavor') REPLY='' ;;
@@ -255,9 +262,9 @@ __fleetctl_argval() {
     'users help') case $2 in 0) REPLY='list show me add edit remove passwd' ;; *) return 1 ;; esac ;;
     'env show'|'env intervals'|'env edit'|'env delete'|'env config'|'schedule list'|'schedule add'|'enroll extend'|'enroll expire'|'enroll rotate'|'enroll notexpire'|'enroll update'|'sinks list'|'sinks add') case $2 in 0) REPLY=':dyn:env' ;; *) return 1 ;; esac ;;
     'env help') case $2 in 0) REPLY='list show intervals map create edit delete config' ;; *) return 1 ;; esac ;;
-    'schedule show'|'schedule edit') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
+    'schedule show'|'schedule edit'|'schedule report') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
     'schedule remove') case $2 in 0) REPLY=':dyn:env' ;; 1|[1-9]*) REPLY=':dyn:scheduled-query' ;; *) return 1 ;; esac ;;
-    'schedule help') case $2 in 0) REPLY='list show add edit remove' ;; *) return 1 ;; esac ;;
+    'schedule help') case $2 in 0) REPLY='list show add edit remove report' ;; *) return 1 ;; esac ;;
     'enroll show') case $2 in 0) REPLY=':dyn:env' ;; 1) REPLY='secret cert flags flagsLinux flagsMac flagsWindows flagsFreeBSD enroll.sh enroll.ps1 remove.sh remove.ps1' ;; *) return 1 ;; esac ;;
     'enroll help') case $2 in 0) REPLY='extend expire rotate notexpire update show' ;; *) return 1 ;; esac ;;
     'tags apply'|'tags unapply') case $2 in 0) REPLY=':dyn:tag' ;; *) return 1 ;; esac ;;
@@ -275,7 +282,7 @@ __fleetctl_argval() {
     'audit help') case $2 in 0) REPLY='list show' ;; *) return 1 ;; esac ;;
     'config help') case $2 in 0) REPLY='list use show remove set' ;; *) return 1 ;; esac ;;
     'completion') case $2 in 0) REPLY='bash zsh fish' ;; *) return 1 ;; esac ;;
-    'help') case $2 in 0) REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves sinks audit stats apply diff api config completion version server options' ;; *) return 1 ;; esac ;;
+    'help') case $2 in 0) REPLY='login logout auth mfa users env schedule enroll tags nodes settings query carves logs sinks audit stats apply diff api config completion version server options' ;; *) return 1 ;; esac ;;
     *) return 1 ;;
   esac
 }
