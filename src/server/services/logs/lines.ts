@@ -190,7 +190,7 @@ export async function readLines(db: Kysely<DB>, env: EnvironmentRow, f: LogFilte
   if (srcs.length > 1) rows.sort((a, c) => (desc ? Number(c.id) - Number(a.id) : Number(a.id) - Number(c.id)));
   const full = rows.length >= f.limit;
   rows = rows.slice(0, f.limit);
-  const last = rows.length ? Number(rows[rows.length - 1]!.id) : undefined;
+  const last = rows.length ? Number(rows[rows.length - 1].id) : undefined;
   // Read on from the last line (a full page), from the window's edge (a cut), or not (the end).
   const nextCursor = full ? last! : (cut ?? null);
   const followCursor = desc ? head : (nextCursor ?? Math.max(high, f.cursor ?? 0));
