@@ -8,6 +8,7 @@ import { CONFIG_FIXTURES } from './fixtures-config.js';
 import { SERVER_FIXTURES } from './fixtures-server.js';
 import { README_FIXTURES } from './fixtures-readme.js';
 import { ENV_FIXTURES } from './fixtures-env.js';
+import { LOGS_FIXTURES } from './fixtures-logs.js';
 
 export type { Fixture } from './types.js';
 
@@ -28,4 +29,4 @@ function merged(...tables: Record<string, Fixture>[]): Record<string, Fixture> {
   return all;
 }
 
-export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, ENV_FIXTURES, SERVER_FIXTURES, README_FIXTURES);
+export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, ENV_FIXTURES, SERVER_FIXTURES, README_FIXTURES, LOGS_FIXTURES);
