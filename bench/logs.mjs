@@ -12,6 +12,7 @@
 // lines over the last 10 days across the nodes, 20 scheduled queries and status lines, the
 // stream heads, and retention settings large enough that the pruner keeps all of it.
 // Usage: npm run bench:logs [-- --lines 10000000 --nodes 20000 --runs 5 --pg]
+//   [--keep DIR [--end TIME]] [--reuse DIR]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -28,6 +29,17 @@ const LINES = arg('--lines', 10_000_000);
 const NODES = arg('--nodes', 20_000);
 const RUNS = arg('--runs', 5);
 const PG = process.argv.includes('--pg');
+const strArg = (name) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+// Seeding 10 million lines takes longer than a quiet window: --keep DIR seeds into DIR (SQLite)
+// and keeps it (nothing measured), with --end TIME as the newest line's receive time (the window's start, so that
+// `--since 1h` then reads the newest hour as it would); --reuse DIR measures on it, no seeding.
+const KEEP = strArg('--keep');
+const REUSE = strArg('--reuse');
+const END = strArg('--end');
+if ((KEEP || REUSE) && PG) throw new Error('--keep and --reuse are for SQLite (a file)');
 const DAYS = 10;
 const QUERIES = 20;
 const PASSWORD = 'bench-password-1';
@@ -85,8 +97,12 @@ const db = PG ? await (async () => {
   const { startCluster } = await import('../scripts/pg-cluster.mjs');
   cluster = await startCluster();
   return cluster.createDatabase('logs');
-})() : join(tmp, 'fleet.db');
-console.log(`fleetctl logs benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${load()}; ${PG ? 'PostgreSQL' : 'SQLite'}; ${LINES.toLocaleString('en')} lines, ${NODES.toLocaleString('en')} nodes reporting`);
+})() : join(REUSE ?? KEEP ?? tmp, 'fleet.db');
+if (KEEP) mkdirSync(KEEP, { recursive: true });
+console.log(`fleetctl logs benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${load()}; ${PG ? 'PostgreSQL' : 'SQLite'}${REUSE ? '' : `; ${LINES.toLocaleString('en')} lines, ${NODES.toLocaleString('en')} nodes reporting`}`);
+let host = '';
+let seeded = REUSE ? JSON.parse(readFileSync(join(REUSE, 'seed.json'), 'utf8')) : undefined;
+if (!seeded) {
 let s = performance.now();
 const seedServer = await server(['--dev', '--db', db, '--dev-password', PASSWORD, '--dev-nodes', String(Math.ceil((NODES * 2200) / 1200) + 10)]);
 await seedServer.stop();
@@ -94,7 +110,8 @@ console.log(`fleet seeded in ${((performance.now() - s) / 1000).toFixed(0)} s`);
 
 // 2. The store: lines over the last DAYS days, every 10th a status line (every 50th a warning).
 s = performance.now();
-const end = Date.now();
+const end = END ? Date.parse(END) : Date.now();
+if (Number.isNaN(end)) throw new Error(`--end ${END}: not a time`);
 const start = end - DAYS * 86_400_000;
 const step = (end - start) / LINES;
 const lineSql = {
@@ -104,7 +121,6 @@ const lineSql = {
   status: (uuid, i, t) =>
     `'{"hostIdentifier":"' || ${uuid} || '","calendarTime":"Wed Nov 25 10:00:00 2026 UTC","unixTime":' || ${t} || ',"severity":' || (case when ${i} % 50 = 0 then 1 else 0 end) || ',"filename":"scheduler.cpp","line":120,"message":"Executing scheduled query q' || (${i} % ${QUERIES}) || '","version":"5.23.0"}'`,
 };
-let host = '';
 const report = '[{"days":"3","hours":"4","minutes":"5","seconds":"6","total_seconds":"273906"}]';
 if (PG) {
   const pg = (await import('pg')).default;
@@ -155,6 +171,16 @@ if (PG) {
   d.close();
 }
 console.log(`store seeded in ${((performance.now() - s) / 1000).toFixed(0)} s, load ${load()}`);
+seeded = { host, lines: LINES, nodes: NODES, seededAt: new Date().toISOString(), newest: new Date(end).toISOString() };
+if (KEEP) writeFileSync(join(KEEP, 'seed.json'), `${JSON.stringify(seeded)}\n`);
+}
+host = seeded.host;
+if (KEEP) {
+  console.log(`kept in ${KEEP}: measure with --reuse ${KEEP}`);
+  rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
+}
+if (REUSE) console.log(`store of ${seeded.lines.toLocaleString('en')} lines and ${seeded.nodes.toLocaleString('en')} reporting nodes seeded at ${seeded.seededAt} (newest line ${seeded.newest}), reused from ${REUSE}`);
 
 // 3. The server on that store, a CLI logged in, each command RUNS times.
 const srv = await server(['--db', db]);
@@ -172,7 +198,7 @@ try {
   };
   console.log(`\ncommand (median of ${RUNS} whole-process runs)           wall time`);
   time('baseline: nodes list --limit 1', ['nodes', 'list', '--limit', '1', '-o', 'json'], (o) => `${JSON.parse(o).length} node`);
-  time(`schedule report --all -o json (${NODES.toLocaleString('en')} nodes)`, ['schedule', 'report', 'prod', 'uptime', '--all', '-o', 'json'], (o) => `${JSON.parse(o).length} nodes`);
+  time(`schedule report --all -o json (${seeded.nodes.toLocaleString('en')} nodes)`, ['schedule', 'report', 'prod', 'uptime', '--all', '-o', 'json'], (o) => `${JSON.parse(o).length} nodes`);
   time('schedule report --all (TSV)', ['schedule', 'report', 'prod', 'uptime', '--all'], (o) => `${o.trim().split('\n').length - 1} rows`);
   time('logs --since 1h --query q07', ['logs', '--since', '1h', '--query', 'q07'], (o) => `${o.trim().split('\n').length} lines`);
   time('logs --since 1h --query q07 --all', ['logs', '--since', '1h', '--query', 'q07', '--all'], (o) => `${o.trim().split('\n').length} lines`);
@@ -181,7 +207,7 @@ try {
   console.log(`\nbench time ${((Date.now() - t0) / 1000).toFixed(0)} s, load ${load()}`);
   mkdirSync(join(root, 'bench', 'results'), { recursive: true });
   const file = join(root, 'bench', 'results', `logs-${new Date().toISOString().replaceAll(':', '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, options: { LINES, NODES, RUNS, PG, DAYS, QUERIES }, rows }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, options: { LINES: seeded.lines, NODES: seeded.nodes, RUNS, PG, DAYS, QUERIES, seededAt: seeded.seededAt, newest: seeded.newest, reused: Boolean(REUSE) }, rows }, null, 2)}\n`);
   console.log(`results: ${file}`);
 } finally {
   await srv.stop();
