@@ -27,10 +27,10 @@
 //     highest rung each carries at the goal, with their ratio.
 //   --readers (with --sustain N; issue 30): the steady windows take turns: nobody reading logs, a
 //     follower of the environment's whole log attached (GET /api/v1/logs/prod long polling, as
-//     `fleetctl logs --follow` does), and the `uptime` report of every node read whole every second
-//     (GET /api/v1/reports/prod/uptime, pages of 1000, as `fleetctl schedule report --all`); the
-//     summary compares the agents' p99 and the server's CPU per agent request in each with the
-//     windows without readers.
+//     `fleetctl logs --follow` does), and the report of the pack's `uptime` of every node read
+//     whole every second (GET /api/v1/reports/prod/pack_bench_uptime, osquery's name for a pack's
+//     query, pages of 1000, as `fleetctl schedule report --all`); the summary compares the
+//     agents' p99 and the server's CPU per agent request in each with the windows without readers.
 //   --agent-command 'CMD': the agents are an external program (Fleet's osquery-perf, say) behind
 //     nginx; latency from nginx's log (bench/agent-external.mjs, which says what CMD is given).
 // Every window also reports the server's event loop (its delay p99 and its longest pause, from
@@ -442,7 +442,7 @@ async function run(workers, name) {
           const s = performance.now();
           let cursor = '';
           do {
-            const p = await get(`/api/v1/reports/prod/uptime?limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
+            const p = await get(`/api/v1/reports/prod/pack_bench_uptime?limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
             lines += p.items.length;
             cursor = p.next_cursor ?? '';
           } while (cursor && on);
