@@ -86,11 +86,12 @@ const dirOf = (as) => {
   return dirs.get(as);
 };
 const work = mkdtempSync(join(tmpdir(), 'osctrl-run-work-'));
-function fleetctl(as, args, input) {
+function fleetctl(as, args, input, stopAfter) {
   const env = { ...process.env, FLEETCTL_CONFIG_DIR: dirOf(as), FLEETCTL_PAGER: 'cat', DBUS_SESSION_BUS_ADDRESS: 'disabled:', NO_COLOR: '1' };
   for (const k of Object.keys(env)) if (k.startsWith('FLEETCTL_') && !['FLEETCTL_CONFIG_DIR', 'FLEETCTL_PAGER'].includes(k)) delete env[k];
   return new Promise((done) => {
-    const p = execFile('node', [BIN, ...args], { env, cwd: work, maxBuffer: 64 << 20, timeout: 300_000 }, (err, stdout, stderr) =>
+    // stopAfter: a command that runs until interrupted (a follow) gets Ctrl-C's SIGINT then.
+    const p = execFile('node', [BIN, ...args], { env, cwd: work, maxBuffer: 64 << 20, timeout: stopAfter ?? 300_000, killSignal: stopAfter ? 'SIGINT' : 'SIGTERM' }, (err, stdout, stderr) =>
       done({ exitCode: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }));
     p.stdin.end(input ?? '');
   });
@@ -274,7 +275,10 @@ c(ADMIN, ['sinks', 'enable', '1'], { needs: ['sinks', 'enable'], refused: true }
 c(ADMIN, ['sinks', 'disable', '1'], { needs: ['sinks', 'disable'], refused: true });
 c(ADMIN, ['sinks', 'test', '1'], { needs: ['sinks', 'test'], refused: true });
 c(ADMIN, ['schedule', 'add', ENV, 'log_probe', '--query', 'SELECT total_seconds FROM uptime', '--interval', '10'], { needs: ['logs'], note: 'for the logs checks' });
-c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'result', '--query', 'log_probe', '--limit', '3', '-o', 'json'], { needs: ['logs'], note: 'results the real agent sent', before: () => logged(ctx.node1), verify: (r) => (json(r).length ? undefined : 'no line') });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'result', '-q', 'log_probe', '--limit', '3', '-o', 'json'], { needs: ['logs'], note: 'results the real agent sent (osctrl searches the text)', before: () => logged(ctx.node1), verify: (r) => (json(r).length && json(r).every((l) => JSON.stringify(l).includes('log_probe')) ? undefined : 'no log_probe line') });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'result', '--follow'], { needs: ['logs'], stopAfter: 30_000, expect: 130, note: 'followed 30 s while the agent sent, then Ctrl-C', verify: (r) => (/log_probe/.test(r.stdout) ? undefined : 'no new line followed') });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--query', 'log_probe'], { needs: ['logs'], refused: true, note: 'osctrl cannot select by scheduled query' });
+c(ADMIN, () => ['logs', '--node', ctx.node1, '--all'], { needs: ['logs'], refused: true, note: 'osctrl returns the newest 1000' });
 c(ADMIN, () => ['logs', '--node', ctx.node1, '--limit', '5'], { needs: ['logs'] });
 c(ADMIN, () => ['logs', '--node', ctx.node1, '--type', 'status', '--limit', '3', '-o', 'json'], { needs: ['logs'] });
 c(ADMIN, () => ['nodes', 'show', ctx.node1, '-o', 'json'], { needs: ['logs'], note: 'status problems from its status lines', verify: (r) => (Array.isArray(json(r).status_problems) ? undefined : 'no status_problems') });
@@ -388,7 +392,7 @@ async function runCheck(i, ch) {
   let r;
   for (let k = 0; k < (ch.repeat ?? 1); k++) {
     const env = ch.env?.();
-    r = env ? await fleetctlWith(ch.as, full, ch.input?.(), env) : await fleetctl(ch.as, full, ch.input?.());
+    r = env ? await fleetctlWith(ch.as, full, ch.input?.(), env) : await fleetctl(ch.as, full, ch.input?.(), ch.stopAfter);
     if (ch.until !== undefined && r.exitCode === ch.until) break;
   }
   const sent = exchanges.slice(before);
@@ -422,7 +426,7 @@ async function runCheck(i, ch) {
 /** Waits (up to 2 minutes) until the node sent a result line of log_probe. */
 async function logged(node) {
   for (let i = 0; i < 60; i++) {
-    const r = await fleetctl(ADMIN, ['logs', '--node', node, '--type', 'result', '--query', 'log_probe', '--limit', '1', '-o', 'json']);
+    const r = await fleetctl(ADMIN, ['logs', '--node', node, '--type', 'result', '-q', 'log_probe', '--limit', '1', '-o', 'json']);
     if (r.exitCode === 0 && JSON.parse(r.stdout || '[]').length) return;
     await new Promise((done) => setTimeout(done, 2000));
   }
