@@ -1,6 +1,7 @@
 // Running the built `fleetctl` binary (execa) against a real `fleetctl server` process, each
 // test with its own config directory. Needs `npm run build` first (npm test does it).
 import { execa, type ResultPromise } from 'execa';
+import { onTestFailed } from 'vitest';
 import { testDatabaseUrl } from './test-db.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,6 +73,12 @@ export interface ServerProcess {
   url: string;
   proc: ResultPromise;
   output(): string;
+  /**
+   * Resolves when the output matches (at once if it already does), rejects if the server exits
+   * first. No clock of its own: what never comes ends in the test's timeout, and the failed test
+   * shows what was waited for and the output so far.
+   */
+  waitFor(re: RegExp, what?: string): Promise<RegExpExecArray>;
   stop(): Promise<void>;
 }
 
@@ -96,17 +103,44 @@ export async function startServerProcess(args: string[] = ['--dev', '--dev-passw
   let out = '';
   // Waited for, not timed: a server that never says its URL ends in the hook's timeout.
   const url = await new Promise<string>((resolveUrl, reject) => {
-    proc.all!.on('data', (d: Buffer) => {
+    proc.all.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /(https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m) resolveUrl(m[1]!);
+      if (m) resolveUrl(m[1]);
     });
     void proc.then((r) => reject(new Error(`server exited (${r.exitCode}): ${out}`)));
   });
+  const exited = proc.then((r) => r.exitCode);
   return {
     url,
     proc,
     output: () => out,
+    waitFor(re: RegExp, what = String(re)) {
+      let waiting = true;
+      try {
+        onTestFailed(() => {
+          if (waiting) console.error(`was waiting for ${what} in the server's output:\n${out.slice(-4000)}`);
+        });
+      } catch {
+        // in a hook: no test to report to
+      }
+      return new Promise<RegExpExecArray>((resolveMatch, reject) => {
+        const check = () => {
+          const m = re.exec(out);
+          if (!m) return;
+          waiting = false;
+          proc.all.off('data', check);
+          resolveMatch(m);
+        };
+        proc.all.on('data', check);
+        check();
+        void exited.then((code) => {
+          if (!waiting) return;
+          waiting = false;
+          reject(new Error(`the server exited (${code}) before ${what}:\n${out}`));
+        });
+      });
+    },
     async stop() {
       proc.kill('SIGTERM');
       await proc;

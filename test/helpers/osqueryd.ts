@@ -23,7 +23,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'vitest';
+import { describe, it, onTestFailed } from 'vitest';
 import { Cli, startServerProcess, type ServerProcess } from './cli.js';
 import { apiCall, apiToken, type Reply } from './admin-cli.js';
 import { eventually } from './osquery-agent.js';
@@ -199,21 +199,29 @@ export class Osqueryd {
     return this.err.split('\n').slice(-lines).join('\n');
   }
 
-  /**
-   * Waits until stderr (after `o.after`) matches `re`; fails when the agent exits first or after
-   * `o.timeoutMs` (a bound for a hang, far from what a loaded machine takes).
-   */
-  waitFor(re: RegExp, o: { after?: number; timeoutMs?: number } = {}): Promise<RegExpExecArray> {
+  /** Waits until stderr (after `o.after`) matches `re`; fails when the agent exits first. */
+  waitFor(re: RegExp, o: { after?: number } = {}): Promise<RegExpExecArray> {
     const from = o.after ?? 0;
-    return this.until((text) => re.exec(text.slice(from)) ?? undefined, String(re), o.timeoutMs);
+    return this.until((text) => re.exec(text.slice(from)) ?? undefined, String(re));
   }
 
-  /** Waits until `check(stderr so far)` returns a value; fails when the agent exits first or after `timeoutMs`. */
-  until<T>(check: (stderr: string) => T | undefined, what: string, timeoutMs = 150_000): Promise<T> {
+  /**
+   * Waits until `check(stderr so far)` returns a value; fails when the agent exits first. No clock
+   * of its own (tests wait for events): a hang ends in the test's timeout, and the failed test
+   * shows what was waited for and the agent's last lines.
+   */
+  until<T>(check: (stderr: string) => T | undefined, what: string): Promise<T> {
+    let waiting = true;
+    try {
+      onTestFailed(() => {
+        if (waiting) console.error(`was waiting for ${what} in osqueryd's stderr; last lines:\n${this.tail()}`);
+      });
+    } catch {
+      // in a hook: no test to report to
+    }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`timed out waiting for ${what} in osqueryd's stderr; last lines:\n${this.tail()}`)), timeoutMs);
       const finish = (e?: Error, v?: T) => {
-        clearTimeout(timer);
+        waiting = false;
         this.waiters.delete(test);
         if (e) reject(e);
         else resolve(v as T);

@@ -222,6 +222,8 @@ export function registerServer(program: Command): void {
       if ((timeouts.headersMs ?? DEFAULT_TIMEOUTS.headersMs) > (timeouts.requestMs ?? DEFAULT_TIMEOUTS.requestMs)) {
         throw new UsageError('--headers-timeout cannot be longer than --request-timeout');
       }
+      // From here on a SIGHUP is kept until the server can act on it (onSighup), instead of ending it.
+      holdReloads();
       // A worker of --workers (started by this command's primary): the primary read the secrets
       // and bootstrapped the database; the worker serves.
       const { workerSetup, defaultWorkers } = await import('../../server/cluster.js');
@@ -426,12 +428,42 @@ async function startDemoAgents(say: Say, o: ServerOpts, url: string, password: s
 }
 
 /**
+ * A SIGHUP that comes while the server starts (before its reload handler is in place) would end
+ * it, as Node does by default: `systemctl reload` right after `systemctl start`, which returns
+ * once the service runs, killed it when the machine was slow (seen in deploy-real-agent at load
+ * 15: the port answered, the primary had not yet reached its handler). It is kept instead, and
+ * acted on once, when the handler is set (onSighup).
+ */
+let heldReload: { pending: boolean; early: () => void } | undefined;
+
+function holdReloads(): void {
+  const held = {
+    pending: false,
+    early: () => {
+      held.pending = true;
+    },
+  };
+  process.on('SIGHUP', held.early);
+  heldReload = held;
+}
+
+/** The SIGHUP handler, in place of the hold: a signal kept meanwhile is acted on now. */
+function onSighup(handler: () => void): void {
+  process.on('SIGHUP', handler);
+  const held = heldReload;
+  heldReload = undefined;
+  if (!held) return;
+  process.off('SIGHUP', held.early);
+  if (held.pending) handler();
+}
+
+/**
  * SIGHUP (systemctl reload): the agent certificate, key and anchor are read again (a renewal);
  * the outcome is one line. Without a handler Node would end the process.
  */
 function onReload(server: import('../../server/start.js').RunningServer): void {
   const log = server.deps.log;
-  process.on('SIGHUP', () => {
+  onSighup(() => {
     server.reloadAgentTls().then(
       (line) => log.event('info', 'reload', line),
       (e: Error) => log.event('error', 'reload', e.message),
@@ -541,7 +573,7 @@ async function serveAsPrimary(
   if (agent) say(`Agent API (osquery TLS) listening on ${agent.url}; certificate ${agent.certFile}\n${agent.trust}\n`);
   say(`Workers: ${workers} server processes share these ports\n`);
   // systemctl reload: every worker reloads its agent certificate.
-  process.on('SIGHUP', () => primary.signal('SIGHUP'));
+  onSighup(() => primary.signal('SIGHUP'));
   await boot.closeStore();
   let metricsServer: import('node:http').Server | undefined;
   if (options.metricsListen) {
