@@ -1,46 +1,88 @@
 #!/usr/bin/env node
 // The database side of agents checking in, for the list benchmark (bench/fleet.mjs): every
-// second, one transaction sets last_seen to now and adds to bytes_received for RATE random nodes,
-// as the server's check-in flush does for the nodes whose agents called in that second (100,000
-// agents at osquery's default intervals: about 3,700). This moves the node change counters every
-// second, so the list's caches are really invalidated while it is measured. A process of its own
-// so its writes never pause the load generator's event loop.
-// Usage: node bench/checkin-writer.mjs <sqlite file | postgres:// url> <rate per second>
-const [target, rateArg] = process.argv.slice(2);
+// second, one transaction writes the check-ins of RATE nodes as the server's check-in flush
+// writes them (services/agents/checkins.ts: node_seen's last_seen and bytes, the counts counter
+// moved only when a node comes back across a window, the content counter once), so the list's
+// caches see what they see under a real fleet. A process of its own so its writes never pause
+// the load generator's event loop.
+//
+// Which nodes: a fleet of 100,000 agents at osquery's default intervals checks in about 3,700
+// times a second, each agent every half minute or so. The agents are the nodes seen within the
+// inactive window (72 h) when the writer starts: each is checked in once at the start (a fleet
+// that is running), then RATE of them at random every second. Besides them, WAKEUPS nodes a
+// second from the rest (a laptop back after days asleep) check in too: each moves the counts
+// counter, so the cached totals are counted again that second.
+// Usage: node bench/checkin-writer.mjs <sqlite file | postgres:// url> <rate per second> [wake-ups per second]
+const [target, rateArg, wakeArg] = process.argv.slice(2);
 const RATE = Number(rateArg ?? 3700);
+const WAKEUPS = Number(wakeArg ?? 1);
+const ALIVE_MS = 72 * 3600_000;
+/** The crossing horizon the server uses at the default intervals (checkins.ts: 3 x 60 s distributed). */
+const HORIZON_MS = 180_000;
 
-let write;
+let run;
+let rowsOf;
 let close;
 if (/^postgres(ql)?:\/\//.test(target)) {
   const pg = (await import('pg')).default;
   const pool = new pg.Pool({ connectionString: target, max: 1 });
-  const { rows } = await pool.query('select id from nodes');
-  const ids = rows.map((r) => r.id);
-  write = async (now) => {
-    const pick = Array.from({ length: Math.min(RATE, ids.length) }, () => ids[Math.floor(Math.random() * ids.length)]);
-    await pool.query('update nodes set last_seen = $1, bytes_received = bytes_received + 1000 where id = any($2::int[])', [now, pick]);
+  run = async (statements) => {
+    const c = await pool.connect();
+    try {
+      await c.query('begin');
+      for (const [text, params] of statements) await c.query(text, params);
+      await c.query('commit');
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    } finally {
+      c.release();
+    }
   };
+  rowsOf = async (text, params) => (await pool.query(text, params)).rows;
   close = () => pool.end();
 } else {
   const Database = (await import('better-sqlite3')).default;
   const db = new Database(target);
   db.pragma('busy_timeout = 5000');
-  const ids = db.prepare('select id from nodes').all().map((r) => r.id);
-  const update = db.prepare('update nodes set last_seen = ?, bytes_received = bytes_received + 1000 where id = ?');
-  const batch = db.transaction((now, pick) => {
-    for (const id of pick) update.run(now, id);
-  });
-  write = async (now) => batch(now, Array.from({ length: Math.min(RATE, ids.length) }, () => ids[Math.floor(Math.random() * ids.length)]));
+  run = async (statements) => db.transaction(() => { for (const [text, params] of statements) db.prepare(text).run(...params); })();
+  rowsOf = async (text, params) => db.prepare(text).all(...params);
   close = async () => db.close();
 }
+const pgDialect = /^postgres/.test(target);
+const p = (n) => (pgDialect ? `$${n}` : '?');
+const rowsJson = (keys) =>
+  pgDialect
+    ? `jsonb_to_recordset($1::jsonb) as c(${keys.map(([k, t]) => `${k} ${t}`).join(', ')})`
+    : `(select ${keys.map(([k]) => `value ->> '$.${k}' as ${k}`).join(', ')} from json_each(?)) as c`;
+const CROSSING = `update node_generation set generation = generation + 1 where id = 9 and exists (select 1 from ${rowsJson([['id', 'int']])} join node_seen on node_seen.node_id = c.id where node_seen.last_seen < ${p(2)})`;
+const SEEN = `update node_seen set bytes_received = node_seen.bytes_received + c.b, last_seen = case when node_seen.last_seen < c.s then c.s else node_seen.last_seen end from ${rowsJson([['id', 'int'], ['b', 'bigint'], ['s', 'text']])} where node_seen.node_id = c.id`;
+const CONTENT = 'update node_generation set generation = generation + 1 where id = 2';
+
+const checkIn = async (ids, now) => {
+  const json = JSON.stringify(ids.map((id) => ({ id, b: 1000, s: now.toISOString() })));
+  await run([[CROSSING, [json, new Date(now.getTime() - HORIZON_MS).toISOString()]], [SEEN, [json]], [CONTENT, []]]);
+};
+
+const cutoff = new Date(Date.now() - ALIVE_MS).toISOString();
+const alive = (await rowsOf(`select node_id as id from node_seen where last_seen >= ${p(1)}`, [cutoff])).map((r) => r.id);
+const asleep = (await rowsOf(`select node_id as id from node_seen where last_seen < ${p(1)}`, [cutoff])).map((r) => r.id);
+// The running fleet: every agent checked in once before the clock starts.
+for (let i = 0; i < alive.length; i += 5000) await checkIn(alive.slice(i, i + 5000), new Date());
 
 let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
-process.stdout.write('writing\n');
+process.stdout.write(`writing: ${alive.length} agents checking in, ${RATE} a second; ${WAKEUPS} of ${asleep.length} others waking a second\n`);
 while (!stopping) {
   const started = Date.now();
   try {
-    await write(new Date().toISOString());
+    const pick = Array.from({ length: Math.min(RATE, alive.length) }, () => alive[Math.floor(Math.random() * alive.length)]);
+    for (let w = 0; w < WAKEUPS && asleep.length > 0; w++) {
+      const back = asleep.splice(Math.floor(Math.random() * asleep.length), 1)[0];
+      pick.push(back);
+      alive.push(back);
+    }
+    await checkIn(pick, new Date());
   } catch (e) {
     process.stderr.write(`check-in writer: ${e.message}\n`);
   }

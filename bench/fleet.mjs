@@ -12,8 +12,10 @@
 // Every filter and sort (issue 21): each `nodes list` filter, sort and order, and each `audit
 // list` filter over 1,000,000 audit rows, at 20 connections asking for pages 1-5 at random,
 // while a second process writes check-ins into the database as 100,000 agents would (bench/
-// checkin-writer.mjs), so the caches keyed by the change counters are really invalidated every
-// second. `--no-lists` skips these rows; `--lists-only` runs only them.
+// checkin-writer.mjs: the server's own check-in statements, 3,700 a second from the agents that
+// are checking in, and --wakeups a second from nodes asleep for days, each of which moves the
+// counts counter: the cached totals are counted again every second they do). `--no-lists` skips
+// these rows; `--lists-only` runs only them.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -38,6 +40,7 @@ const LISTS_ONLY = process.argv.includes('--lists-only');
 const LIST_DURATION = arg('--list-duration', 3); // seconds per filter/sort row
 const AUDIT_ROWS = arg('--audit-rows', 1_000_000);
 const CHECKINS = arg('--checkins', 3700); // node check-ins written per second meanwhile
+const WAKEUPS = arg('--wakeups', 1); // of them, nodes back after days asleep, per second
 const RUNS = arg('--runs', 9); // whole-process runs per CLI figure
 const PASSWORD = 'bench-password-1';
 const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-'));
@@ -254,9 +257,9 @@ async function listRows(prefix, origin, headers, dbTarget) {
   console.log(`\n${prefix}audit rows: seeding ${AUDIT_ROWS.toLocaleString('en')}...`);
   const seeded = await seedAudit(dbTarget, AUDIT_ROWS);
   console.log(`${prefix}${AUDIT_ROWS.toLocaleString('en')} audit rows written in ${f1(seeded)} s; check-ins: ${CHECKINS} nodes a second from a second process`);
-  const writer = spawn(process.execPath, [join(root, 'bench', 'checkin-writer.mjs'), dbTarget, String(CHECKINS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const writer = spawn(process.execPath, [join(root, 'bench', 'checkin-writer.mjs'), dbTarget, String(CHECKINS), String(WAKEUPS)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(writer);
-  await new Promise((resolve) => writer.stdout.once('data', resolve));
+  console.log(`${prefix}check-in writer: ${String(await new Promise((resolve) => writer.stdout.once('data', resolve))).trim()}`);
   const results = { nodes: [], audit: [] };
   try {
     for (const { label, query, first = 1 } of nodeListQueries()) {

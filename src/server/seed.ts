@@ -75,7 +75,10 @@ function lastSeenAgeSeconds(r: Rand): number | null {
   return null; // never checked in
 }
 
-function demoNode(r: Rand, envName: string, envId: number, i: number, now: number): NewNode {
+/** A demo node: its row, and what its check-ins would have left in node_seen. */
+export type DemoNode = NewNode & { last_seen: string | null; bytes_received: number };
+
+function demoNode(r: Rand, envName: string, envId: number, i: number, now: number): DemoNode {
   const p = weightedPlatform(r);
   const version = pick(r, p.versions);
   const osq = pick(r, OSQUERY_VERSIONS);
@@ -133,14 +136,44 @@ function demoNode(r: Rand, envName: string, envId: number, i: number, now: numbe
   };
 }
 
-export async function insertNodes(db: Kysely<DB>, nodes: NewNode[]): Promise<void> {
+/** The nodes row of a demo node (last_seen and bytes_received go to node_seen). */
+function nodeRow(n: DemoNode): NewNode {
+  const row: Partial<DemoNode> = { ...n };
+  delete row.last_seen;
+  delete row.bytes_received;
+  return row as NewNode;
+}
+
+export async function insertNodes(db: Kysely<DB>, nodes: DemoNode[]): Promise<void> {
   // SQLite caps bound variables per statement; 200 rows of ~30 columns stays well under it.
   await db.transaction().execute(async (trx) => {
-    for (let i = 0; i < nodes.length; i += 200) await trx.insertInto('nodes').values(nodes.slice(i, i + 200)).execute();
+    for (let i = 0; i < nodes.length; i += 200) {
+      const batch = nodes.slice(i, i + 200);
+      const ids = await trx
+        .insertInto('nodes')
+        .values(batch.map(nodeRow))
+        .returning(['id', 'uuid'])
+        .execute();
+      const idOf = new Map(ids.map((r) => [r.uuid, r.id]));
+      // Their node_seen rows (made by the insert trigger) get the demo's last check-ins.
+      await trx
+        .insertInto('node_seen')
+        .values(batch.map((n) => ({
+          node_id: idOf.get(n.uuid)!,
+          environment_id: n.environment_id,
+          platform_bucket: n.platform_bucket ?? '',
+          config_valid: n.config_valid ?? 1,
+          osquery_version_key: n.osquery_version_key ?? '',
+          last_seen: n.last_seen ?? '',
+          bytes_received: n.bytes_received,
+        })))
+        .onConflict((oc) => oc.column('node_id').doUpdateSet((eb) => ({ last_seen: eb.ref('excluded.last_seen'), bytes_received: eb.ref('excluded.bytes_received') })))
+        .execute();
+    }
   });
 }
 
-export function generateNodes(seed: number, envName: string, envId: number, count: number, now: number): NewNode[] {
+export function generateNodes(seed: number, envName: string, envId: number, count: number, now: number): DemoNode[] {
   const r = prng(seed);
   return Array.from({ length: count }, (_, i) => demoNode(r, envName, envId, i, now));
 }

@@ -13,7 +13,7 @@ let prodId: number;
 const cutoffIso = () => new Date(Date.now() - 72 * 3600_000).toISOString();
 
 async function storedUuids(where: (q: any) => any = (q) => q): Promise<string[]> {
-  const rows = await where(ts.server.deps.db.selectFrom('nodes').select('uuid').where('environment_id', '=', prodId)).execute();
+  const rows = await where(ts.server.deps.db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select('nodes.uuid').where('nodes.environment_id', '=', prodId)).execute();
   return rows.map((r: { uuid: string }) => r.uuid).sort();
 }
 
@@ -136,7 +136,7 @@ describe('nodes list', () => {
     let sum = 0;
     for (const p of Platforms) {
       const nodes = await listJson(['--platform', p, '--all', '--fields', 'uuid,platform']);
-      const stored = await storedUuids((q) => q.where('platform_bucket', '=', p));
+      const stored = await storedUuids((q) => q.where('nodes.platform_bucket', '=', p));
       expect(nodes.map((n) => n.uuid).sort()).toEqual(stored);
       sum += nodes.length;
     }

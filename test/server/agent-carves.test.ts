@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import contentDisposition from 'content-disposition';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { agentPost, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { setSeen } from '../helpers/node-seen.js';
 
 let t: TestServer;
 let admin: string;
@@ -206,8 +207,10 @@ describe("a carve's targets and their cadence (issue 26: carves run's default wa
     const env = (await t.call('GET', '/api/v1/environments/prod', { token: admin })).body as { query_interval: number };
     const [slow, fast, gone, unknown] = [await enroll(), await enroll(), await enroll(), await enroll()];
     const now = Date.now();
-    const set = (n: { uuid: string }, distributed_interval: number, seenAgoMs: number) =>
-      t.server.deps.db.updateTable('nodes').set({ distributed_interval, last_seen: new Date(now - seenAgoMs).toISOString() }).where('uuid', '=', n.uuid).execute();
+    const set = async (n: { uuid: string }, distributed_interval: number, seenAgoMs: number) => {
+      const { id } = await t.server.deps.db.updateTable('nodes').set({ distributed_interval }).where('uuid', '=', n.uuid).returning('id').executeTakeFirstOrThrow();
+      await setSeen(t.server.deps.db, id, { last_seen: new Date(now - seenAgoMs).toISOString() });
+    };
     await set(slow, 600, 60_000); // still polling every 10 min (a lowered interval not applied yet)
     await set(fast, 30, 1_000);
     await set(gone, 3600, 4 * 3600_000); // offline by its own cadence: 3 hours without a poll

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { HealthStatuses, RiskLevels, type Node } from '../../src/api/index.js';
+import { setSeen } from '../helpers/node-seen.js';
 
 let t: TestServer;
 let admin: string;
@@ -139,7 +140,7 @@ describe('expiry and online targets', () => {
     expect(page.hostname_width).toBe(Math.max(...all.map((n) => n.hostname.length)));
     // A node seen just now is online and owes its answer.
     const one = all[0]!;
-    await t.server.deps.db.updateTable('nodes').set({ last_seen: new Date().toISOString() }).where('uuid', '=', one.uuid).execute();
+    await setSeen(t.server.deps.db, one.id, { last_seen: new Date().toISOString() });
     const again = (await t.call('GET', `/api/v1/queries/prod/results/${r.body.query_name}`, { token: admin })).body;
     expect(again).toMatchObject({ online: 1, online_pending: 1 });
     const read = (await t.call('GET', `/api/v1/queries/prod/${r.body.query_name}`, { token: admin })).body;

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { setSeen } from '../helpers/node-seen.js';
 import { agentGet, agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 
 let t: TestServer;
@@ -151,7 +152,8 @@ describe("each node's cadence (issue 26): the interval its configuration told it
       await configFetch(key, 30);
       // Seen a minute ago: offline by the environment's 2 s (at least 10 s), online by its own 30 s (90 s).
       expect((await intervals(2)).status).toBe(200);
-      await t.server.deps.db.updateTable('nodes').set({ last_seen: new Date(Date.now() - 60_000).toISOString() }).where('uuid', '=', uuid).execute();
+      const id = (await t.server.deps.db.selectFrom('nodes').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow()).id;
+      await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 60_000).toISOString() });
       const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1;', uuid_list: [uuid] } });
       expect(run.status).toBe(200);
       expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body).toMatchObject({ expected: 1, online: 1, online_pending: 1 });

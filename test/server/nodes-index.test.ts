@@ -17,6 +17,7 @@ import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
 import { openPostgres } from '../../src/server/store/postgres.js';
 import type { Store } from '../../src/server/store/db.js';
+import { setSeen } from '../helpers/node-seen.js';
 
 const SEARCHED = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
 
@@ -62,12 +63,12 @@ describe.skipIf(onPostgres)('query plans', () => {
   });
   afterAll(async () => db.destroy());
 
-  /** The plan lines of every statement that read `nodes` while running fn. */
+  /** The plan lines of every statement that read `nodes` or `node_seen` while running fn. */
   async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; plan: string[] }[]> {
     ran.length = 0;
     await fn();
     return ran
-      .filter((r) => /^\s*select/i.test(r.sql) && /"nodes"|\bnodes\b/.test(r.sql))
+      .filter((r) => /^\s*select/i.test(r.sql) && /"nodes"|\bnodes\b|\bnode_seen\b/.test(r.sql))
       .map((r) => ({ sql: r.sql, plan: sqlite.prepare(`explain query plan ${r.sql}`).all(...(r.params as never[])).map((x) => (x as { detail: string }).detail) }));
   }
 
@@ -76,7 +77,7 @@ describe.skipIf(onPostgres)('query plans', () => {
     for (const { sql, plan } of plans) {
       // A full pass over nodes (table or whole index) is a SCAN without a constraint; the one
       // allowed SCAN is the newest version read, which stops at the first index entry (LIMIT 1).
-      const scans = plan.filter((l) => /^SCAN nodes\b/.test(l) && !(/limit/i.test(sql) && /order by "osquery_version_key" desc/i.test(sql)));
+      const scans = plan.filter((l) => /^SCAN (nodes|node_seen)\b/.test(l) && !(/limit/i.test(sql) && /order by "osquery_version_key" desc/i.test(sql)));
       expect(scans, `${sql}\n${plan.join('\n')}`).toEqual([]);
     }
   }
@@ -89,12 +90,12 @@ describe.skipIf(onPostgres)('query plans', () => {
         for (const sort of NodeSorts) expectIndexed(await plansOf(() => listNodes(deps, env(), { status, platform, sort })));
   });
 
-  it('health and risk filters (issue 20) count on the nodes_env_health index, never the table', async () => {
+  it('health and risk filters (issue 20) count on the node_seen_env_health index, never the table', async () => {
     for (const health of HealthStatuses) {
       const plans = await plansOf(() => listNodes(deps, env(), { health }));
       expectIndexed(plans);
       const count = plans.find((p) => /count\(\*\)/i.test(p.sql))!;
-      expect(count.plan.join('\n'), count.sql).toMatch(/COVERING INDEX nodes_env_health/);
+      expect(count.plan.join('\n'), count.sql).toMatch(/COVERING INDEX node_seen_env_health/);
     }
     for (const risk of RiskLevels) {
       const plans = await plansOf(() => listNodes(deps, env(), { risk, status: 'active', platform: 'linux' }));
@@ -160,17 +161,17 @@ describe.skipIf(onPostgres)('query plans', () => {
     }
   });
 
-  it('stats counts on the (environment, platform, last_seen) index', async () => {
+  it('stats counts on the (environment, platform, last_seen) index of node_seen', async () => {
     const plans = await plansOf(async () => {
       await dashboardStats(deps, caller); // counts
       await new Promise((r) => setTimeout(r, 5));
       await dashboardStats(deps, caller); // moves the cached active counts to the new cutoff
     });
     expectIndexed(plans);
-    expect(plans.some((p) => p.plan.some((l) => /nodes_env_bucket_lastseen/.test(l)))).toBe(true);
+    expect(plans.some((p) => p.plan.some((l) => /node_seen_env_bucket_lastseen/.test(l)))).toBe(true);
     // Moving to the new cutoff: a lookup of the next node to cross (the first entry of an index
     // range), and a count of the nodes in between only when one did.
-    const moves = plans.flatMap((p) => p.plan).filter((l) => /USING (COVERING )?INDEX nodes_env_lastseen(_bucket)? \(environment_id=\? AND last_seen>\?/.test(l));
+    const moves = plans.flatMap((p) => p.plan).filter((l) => /USING (COVERING )?INDEX node_seen_env_lastseen(_bucket)? \(environment_id=\? AND last_seen>\?/.test(l));
     expect(moves.length, plans.map((p) => `${p.sql}\n${p.plan.join('\n')}`).join('\n---\n')).toBeGreaterThan(0);
   });
 });
@@ -197,7 +198,7 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
   async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; plan: string }[]> {
     ran.length = 0;
     await fn();
-    const reads = ran.filter((r) => /^\s*select/i.test(r.sql) && /"nodes"/.test(r.sql));
+    const reads = ran.filter((r) => /^\s*select/i.test(r.sql) && /"nodes"|"node_seen"/.test(r.sql));
     const out: { sql: string; plan: string }[] = [];
     await store.db.connection().execute(async (c) => {
       await sql`set enable_seqscan = off`.execute(c);
@@ -212,7 +213,7 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
 
   function expectIndexed(plans: { sql: string; plan: string }[]) {
     expect(plans.length).toBeGreaterThan(0);
-    for (const { sql: text, plan } of plans) expect(plan, `${text}\n${plan}`).not.toMatch(/Seq Scan on nodes/);
+    for (const { sql: text, plan } of plans) expect(plan, `${text}\n${plan}`).not.toMatch(/Seq Scan on (nodes|node_seen)\b/);
   }
 
   const env = () => ({ id: envId, name: 'prod', config_interval: 300 }) as never;
@@ -223,8 +224,8 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
         for (const sort of NodeSorts) expectIndexed(await plansOf(() => listNodes(deps, env(), { status, platform, sort })));
     for (const order of ['asc', 'desc'] as const) {
       const plans = await plansOf(() => listNodes(deps, env(), { sort: 'lastseen', order } as never));
-      const page = plans.find((p) => /order by ("nodes"\.)?"last_seen"/i.test(p.sql))!;
-      expect(page.plan).toMatch(/Index Scan( Backward)? using nodes_env_lastseen/);
+      const page = plans.find((p) => /order by "node_seen"\."last_seen"/i.test(p.sql))!;
+      expect(page.plan).toMatch(/Index (Only )?Scan( Backward)? using node_seen_env_lastseen/);
       expect(page.plan).not.toMatch(/\bSort\b/);
     }
   });
@@ -262,7 +263,7 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
       await dashboardStats(deps, caller);
     });
     expectIndexed(plans);
-    expect(plans.some((p) => /nodes_env_bucket_lastseen|nodes_env_lastseen_bucket/.test(p.plan))).toBe(true);
+    expect(plans.some((p) => /node_seen_env_bucket_lastseen|node_seen_env_lastseen_bucket/.test(p.plan))).toBe(true);
   });
 });
 
@@ -320,7 +321,7 @@ describe('over HTTP: search semantics and counts after changes', () => {
     const cutoff = new Date(Date.now() - hours * 3600_000).toISOString();
     for (const tag of tags) {
       const tagged = new Set((await db().selectFrom('node_tags').select('node_id').where('tag_id', '=', tag.id).execute()).map((r) => r.node_id));
-      const rows = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.id', 'nodes.last_seen', 'nodes.platform_bucket', 'nodes.hostname'])
+      const rows = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.id', 'node_seen.last_seen', 'nodes.platform_bucket', 'nodes.hostname'])
         .where('environments.name', '=', 'prod').execute();
       for (const [query, keep] of [
         ['', () => true],
@@ -369,8 +370,8 @@ describe('over HTTP: search semantics and counts after changes', () => {
     const hours = before.stats.inactive_hours as number;
 
     // Delete an active linux node through the API.
-    const victim = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.uuid'])
-      .where('environments.name', '=', 'prod').where('platform_bucket', '=', 'linux').where('last_seen', '>=', new Date(Date.now() - 3600_000).toISOString()).executeTakeFirstOrThrow();
+    const victim = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.uuid'])
+      .where('environments.name', '=', 'prod').where('nodes.platform_bucket', '=', 'linux').where('node_seen.last_seen', '>=', new Date(Date.now() - 3600_000).toISOString()).executeTakeFirstOrThrow();
     expect((await ts.call('POST', '/api/v1/nodes/prod/delete', { token, body: { uuid: victim.uuid } })).status).toBe(200);
     const afterDelete = await counts();
     expect(afterDelete).toMatchObject({ all: before.all - 1, active: before.active - 1, linux: before.linux - 1 });
@@ -378,9 +379,9 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(afterDelete.prod.platform_counts.linux).toBe(before.prod.platform_counts.linux - 1);
 
     // A new check-in (written straight to the table, as an agent endpoint would) makes an inactive node active.
-    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select(['nodes.id', 'nodes.uuid'])
-      .where('environments.name', '=', 'prod').where('last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString()).executeTakeFirstOrThrow();
-    await db().updateTable('nodes').set({ last_seen: new Date().toISOString() }).where('id', '=', sleeper.id).execute();
+    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.id', 'nodes.uuid'])
+      .where('environments.name', '=', 'prod').where('node_seen.last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString()).executeTakeFirstOrThrow();
+    await setSeen(db(), sleeper.id, { last_seen: new Date().toISOString() });
     const afterCheckin = await counts();
     expect(afterCheckin).toMatchObject({ all: afterDelete.all, active: afterDelete.active + 1 });
     expect(afterCheckin.stats.active_nodes).toBe(afterDelete.stats.active_nodes + 1);
@@ -393,7 +394,7 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(first.tags.map((t: { name: string }) => t.name)).toContain(tag.name);
     expect((await counts()).active).toBe(afterCheckin.active);
     // Pages are cached too: any change a listed node shows reaches the next request.
-    await db().updateTable('nodes').set({ bytes_received: 424242 }).where('id', '=', sleeper.id).execute();
+    await setSeen(db(), sleeper.id, { bytes_received: 424242 });
     await db().updateTable('tags').set({ color: '#123456' }).where('id', '=', tag.id).execute();
     const again = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.items[0];
     expect(again.bytes_received).toBe(424242);
@@ -401,7 +402,7 @@ describe('over HTTP: search semantics and counts after changes', () => {
 
     // Time alone: a node a minute inside the active window leaves it without any write, once the
     // server's clock has moved two minutes on (moved, not waited for: no race with a slow machine).
-    await db().updateTable('nodes').set({ last_seen: new Date(Date.now() - hours * 3600_000 + 60_000).toISOString() }).where('id', '=', sleeper.id).execute();
+    await setSeen(db(), sleeper.id, { last_seen: new Date(Date.now() - hours * 3600_000 + 60_000).toISOString() });
     const edge = await counts();
     expect(edge.active).toBe(afterCheckin.active);
     const signals = async () => (await ts.call('GET', `/api/v1/nodes/prod?q=${sleeper.uuid}`, { token })).body.items[0].health.signals;

@@ -47,7 +47,7 @@ async function expectedFor(envName: string, hours: number): Promise<Expected> {
       count(case when lower(platform) in (${inList(LINUX)}) then 1 end) as linux,
       count(case when lower(platform) in (${inList(DARWIN)}) then 1 end) as darwin,
       count(case when lower(platform) in (${inList(WINDOWS)}) then 1 end) as windows
-    from nodes where environment_id = ${env.id}`.execute(db());
+    from nodes join node_seen on node_seen.node_id = nodes.id where nodes.environment_id = ${env.id}`.execute(db());
   const n = rows[0]!;
   const { rows: q } = await sql<{ n: number }>`select count(*) as n from queries where environment_id = ${env.id}
     and type = 'query' and active = 1 and completed = 0 and deleted = 0 and expired = 0`.execute(db());

@@ -99,7 +99,7 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
         throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
       }
       let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
-      const enrolled = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (q) => services.enrolls.run(q));
+      const enrolled = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (statements) => services.enrolls.run(statements));
       if (enrolled) {
         // Its next request (the config) finds the node without a query.
         services.state.remember(enrolled.key, enrolled.node);
@@ -180,7 +180,7 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
     return OK;
   }
   // Issue 27: the detail answers update the node's row and are taken out before the live queries' turn.
-  const refreshed = await recordDetails(deps, node, w.queries, w.statuses, (q) => services.enrolls.run(q));
+  const refreshed = await recordDetails(deps, node, w.queries, w.statuses, async (q) => (await services.enrolls.run([q]))[0]!);
   if (refreshed.answered) {
     services.details.answered(node.id);
     node.details_at = deps.now().toISOString();

@@ -5,6 +5,7 @@ import { perfMigration } from './migration-perf.js';
 import { createRequestCacheCounters } from './node-index.js';
 import { listIndexesMigration } from './migration-lists.js';
 import { agentCountersMigration } from './migration-agent.js';
+import { nodeSeenMigration } from './migration-seen.js';
 import type { Dialect } from './dialect.js';
 import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent.js';
 import { spoolMigration } from './migration-spool.js';
@@ -434,6 +435,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '015_production': productionMigration(),
       // Logs and query reports at the terminal (issue 30): on the spool of 014_log_spool.
       '016_logs': logsMigration(),
+      // What each check-in changes, in a narrow table of its own (issue 31).
+      '017_node_seen': nodeSeenMigration(dialect),
     }),
   };
 }

@@ -2,7 +2,7 @@
 // SQLite: an FTS5 trigram table kept by triggers. PostgreSQL: a pg_trgm GIN index over one
 // expression joining the searched columns, and statement-level plpgsql triggers bumping the same
 // node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
-import { CompiledQuery, sql, type Expression, type Kysely, type OrderByItemBuilder, type SqlBool } from 'kysely';
+import { CompiledQuery, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { Dialect } from './dialect.js';
 import { likeContains } from '../lib/pagination.js';
 
@@ -12,8 +12,13 @@ export const SEARCH_COLUMNS = ['uuid', 'hostname', 'localname', 'ip_address', 'u
 /** Trigram indexes need three characters; shorter `q` falls back to a scan (same results). */
 export const MIN_INDEXED_QUERY = 3;
 
-/** Columns whose change can change a count, a filter, a sort or a search result. */
-export const WATCHED = ['environment_id', 'last_seen', 'platform_bucket', 'osquery_version_key', ...SEARCH_COLUMNS];
+/**
+ * Columns of `nodes` whose change can change a count, a filter, a sort or a search result.
+ * last_seen lives in node_seen since migration 017_node_seen, and moves the counts counter only when a
+ * node crosses a window (services/agents/checkins.ts); config_valid and config_hash joined then
+ * (health and --config-stale totals are counted per this counter).
+ */
+export const WATCHED = ['environment_id', 'platform_bucket', 'osquery_version_key', 'config_valid', 'config_hash', ...SEARCH_COLUMNS];
 
 /**
  * PostgreSQL's indexed search text: the searched columns lower-cased, joined by a character
@@ -112,6 +117,14 @@ export interface Generations {
   nodeKeys: number;
   /** Changes whenever a live query or carve starts, ends or is deleted (agent door). */
   liveQueries: number;
+  /**
+   * Changes whenever a check-in brings a node back across a window (not seen for longer than the
+   * shortest window a total compares last_seen with): totals that depend on last_seen recount
+   * (migration 017_node_seen; fleet/node-counts.ts `soft`).
+   */
+  seen: number;
+  /** Changes with every batch of check-ins written (node_seen's last_seen, bytes, config time). */
+  checkins: number;
 }
 
 /**
@@ -125,7 +138,7 @@ const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_gene
 export async function readGenerations(db: Kysely<any>): Promise<Generations> {
   const rows = (await db.executeQuery(READ_GENERATIONS)).rows as { id: number; generation: number | string }[];
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
-  return { counts: of(1), content: of(2), auth: of(3), config: of(4), audit: of(6), nodeKeys: of(7), liveQueries: of(8) };
+  return { counts: of(1), content: of(2), auth: of(3), config: of(4), audit: of(6), nodeKeys: of(7), liveQueries: of(8), seen: of(9), checkins: of(10) };
 }
 
 /** The tables whose changes move the auth (3) and config (4) counters. */
@@ -148,14 +161,4 @@ export async function createRequestCacheCounters(db: Kysely<any>, dialect: Diale
         await sql.raw(`create trigger ${table}_${event}_generation after ${event} on ${table} begin update node_generation set generation = generation + 1 where id = ${id}; end`).execute(db);
     }
   }
-}
-
-/**
- * Ordering by last_seen, the one nullable sort column, as SQLite orders it (NULL is the
- * smallest: first ascending, last descending). PostgreSQL's default is the other way round; its
- * nodes_env_lastseen indexes are built NULLS FIRST so that both directions are index scans.
- */
-export function nullableOrder(dialect: Dialect, order: 'asc' | 'desc'): (ob: OrderByItemBuilder) => OrderByItemBuilder {
-  if (dialect !== 'postgres') return (ob) => (order === 'asc' ? ob.asc() : ob.desc());
-  return (ob) => (order === 'asc' ? ob.asc().nullsFirst() : ob.desc().nullsLast());
 }

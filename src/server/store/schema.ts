@@ -140,16 +140,11 @@ export interface NodesTable {
   config_hash: string;
   daemon_hash: string;
   extra_data: string;
-  bytes_received: number;
   environment_id: number;
   user_id: number;
   username: string;
-  /** null when the node never checked in. */
-  last_seen: string | null;
   uptime_seconds: number;
   config_valid: Bool;
-  /** When the node last fetched its configuration (issue 22); null: never. */
-  config_fetched_at: string | null;
   /** 013_agent_cadence: seconds between the node's distributed reads as far as the server knows (0: unknown, the environment's). */
   distributed_interval: Generated<number>;
   /** 013_agent_cadence: the distributed interval its last configuration told it (a lower one counts from the second telling). */
@@ -415,6 +410,26 @@ export interface DenialWindowsTable {
   audit_id: number;
 }
 
+/**
+ * What every check-in changes, apart from the node (issue 31): one narrow row per node, so the
+ * check-in flush rewrites neither the node's wide row nor its two dozen indexes and trigram
+ * index. environment_id, platform_bucket, config_valid and osquery_version_key are copies of the
+ * node's (kept by triggers), so status, health and platform counts are read from this table's
+ * indexes alone.
+ */
+export interface NodeSeenTable {
+  node_id: number;
+  environment_id: number;
+  platform_bucket: string;
+  config_valid: Bool;
+  osquery_version_key: string;
+  /** '' when the node never checked in (it sorts before every time); read as null (fleet/nodes.ts). */
+  last_seen: string;
+  bytes_received: number;
+  /** When the node last fetched its configuration (issue 22); null: never. */
+  config_fetched_at: string | null;
+}
+
 export interface DB {
   environments: EnvironmentsTable;
   users: UsersTable;
@@ -424,6 +439,7 @@ export interface DB {
   webauthn_credentials: WebauthnCredentialsTable;
   mfa_challenges: MfaChallengesTable;
   nodes: NodesTable;
+  node_seen: NodeSeenTable;
   tags: TagsTable;
   node_tags: NodeTagsTable;
   settings: SettingsTable;
@@ -446,7 +462,8 @@ export interface DB {
 
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 export type UserRow = Selectable<UsersTable>;
-export type NodeRow = Selectable<NodesTable>;
+/** A node with what its check-ins keep in node_seen (services read both: fleet/node-columns.ts). */
+export type NodeRow = Selectable<NodesTable> & Pick<Selectable<NodeSeenTable>, 'bytes_received' | 'config_fetched_at'> & { last_seen: string | null };
 export type NewNode = Insertable<NodesTable>;
 export type TagRow = Selectable<TagsTable>;
 export type SettingRow = Selectable<SettingsTable>;

@@ -9,8 +9,8 @@ import type { CompiledQuery, QueryResult } from 'kysely';
 type Write = (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
 
 interface Waiting {
-  statement: CompiledQuery;
-  resolve: (r: QueryResult<unknown>) => void;
+  statements: CompiledQuery[];
+  resolve: (r: QueryResult<unknown>[]) => void;
   reject: (e: unknown) => void;
 }
 
@@ -20,13 +20,14 @@ export class WriteGroup {
 
   constructor(
     private readonly write: Write,
-    /** Statements a transaction takes at most; more go in the next one. */
+    /** Callers a transaction takes at most; more go in the next one. */
     private readonly max = 500,
   ) {}
 
-  run(statement: CompiledQuery): Promise<QueryResult<unknown>> {
+  /** Runs the statements (together, in one transaction with the others of this turn); their results in order. */
+  run(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ statement, resolve, reject });
+      this.waiting.push({ statements, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.send());
@@ -38,8 +39,14 @@ export class WriteGroup {
     this.scheduled = false;
     while (this.waiting.length > 0) {
       const group = this.waiting.splice(0, this.max);
-      this.write(group.map((w) => w.statement)).then(
-        (results) => group.forEach((w, i) => w.resolve(results[i])),
+      this.write(group.flatMap((w) => w.statements)).then(
+        (results) => {
+          let at = 0;
+          for (const w of group) {
+            w.resolve(results.slice(at, at + w.statements.length));
+            at += w.statements.length;
+          }
+        },
         (e) => group.forEach((w) => w.reject(e)),
       );
     }

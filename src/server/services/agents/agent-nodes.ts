@@ -2,8 +2,9 @@
 // host_details osquery sends at enroll (system_info, os_version, osquery_info, platform_info).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../../context.js';
-import type { CompiledQuery, QueryResult } from 'kysely';
+import { CompiledQuery, type QueryResult } from 'kysely';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
+import { writeInTransaction } from '../../store/db.js';
 import { NEVER } from '../../../api/index.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
 import { detailColumns, detailText, mergedSystemInfo } from './node-details.js';
@@ -44,7 +45,7 @@ export async function enrollNode(
   identifier: unknown,
   details: unknown,
   ip: string,
-  write: (q: CompiledQuery) => Promise<QueryResult<unknown>> = (q) => deps.db.executeQuery(q),
+  write: (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]> = (statements) => writeInTransaction(deps.db, statements),
 ): Promise<{ key: string; node: EnrolledNode } | undefined> {
   const d = obj(details);
   const sys = obj(d.system_info);
@@ -74,7 +75,6 @@ export async function enrollNode(
     config_hash: str(osq.config_hash, 128),
     daemon_hash: '',
     environment_id: env.id,
-    last_seen: ts,
     config_valid: str(osq.config_valid) === '0' ? 0 : 1,
     // What its flags say, as far as the server knows (the environment's); each config fetch then
     // says what it was told (issue 26: "online" follows each node's cadence).
@@ -89,15 +89,25 @@ export async function enrollNode(
   const upsert = deps.db
     .insertInto('nodes')
     // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
-    .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', bytes_received: 0, user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
+    .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
     .onConflict((oc) => oc.column('uuid').doUpdateSet(values).where('nodes.environment_id', '=', env.id))
     .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at'])
     .compile();
-  const node = (await write(upsert)).rows[0] as EnrolledNode | undefined;
+  // Seen now, in the same transaction (the node_seen row is the insert trigger's); a re-enroll
+  // may bring back a node unseen for days, so the counts move (checkins.ts moves them only on
+  // such a crossing).
+  const seen = deps.db
+    .updateTable('node_seen')
+    .set({ last_seen: ts })
+    .where('node_id', '=', (eb) => eb.selectFrom('nodes').select('id').where('uuid', '=', uuid).where('environment_id', '=', env.id))
+    .compile();
+  const bump = CompiledQuery.raw('update node_generation set generation = generation + 1 where id in (1, 2)', []);
+  const [upserted] = await write([upsert, seen, bump]);
+  const node = upserted?.rows[0] as EnrolledNode | undefined;
   return node ? { key: nodeKey, node } : undefined;
 }
 
-export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): Promise<NodeRow | undefined> {
+export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): Promise<Omit<NodeRow, 'last_seen' | 'bytes_received' | 'config_fetched_at'> | undefined> {
   if (typeof key !== 'string' || key.length === 0 || key.length > 128) return undefined;
   const n = await deps.db.selectFrom('nodes').selectAll().where('node_key', '=', key).executeTakeFirst();
   return n && n.environment_id === env.id ? n : undefined;

@@ -50,13 +50,12 @@ interface Pending {
   distributedInterval?: number;
 }
 
-/** The optional columns of a check-in: JSON key, nodes column, value (undefined: not changed). */
-const OPTIONAL: [key: string, column: string, value: (p: Pending) => string | number | undefined][] = [
+/** The node columns a check-in may change: JSON key, nodes column, value (undefined: not sent). */
+const NODE_COLUMNS: [key: string, column: string, value: (p: Pending) => string | number | undefined][] = [
   ['ip', 'ip_address', (p) => p.ip],
   ['ch', 'config_hash', (p) => p.configHash],
   ['dh', 'daemon_hash', (p) => p.daemonHash],
   ['cv', 'config_valid', (p) => (p.configValid === undefined ? undefined : p.configValid ? 1 : 0)],
-  ['cf', 'config_fetched_at', (p) => p.configFetchedAt],
   ['di', 'distributed_interval', (p) => p.distributedInterval],
 ];
 
@@ -66,37 +65,66 @@ const OPTIONAL: [key: string, column: string, value: (p: Pending) => string | nu
  * waiting out its old interval (osquery applies the new one after its current pause).
  */
 const INTERVAL_SET =
-  'distributed_interval = case when c.di >= nodes.distributed_interval or nodes.distributed_interval_told = c.di then c.di else nodes.distributed_interval end, ' +
-  'distributed_interval_told = c.di';
+  'distributed_interval = case when c.di is null then nodes.distributed_interval when c.di >= nodes.distributed_interval or nodes.distributed_interval_told = c.di then c.di else nodes.distributed_interval end, ' +
+  'distributed_interval_told = coalesce(c.di, nodes.distributed_interval_told)';
 
-const statements = new Map<string, string>();
+/** The rows of a batch as the statements read them: a JSON array parameter, one text per statement. */
+function rowsOf(dialect: Dialect, keys: [string, string][]): string {
+  if (dialect === 'postgres') return `jsonb_to_recordset($1::jsonb) as c(${keys.map(([k, t]) => `${k} ${t}`).join(', ')})`;
+  return `(select ${keys.map(([k]) => `value ->> '$.${k}' as ${k}`).join(', ')} from json_each(?)) as c`;
+}
+
+interface FlushSql {
+  /** Moves the seen counter (9) when a node of the batch had not checked in since the horizon (second parameter). */
+  crossing: string;
+  /** last_seen (only forward), bytes added, config_fetched_at when fetched: node_seen. */
+  seen: string;
+  /** The node columns that changed value (address, config hash and validity, distributed interval): nodes, only the rows that differ. */
+  node: string;
+  /** The check-ins counter, once per batch (listed nodes show last_seen and bytes: store/node-index.ts). */
+  checkins: string;
+}
+
+const statements = new Map<string, FlushSql>();
 
 /**
- * The statement for one shape (which optional columns its rows set). bytes are added, never set,
- * and last_seen only moves forward: replicas and workers flushing the same node in any order stay
- * right. Cached by shape: the texts are prepared once.
+ * The flush's statements for a dialect, prepared once: set-based over the batch's rows passed as
+ * one JSON parameter. bytes are added, never set, and last_seen only moves forward: replicas and
+ * workers flushing the same node in any order stay right.
  */
-function checkinSql(dialect: Dialect, mask: number): string {
-  const key = `${dialect}:${mask}`;
-  let text = statements.get(key);
-  if (text) return text;
-  const chosen = OPTIONAL.filter((_, i) => mask & (1 << i));
-  const sets = [
-    'bytes_received = nodes.bytes_received + c.b',
-    'last_seen = case when nodes.last_seen is null or nodes.last_seen < c.s then c.s else nodes.last_seen end',
-    ...chosen.map(([k, col]) => (k === 'di' ? INTERVAL_SET : `${col} = c.${k}`)),
-  ].join(', ');
-  if (dialect === 'postgres') {
-    const types: Record<string, string> = { ip: 'text', ch: 'text', dh: 'text', cv: 'int', cf: 'text', di: 'int' };
-    const cols = ['id int', 'b bigint', 's text', ...chosen.map(([k]) => `${k} ${types[k]}`)].join(', ');
-    text = `update nodes set ${sets} from jsonb_to_recordset($1::jsonb) as c(${cols}) where nodes.id = c.id`;
-  } else {
-    const cols = ['id', 'b', 's', ...chosen.map(([k]) => k)].map((k) => `value ->> '$.${k}' as ${k}`).join(', ');
-    // SQLite's UPDATE ... SET does not take the target's name before a column: plain names.
-    text = `update nodes set ${sets.replaceAll('nodes.bytes_received', 'bytes_received')} from (select ${cols} from json_each(?)) as c where nodes.id = c.id`;
-  }
-  statements.set(key, text);
-  return text;
+function flushSql(dialect: Dialect): FlushSql {
+  let s = statements.get(dialect);
+  if (s) return s;
+  const differs = dialect === 'postgres' ? 'is distinct from' : 'is not';
+  const p2 = dialect === 'postgres' ? '$2' : '?';
+  const types: Record<string, string> = { id: 'int', b: 'bigint', s: 'text', cf: 'text', ip: 'text', ch: 'text', dh: 'text', cv: 'int', di: 'int' };
+  const set = ([k, col]: (typeof NODE_COLUMNS)[number]) => (k === 'di' ? INTERVAL_SET : `${col} = coalesce(c.${k}, nodes.${col})`);
+  const changes = ([k, col]: (typeof NODE_COLUMNS)[number]) =>
+    k === 'di' ? `c.di is not null and (c.di ${differs} nodes.distributed_interval_told or c.di ${differs} nodes.distributed_interval)` : `c.${k} is not null and c.${k} ${differs} nodes.${col}`;
+  const keys = (...ks: string[]): [string, string][] => ks.map((k) => [k, types[k] ?? 'text']);
+  s = {
+    crossing: `update node_generation set generation = generation + 1 where id = 9 and exists (select 1 from ${rowsOf(dialect, keys('id'))} join node_seen on node_seen.node_id = c.id where node_seen.last_seen < ${p2})`,
+    seen:
+      `update node_seen set bytes_received = node_seen.bytes_received + c.b, ` +
+      `last_seen = case when node_seen.last_seen < c.s then c.s else node_seen.last_seen end, ` +
+      `config_fetched_at = coalesce(c.cf, node_seen.config_fetched_at) from ${rowsOf(dialect, keys('id', 'b', 's', 'cf'))} where node_seen.node_id = c.id`,
+    node:
+      `update nodes set ${NODE_COLUMNS.map(set).join(', ')} ` +
+      `from ${rowsOf(dialect, keys('id', ...NODE_COLUMNS.map(([k]) => k)))} where nodes.id = c.id and (${NODE_COLUMNS.map(changes).join(' or ')})`,
+    checkins: 'update node_generation set generation = generation + 1 where id = 10',
+  };
+  statements.set(dialect, s);
+  return s;
+}
+
+/**
+ * The seen counter moves only for a node not seen for this long: the shortest window any cached
+ * count compares last_seen with (online: 3 distributed intervals, at least 10 s; stale: 3 config
+ * intervals; inactive: at least an hour). A node that checks in within it stays on the same side
+ * of every cutoff, so no count changes.
+ */
+export function crossingWindowMs(minQueryInterval: number, minConfigInterval: number): number {
+  return Math.max(10_000, Math.min(3 * minQueryInterval * 1000, 3 * minConfigInterval * 1000, 3_600_000));
 }
 
 export class CheckinBatcher {
@@ -153,40 +181,43 @@ export class CheckinBatcher {
   }
 
   /**
-   * Writes everything pending: one set-based statement per shape of check-in (most carry only
-   * last_seen and bytes; a config fetch adds its hash and time, a new address the address), its
-   * rows passed as one JSON parameter, so a flush of thousands of nodes costs a few statements
-   * whose text never changes; at most ROWS_PER_TRANSACTION rows a transaction, through the
-   * store's writer (on SQLite a thread of its own: the event loop never runs the flush). On
-   * failure what was not written is pending again (and thrown).
+   * Writes everything pending, at most ROWS_PER_TRANSACTION rows a transaction, through the
+   * store's writer (on SQLite a thread of its own: the event loop never runs the flush): the
+   * crossing check, node_seen for every node, nodes only for a value that changed (an address, a
+   * new config hash or validity), the check-ins counter. On failure what was not written is
+   * pending again (and thrown).
    */
   private async write(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     try {
-      const shapes = new Map<number, object[]>();
-      for (const [id, p] of batch) {
-        let mask = 0;
-        const row: Record<string, unknown> = { id, b: p.bytes, s: p.lastSeen };
-        OPTIONAL.forEach(([key, , value], i) => {
-          const v = value(p);
-          if (v !== undefined) {
-            mask |= 1 << i;
-            row[key] = v;
-          }
-        });
-        let rows = shapes.get(mask);
-        if (!rows) shapes.set(mask, (rows = []));
-        rows.push(row);
-      }
+      const sql = flushSql(this.deps.dialect);
       const write = this.deps.write ?? ((statements: CompiledQuery[]) => writeInTransaction(this.deps.db, statements));
-      for (const [mask, rows] of shapes) {
-        while (rows.length > 0) {
-          const chunk = rows.splice(0, ROWS_PER_TRANSACTION);
-          await write([CompiledQuery.raw(checkinSql(this.deps.dialect, mask), [JSON.stringify(chunk)])]);
-          for (const r of chunk) batch.delete((r as { id: number }).id);
+      const windows = await this.deps.db
+        .selectFrom('environments')
+        .select((eb) => [eb.fn.min<number>('query_interval').as('q'), eb.fn.min<number>('config_interval').as('c')])
+        .executeTakeFirst();
+      const horizon = new Date(this.deps.now().getTime() - crossingWindowMs(Number(windows?.q ?? 60), Number(windows?.c ?? 300))).toISOString();
+      const rows = [...batch].map(([id, p]) => {
+        const row: Record<string, unknown> = { id, b: p.bytes, s: p.lastSeen, ...(p.configFetchedAt ? { cf: p.configFetchedAt } : {}) };
+        for (const [key, , value] of NODE_COLUMNS) {
+          const v = value(p);
+          if (v !== undefined) row[key] = v;
         }
+        return row;
+      });
+      while (rows.length > 0) {
+        const chunk = rows.splice(0, ROWS_PER_TRANSACTION);
+        const json = JSON.stringify(chunk);
+        const changesNode = chunk.some((r) => NODE_COLUMNS.some(([key]) => r[key] !== undefined));
+        await write([
+          CompiledQuery.raw(sql.crossing, [json, horizon]),
+          CompiledQuery.raw(sql.seen, [json]),
+          ...(changesNode ? [CompiledQuery.raw(sql.node, [json])] : []),
+          CompiledQuery.raw(sql.checkins, []),
+        ]);
+        for (const r of chunk) batch.delete(r.id as number);
       }
     } catch (e) {
       for (const [id, p] of batch) this.merge(id, p);

@@ -13,7 +13,7 @@ import { writeAudit } from '../audit/audit.js';
 import { carveFilesWithHost, toCarveQuery } from './carves.js';
 import { recordCarveIds } from './carve-uploads.js';
 import { healthBoundsOf } from '../fleet/nodes.js';
-import { healthWhere, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
+import { healthWhere, onSeen, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
 
 export interface LiveQueryRequest {
   query?: unknown;
@@ -98,22 +98,22 @@ export async function targetSelection(deps: Deps, env: EnvironmentRow, body: Liv
     ...risks.map((value) => ({ type: 'risk', value })),
   ];
   const all = targets.length === 0;
-  let base = deps.db.selectFrom('nodes').select('id').where('environment_id', '=', env.id);
+  let base = deps.db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select('nodes.id').where('nodes.environment_id', '=', env.id);
   if (!all) {
     base = base.where((eb) => {
       const ors = [];
-      if (uuids.length) ors.push(eb(eb.fn('lower', ['uuid']), 'in', uuids));
-      if (hosts.length) ors.push(eb(eb.fn('lower', ['hostname']), 'in', hosts), eb(eb.fn('lower', ['localname']), 'in', hosts));
-      if (platforms.length) ors.push(eb(eb.fn('lower', ['platform']), 'in', platforms), eb('platform_bucket', 'in', platforms));
+      if (uuids.length) ors.push(eb(eb.fn('lower', ['nodes.uuid']), 'in', uuids));
+      if (hosts.length) ors.push(eb(eb.fn('lower', ['nodes.hostname']), 'in', hosts), eb(eb.fn('lower', ['nodes.localname']), 'in', hosts));
+      if (platforms.length) ors.push(eb(eb.fn('lower', ['nodes.platform']), 'in', platforms), eb('nodes.platform_bucket', 'in', platforms));
       if (tags.length) {
         ors.push(
-          eb('id', 'in', eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', 'in', tags).where('tags.environment_id', '=', env.id)),
+          eb('nodes.id', 'in', eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', 'in', tags).where('tags.environment_id', '=', env.id)),
         );
       }
       // The union, like the lists above: a node in any of them is targeted.
-      for (const s of statuses) ors.push(statusWhere(eb, s, bounds!));
-      for (const h of healths) ors.push(healthWhere(eb, h, bounds!));
-      for (const r of risks) ors.push(riskWhere(eb, r, bounds!));
+      for (const s of statuses) ors.push(statusWhere(onSeen(eb), s, bounds!));
+      for (const h of healths) ors.push(healthWhere(onSeen(eb), h, bounds!));
+      for (const r of risks) ors.push(riskWhere(onSeen(eb), r, bounds!));
       return eb.or(ors);
     });
   }
@@ -260,17 +260,18 @@ async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Pr
     .where('node_queries.query_id', '=', queryId)
     .limit(50)
     .execute();
-  const online = (eb: ExpressionBuilder<DB, 'nodes' | 'node_queries'>) =>
+  const online = (eb: ExpressionBuilder<DB, 'nodes' | 'node_queries' | 'node_seen'>) =>
     eb.or([
       ...cadences.map(({ distributed_interval: i }) =>
-        eb.and([eb('nodes.distributed_interval', '=', i), eb('nodes.last_seen', '>=', onlineSince({ query_interval: i || env.query_interval }, now))]),
+        eb.and([eb('nodes.distributed_interval', '=', i), eb('node_seen.last_seen', '>=', onlineSince({ query_interval: i || env.query_interval }, now))]),
       ),
       // Past the 50 intervals looked at (never in practice): the environment's.
-      eb.and([eb('nodes.distributed_interval', 'not in', [...cadences.map((c) => c.distributed_interval), -1]), eb('nodes.last_seen', '>=', onlineSince(env, now))]),
+      eb.and([eb('nodes.distributed_interval', 'not in', [...cadences.map((c) => c.distributed_interval), -1]), eb('node_seen.last_seen', '>=', onlineSince(env, now))]),
     ]);
   const row = await deps.db
     .selectFrom('node_queries')
     .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+    .innerJoin('node_seen', 'node_seen.node_id', 'node_queries.node_id')
     .select((eb) => [
       eb.fn.sum<number>(eb.case().when(online(eb)).then(1).else(0).end()).as('online'),
       eb.fn

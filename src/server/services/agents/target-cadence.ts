@@ -20,9 +20,10 @@ export async function targetCadence(deps: Deps, env: EnvironmentRow, body: LiveQ
   // One row per distinct interval (few): how many targets poll at it, and the latest seen of them.
   const groups = await deps.db
     .selectFrom('nodes')
-    .select((eb) => ['distributed_interval', eb.fn.countAll<number>().as('n'), eb.fn.max('last_seen').as('seen')])
-    .where('id', 'in', query)
-    .groupBy('distributed_interval')
+    .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+    .select((eb) => ['nodes.distributed_interval', eb.fn.countAll<number>().as('n'), eb.fn.max('node_seen.last_seen').as('seen')])
+    .where('nodes.id', 'in', query)
+    .groupBy('nodes.distributed_interval')
     .execute();
   const now = deps.now().getTime();
   let expected = 0;

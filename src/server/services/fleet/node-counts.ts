@@ -15,6 +15,8 @@ import type { Kysely } from 'kysely';
 
 interface Entry<T> {
   generation: number;
+  /** The seen counter the value was counted at (totals that depend on last_seen, see `soft`). */
+  soft?: number;
   cutoff: string;
   value: T;
 }
@@ -24,7 +26,7 @@ export interface CacheSpace {
   name: string;
   entries: number;
 }
-const COUNTS: CacheSpace = { name: 'counts', entries: 512 };
+export const COUNTS: CacheSpace = { name: 'counts', entries: 512 };
 const caches = new WeakMap<object, Map<string, Map<string, Entry<unknown>>>>();
 
 function cacheOf(db: Kysely<any>, space: CacheSpace): Map<string, Entry<unknown>> {
@@ -40,6 +42,15 @@ function cacheOf(db: Kysely<any>, space: CacheSpace): Map<string, Entry<unknown>
  * time). `advance` moves a value counted at one cutoff to another (later or earlier), counting
  * only the nodes last seen between the two. Read the generation before
  * counting: a write in between then only makes the entry look older than it is.
+ *
+ * `soft`: the seen counter (node_generation 9), for a total that depends on last_seen. A check-in
+ * moves it only when it brings a node back across a window (a machine back after days asleep);
+ * the total counted before is then still answered, moved with the clock as usual, while one
+ * recount runs, and the next request after it has the new value. Such a total lags a returning
+ * node by one count (tens of milliseconds); every other change (a node added, deleted, edited,
+ * tagged) moves `generation`, and is exact at once as before. In a fleet where some machine wakes
+ * every second, a total that takes 200 ms to count (a search over every node's columns) would
+ * otherwise be counted under every request.
  */
 export async function cachedCount<T>(
   db: Kysely<any>,
@@ -49,10 +60,16 @@ export async function cachedCount<T>(
   count: () => Promise<T>,
   advance?: (value: T, from: string, to: string) => Promise<T>,
   space: CacheSpace = COUNTS,
+  soft?: number,
 ): Promise<T> {
   const cache = cacheOf(db, space);
   const hit = cache.get(key) as Entry<T> | undefined;
-  if (hit && hit.generation === generation && hit.cutoff === cutoff) return hit.value;
+  const fresh = soft === undefined || hit?.soft === soft;
+  if (hit && hit.generation === generation && fresh && hit.cutoff === cutoff) return hit.value;
+  if (hit && hit.generation === generation && !fresh) {
+    refreshSoftly(cache, key, generation, soft!, cutoff, count, space);
+    if (hit.cutoff === cutoff || !advance) return hit.value;
+  }
   // Requests arriving together after a change share one count instead of each running it.
   const flying = inFlight.get(cache)?.get(key);
   if (flying && flying.generation === generation && flying.cutoff === cutoff) return flying.value as Promise<T>;
@@ -62,18 +79,43 @@ export async function cachedCount<T>(
   const value = hit && hit.generation === generation && advance ? advance(hit.value, hit.cutoff, cutoff) : count();
   const flight = { generation, cutoff, value };
   flights.set(key, flight);
+  // Moved from a value counted at another seen counter, it keeps that counter (still to refresh).
+  const softOf = hit && hit.generation === generation && advance ? hit.soft : soft;
   try {
     const v = await value;
     // A slower count of an older generation must not replace a newer one stored meanwhile.
     const now = cache.get(key);
     if (!now || now.generation <= generation) {
       if (!now && cache.size >= space.entries) cache.delete(cache.keys().next().value!); // oldest first
-      cache.set(key, { generation, cutoff, value: v });
+      cache.set(key, { generation, soft: softOf, cutoff, value: v });
     }
     return v;
   } finally {
     if (flights.get(key) === flight) flights.delete(key);
   }
+}
+
+/** The recounts running for a changed seen counter, per cache and key (at most one each). */
+const refreshing = new WeakMap<Map<string, Entry<unknown>>, Set<string>>();
+
+function refreshSoftly<T>(cache: Map<string, Entry<unknown>>, key: string, generation: number, soft: number, cutoff: string, count: () => Promise<T>, space: CacheSpace): void {
+  let running = refreshing.get(cache);
+  if (!running) refreshing.set(cache, (running = new Set()));
+  if (running.has(key)) return;
+  running.add(key);
+  count().then(
+    (value) => {
+      running.delete(key);
+      const now = cache.get(key);
+      // Stored unless a change of generation meanwhile made this count old.
+      if (!now || now.generation <= generation) {
+        if (!now && cache.size >= space.entries) cache.delete(cache.keys().next().value!);
+        cache.set(key, { generation, soft, cutoff, value });
+      }
+    },
+    // Not counted (the database is busy or down): the old value stands; the next request tries again.
+    () => running.delete(key),
+  );
 }
 
 /** Counts being computed, per cache and key: the promise later requests for the same state share. */

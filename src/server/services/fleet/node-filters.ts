@@ -7,8 +7,10 @@
 //   O outdated: osquery_version_key below the fleet's newest major.minor (isOutdatedKey)
 // health: unknown = N; unhealthy = !N & (A | V); degraded = !N & !A & !V & (S | O); healthy = the rest.
 // risk:   unknown = N; high = !N & (V | A & O); medium = !N & !V & (A xor O); low = !N & !V & !A & !O.
-// Every predicate is a range on last_seen plus columns of the nodes_env_health index
-// (environment_id, last_seen, config_valid, osquery_version_key), so counts read the index only.
+// Every predicate is a range on last_seen plus columns of the node_seen_env_health index
+// (environment_id, last_seen, config_valid, osquery_version_key), so counts read the index only:
+// they name node_seen's columns (its copies of config_valid and osquery_version_key, migration
+// 013), and a list joins node_seen to nodes (fleet/nodes.ts).
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { DB, EnvironmentRow } from '../../store/schema.js';
 import type { HealthStatuses, NodeStatuses, RiskLevels } from '../../../api/constants.js';
@@ -36,21 +38,26 @@ export function healthBounds(nowMs: number, inactiveHours: number, env: Pick<Env
   };
 }
 
-type EB = ExpressionBuilder<DB, 'nodes'>;
+/** An expression builder over node_seen, alone or joined to nodes (onSeen() casts the joined one). */
+export type SeenEB = ExpressionBuilder<DB, 'node_seen'>;
+type EB = SeenEB;
+/** The same builder, over a query that joins node_seen: the predicates name only its columns. */
+export const onSeen = (eb: ExpressionBuilder<DB, 'nodes' | 'node_seen'>): SeenEB => eb;
 type Pred = Expression<SqlBool>;
 
 function parts(eb: EB, b: HealthBounds) {
-  const seen = eb('last_seen', 'is not', null);
-  const never = eb('last_seen', 'is', null);
-  const inactive = eb('last_seen', '<', b.inactiveBefore);
-  const active = eb('last_seen', '>=', b.inactiveBefore);
-  const invalid = eb('config_valid', '=', 0);
-  const valid = eb('config_valid', '!=', 0);
-  const stale = eb('last_seen', '<', b.staleBefore);
-  const fresh = eb('last_seen', '>=', b.staleBefore);
+  // node_seen.last_seen is '' for a node never seen (migration 017_node_seen): before every time.
+  const seen = eb('node_seen.last_seen', '>', '');
+  const never = eb('node_seen.last_seen', '=', '');
+  const inactive = eb('node_seen.last_seen', '<', b.inactiveBefore);
+  const active = eb('node_seen.last_seen', '>=', b.inactiveBefore);
+  const invalid = eb('node_seen.config_valid', '=', 0);
+  const valid = eb('node_seen.config_valid', '!=', 0);
+  const stale = eb('node_seen.last_seen', '<', b.staleBefore);
+  const fresh = eb('node_seen.last_seen', '>=', b.staleBefore);
   const below = b.outdatedBelow;
   const outdated: Pred = below
-    ? eb.and([eb('osquery_version_key', 'like', '%.%'), eb('osquery_version_key', '>=', OUTDATED_KEY_MIN), eb('osquery_version_key', '<', below)])
+    ? eb.and([eb('node_seen.osquery_version_key', 'like', '%.%'), eb('node_seen.osquery_version_key', '>=', OUTDATED_KEY_MIN), eb('node_seen.osquery_version_key', '<', below)])
     : eb.lit(false) as unknown as Pred;
   const current: Pred = below ? eb.not(outdated) : (eb.lit(true) as unknown as Pred);
   return { seen, never, inactive, active, invalid, valid, stale, fresh, outdated, current };
@@ -85,7 +92,8 @@ export function riskWhere(eb: EB, level: RiskLevel, b: HealthBounds): Pred {
 }
 
 export function statusWhere(eb: EB, status: NodeStatusFilter, b: Pick<HealthBounds, 'inactiveBefore'>): Pred {
-  return status === 'active' ? eb('last_seen', '>=', b.inactiveBefore) : eb.or([eb('last_seen', 'is', null), eb('last_seen', '<', b.inactiveBefore)]);
+  // Never seen ('') is before the cutoff: inactive.
+  return status === 'active' ? eb('node_seen.last_seen', '>=', b.inactiveBefore) : eb('node_seen.last_seen', '<', b.inactiveBefore);
 }
 
 /**

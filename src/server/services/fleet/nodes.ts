@@ -1,5 +1,5 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
-import type { SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../../context.js';
 import type { DB, EnvironmentRow, NodeRow, TagRow } from '../../store/schema.js';
 import {
@@ -9,17 +9,43 @@ import {
 import { badRequest, conflict, notFound } from '../../errors.js';
 import { pageOf, parsePage, type PageRequest } from '../../lib/pagination.js';
 import { inTransaction } from '../../store/db.js';
-import { MIN_INDEXED_QUERY, readGenerations, nullableOrder, searchMatch, type Generations } from '../../store/node-index.js';
-import { between, cachedCount } from './node-counts.js';
+import { MIN_INDEXED_QUERY, readGenerations, searchMatch, type Generations } from '../../store/node-index.js';
+import { between, cachedCount, COUNTS } from './node-counts.js';
 import { deriveHealth, uptime } from './node-health.js';
 import { inactiveHours } from '../environments/settings-values.js';
 import { writeAudit } from '../audit/audit.js';
 import { hasLevel } from '../../permissions.js';
 import { toTag } from './tag-shape.js';
-import { healthBounds, healthWhere, riskWhere, type HealthBounds, type HealthStatus, type RiskLevel } from './node-filters.js';
+import { healthBounds, healthWhere, onSeen, riskWhere, type HealthBounds, type HealthStatus, type RiskLevel } from './node-filters.js';
 import { agentConfig } from '../environments/osquery-config.js';
 
-const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
+/** A node and its node_seen row (migration 017_node_seen): every list, count and read joins the two. */
+export const nodesWithSeen = (db: Deps['db']) => db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id');
+/**
+ * The nodes of an environment with their node_seen rows. Sorted by last_seen, the environment is
+ * named on node_seen too (the same value), so its (environment, last_seen) index drives the
+ * query; otherwise not: the planner multiplied the two conditions as if independent and, its row
+ * estimates halved, sorted a deep page's rows in memory instead of walking an index.
+ */
+const nodesOfEnv = (deps: Deps, env: EnvironmentRow, bySeen = false): NodeQuery => {
+  const q = nodesWithSeen(deps.db).where('nodes.environment_id', '=', env.id);
+  return bySeen ? q.where('node_seen.environment_id', '=', env.id) : q;
+};
+
+/** Whether p needs node_seen's columns: a time filter (status, health, risk), the config filter, or the last_seen sort. */
+const usesSeen = (p: Filters) => !!(p.status || p.health || p.risk || p.config || p.sort === 'lastseen');
+
+/**
+ * The environment's nodes for a page of p: joined to node_seen only when p needs its columns, so a
+ * page sorted by a nodes column walks that column's index alone (typed as the join; it names
+ * nodes' columns only).
+ */
+const nodesFor = (deps: Deps, env: EnvironmentRow, p: Filters): NodeQuery =>
+  usesSeen(p) ? nodesOfEnv(deps, env, p.sort === 'lastseen') : (deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id) as unknown as NodeQuery);
+/** What a shaped node needs from node_seen, besides the nodes row. */
+export const SEEN_FIELDS = [sql<string | null>`nullif(node_seen.last_seen, '')`.as('last_seen'), 'node_seen.bytes_received', 'node_seen.config_fetched_at'] as const;
+
+const SORT_COLUMNS: Record<NodeSort, string> = {
   hostname: 'hostname',
   localname: 'localname',
   uuid: 'uuid',
@@ -27,7 +53,7 @@ const SORT_COLUMNS: Record<NodeSort, keyof NodeRow> = {
   platform: 'platform',
   version: 'platform_version',
   osquery: 'osquery_version_key',
-  lastseen: 'last_seen',
+  lastseen: 'node_seen.last_seen',
   firstseen: 'created_at',
 };
 
@@ -182,7 +208,7 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
   return out;
 }
 
-type NodeQuery = SelectQueryBuilder<DB, 'nodes', object>;
+type NodeQuery = SelectQueryBuilder<DB, 'nodes' | 'node_seen', object>;
 
 /** The list's filters with the tag resolved to its id (the tag of that name in the environment). */
 interface Filters extends NodeListParams {
@@ -192,8 +218,8 @@ interface Filters extends NodeListParams {
 }
 
 function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): NodeQuery {
-  if (p.status === 'active') q = q.where('nodes.last_seen', '>=', cutoffIso);
-  if (p.status === 'inactive') q = q.where((eb) => eb.or([eb('nodes.last_seen', 'is', null), eb('nodes.last_seen', '<', cutoffIso)]));
+  if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
   if (p.platform) q = q.where('nodes.platform_bucket', '=', p.platform);
   if (p.q) q = q.where(searchMatch(deps.dialect, p.q, p.qScan));
   // A probe of node_tags' primary key (node_id, tag_id) per node the outer index visits: the
@@ -205,9 +231,34 @@ function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): 
   // A node is on the current configuration once it fetched it: its recorded hash is the env's.
   if (p.config === 'stale') {
     const hash = p.configHash ?? '';
-    q = q.where((eb) => eb.or([eb('config_fetched_at', 'is', null), eb('config_hash', '!=', hash)]));
+    q = q.where((eb) => eb.or([eb('node_seen.config_fetched_at', 'is', null), eb('nodes.config_hash', '!=', hash)]));
   }
-  if (p.config === 'current') q = q.where('config_fetched_at', 'is not', null).where('config_hash', '=', p.configHash ?? '');
+  if (p.config === 'current') q = q.where('node_seen.config_fetched_at', 'is not', null).where('nodes.config_hash', '=', p.configHash ?? '');
+  const bounds = p.bounds;
+  if (p.health && bounds) {
+    const health = p.health;
+    q = q.where((eb) => healthWhere(onSeen(eb), health, bounds));
+  }
+  if (p.risk && bounds) {
+    const risk = p.risk;
+    q = q.where((eb) => riskWhere(onSeen(eb), risk, bounds));
+  }
+  return q;
+}
+
+/** Filters that node_seen answers alone (status, platform, health, risk): counted without visiting nodes. */
+const seenOnly = (p: Filters) => !p.q && p.tagId === undefined && !p.config;
+
+/**
+ * The environment's node_seen rows matching p (seenOnly(p)): status, platform, health and risk on
+ * its own columns and indexes. Typed as the join the other queries are: it names node_seen's
+ * columns only, which both have, so counting code is shared.
+ */
+function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery {
+  let q = deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id);
+  if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
+  if (p.platform) q = q.where('node_seen.platform_bucket', '=', p.platform);
   const bounds = p.bounds;
   if (p.health && bounds) {
     const health = p.health;
@@ -217,8 +268,12 @@ function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): 
     const risk = p.risk;
     q = q.where((eb) => riskWhere(eb, risk, bounds));
   }
-  return q;
+  return q as unknown as NodeQuery;
 }
+
+/** The rows of the environment matching p: from node_seen alone when it can answer (counts), else the join. */
+const matching = (deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery =>
+  seenOnly(p) ? seenRows(deps, env, p, cutoffIso) : applyFilters(deps, nodesOfEnv(deps, env), p, cutoffIso);
 
 /**
  * The nodes of a tag, read from the tag's node_tags range (node_tags_tag_node) and joined to
@@ -227,9 +282,9 @@ function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): 
  * reordering the two (PostgreSQL treats it as an inner join and plans it by its statistics).
  */
 function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number }, cutoffIso: string): NodeQuery {
-  const base = deps.db
-    .selectFrom('node_tags')
-    .crossJoin('nodes')
+  const tagged = deps.db.selectFrom('node_tags').crossJoin('nodes');
+  // node_seen only when p needs its columns (as nodesFor).
+  const base = (usesSeen(p) ? tagged.innerJoin('node_seen', 'node_seen.node_id', 'nodes.id') : tagged)
     .whereRef('nodes.id', '=', 'node_tags.node_id')
     .where('node_tags.tag_id', '=', p.tagId)
     .where('nodes.environment_id', '=', env.id);
@@ -258,8 +313,7 @@ async function countOf(q: NodeQuery): Promise<number> {
 /** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
 async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from: string, to: string): Promise<number> {
   const { lo, hi, sign } = between(from, to);
-  const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
-  return sign * (await countOf(applyFilters(deps, base, { ...p, status: undefined }, to).where('nodes.last_seen', '>=', lo).where('nodes.last_seen', '<', hi)));
+  return sign * (await countOf(matching(deps, env, { ...p, status: undefined }, to).where('node_seen.last_seen', '>=', lo).where('node_seen.last_seen', '<', hi)));
 }
 
 type Crossed = (from: string, to: string) => Promise<number>;
@@ -281,10 +335,9 @@ function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: nu
     if (from < to) {
       let q = quiet.get(key);
       if (!q || q.generation !== generation || from < q.from) {
-        const base = deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
-        const row = await applyFilters(deps, base, { ...p, status: undefined }, to)
-          .where('nodes.last_seen', '>=', from)
-          .select((eb) => eb.fn.min<string>('nodes.last_seen').as('next'))
+        const row = await matching(deps, env, { ...p, status: undefined }, to)
+          .where('node_seen.last_seen', '>=', from)
+          .select((eb) => eb.fn.min<string>('node_seen.last_seen').as('next'))
           .executeTakeFirst();
         q = { generation, from, next: row?.next ?? null };
         if (quiet.size >= 1000) quiet.clear();
@@ -303,7 +356,8 @@ function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: nu
 }
 
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
-function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, cross: Crossed): Promise<number> {
+/** `seen`: the seen counter (a status-filtered total is recounted softly when it moves: node-counts.ts). */
+function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, cross: Crossed, seen?: number): Promise<number> {
   const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
@@ -314,7 +368,7 @@ function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: stri
     // A tag's count joins its node_tags range to nodes: at most the tagged nodes are visited.
     () => {
       const f = { ...p, qScan: true };
-      if (f.tagId === undefined) return countOf(applyFilters(deps, deps.db.selectFrom('nodes').where('environment_id', '=', env.id), f, cutoff));
+      if (f.tagId === undefined) return countOf(matching(deps, env, f, cutoff));
       // Every node of a tag is a node of the tag's environment (tags.ts tags only those).
       if (!f.status && !f.platform && !f.q && !f.config) return taggedCount(deps, f.tagId, generation);
       return countOf(tagDriven(deps, env, { ...f, tagId: f.tagId }, cutoff));
@@ -323,6 +377,8 @@ function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: stri
       const moved = await cross(from, to);
       return p.status === 'active' ? n - moved : n + moved;
     },
+    COUNTS,
+    timed ? seen : undefined,
   );
 }
 
@@ -330,8 +386,31 @@ interface PageRows {
   rows: NodeRow[];
   systemInfo: SystemInfo[];
   tags: Map<number, Tag[]>;
+  /** The check-ins counter the rows' node_seen fields were read at (fresh(): read again when it moved). */
+  checkins?: number;
   /** The page shaped into API nodes, reusable while no node's health can have changed. */
-  shaped?: { key: string; validUntil: number; nodes: Node[]; page?: Page<Node> };
+  shaped?: { key: string; validUntil: number; checkins?: number; nodes: Node[]; page?: Page<Node> };
+}
+
+/**
+ * The page's rows with their node_seen fields as of now: a cached page (its nodes and order) is
+ * kept across check-ins, which change only node_seen (migration 017_node_seen); when the check-ins counter
+ * moved since its rows were read, their last_seen, bytes and config time are read again, by id.
+ */
+async function fresh(deps: Deps, page: PageRows, checkins: number): Promise<PageRows> {
+  if (page.checkins === checkins || page.rows.length === 0) return page;
+  const seen = await deps.db
+    .selectFrom('node_seen')
+    .select(['node_id', 'last_seen', 'bytes_received', 'config_fetched_at'])
+    .where('node_id', 'in', page.rows.map((r) => r.id))
+    .execute();
+  const byId = new Map(seen.map((r) => [r.node_id, r]));
+  for (const r of page.rows) {
+    const now = byId.get(r.id);
+    if (now) Object.assign(r, { last_seen: now.last_seen || null, bytes_received: now.bytes_received, config_fetched_at: now.config_fetched_at });
+  }
+  page.checkins = checkins;
+  return page;
 }
 
 /**
@@ -363,56 +442,64 @@ const PAGE_CACHE = { name: 'pages', entries: 64 };
 /** One page of rows, with tags and parsed system_info (fromTag: read from the tag's end, see listNodes). */
 async function readPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, fromTag = false): Promise<PageRows> {
   const ordered = (q: NodeQuery) => {
-    const col = `nodes.${SORT_COLUMNS[p.sort]}` as const;
+    const col = SORT_COLUMNS[p.sort].includes('.') ? SORT_COLUMNS[p.sort] : `nodes.${SORT_COLUMNS[p.sort]}`;
     return q
-      .orderBy(col, col === 'nodes.last_seen' ? nullableOrder(deps.dialect, p.order) : p.order)
-      .orderBy('nodes.id', p.order)
+      .orderBy(sql.ref(col), p.order)
+      // The tie-break on the id of the table whose index gives the order (the same value).
+      .orderBy(col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id', p.order)
       .limit(pageReq.pageSize)
       .offset(pageReq.offset);
   };
-  let rows: NodeRow[];
-  if (fromTag && p.tagId !== undefined) {
-    // The page's ids first (sorting ids and sort keys, not whole rows), then their rows.
-    const ids = (await ordered(tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff)).select('nodes.id').execute()).map((r) => r.id);
-    const byId = new Map((ids.length ? await deps.db.selectFrom('nodes').selectAll().where('id', 'in', ids).execute() : []).map((r) => [r.id, r]));
-    rows = ids.map((id) => byId.get(id)).filter((r): r is NodeRow => r !== undefined);
-  } else {
-    rows = await ordered(applyFilters(deps, deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id), p, cutoff)).selectAll('nodes').execute();
-  }
+  // The page's ids first (walking an index of the sort and the filters, skipping the offset's
+  // entries without reading their rows), then the rows of those ids with their node_seen.
+  const from = fromTag && p.tagId !== undefined ? tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff) : applyFilters(deps, nodesFor(deps, env, p), p, cutoff);
+  const ids = (await ordered(from).select('nodes.id').execute()).map((r) => r.id);
+  const byId = new Map((ids.length ? await nodesWithSeen(deps.db).selectAll('nodes').select(SEEN_FIELDS).where('nodes.id', 'in', ids).execute() : []).map((r) => [r.id, r]));
+  const rows = ids.map((id) => byId.get(id)).filter((r): r is NodeRow => r !== undefined);
   return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
 }
 
-async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, generation: number, cross: Crossed, fromTag: boolean): Promise<PageRows> {
-  const read = () => readPage(deps, env, p, pageReq, cutoff, fromTag);
+/**
+ * `gens`: content (any change to a node or its tags), seen (a node back across a window: a
+ * status-filtered page is read again softly, as its total) and checkins (every batch: the order of
+ * a last_seen sort; other pages only read their node_seen fields again, fresh()).
+ */
+async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed, fromTag: boolean): Promise<PageRows> {
+  const read = () => readPage(deps, env, p, pageReq, cutoff, fromTag).then((r) => ({ ...r, checkins: gens.checkins }));
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const timed = p.status === 'active' || p.status === 'inactive';
-  const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
-  return cachedCount(deps.db, key, generation, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE);
+  // Sorted by last_seen, the order itself moves with every batch of check-ins.
+  const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize, p.sort === 'lastseen' ? gens.checkins : 0]);
+  const page = await cachedCount(deps.db, key, gens.content, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE, timed ? gens.seen : undefined);
+  return fresh(deps, page, gens.checkins);
 }
 
 interface DerivedEntry {
   generation: number;
+  /** The seen counter it was counted at; when it moved, the total is recounted in the background (as node-counts.ts `soft`). */
+  soft: number;
   bounds: HealthBounds;
   total: number;
+  recounting?: boolean;
 }
 const DERIVED = new WeakMap<object, Map<string, DerivedEntry>>();
 
 /**
  * The total of a health- or risk-filtered list, exact at every instant without a recount per
- * request. Cached per content generation with the bounds it was counted at; when the clock has
+ * request. Cached per counts generation with the bounds it was counted at; when the clock has
  * moved the two cutoffs (inactive, stale), only the nodes last seen between the old and the new
  * cutoffs can have changed class, so the total is moved by counting just those, under the old
- * bounds and under the new ones (two short ranges of the nodes_env_health index).
+ * bounds and under the new ones (two short ranges of the node_seen_env_health index).
  */
 const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
 
 /** One derivedTotal at a time per list: two requests must not both move the same total. */
-function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
+function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
   let turns = DERIVED_TURNS.get(deps.db);
   if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map()));
   const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
   const prev = turns.get(key) ?? Promise.resolve();
-  const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, ctx));
+  const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, soft, ctx));
   const settled = next.catch(() => undefined);
   turns.set(key, settled);
   void settled.then(() => {
@@ -421,7 +508,7 @@ function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: strin
   return next;
 }
 
-async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
+async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
   let cache = DERIVED.get(deps.db);
   if (!cache) DERIVED.set(deps.db, (cache = new Map()));
   const { bounds, sort: _s, order: _o, ...filters } = p;
@@ -429,22 +516,32 @@ async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cuto
   void _o;
   const b1 = bounds!;
   const key = JSON.stringify([env.id, env.name, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
-  const select = () => deps.db.selectFrom('nodes').where('environment_id', '=', env.id);
   const hit = cache.get(key);
+  if (hit && hit.generation === generation && hit.soft !== soft && !hit.recounting) {
+    // A node came back across a window: recounted in the background, this total answered meanwhile.
+    hit.recounting = true;
+    const entries = cache;
+    countOf(matching(deps, env, p, cutoff)).then(
+      (total) => {
+        if (entries.get(key) === hit) entries.set(key, { generation, soft, bounds: b1, total });
+      },
+      () => (hit.recounting = false),
+    );
+  }
   if (hit && hit.generation === generation) {
     const b0 = hit.bounds;
     if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
-    const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))));
+    const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
     const [was, is] = await Promise.all([
-      countOf(inRanges(applyFilters(deps, select(), { ...p, bounds: b0 }, b0.inactiveBefore))),
-      countOf(inRanges(applyFilters(deps, select(), p, cutoff))),
+      countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore))),
+      countOf(inRanges(matching(deps, env, p, cutoff))),
     ]);
     hit.total += is - was;
     hit.bounds = b1;
     return hit;
   }
-  const entry: DerivedEntry = { generation, bounds: b1, total: await countOf(applyFilters(deps, select(), p, cutoff)) };
+  const entry: DerivedEntry = { generation, soft, bounds: b1, total: await countOf(matching(deps, env, p, cutoff)) };
   if (!hit && cache.size >= 256) cache.clear();
   cache.set(key, entry);
   return entry;
@@ -462,17 +559,19 @@ function movedRanges(...moves: [string, string][]): [string, string][] {
   return out;
 }
 
-const DERIVED_PAGES = new WeakMap<object, Map<string, { generation: number; bounds: HealthBounds; page: Promise<PageRows> }>>();
+const DERIVED_PAGES = new WeakMap<object, Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>>();
 
 /**
  * A page of a health- or risk-filtered list (issue 21: read per request, it cost 20-40 ms at
- * 100,000 nodes). Cached like its total: per content generation, with the bounds it was read
+ * 100,000 nodes). Cached per content generation (the nodes it shows), with the bounds it was read
  * at; when the clock has moved the cutoffs, it is still the page while no node of the
  * environment was last seen between the old and the new cutoffs (one probe of the (environment,
  * last_seen) index), since a node changes health or risk class only by crossing one. Requests
  * for the same page while it is read share the read.
  */
-async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, generation: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<PageRows> {
+async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<PageRows> {
+  // Its nodes change with any change to a node (content), and with one back across a window (seen).
+  const generation = `${gens.content}/${gens.seen}`;
   let cache = DERIVED_PAGES.get(deps.db);
   if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map()));
   const { bounds, ...rest } = p;
@@ -484,8 +583,8 @@ async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq:
     if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit.page;
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
     const crossed = await deps.db
-      .selectFrom('nodes')
-      .select('id')
+      .selectFrom('node_seen')
+      .select('node_id')
       .where('environment_id', '=', env.id)
       .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
       .limit(1)
@@ -517,17 +616,18 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: the
     // total is moved with them (derivedTotal), a page read again once a node crossed (derivedPage).
     filters.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
-    const entry = await derivedTotal(deps, env, filters, cutoff, generation.content, ctx);
+    const entry = await derivedTotal(deps, env, filters, cutoff, generation.counts, generation.seen, ctx);
     const total = entry.total;
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
-    const page = await derivedPage(deps, env, filters, pageReq, cutoff, generation.content, ctx);
+    const page = await fresh(deps, await derivedPage(deps, env, filters, pageReq, cutoff, generation, ctx), generation.checkins);
     return pageOf(page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])), pageReq, total);
   }
-  // A tag filter's total changes with tagging too, and a config filter's with the hash a node
-  // fetched, which only the content generation counts.
-  const countGeneration = params.tag || params.config ? generation.content : generation.counts;
+  // Totals follow the counts counter: tagging, a node's config hash and validity move it too, and
+  // a check-in only when it brings a node back across a window (migration 017_node_seen), so under steady
+  // check-ins a total is counted once, not every second.
+  const countGeneration = generation.counts;
   const cross = crossedOnce(deps, env, filters, countGeneration);
-  const total = await filteredTotal(deps, env, filters, cutoff, countGeneration, cross);
+  const total = await filteredTotal(deps, env, filters, cutoff, countGeneration, cross, generation.seen);
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
   // Which end to read a tag's page from: walking the sort index visits about
   // (offset + size) * nodes / matches nodes to fill the page; the tag's own range visits each
@@ -536,31 +636,31 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   if (filters.tagId !== undefined || (params.q && [...params.q].length < MIN_INDEXED_QUERY)) {
     const all = await filteredTotal(deps, env, { sort: params.sort, order: params.order }, cutoff, generation.counts, cross);
     const walked = ((pageReq.offset + pageReq.pageSize) * all) / Math.max(1, total);
-    if (filters.tagId !== undefined) fromTag = (await taggedCount(deps, filters.tagId, generation.content)) < walked;
+    if (filters.tagId !== undefined) fromTag = (await taggedCount(deps, filters.tagId, generation.counts)) < walked;
     // The same choice for a short search: test the nodes along the sort index while few are
     // walked per match, else read the matches from the search-text index and sort them.
     else filters.qScan = walked > all / 8;
   }
-  const page = await pageRows(deps, env, filters, pageReq, cutoff, generation.content, cross, fromTag);
+  const page = await pageRows(deps, env, filters, pageReq, cutoff, generation, cross, fromTag);
   const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
   const memo = page.shaped;
-  if (memo && memo.key === shapeKey && ctx.nowMs <= memo.validUntil) {
+  if (memo && memo.key === shapeKey && memo.checkins === page.checkins && ctx.nowMs <= memo.validUntil) {
     // The same answer object while nothing changed, so the route can reuse its serialised body.
     if (memo.page?.total_items !== total) memo.page = pageOf(memo.nodes, pageReq, total);
     return memo.page;
   }
   const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
-  page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), nodes };
+  page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), checkins: page.checkins, nodes };
   return pageOf(nodes, pageReq, total);
 }
 
 export async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
-  return deps.db
-    .selectFrom('nodes')
-    .selectAll()
-    .where('environment_id', '=', env.id)
-    .where((eb) => eb.or([eb('uuid', '=', ref.toLowerCase()), eb('uuid', '=', ref.toUpperCase()), eb('hostname', '=', ref), eb('localname', '=', ref)]))
-    .orderBy('id')
+  return nodesWithSeen(deps.db)
+    .selectAll('nodes')
+    .select(SEEN_FIELDS)
+    .where('nodes.environment_id', '=', env.id)
+    .where((eb) => eb.or([eb('nodes.uuid', '=', ref.toLowerCase()), eb('nodes.uuid', '=', ref.toUpperCase()), eb('nodes.hostname', '=', ref), eb('nodes.localname', '=', ref)]))
+    .orderBy('nodes.id')
     .execute();
 }
 

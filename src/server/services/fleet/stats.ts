@@ -1,5 +1,5 @@
 // Dashboard statistics (4.20). Node counts are counted by the database (GROUP BY over the
-// nodes_env_bucket_lastseen index), never by loading nodes, and cached per node generation
+// node_seen_env_bucket_lastseen index: node_seen carries each node's environment and bucket), never by loading nodes, and cached per node generation
 // (node-counts.ts), so a request between node changes costs a short index range, not a rescan.
 import { sql } from 'kysely';
 import type { Caller, Deps } from '../../context.js';
@@ -9,7 +9,7 @@ import { enrollmentStateOf } from '../../../api/index.js';
 import { inactiveHours } from '../environments/settings-values.js';
 import { carveStatusSql } from '../agents/carves.js';
 import { readGenerations } from '../../store/node-index.js';
-import { between, cachedCount } from './node-counts.js';
+import { between, cachedCount, COUNTS } from './node-counts.js';
 
 const zeroCounts = (): PlatformCounts => ({ darwin: 0, linux: 0, windows: 0, other: 0 });
 
@@ -27,7 +27,7 @@ interface BucketCount {
 /** Nodes per environment and platform bucket, and how many of them are active at `cutoff`. */
 async function countByBucket(deps: Deps, ids: number[], cutoff: string): Promise<BucketCount[]> {
   const rows = await deps.db
-    .selectFrom('nodes')
+    .selectFrom('node_seen')
     .select([
       'environment_id',
       'platform_bucket',
@@ -56,7 +56,7 @@ async function quietUntil(deps: Deps, ids: number[], from: string, generation: n
   let next: string | null = null;
   for (const id of ids) {
     const row = await deps.db
-      .selectFrom('nodes')
+      .selectFrom('node_seen')
       .select((eb) => eb.fn.min<string>('last_seen').as('next'))
       .where('environment_id', '=', id)
       .where('last_seen', '>=', from)
@@ -76,7 +76,7 @@ async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], fro
   }
   const { lo, hi, sign } = between(from, to);
   const moved = await deps.db
-    .selectFrom('nodes')
+    .selectFrom('node_seen')
     .select(['environment_id', 'platform_bucket', (eb) => eb.fn.countAll<number>().as('n')])
     .where('environment_id', 'in', ids)
     .where('last_seen', '>=', lo)
@@ -111,7 +111,16 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
     }
     const generation = gens.counts;
     for (const [cutoff, ids] of byCutoff) {
-      const rows = await cachedCount(deps.db, JSON.stringify(['stats', ids]), generation, cutoff, () => countByBucket(deps, ids, cutoff), (prev, from, to) => advanceActive(deps, ids, prev, from, to, generation));
+      const rows = await cachedCount(
+        deps.db,
+        JSON.stringify(['stats', ids]),
+        generation,
+        cutoff,
+        () => countByBucket(deps, ids, cutoff),
+        (prev, from, to) => advanceActive(deps, ids, prev, from, to, generation),
+        COUNTS,
+        gens.seen,
+      );
       for (const r of rows) {
         const s = stats.get(r.environment_id)!;
         s.total += r.total;

@@ -1,0 +1,92 @@
+// What a check-in does to the change counters and the totals (issue 31, migration 017_node_seen): it writes
+// node_seen (not the node's row) and moves the check-ins counter; the totals (counts counter) move
+// only when a node comes back across a window, through the seen counter, and the totals that
+// depend on last_seen then catch up with it by themselves.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { readGenerations } from '../../src/server/store/node-index.js';
+import { setSeen } from '../helpers/node-seen.js';
+
+describe('check-ins and the change counters', () => {
+  let t: TestServer;
+  let admin: string;
+  let flags: Flags;
+  let secret: string;
+  let ca: string;
+  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+
+  beforeAll(async () => {
+    t = await startTestServer({ devNodes: 40, agent: { host: '127.0.0.1', port: 0 } });
+    admin = await t.login('admin');
+    ca = t.server.agent!.certPem;
+    flags = parseFlags((await t.call('GET', '/api/v1/environments/prod/enroll/flags', { token: admin })).body.data);
+    secret = (await t.call('GET', '/api/v1/environments/prod/enroll/secret', { token: admin })).body.data;
+  }, 180_000);
+  afterAll(async () => t?.close());
+
+  const gens = () => readGenerations(t.server.deps.db);
+  const total = async (query: string) => (await t.call('GET', `/api/v1/nodes/prod?page_size=1&${query}`, { token: admin })).body.total_items as number;
+
+  it('a node checking in again within the window moves the check-ins counter only; its last_seen and bytes are written', async () => {
+    const uuid = randomUUID();
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'steady-host') })).body.node_key as string;
+    await post('config', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const before = await gens();
+    const node = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body;
+    await post('read', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const after = await gens();
+    expect(after.counts).toBe(before.counts);
+    expect(after.seen).toBe(before.seen);
+    expect(after.content).toBe(before.content);
+    expect(after.checkins).toBeGreaterThan(before.checkins);
+    const again = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body;
+    expect(again.last_seen > node.last_seen).toBe(true);
+    expect(again.bytes_received).toBeGreaterThan(node.bytes_received);
+    expect(again.config_fetched_at).not.toBe('0001-01-01T00:00:00Z');
+  });
+
+  it('a node back after days moves the seen counter, and the active total counts it again', async () => {
+    const uuid = randomUUID();
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sleeper-host') })).body.node_key as string;
+    const id = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body.id as number;
+    // Asleep for a week (written as a flush would, exact: both counters).
+    await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 7 * 86400_000).toISOString() });
+    const active = await total('status=active');
+    const before = await gens();
+    await post('read', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const after = await gens();
+    expect(after.seen).toBeGreaterThan(before.seen);
+    expect(after.counts).toBe(before.counts);
+    // The total counted before may answer once more while it is recounted; then it has the node.
+    await eventually(async () => ((await total('status=active')) === active + 1 ? true : undefined), 'the active total to count the node back');
+    expect((await t.call('GET', '/api/v1/stats', { token: admin })).body.active_nodes).toBeGreaterThan(0);
+    await eventually(async () => {
+      const stats = (await t.call('GET', '/api/v1/stats', { token: admin })).body;
+      const prod = stats.environments.find((e: { name: string }) => e.name === 'prod');
+      return prod.active === active + 1 ? true : undefined;
+    }, 'stats to count the node back');
+  });
+
+  it('a changed config hash or validity moves the counts counter; the same values do not touch the node', async () => {
+    const uuid = randomUUID();
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'config-host') })).body.node_key as string;
+    await post('config', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const before = await gens();
+    await post('config', { node_key: key }); // the same hash and validity again
+    await t.server.agent!.flushCheckins();
+    expect((await gens()).counts).toBe(before.counts);
+    const stale = await total('config=stale');
+    const put = await t.call('PUT', '/api/v1/environments/prod/config/options', { token: admin, body: { disable_distributed: false, schedule_splay_percent: 17 } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(await total('config=stale')).toBeGreaterThan(stale);
+    await post('config', { node_key: key }); // fetches the new hash
+    await t.server.agent!.flushCheckins();
+    expect((await gens()).counts).toBeGreaterThan(before.counts);
+  });
+});
