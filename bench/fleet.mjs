@@ -47,16 +47,40 @@ const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-'));
 const started = Date.now();
 const children = [];
 
+/**
+ * Statements the servers logged as slow (FLEETCTL_SLOW_QUERY_MS, below: over half the lists' goal),
+ * with their plans: printed under a figure that misses its goal.
+ */
+const SLOW_QUERY_MS = 25;
+const slowQueries = [];
+
 function startProcess(args, label) {
   // The URL line: a server's banner is on stderr (its stdout is for a stdout sink's NDJSON), the
-  // bare baseline's on stdout. Both read until it shows, then passed through.
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // bare baseline's on stdout. Both read until it shows, then passed through, except the slow-query
+  // log's JSON lines on stderr, which are kept (explainMisses).
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FLEETCTL_SLOW_QUERY_MS: String(SLOW_QUERY_MS) } });
   children.push(child);
   let out = '';
+  let partial = '';
+  const passStderr = (d) => {
+    const lines = (partial + d).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) {
+      if (l.startsWith('{') && l.includes('"slow_query_ms"')) {
+        try {
+          slowQueries.push({ at: Date.now(), ...JSON.parse(l) });
+          continue;
+        } catch {
+          /* not ours: printed */
+        }
+      }
+      process.stderr.write(`${l}\n`);
+    }
+  };
   const url = new Promise((resolve, reject) => {
-    for (const [stream, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) {
+    for (const [stream, pass] of [[child.stdout, (d) => process.stdout.write(d)], [child.stderr, passStderr]]) {
       stream.on('data', (d) => {
-        if (/(?:URL:\s+|listening on )http/.test(out)) return void to.write(d);
+        if (/(?:URL:\s+|listening on )http/.test(out)) return void pass(d);
         out += d;
         const m = /(?:URL:\s+|listening on )(http:\/\/\S+)/.exec(out);
         if (m) resolve(m[1]);
@@ -239,6 +263,15 @@ async function seedAudit(target, n) {
   return (Date.now() - t0) / 1000;
 }
 
+/** The slow statements logged since `since` (ms), each text once with its slowest time and plan, for a missed figure. */
+function explainMisses(since) {
+  const seen = new Map();
+  for (const q of slowQueries) if (q.at >= since && (!seen.has(q.sql) || seen.get(q.sql).slow_query_ms < q.slow_query_ms)) seen.set(q.sql, q);
+  const top = [...seen.values()].sort((a, b) => b.slow_query_ms - a.slow_query_ms).slice(0, 3);
+  for (const q of top) console.log(`      ${q.slow_query_ms} ms: ${q.sql.slice(0, 400)}\n        ${(q.plan ?? [q.plan_error]).join('\n        ')}`);
+  if (top.length === 0) console.log(`      (no statement over ${SLOW_QUERY_MS} ms: the time is in waiting, not in one query)`);
+}
+
 /** autocannon at 20 connections over pages first..first+4 of `path?query`, picked at random per request. */
 async function pagedLoad(origin, path, query, first, headers) {
   const pathFor = () => `${path}?${query}${query ? '&' : ''}page=${first + Math.floor(Math.random() * 5)}`;
@@ -263,14 +296,18 @@ async function listRows(prefix, origin, headers, dbTarget) {
   const results = { nodes: [], audit: [] };
   try {
     for (const { label, query, first = 1 } of nodeListQueries()) {
+      const since = Date.now();
       const r = await pagedLoad(origin, '/api/v1/nodes/prod', query, first, headers);
       results.nodes.push({ label, ...r });
       row(`${prefix}nodes list ${label}: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+      if (r.p99 > 50) explainMisses(since);
     }
     for (const { label, query, first = 1 } of AUDIT_QUERIES) {
+      const since = Date.now();
       const r = await pagedLoad(origin, '/api/v1/audit-logs', query, first, headers);
       results.audit.push({ label, ...r });
       row(`${prefix}audit list ${label}, ${AUDIT_ROWS / 1e6}M rows: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+      if (r.p99 > 50) explainMisses(since);
     }
   } finally {
     writer.kill('SIGTERM');

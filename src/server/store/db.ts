@@ -12,6 +12,7 @@ import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
 import { ServerSetupError } from '../setup-error.js';
 import { SERVER_VERSION } from '../version.js';
+import { slowQueryLog, slowQueryMs } from './slow-queries.js';
 
 /** Read connections (threads) of the admin door on SQLite: one long read leaves the other free. */
 const ADMIN_THREADS = 2;
@@ -92,7 +93,12 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   sqlite.pragma('wal_autocheckpoint = 0');
   sqlite.pragma('journal_size_limit = 67108864');
   const checkpointer = startCheckpointer(path, (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
-  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
+  const slowMs = slowQueryMs();
+  const explain = (text: string, params: readonly unknown[]) =>
+    Promise.resolve((sqlite.prepare(`explain query plan ${text}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail));
+  const log = slowMs === undefined ? undefined : slowQueryLog(slowMs, explain);
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }), ...(log ? { log } : {}) });
   let migrated: string[];
   try {
     migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
@@ -126,7 +132,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   optimize();
   const timer = setInterval(optimize, 3600_000);
   timer.unref();
-  const adminDb = new Kysely<DB>({ dialect: new AdminSqliteDialect(db, path, ADMIN_THREADS) });
+  const adminDb = new Kysely<DB>({ dialect: new AdminSqliteDialect(db, path, ADMIN_THREADS), ...(log ? { log } : {}) });
   const writer = startSqliteWriter(path);
   // One process at a time per file already: SQLite's own locks serialise writers.
   return {

@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { DB } from './schema.js';
 import { migrate, MissingDependencyError, writeInTransaction, type Store } from './db.js';
 import { ServerSetupError } from '../setup-error.js';
+import { slowQueryLog, slowQueryMs } from './slow-queries.js';
 
 export interface PostgresOptions {
   /** false: open without migrating (fleetctl server migrate --dry-run lists what is pending). */
@@ -122,9 +123,19 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     throw connectError(e, url);
   }
   const onQuery = opts.onQuery;
+  // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with PostgreSQL's plan (slow-queries.ts).
+  const slowMs = slowQueryMs();
+  const slow = slowMs === undefined ? undefined : slowQueryLog(slowMs, async (text, params) => (await pool.query<Record<string, string>>(`explain ${text}`, [...params])).rows.map((r) => r['QUERY PLAN'] ?? ''));
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({ pool }),
-    ...(onQuery ? { log: (e: import('kysely').LogEvent) => onQuery(e.query.sql, e.query.parameters) } : {}),
+    ...(onQuery || slow
+      ? {
+          log: (e: import('kysely').LogEvent) => {
+            onQuery?.(e.query.sql, e.query.parameters);
+            slow?.(e);
+          },
+        }
+      : {}),
   });
   const exclusive = async <T>(fn: () => Promise<T>): Promise<T> => {
     // A session lock on a connection of its own, held across the pool's statements.
