@@ -94,6 +94,8 @@ export interface Deps {
   agentIdentity?: AgentIdentity;
   /** Issue 30: where log followers of this process wait for new lines (absent: they are answered at once). */
   logWatch?: LogWatch;
+  /** The same as a query layer (Store.writeDb): agent-door transactions that read their own answers. Absent: `db`. */
+  writeDb?: Kysely<DB>;
 }
 
 /** The authenticated user of a request. */

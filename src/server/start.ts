@@ -270,7 +270,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
     };
     // Only the server's user reaches the logs agents sent (issue 18).
     mkdirSync(config.sinkDir, { recursive: true, mode: 0o700 });
-    const deps = { db: store.db, dialect: store.dialect, now, config, faults, log, outOfSpace: store.outOfSpace, metrics, write: store.write } as Deps;
+    const deps = { db: store.db, dialect: store.dialect, now, config, faults, log, outOfSpace: store.outOfSpace, metrics, write: store.write, writeDb: store.writeDb } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];

@@ -34,6 +34,11 @@ export interface Store {
    */
   write(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
   /**
+   * The same connection as `write` as a query layer, for an agent-door transaction whose statements
+   * depend on earlier answers (the log spool's append): SQLite, the writer thread; PostgreSQL, `db`.
+   */
+  writeDb: Kysely<DB>;
+  /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
    */
@@ -86,7 +91,9 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
+  // No sleeping inside SQLite on the event loop: a write that finds the lock taken (by the agent
+  // writer thread, another worker or replica) is retried after an await (withLockRetry, below).
+  sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
   // Checkpoints run in a thread of their own (store/sqlite-checkpoint.ts), never inside a commit
   // on the event loop; the WAL file is cut back to 64 MiB when it is reset.
@@ -140,6 +147,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
     dialect: 'sqlite',
     write: (statements) => writer.transaction(statements),
     migrated,
+    writeDb: writer.db<DB>(),
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),
@@ -154,22 +162,81 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   };
 }
 
+/** How long a write waits for the database's write lock, in all (as busy_timeout did). */
+const LOCK_WAIT_MS = 5000;
+
+const isBusy = (e: unknown) => {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
+
 /**
- * Transactions begin IMMEDIATE: they take the write lock up front, waiting up to busy_timeout
- * for another process (a second server on the same file) to finish. A deferred BEGIN that reads
- * first and then writes fails at once with SQLITE_BUSY when another process wrote meanwhile.
+ * Runs `q`, and when SQLite answers SQLITE_BUSY (the write lock is another connection's), tries
+ * again after an await, 1 ms doubling to 50 ms, for LOCK_WAIT_MS in all. better-sqlite3 waits
+ * inside SQLite otherwise (busy_timeout), on the calling thread: the event loop stopped for as
+ * long as another process's transaction took, and a transaction of this process's own agent
+ * writer thread that was waiting for the event loop to send its next statement could then never
+ * finish (the two waited for each other until the timeout). SQLITE_BUSY comes before the
+ * statement changed anything, so trying it again is safe.
+ */
+async function withLockRetry<T>(run: () => Promise<T>): Promise<T> {
+  const give = Date.now() + LOCK_WAIT_MS;
+  for (let pause = 1; ; pause = Math.min(50, pause * 2)) {
+    try {
+      return await run();
+    } catch (e) {
+      if (!isBusy(e) || Date.now() >= give) throw e;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
+/**
+ * Transactions begin IMMEDIATE: they take the write lock up front (a deferred BEGIN that reads
+ * first and then writes fails at once with SQLITE_BUSY when another process wrote meanwhile).
+ * Taking the lock, and any statement outside a transaction, waits for it without blocking the
+ * event loop (withLockRetry); inside a transaction the lock is held, and nothing waits.
  */
 class ImmediateSqliteDialect extends SqliteDialect {
   constructor(private readonly cfg: SqliteDialectConfig) {
     super(cfg);
   }
   override createDriver() {
+    const inTransaction = new WeakSet<DatabaseConnection>();
+    const retrying = (c: DatabaseConnection): DatabaseConnection => ({
+      executeQuery: (q) => (inTransaction.has(c) ? c.executeQuery(q) : withLockRetry(() => c.executeQuery(q))),
+      streamQuery: (q, chunk) => c.streamQuery(q, chunk),
+    });
+    const wrapped = new WeakMap<DatabaseConnection, DatabaseConnection>();
+    const inner = new WeakMap<DatabaseConnection, DatabaseConnection>();
     return new (class extends SqliteDriver {
+      override async acquireConnection(): Promise<DatabaseConnection> {
+        const c = await super.acquireConnection();
+        let w = wrapped.get(c);
+        if (!w) {
+          w = retrying(c);
+          wrapped.set(c, w);
+          inner.set(w, c);
+        }
+        return w;
+      }
       override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-        await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+        const c = inner.get(connection) ?? connection;
+        await withLockRetry(() => c.executeQuery(CompiledQuery.raw('begin immediate')));
+        inTransaction.add(c);
+      }
+      override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+        const c = inner.get(connection) ?? connection;
+        await c.executeQuery(CompiledQuery.raw('commit'));
+        inTransaction.delete(c);
       }
       override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-        await rollbackIfOpen(connection);
+        const c = inner.get(connection) ?? connection;
+        try {
+          await rollbackIfOpen(c);
+        } finally {
+          inTransaction.delete(c);
+        }
       }
     })(this.cfg);
   }

@@ -157,5 +157,5 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   }
   // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
   const analyze = async () => void (await pool.query('analyze'));
-  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), migrated, exclusive, analyze, close: () => db.destroy() };
+  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), writeDb: db, migrated, exclusive, analyze, close: () => db.destroy() };
 }

@@ -9,7 +9,17 @@
 // and the event loop only hands the batch over and gets the results back.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
-import type { CompiledQuery, QueryResult } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryResult,
+} from 'kysely';
 
 /** The thread's code (CommonJS, so it runs from the bundle and from the TypeScript sources alike). */
 const CODE = `
@@ -31,10 +41,26 @@ const prepare = (sql) => {
   }
   return stmt;
 };
+const run = (s) => {
+  const stmt = prepare(s.sql);
+  if (stmt.reader) return { rows: stmt.all(s.params) };
+  const r = stmt.run(s.params);
+  return { changes: r.changes, insertId: r.lastInsertRowid };
+};
 parentPort.on('message', (m) => {
   if (m === 'close') {
     try { db.close(); } catch {}
     parentPort.postMessage({ closed: true });
+    return;
+  }
+  if (m.one) {
+    // One statement of a transaction the main thread drives (WriterDialect): begin, statements, commit.
+    try {
+      if (m.one.sql === 'rollback' && !db.inTransaction) parentPort.postMessage({ id: m.id, results: [{ changes: 0 }] });
+      else parentPort.postMessage({ id: m.id, results: [run(m.one)] });
+    } catch (e) {
+      parentPort.postMessage({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code, name: e && e.name } });
+    }
     return;
   }
   const results = [];
@@ -42,14 +68,7 @@ parentPort.on('message', (m) => {
     // IMMEDIATE: the write lock up front (a deferred transaction that reads first fails with
     // SQLITE_BUSY when another process wrote meanwhile).
     db.exec('begin immediate');
-    for (const s of m.statements) {
-      const stmt = prepare(s.sql);
-      if (stmt.reader) results.push({ rows: stmt.all(s.params) });
-      else {
-        const r = stmt.run(s.params);
-        results.push({ changes: r.changes, insertId: r.lastInsertRowid });
-      }
-    }
+    for (const s of m.statements) results.push(run(s));
     db.exec('commit');
     parentPort.postMessage({ id: m.id, results });
   } catch (e) {
@@ -69,8 +88,34 @@ interface Reply {
 export interface SqliteWriter {
   /** Runs the statements in one transaction in the writer thread; their results in order. Throws the database's error (its `code` kept). */
   transaction(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
+  /**
+   * Kysely over the same thread and connection, for a transaction whose statements depend on
+   * the answers of earlier ones (the log spool's append): it takes the connection for the whole
+   * transaction, as `transaction()` does, one after the other.
+   */
+  db<DB>(): Kysely<DB>;
   close(): Promise<void>;
 }
+
+/** One holder of the writer's connection at a time (a batch, or a driven transaction). */
+class Turn {
+  private held = false;
+  private readonly queue: (() => void)[] = [];
+  async take(): Promise<() => void> {
+    if (this.held) await new Promise<void>((r) => this.queue.push(r));
+    this.held = true;
+    return () => {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.held = false;
+    };
+  }
+}
+
+const toResult = (r: { rows?: unknown[]; changes?: number; insertId?: number | bigint }): QueryResult<unknown> =>
+  r.rows
+    ? { rows: r.rows }
+    : { rows: [], numAffectedRows: r.changes === undefined ? undefined : BigInt(r.changes), insertId: r.insertId === undefined ? undefined : BigInt(r.insertId) };
 
 export function startSqliteWriter(path: string): SqliteWriter {
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -93,23 +138,32 @@ export function startSqliteWriter(path: string): SqliteWriter {
   worker.on('error', (e) => failAll({ message: e.message, code: (e as { code?: string }).code }));
   worker.on('exit', () => failAll({ message: 'the database writer thread ended', code: 'SQLITE_CANTOPEN' }));
   let closed: Promise<void> | undefined;
+  const turn = new Turn();
+  /** Sends a message and waits for its answer; the database's error thrown as it was (its code decides 503 or 500: lib/db-errors.ts). */
+  const ask = async (message: object): Promise<QueryResult<unknown>[]> => {
+    if (closed) throw Object.assign(new Error('the database writer thread is closed'), { code: 'SQLITE_CANTOPEN' });
+    const id = next++;
+    const reply = await new Promise<Reply>((resolve) => {
+      waiting.set(id, resolve);
+      worker.postMessage({ id, ...message });
+    });
+    if (reply.error) throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
+    return reply.results!.map(toResult);
+  };
+  const one = async (q: CompiledQuery): Promise<QueryResult<unknown>> => (await ask({ one: { sql: q.sql, params: q.parameters } }))[0];
+  let kysely: Kysely<unknown> | undefined;
   return {
     async transaction(statements) {
-      if (closed) throw Object.assign(new Error('the database writer thread is closed'), { code: 'SQLITE_CANTOPEN' });
-      const id = next++;
-      const reply = await new Promise<Reply>((resolve) => {
-        waiting.set(id, resolve);
-        worker.postMessage({ id, statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })) });
-      });
-      if (reply.error) {
-        // The same error as on the calling thread: its code decides 503 or 500 (lib/db-errors.ts).
-        throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
+      const release = await turn.take();
+      try {
+        return await ask({ statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })) });
+      } finally {
+        release();
       }
-      return reply.results!.map((r) =>
-        r.rows
-          ? { rows: r.rows }
-          : { rows: [], numAffectedRows: r.changes === undefined ? undefined : BigInt(r.changes), insertId: r.insertId === undefined ? undefined : BigInt(r.insertId) },
-      );
+    },
+    db<DB>() {
+      kysely ??= new Kysely<unknown>({ dialect: new WriterDialect(turn, one) });
+      return kysely as Kysely<DB>;
     },
     close() {
       closed ??= new Promise<void>((resolve) => {
@@ -123,4 +177,56 @@ export function startSqliteWriter(path: string): SqliteWriter {
       return closed;
     },
   };
+}
+
+/** Kysely's SQLite dialect over the writer thread: a connection is the thread, held for a whole transaction. */
+class WriterDialect implements Dialect {
+  constructor(
+    private readonly turn: Turn,
+    private readonly one: (q: CompiledQuery) => Promise<QueryResult<unknown>>,
+  ) {}
+  createAdapter() {
+    return new SqliteAdapter();
+  }
+  createDriver(): Driver {
+    const { turn, one } = this;
+    const releases = new WeakMap<DatabaseConnection, () => void>();
+    const connection = (): DatabaseConnection => ({
+      executeQuery: <R>(q: CompiledQuery) => one(q) as Promise<QueryResult<R>>,
+      streamQuery: () => {
+        throw new Error('streaming queries are not supported on the writer thread');
+      },
+    });
+    return {
+      async init() {},
+      async acquireConnection() {
+        const release = await turn.take();
+        const c = connection();
+        releases.set(c, release);
+        return c;
+      },
+      // IMMEDIATE, as every transaction of this server on SQLite (store/db.ts).
+      async beginTransaction(c) {
+        await c.executeQuery(CompiledQuery.raw('begin immediate'));
+      },
+      async commitTransaction(c) {
+        await c.executeQuery(CompiledQuery.raw('commit'));
+      },
+      // The thread rolls back only a transaction still open (SQLite ends one itself on SQLITE_FULL).
+      async rollbackTransaction(c) {
+        await c.executeQuery(CompiledQuery.raw('rollback'));
+      },
+      releaseConnection(c) {
+        releases.get(c)?.();
+        return Promise.resolve();
+      },
+      async destroy() {},
+    };
+  }
+  createQueryCompiler() {
+    return new SqliteQueryCompiler();
+  }
+  createIntrospector(db: Kysely<unknown>) {
+    return new SqliteIntrospector(db);
+  }
 }

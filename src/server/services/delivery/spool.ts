@@ -171,7 +171,9 @@ export class Spool extends EventEmitter<SpoolEvents> {
     }
     // (0, '*') first: it is the commit-order lock; then a fixed order, so writers never deadlock.
     const order = [...growth.values()].sort((a, b) => (a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env));
-    return this.deps.db.transaction().execute(async (trx) => {
+    // On SQLite through the agent door's writer thread (Store.writeDb): the append never runs, or
+    // waits for the write lock, on the event loop (issue 31).
+    return (this.deps.writeDb ?? this.deps.db).transaction().execute(async (trx) => {
       // One statement for every stream this group grows, in that order: (0, '*') first, so a
       // transaction draws no id before it holds the commit-order lock.
       const heads = await sql<{ environment_id: number; log_type: string; entries: number; bytes: number }>`
