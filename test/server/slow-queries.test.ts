@@ -30,6 +30,6 @@ describe('the slow-query log', () => {
     const logged = lines.filter((l) => l.includes('"slow_query_ms"')).map((l) => JSON.parse(l) as { sql: string; plan: string[] });
     const list = logged.filter((l) => /order by "nodes"\."hostname"/.test(l.sql));
     expect(list.length).toBe(1);
-    expect(list[0]!.plan.join('\n')).toMatch(/nodes/i);
+    expect(list[0].plan.join('\n')).toMatch(/nodes/i);
   });
 });

@@ -180,7 +180,7 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
     return OK;
   }
   // Issue 27: the detail answers update the node's row and are taken out before the live queries' turn.
-  const refreshed = await recordDetails(deps, node, w.queries, w.statuses, async (q) => (await services.enrolls.run([q]))[0]!);
+  const refreshed = await recordDetails(deps, node, w.queries, w.statuses, async (q) => (await services.enrolls.run([q]))[0]);
   if (refreshed.answered) {
     services.details.answered(node.id);
     node.details_at = deps.now().toISOString();

@@ -67,7 +67,7 @@ export async function cachedCount<T>(
   const fresh = soft === undefined || hit?.soft === soft;
   if (hit && hit.generation === generation && fresh && hit.cutoff === cutoff) return hit.value;
   if (hit && hit.generation === generation && !fresh) {
-    refreshSoftly(cache, key, generation, soft!, cutoff, count, space);
+    refreshSoftly(cache, key, generation, soft, cutoff, count, space);
     if (hit.cutoff === cutoff || !advance) return hit.value;
   }
   // Requests arriving together after a change share one count instead of each running it.

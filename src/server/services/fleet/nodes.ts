@@ -41,7 +41,7 @@ const usesSeen = (p: Filters) => !!(p.status || p.health || p.risk || p.config |
  * nodes' columns only).
  */
 const nodesFor = (deps: Deps, env: EnvironmentRow, p: Filters): NodeQuery =>
-  usesSeen(p) ? nodesOfEnv(deps, env, p.sort === 'lastseen') : (deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id) as unknown as NodeQuery);
+  usesSeen(p) ? nodesOfEnv(deps, env, p.sort === 'lastseen') : deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id);
 /** What a shaped node needs from node_seen, besides the nodes row. */
 export const SEEN_FIELDS = [sql<string | null>`nullif(node_seen.last_seen, '')`.as('last_seen'), 'node_seen.bytes_received', 'node_seen.config_fetched_at'] as const;
 
@@ -268,7 +268,7 @@ function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string
     const risk = p.risk;
     q = q.where((eb) => riskWhere(eb, risk, bounds));
   }
-  return q as unknown as NodeQuery;
+  return q;
 }
 
 /** The rows of the environment matching p: from node_seen alone when it can answer (counts), else the join. */
