@@ -15,7 +15,7 @@ describe('check-ins and the change counters', () => {
   let flags: Flags;
   let secret: string;
   let ca: string;
-  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 
   beforeAll(async () => {
     t = await startTestServer({ devNodes: 40, agent: { host: '127.0.0.1', port: 0 } });
