@@ -97,7 +97,10 @@ describeRealAgent("the README's production section, with the real osquery agent 
       env: { ...process.env, FLEETCTL_CONFIG_DIR: join(t, 'cfg'), ADMIN_PW, FLEETCTL_DB: '' },
       timeout: 300_000,
     });
-    if (!o.allowFail && r.status !== 0) throw new Error(`script failed (${r.status}):\n${body}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+    if (!o.allowFail && r.status !== 0) {
+      const how = r.status === null ? `${r.signal ?? 'killed'}: still running at spawnSync's timeout` : r.status;
+      throw new Error(`script failed (${how}):\n${body}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n--- server.log, its end\n${serverLog().split('\n').slice(-30).join('\n')}`);
+    }
     return r;
   };
   const fleetctl = (...args: string[]) => run(`fleetctl ${args.map(sh).join(' ')}`);
@@ -162,8 +165,12 @@ describeRealAgent("the README's production section, with the real osquery agent 
         `      for i in $(seq 1 1800); do node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' http://127.0.0.1:${apiPort}/healthz && return 0; sleep 0.1; done; echo "fleetctl did not start" >&2; return 1 ;;`,
         `    "stop fleetctl") pid=$(cat ${sh(join(t, 'server.pid'))}); kill -TERM "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done ;;`,
         // Returns once the server logged the reload (done or refused), not after a guess of time.
-        `    "reload fleetctl") n=$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true); kill -HUP "$(cat ${sh(join(t, 'server.pid'))})"`,
-        `      while [ "$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true)" -le "$n" ]; do sleep 0.1; done ;;`,
+        // A server the signal ended logs nothing more: that fails at once (the log is in run's error).
+        `    "reload fleetctl") pid=$(cat ${sh(join(t, 'server.pid'))}); n=$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true); kill -HUP "$pid"`,
+        `      until [ "$(grep -c '"event":"reload"' ${sh(join(t, 'server.log'))} || true)" -gt "$n" ]; do`,
+        '        kill -0 "$pid" 2>/dev/null || { echo "systemctl reload: fleetctl (pid $pid) is gone, and logged no reload" >&2; return 1; }',
+        '        sleep 0.1',
+        '      done ;;',
         '    "daemon-reload ") ;;',
         '    *) echo "systemctl $*: not in this test" >&2; return 1 ;;',
         '  esac',
