@@ -200,6 +200,28 @@ describe('SIGHUP while the server starts', () => {
   });
 });
 
+describe('Ctrl-C as soon as the server says it listens', () => {
+  // At a terminal Ctrl-C reaches the whole process group: the primary of --workers and its
+  // workers. Sent the moment the banner shows, it found the primary without its handler (so it
+  // died) while the workers drained and crashed writing to it: a stack trace (EPIPE).
+  it('--workers 2: the server stops, and prints no stack trace', async () => {
+    const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '5', '--listen', '127.0.0.1:0', '--workers', '2'], {
+      reject: false,
+      all: true,
+      buffer: true,
+      detached: true, // a process group of its own, as a terminal's foreground job
+      forceKillAfterDelay: 60_000,
+    });
+    let all = '';
+    p.all.on('data', (d: Buffer) => (all += d.toString()));
+    await eventually(() => Promise.resolve(/listening on|Log in:/.test(all) || p.exitCode !== null ? true : undefined), 'the banner');
+    process.kill(-p.pid!, 'SIGINT');
+    const r = await p;
+    expect(r.all, r.all).not.toMatch(/EPIPE|^\s+at /m);
+    expect([0, 130]).toContain(r.exitCode ?? (r.signal === 'SIGINT' ? 130 : -1));
+  });
+});
+
 describe('against osctrl: what it lacks is refused before any request', () => {
   // Nothing listens at this URL: a request would be exit 7; a refusal is exit 8 (or 2) at once.
   const env = { FLEETCTL_TOKEN: 'not-used', FLEETCTL_URL: 'http://127.0.0.1:9', FLEETCTL_SERVER_FLAVOR: 'osctrl' };

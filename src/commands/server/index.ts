@@ -553,6 +553,7 @@ async function serveAsPrimary(
   const plog = serverLogOf(ctx, !!o.log);
   const log = (line: string) => plog.event('warn', 'workers', line);
   let primary;
+  let stopped: Promise<void> | undefined;
   try {
     // One self-signed agent certificate for every worker (--dev without one).
     let agentCert: { certFile: string; keyFile: string } | undefined;
@@ -561,6 +562,10 @@ async function serveAsPrimary(
       agentCert = selfSigned(boot.tempDir, options.agent.host);
     }
     primary = await startWorkers(workers, { dbPath: boot.dbPath, tempDir: boot.tempDir, agentCert }, log);
+    // Ctrl-C or SIGTERM from here on (the banner below is where a user sees it started) stops the
+    // workers in order; before, the primary died of it while the workers, which got Ctrl-C too,
+    // drained and crashed writing to it (EPIPE, a stack trace on the terminal).
+    stopped = stopSignal();
   } catch (e) {
     await boot.close();
     const code = (e as { exitCode?: number }).exitCode;
@@ -582,7 +587,7 @@ async function serveAsPrimary(
     say(`Prometheus metrics at ${m.url}\n`);
   }
   const agents = boot.demo && agent ? await startDemoAgents(say, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line)) : undefined;
-  await stopSignal();
+  await (stopped ?? stopSignal());
   plog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
   await agents?.stop();
   // Each worker's own drain is bounded by the grace; past it and a margin, it is killed.
