@@ -128,7 +128,12 @@ function treeCpuSeconds(pid) {
   const tree = new Set([pid]);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const [p, s] of stats) if (!tree.has(p) && tree.has(s.ppid)) tree.add(p), (grew = true);
+    for (const [p, s] of stats) {
+      if (!tree.has(p) && tree.has(s.ppid)) {
+        tree.add(p);
+        grew = true;
+      }
+    }
   }
   let cpu = 0;
   for (const p of tree) cpu += stats.get(p)?.cpu ?? 0;
@@ -189,7 +194,10 @@ async function startDrivers(init) {
     child.on('message', (m) => {
       if (m.type === 'error') console.error(`driver ${d}: ${m.message}`);
       const w = waiters.get(m.id ?? m.type);
-      if (w) waiters.delete(m.id ?? m.type), w(m);
+      if (w) {
+        waiters.delete(m.id ?? m.type);
+        w(m);
+      }
     });
     const ask = (msg, answer) => new Promise((resolve) => (waiters.set(answer, resolve), child.send(msg)));
     drivers.push({ child, ask });

@@ -59,7 +59,7 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
   let out = '';
   const urls = await new Promise<{ api: string; agents: string }>((resolve, reject) => {
     const read = (d: Buffer) => {
-      out += d;
+      out += d.toString();
       const api = /reference server listening on (https?:\/\/\S+)/.exec(out);
       const agents = /Agent API[^\n]*?(https:\/\/[^\s;]+)/.exec(out);
       if (api && agents) resolve({ api: api[1], agents: agents[1] });

@@ -97,8 +97,10 @@ class Acked {
   count = 0;
   refused = 0;
   add(r) {
-    if (r.status === 200) this.ranges.push([r.from, r.count]), (this.count += r.count);
-    else this.refused++;
+    if (r.status === 200) {
+      this.ranges.push([r.from, r.count]);
+      this.count += r.count;
+    }    else this.refused++;
   }
   /** Acknowledged lines the destination has not got. */
   missing(d) {
@@ -131,8 +133,10 @@ async function delivered(d, acked, sleep) {
   for (;;) {
     const missing = acked.missing(d);
     if (missing === 0) return 0;
-    if (d.total !== last) (last = d.total), (since = Date.now());
-    else if (Date.now() - since > 60_000) return missing;
+    if (d.total !== last) {
+      last = d.total;
+      since = Date.now();
+    }    else if (Date.now() - since > 60_000) return missing;
     await sleep(500);
   }
 }

@@ -239,7 +239,10 @@ c(ADMIN, () => ['query', 'run', 'SELECT hostname FROM system_info', '--target', 
 c(ADMIN, ['query', 'run', 'SELECT * FROM uptime', '--target', 'platform:linux', '--target', 'tag:prod'], { refused: true, note: 'osctrl intersects kinds' });
 c(ADMIN, ['query', 'run', 'SELECT * FROM os_version', '--target', 'status:active', '--exit'], { refused: true, note: 'README example; osctrl would target every node' });
 c('quinn', ['query', 'run', 'SELECT total_seconds FROM uptime', '--wait', '60s', '--exit'], { record: ['uptime', /queries/], note: 'query level' });
-c(ADMIN, ['query', 'run', 'SELECT name FROM processes LIMIT 3', '--detach'], { verify: (r) => ((ctx.query = /query_[0-9a-f]{32}/.exec(r.stdout + r.stderr)?.[0]) ? undefined : 'no query name') });
+c(ADMIN, ['query', 'run', 'SELECT name FROM processes LIMIT 3', '--detach'], { verify: (r) => {
+  ctx.query = /query_[0-9a-f]{32}/.exec(r.stdout + r.stderr)?.[0];
+  return ctx.query ? undefined : 'no query name';
+} });
 c(ADMIN, ['query', 'list']);
 c(ADMIN, ['query', 'list', '--status', 'active']);
 c(ADMIN, () => ['query', 'results', ctx.query, '-o', 'json'], { note: 'the detached query, answered', before: () => answered(ctx.query), verify: (r) => (json(r).length ? undefined : 'no answer') });
@@ -248,7 +251,10 @@ c(ADMIN, ['query', 'show', 'query_nope'], { expect: 3, note: 'osctrl answers 200
 c(ADMIN, () => ['query', 'cancel', ctx.query], { note: 'osctrl expire' });
 c(ADMIN, ['query', 'list', '--status', 'expired']);
 c('carla', ['query', 'run', 'SELECT * FROM uptime'], { expect: 5, note: 'no query level' });
-c('carla', () => ['carves', 'run', '/etc/hosts', '--target', ctx.node1, '--wait', '120s'], { note: 'carve level', verify: (r) => ((ctx.carve = /carve_[0-9a-f]{32}/.exec(r.stdout + r.stderr)?.[0]) ? undefined : 'no carve name') });
+c('carla', () => ['carves', 'run', '/etc/hosts', '--target', ctx.node1, '--wait', '120s'], { note: 'carve level', verify: (r) => {
+  ctx.carve = /carve_[0-9a-f]{32}/.exec(r.stdout + r.stderr)?.[0];
+  return ctx.carve ? undefined : 'no carve name';
+} });
 c(ADMIN, ['carves', 'list']);
 c(ADMIN, ['carves', 'list', '--status', 'completed']);
 c(ADMIN, ['carves', 'list', '--status', 'pending'], { refused: true, note: 'osctrl cannot filter on pending' });

@@ -25,7 +25,7 @@ function verbsFirst(text: string, cmd: Command): string {
   const o = blocks.findIndex((b) => b.startsWith('Options:') || b.startsWith('Arguments:'));
   if (i < 0 || o < 0 || i < o) return text;
   const [commands] = blocks.splice(i, 1);
-  blocks.splice(o, 0, commands!);
+  blocks.splice(o, 0, commands);
   return `${blocks.join('\n\n')}\n`;
 }
 

@@ -59,7 +59,7 @@ export function platformMatches(want: unknown, host: SimHost): boolean {
 
 /** osquery's getMachineShard(): the first byte of SHA-1(hostname) scaled to 0..100. */
 export function machineShard(hostname: string): number {
-  return Math.floor((createHash('sha1').update(hostname).digest()[0]! * 100) / 255);
+  return Math.floor((createHash('sha1').update(hostname).digest()[0] * 100) / 255);
 }
 
 /** osquery's checkVersion(): true when `want` is a newer version than `have`. */
@@ -190,7 +190,7 @@ export class SimAgent {
     const h = this.host;
     const shard = machineShard(h.hostname);
     const schedule: ScheduledQuery[] = [];
-    const excluded = (q: any) => !platformMatches(q?.platform, h) || (Number(q?.shard) > 0 && Number(q.shard) < shard) || (typeof q?.version === 'string' && newer(q.version, h.osqueryInfo.version!));
+    const excluded = (q: any) => !platformMatches(q?.platform, h) || (Number(q?.shard) > 0 && Number(q.shard) < shard) || (typeof q?.version === 'string' && newer(q.version, h.osqueryInfo.version));
     const add = (prefix: string, queries: unknown) => {
       if (!queries || typeof queries !== 'object') return;
       for (const [name, q] of Object.entries(queries as Record<string, any>)) {
@@ -358,8 +358,8 @@ export class SimAgent {
 /** osquery's calendarTime: "Thu Nov 26 05:03:26 2026 UTC" (strftime "%a %b %e %H:%M:%S %Y UTC"). */
 export function calendarTime(ms: number): string {
   const d = new Date(ms);
-  const day = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][d.getUTCDay()]!;
-  const mon = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()]!;
+  const day = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'][d.getUTCDay()];
+  const mon = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()];
   const two = (n: number) => String(n).padStart(2, '0');
   return `${day} ${mon} ${String(d.getUTCDate()).padStart(2, ' ')} ${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} ${d.getUTCFullYear()} UTC`;
 }

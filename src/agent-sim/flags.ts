@@ -34,7 +34,7 @@ export function readFlagLines(text: string): Map<string, string> {
     if (line === '' || line.startsWith('#')) continue;
     const m = /^--?([A-Za-z0-9_]+)(?:[=\s]+(.*))?$/.exec(line);
     if (!m) throw new FlagsError(`not an osquery flag line: ${JSON.stringify(line.slice(0, 80))}`);
-    flags.set(m[1]!, (m[2] ?? 'true').trim());
+    flags.set(m[1], (m[2] ?? 'true').trim());
   }
   return flags;
 }
@@ -59,7 +59,7 @@ export function parseAgentFlags(text: string): AgentFlags {
   const on = (plugin: string, name: string) => (f.get(plugin) === 'tls' ? endpoint(f.get(name)) : undefined);
   const carving = f.get('disable_carver') === 'false';
   return {
-    host: m[1]!.replace(/^\[|\]$/g, ''),
+    host: m[1].replace(/^\[|\]$/g, ''),
     port: m[2] ? Number(m[2]) : 443,
     enroll,
     config: on('config_plugin', 'config_tls_endpoint'),

@@ -59,18 +59,18 @@ const present = (row: Record<string, string>) => Object.fromEntries(Object.entri
 /** The index-th synthetic host of a fleet named by `seed`. */
 export function syntheticHost(seed: string, index: number, now = Date.now()): SimHost {
   const r = bytes(seed, index, 'host');
-  const m = MODELS[r[0]! % MODELS.length]!;
+  const m = MODELS[r[0] % MODELS.length];
   const uuid = uuidFrom(r);
-  const site = ['fra', 'iad', 'sfo', 'sin'][r[1]! % 4]!;
+  const site = ['fra', 'iad', 'sfo', 'sin'][r[1] % 4];
   const hostname = `${m.prefix}-${site}-${String(index + 1).padStart(5, '0')}-${r.toString('hex').slice(0, 4)}`;
-  const osq = OSQUERY_VERSIONS[r[2]! % OSQUERY_VERSIONS.length]!;
-  const cores = [2, 4, 8, 16][r[3]! % 4]!;
+  const osq = OSQUERY_VERSIONS[r[2] % OSQUERY_VERSIONS.length];
+  const cores = [2, 4, 8, 16][r[3] % 4];
   const memory = String(cores * 4 * 1024 ** 3);
   const serial = r.toString('hex').slice(8, 20).toUpperCase();
   const startTime = Math.floor(now / 1000) - (r.readUInt32BE(4) % (30 * 86400));
   // Half the fleet are virtual machines (not the Macs): as real osquery there, the firmware and
   // board report no address, size, model or version, and those fields come as empty strings.
-  const vm = m.platform !== 'darwin' && r[13]! % 2 === 0;
+  const vm = m.platform !== 'darwin' && r[13] % 2 === 0;
   return {
     uuid,
     hostname,
@@ -97,9 +97,9 @@ export function syntheticHost(seed: string, index: number, now = Date.now()): Si
       pid: String(1000 + (r.readUInt16BE(8) % 30000)), uuid, instance_id: uuidFrom(bytes(seed, index, 'instance')).toLowerCase(), version: osq,
       // At enrollment osquery has not loaded a config yet: config_valid "0" (as Fleet's load agent sends).
       config_hash: '', config_valid: '0', extensions: 'active', build_platform: m.platform, build_distro: m.platform === 'darwin' ? '10.14' : 'centos7',
-      start_time: String(startTime), watcher: String(900 + (r[10]! % 99)), platform_mask: m.platformType,
+      start_time: String(startTime), watcher: String(900 + (r[10] % 99)), platform_mask: m.platformType,
     },
-    platformInfo: vm ? undefined : { vendor: m.vendor, version: `${1 + (r[11]! % 3)}.${r[12]! % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0' },
+    platformInfo: vm ? undefined : { vendor: m.vendor, version: `${1 + (r[11] % 3)}.${r[12] % 20}.0`, date: '03/14/2024', revision: '1.0', extra: '', address: '0xf0000', size: '16777216', volume_size: '0' },
   };
 }
 

@@ -71,7 +71,7 @@ class Heap {
     let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (a[p]!.at <= x.at) break;
+      if (a[p].at <= x.at) break;
       a[i] = a[p]!;
       i = p;
     }
@@ -87,8 +87,8 @@ class Heap {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;
-        if (l < a.length && a[l]!.at < (m === i ? last.at : a[m]!.at)) m = l;
-        if (r < a.length && a[r]!.at < (m === i ? last.at : a[m]!.at)) m = r;
+        if (l < a.length && a[l].at < (m === i ? last.at : a[m].at)) m = l;
+        if (r < a.length && a[r].at < (m === i ? last.at : a[m].at)) m = r;
         if (m === i) break;
         a[i] = a[m]!;
         i = m;
@@ -214,7 +214,7 @@ export class Simulator {
   }
 
   private async run(item: Item): Promise<void> {
-    const agent = this.agents[item.agent]!;
+    const agent = this.agents[item.agent];
     agent.dueAt = item.at;
     const next = (task: Task, delay: number) => this.heap.push({ at: Date.now() + delay, agent: item.agent, task });
     if (item.task === 'enroll') {
@@ -272,7 +272,7 @@ export class Simulator {
 
   /** One pending 'query' task per agent, at its next due scheduled query. */
   private scheduleQueries(index: number): void {
-    const agent = this.agents[index]!;
+    const agent = this.agents[index];
     const due = agent.nextDue();
     if (due === undefined || (agent.queryAt !== undefined && agent.queryAt <= due)) return;
     agent.queryAt = due;

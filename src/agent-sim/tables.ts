@@ -37,7 +37,7 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
       return [{ unix_time: String(Math.floor(now / 1000)), datetime: d.toISOString().replace(/\.\d+Z$/, 'Z'), timezone: 'UTC' }];
     }
     case 'processes':
-      return PROCESS_NAMES[family(h)]!.map((name, i) => ({
+      return PROCESS_NAMES[family(h)].map((name, i) => ({
         pid: String(i === 0 ? 1 : 100 + i * 37), name, path: family(h) === 'windows' ? `C:\\Windows\\System32\\${name}` : `/usr/sbin/${name}`,
         cmdline: name, state: 'S', parent: String(i === 0 ? 0 : 1), uid: i < 3 ? '0' : '1000', resident_size: String(4_000_000 + i * 1_234_567),
         start_time: String(h.startTime + i),
@@ -45,7 +45,7 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
     case 'users': {
       const users = family(h) === 'windows' ? [['Administrator', '500'], ['alice', '1001']] : [['root', '0'], ['daemon', '1'], ['alice', '1000'], ['bob', '1001']];
       return users.map(([username, uid]) => ({
-        uid: uid!, gid: uid!, username: username!, description: '', directory: family(h) === 'windows' ? `C:\\Users\\${username}` : username === 'root' ? '/root' : `/home/${username}`,
+        uid: uid, gid: uid, username: username, description: '', directory: family(h) === 'windows' ? `C:\\Users\\${username}` : username === 'root' ? '/root' : `/home/${username}`,
         shell: family(h) === 'windows' ? 'C:\\Windows\\system32\\cmd.exe' : '/bin/bash', uuid: '',
       }));
     }
@@ -61,7 +61,7 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
     case 'interface_addresses':
       return [
         { interface: 'lo', address: '127.0.0.1', mask: '255.0.0.0', type: 'manual' },
-        { interface: family(h) === 'darwin' ? 'en0' : 'eth0', address: `10.${h.systemInfo.hardware_serial!.charCodeAt(0) % 250}.${h.systemInfo.hardware_serial!.charCodeAt(1) % 250}.${h.systemInfo.hardware_serial!.charCodeAt(2) % 250}`, mask: '255.255.0.0', type: 'dhcp' },
+        { interface: family(h) === 'darwin' ? 'en0' : 'eth0', address: `10.${h.systemInfo.hardware_serial.charCodeAt(0) % 250}.${h.systemInfo.hardware_serial.charCodeAt(1) % 250}.${h.systemInfo.hardware_serial.charCodeAt(2) % 250}`, mask: '255.255.0.0', type: 'dhcp' },
       ];
     default:
       return undefined;
@@ -72,7 +72,7 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
 export function carvePath(sql: string): string | undefined {
   if (!/\bfrom\s+carves\b/i.test(sql) || !/\bcarve\s*=\s*1\b/i.test(sql)) return undefined;
   const m = /\bpath\s*(?:=|like)\s*'((?:[^']|'')*)'/i.exec(sql);
-  return m ? m[1]!.replace(/''/g, "'") : undefined;
+  return m ? m[1].replace(/''/g, "'") : undefined;
 }
 
 /** The answer of host `h` to `sql`. */
@@ -81,14 +81,14 @@ export function answer(sql: string, h: SimHost, now = Date.now()): Answer {
   if (path !== undefined) return { kind: 'carve', path };
   const m = /^\s*select\s+([\s\S]+?)\s+from\s+([A-Za-z_][A-Za-z0-9_]*)/i.exec(sql);
   if (!m) return { kind: 'error', message: 'simulated agent: only SELECT ... FROM <table> queries are answered' };
-  const table = m[2]!.toLowerCase();
+  const table = m[2].toLowerCase();
   const rows = tableRows(table, h, now);
   if (!rows) return { kind: 'error', message: `no such table: ${table}` };
-  const list = m[1]!.trim();
+  const list = m[1].trim();
   if (list === '*') return { kind: 'rows', rows };
   const cols = list.split(',').map((c) => c.trim());
   if (!cols.every((c) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(c))) return { kind: 'rows', rows };
-  const unknown = cols.find((c) => !(c in rows[0]!));
+  const unknown = cols.find((c) => !(c in rows[0]));
   if (unknown) return { kind: 'error', message: `no such column: ${unknown}` };
-  return { kind: 'rows', rows: rows.map((r) => Object.fromEntries(cols.map((c) => [c, r[c]!]))) };
+  return { kind: 'rows', rows: rows.map((r) => Object.fromEntries(cols.map((c) => [c, r[c]]))) };
 }

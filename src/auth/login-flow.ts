@@ -149,7 +149,7 @@ async function answerAtPrompt(ctx: Context, url: string, challenge: string, meth
           'Second factor:',
           methods.map((m) => ({ value: m, name: m === 'totp' ? 'TOTP code from an authenticator app' : 'Recovery code' })),
         )
-      : methods[0]!;
+      : methods[0];
   const label = methodLabel(method);
   const api = ctx.anonymousApi(url);
   for (let tries = 1; ; tries++) {

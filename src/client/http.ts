@@ -77,7 +77,7 @@ export interface RequestOptions {
 type Undici = typeof import('undici');
 let undici: Promise<Undici> | undefined;
 /** undici is loaded by the first request, not at start-up (`--help` and `--version` need none of it). */
-const loadUndici = () => (undici ??= import('undici').then((m) => ((m as { default?: Undici }).default ?? m) as Undici));
+const loadUndici = () => (undici ??= import('undici').then((m) => ((m as { default?: Undici }).default ?? m)));
 
 let sharedDispatcher: Dispatcher | undefined;
 
@@ -141,7 +141,7 @@ export class HttpClient {
     return loadUndici().then((u) => {
       const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
       return async (url, method, headers, body, timeoutMs) => {
-        const res = await u.request(url, { method: method as Dispatcher.HttpMethod, headers, body, dispatcher, signal: AbortSignal.timeout(timeoutMs) });
+        const res = await u.request(url, { method: method, headers, body, dispatcher, signal: AbortSignal.timeout(timeoutMs) });
         const ra = res.headers['retry-after'];
         return { status: res.statusCode, text: await res.body.text(), retryAfter: Array.isArray(ra) ? ra[0] : ra };
       };
@@ -175,13 +175,13 @@ export class HttpClient {
       const u = new URL(url);
       const { request, agent } = await transportFor(u.protocol);
       return new Promise((resolve, reject) => {
-        const req = request(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+        const req = request(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res: import('node:http').IncomingMessage) => {
           res.setEncoding('utf8');
           let text = '';
           res.on('data', (chunk: string) => (text += chunk));
           res.on('end', () => {
             const ra = res.headers['retry-after'];
-            resolve({ status: res.statusCode ?? 0, text, retryAfter: Array.isArray(ra) ? ra[0] : ra });
+            resolve({ status: res.statusCode ?? 0, text, retryAfter: typeof ra === 'string' ? ra : ra?.[0] });
           });
           res.on('error', reject);
         });
@@ -353,6 +353,6 @@ export function toApiError(status: number, text: string, retryAfter?: number): A
     return err;
   }
   // Go's http.Error and text bodies end with a newline: one trimmed line, at most 200 characters.
-  const message = (typeof parsed === 'string' ? parsed : text).trim().split('\n')[0]!.slice(0, 200) || `HTTP ${status}`;
+  const message = (typeof parsed === 'string' ? parsed : text).trim().split('\n')[0].slice(0, 200) || `HTTP ${status}`;
   return new ApiError(status, codeForStatus(status), safeLine(message), {}, retryAfter);
 }

@@ -55,7 +55,7 @@ const TYPE_TESTS: Record<string, (v: unknown) => boolean> = {
   object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
 };
 
-const isObject = TYPE_TESTS.object!;
+const isObject = TYPE_TESTS.object;
 const compiled = new WeakMap<Schema, Check>();
 
 function inside(m: Mismatch | undefined, key: string | number): Mismatch | undefined {
@@ -84,7 +84,7 @@ function build(s: Schema): Check {
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   const tests = types.map((t) => TYPE_TESTS[t]).filter((t) => t !== undefined);
   const expected = types.join(' or ');
-  const one = tests.length === 1 ? tests[0]! : undefined;
+  const one = tests.length === 1 ? tests[0] : undefined;
   if (one) checks.push((v) => (one(v) ? undefined : wrongType(expected)));
   else if (tests.length > 1) checks.push((v) => (tests.some((t) => t(v)) ? undefined : wrongType(expected)));
   if (s.items) {
@@ -100,24 +100,24 @@ function build(s: Schema): Check {
   }
   const required = s[NEEDED] ?? [];
   const keys = Object.keys(s.properties ?? {});
-  const props = keys.map((key) => compile(s.properties![key]!));
+  const props = keys.map((key) => compile(s.properties![key]));
   // The fields the schema always has: left out by the server, they get their zero value here, in the same pass.
   const always = new Set(s.required ?? []);
-  const zero = keys.map((key) => (always.has(key) ? s.properties![key]! : undefined));
+  const zero = keys.map((key) => (always.has(key) ? s.properties![key] : undefined));
   const patterns = Object.entries(s.patternProperties ?? {}).map(([re, sub]) => [new RegExp(re), compile(sub)] as const);
   if (required.length > 0 || keys.length > 0 || patterns.length > 0) {
     checks.push((v) => {
       if (!isObject(v)) return undefined;
       const o = v as Record<string, unknown>;
-      for (let i = 0; i < required.length; i++) if (o[required[i]!] === undefined) return { at: [required[i]!], missing: true, expected: '' };
+      for (let i = 0; i < required.length; i++) if (o[required[i]] === undefined) return { at: [required[i]], missing: true, expected: '' };
       for (let i = 0; i < keys.length; i++) {
-        const value = o[keys[i]!];
+        const value = o[keys[i]];
         if (value === undefined) {
-          if (zero[i]) o[keys[i]!] = emptyValue(zero[i] as TSchema);
+          if (zero[i]) o[keys[i]] = emptyValue(zero[i] as TSchema);
           continue;
         }
-        const m = props[i]!(value);
-        if (m) return inside(m, keys[i]!);
+        const m = props[i](value);
+        if (m) return inside(m, keys[i]);
       }
       if (patterns.length > 0) {
         for (const key of Object.keys(o)) {
@@ -129,7 +129,7 @@ function build(s: Schema): Check {
     });
   }
   if (checks.length === 0) return () => undefined;
-  if (checks.length === 1) return checks[0]!;
+  if (checks.length === 1) return checks[0];
   if (checks.length === 2) {
     const [first, second] = checks as [Check, Check];
     return (v) => first(v) ?? second(v);
@@ -148,7 +148,7 @@ function build(s: Schema): Check {
  * is unchanged). Only what a command cannot do without; everything else may be missing.
  */
 export function needs<T extends TSchema>(schema: T, ...keys: (keyof T['properties'] & string)[]): T {
-  return { ...schema, [NEEDED]: keys } as T;
+  return { ...schema, [NEEDED]: keys };
 }
 
 const pathOf = (root: string, at: (string | number)[]) =>

@@ -58,11 +58,11 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
   addExamples(cmd, spec.examples);
   cmd.action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
-    const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a)]));
+    const positional = all.slice(0, -2).flatMap((a) => (Array.isArray(a) ? a.map(String) : a === undefined ? [] : [String(a as string)]));
     // The Context (config, credentials, client) is loaded when a verb runs, not when the tree is built.
     const { Context } = await import('../context.js');
-    const globals = command.optsWithGlobals() as GlobalOptions;
-    const opts = command.opts() as O & { watch?: string | boolean; pager?: boolean };
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const opts = command.opts<O & { watch?: string | boolean; pager?: boolean }>();
     // At a terminal, a session that ends mid-command is renewed by logging in again (loaded then).
     const renew = async (ctx: Context, e: ApiError) => (await import('../auth/login-flow.js')).renewSession(ctx, e);
     if (!spec.watch && !spec.pager) return run(new Context(globals, process.env, undefined, renew), positional, opts);
@@ -75,7 +75,7 @@ export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpe
 
 /** An option whose value must be one of `choices` (shown in help, used by completions). */
 export function choiceOption(flags: string, description: string, choices: readonly string[], def?: string): Option {
-  const o = new Option(flags, description).choices(choices as string[]);
+  const o = new Option(flags, description).choices(choices);
   return def === undefined ? o : o.default(def);
 }
 

@@ -5,7 +5,7 @@ import { GENERATED_NOTE } from './note.js';
 
 /** fish single quotes: only \ and ' are special inside. */
 const fq = (s: string): string => `'${s.replace(/[\\']/g, '\\$&')}'`;
-const firstLine = (s: string): string => s.split('\n')[0]!.trim();
+const firstLine = (s: string): string => s.split('\n')[0].trim();
 const key = (c: CommandSpec): string => c.path.join(' ');
 const optKey = (o: OptionSpec): string => `${o.flags}\0${o.description}`;
 
@@ -34,7 +34,7 @@ export function fishCompletion(p: ProgramSpec): string {
   const real = cmds.filter((c) => !c.implicitHelp);
 
   // Options every command has (-h/--help) are declared once, like the global ones.
-  const everywhere = real[0]!.options.filter((o) => real.every((c) => c.options.some((x) => optKey(x) === optKey(o))));
+  const everywhere = real[0].options.filter((o) => real.every((c) => c.options.some((x) => optKey(x) === optKey(o))));
   const everywhereKeys = new Set(everywhere.map(optKey));
 
   const subArms: string[] = [];

@@ -124,7 +124,7 @@ function commandSpec(cmd: Command, path: string[], implicitHelp = false): Comman
     name: cmd.name(),
     aliases: [...cmd.aliases()],
     path,
-    summary: cmd.summary() || cmd.description().split('\n')[0]!,
+    summary: cmd.summary() || cmd.description().split('\n')[0],
     description: cmd.description(),
     usage: cmd.usage(),
     // Not help.visibleArguments(): it hides arguments that have no description.

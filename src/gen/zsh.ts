@@ -10,7 +10,7 @@ const fnName = (prog: string, c: CommandSpec): string => ['_' + prog, ...c.path]
 const bracket = (s: string): string => firstLine(s).replace(/\\/g, '\\\\').replace(/\]/g, '\\]').replace(/\[/g, '\\[');
 /** A message or `name:description` part: colons are separators. */
 const colon = (s: string): string => firstLine(s).replace(/\\/g, '\\\\').replace(/:/g, '\\:');
-const firstLine = (s: string): string => s.split('\n')[0]!.trim();
+const firstLine = (s: string): string => s.split('\n')[0].trim();
 
 /** The action completing a value: its choices, file names, or nothing (a message only). */
 function action(v: { choices?: string[]; file: boolean; dynamic?: string }): string {

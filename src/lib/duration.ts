@@ -24,7 +24,7 @@ export function parseSpan(s: string, o: { allowNever?: boolean; flag?: string } 
   if (o.allowNever && (v === 'never' || v === '0')) return 0;
   const m = /^(\d+)(s|m|h|d|w)?$/.exec(v);
   if (!m) throw new UsageError(`invalid ${what}: use seconds (3600) or 30m, 1h, 7d, 2w${o.allowNever ? ', or never' : ''}`);
-  const n = Number(m[1]) * SPAN_UNITS[m[2] ?? 's']!;
+  const n = Number(m[1]) * SPAN_UNITS[m[2] ?? 's'];
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`invalid ${what}: must be positive${o.allowNever ? ' (or never)' : ''}`);
   return n;
 }

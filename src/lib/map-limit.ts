@@ -5,7 +5,7 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   const worker = async () => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i] as T);
+      out[i] = await fn(items[i]);
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));

@@ -48,6 +48,7 @@ function knownFields(path: string, o: Record<string, unknown>, known: readonly s
 function name(path: string, key: string, what: string): void {
   if (key.trim() === '') throw new ConfigError(path, `${what} name must not be empty`);
   if (key.length > 255) throw new ConfigError(path, `${what} name is longer than 255 characters`);
+  // eslint-disable-next-line no-control-regex -- control characters are what this looks for
   if (/[\x00-\x1f\x7f]/.test(key) || key !== key.trim()) throw new ConfigError(path, `${what} name must not hold control characters or start or end with spaces`);
 }
 

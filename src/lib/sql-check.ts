@@ -93,7 +93,7 @@ function describe(sql: string, o: ParseOutcome): string | undefined {
   if ('error' in o) {
     const at = o.error;
     if (!at) return 'SQL syntax error';
-    const near = sql.slice(at.offset, at.offset + 24).split('\n')[0]!.trim();
+    const near = sql.slice(at.offset, at.offset + 24).split('\n')[0].trim();
     return `SQL syntax error at line ${at.line}, column ${at.column}${near ? ` near "${near}"` : ' (at the end)'}`;
   }
   if (o.variants.length === 0) return 'must not be empty (the SQL to run)';

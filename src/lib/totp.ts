@@ -52,7 +52,7 @@ export function hotp(secret: string, counter: number): string {
   const msg = Buffer.alloc(8);
   msg.writeBigUInt64BE(BigInt(counter));
   const mac = createHmac('sha1', base32Decode(secret)).update(msg).digest();
-  const offset = mac[mac.length - 1]! & 0xf;
+  const offset = mac[mac.length - 1] & 0xf;
   const bin = (mac.readUInt32BE(offset) & 0x7fffffff) % 10 ** TOTP_DIGITS;
   return bin.toString().padStart(TOTP_DIGITS, '0');
 }

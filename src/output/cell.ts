@@ -30,7 +30,7 @@ export function listText(v: readonly unknown[], sep: string): string | undefined
     return v.map((x) => (x as { name: string }).name).join(sep);
   }
   if (v.every((x) => x === null || ['string', 'number', 'boolean'].includes(typeof x))) {
-    return v.map((x) => (x === null ? '' : String(x))).join(sep);
+    return v.map((x) => (x === null ? '' : String(x as string | number | boolean))).join(sep);
   }
   return undefined;
 }

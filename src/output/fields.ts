@@ -23,7 +23,7 @@ export function lookupPath(value: unknown, path: string): { found: boolean; valu
 function lookupSegs(value: unknown, segs: readonly string[]): { found: boolean; value: unknown } {
   let cur: unknown = value;
   for (let i = 0; i < segs.length; i++) {
-    const seg = segs[i]!;
+    const seg = segs[i];
     if (Array.isArray(cur) && !INDEX.test(seg)) {
       const rest = segs.slice(i);
       const values = cur.map((el) => lookupSegs(el, rest)).filter((r) => r.found).map((r) => r.value);
@@ -63,7 +63,7 @@ export function validFieldNames(sample: unknown, columns: readonly { key: string
  * everything is accepted (nothing to check against).
  */
 export function validateFields(fields: readonly string[], sample: unknown, columns: readonly { key: string }[], schema?: object): void {
-  if (schema) return validateFieldsBySchema(fields, schema as SchemaNode, columns);
+  if (schema) return validateFieldsBySchema(fields, schema, columns);
   const hasSample = sample !== undefined;
   if (!hasSample && columns.length === 0) return;
   const columnKeys = new Set(columns.map((c) => c.key));
@@ -141,12 +141,12 @@ function checkPath(s: SchemaNode, segs: readonly string[], i: number): PathCheck
     const properties = Object.assign({}, ...s.allOf.map((b) => b.properties ?? {})) as Record<string, SchemaNode>;
     return checkPath({ properties, patternProperties: s.allOf.find((b) => b.patternProperties)?.patternProperties }, segs, i);
   }
-  const seg = segs[i]!;
+  const seg = segs[i];
   if (s.items || s.type === 'array') {
     // Through a list: an index picks an element, any other segment applies to every element.
     return checkPath(s.items ?? {}, segs, INDEX.test(seg) ? i + 1 : i);
   }
-  if (s.properties && Object.hasOwn(s.properties, seg)) return checkPath(s.properties[seg]!, segs, i + 1);
+  if (s.properties && Object.hasOwn(s.properties, seg)) return checkPath(s.properties[seg], segs, i + 1);
   // A record (patternProperties) or an open object: any key may be there.
   if (s.patternProperties || (s.additionalProperties !== undefined && s.additionalProperties !== false)) return { ok: true };
   if (s.properties) return { ok: false, at: segs.slice(0, i).join('.'), keys: Object.keys(s.properties) };

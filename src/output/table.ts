@@ -166,8 +166,8 @@ export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonl
     .map((d) => d.i);
   for (;;) {
     const idx = cols.map((_, i) => i).filter((i) => shown[i]);
-    const widths = fitShown(idx.map((i) => natural[i]!), idx.map((i) => neverCut(cols[i]!)), idx.map((i) => cols[i]!.kind === undefined || cols[i]!.kind === 'text'), columns);
-    const readable = widths.every((w, j) => w >= Math.min(natural[idx[j]!]!, READABLE));
+    const widths = fitShown(idx.map((i) => natural[i]), idx.map((i) => neverCut(cols[i])), idx.map((i) => cols[i].kind === undefined || cols[i].kind === 'text'), columns);
+    const readable = widths.every((w, j) => w >= Math.min(natural[idx[j]], READABLE));
     const fits = widths.reduce((s, w) => s + w, 0) + COLUMN_GAP * (idx.length - 1) <= columns;
     if ((fits && readable) || dropOrder.length === 0) {
       const out = cols.map(() => 0);
@@ -193,21 +193,21 @@ export function growForStream<T>(cols: readonly ResolvedColumn<T>[], widths: rea
   if (shown.length === 0) return out;
   let spare = columns - out.reduce((s, w) => s + w, 0) - COLUMN_GAP * (shown.length - 1);
   if (spare <= 0) return out;
-  const text = (i: number) => !neverCut(cols[i]!) && (cols[i]!.kind === undefined || cols[i]!.kind === 'text');
-  const last = shown[shown.length - 1]!;
+  const text = (i: number) => !neverCut(cols[i]) && (cols[i].kind === undefined || cols[i].kind === 'text');
+  const last = shown[shown.length - 1];
   const middle = shown.filter((i) => i !== last && text(i));
-  const growth = (i: number) => Math.max(out[i]!, STREAM_GROWTH);
+  const growth = (i: number) => Math.max(out[i], STREAM_GROWTH);
   const wanted = middle.reduce((s, i) => s + growth(i), 0);
   if (wanted > 0) {
     // Shared in proportion to what each may take, leaving at least half of the room for the last column.
     const share = Math.min(1, spare / 2 / wanted);
     for (const i of middle) {
       const add = Math.floor(growth(i) * share);
-      out[i] = out[i]! + add;
+      out[i] = out[i] + add;
       spare -= add;
     }
   }
-  if (text(last)) out[last] = out[last]! + spare;
+  if (text(last)) out[last] = out[last] + spare;
   return out;
 }
 
@@ -222,7 +222,7 @@ function fitShown(natural: number[], ids: boolean[], shrinkFirst: boolean[], tot
   if (free.length === 0) return natural;
   const idWidth = natural.reduce((s, w, i) => (ids[i] ? s + w : s), 0);
   const room = total - idWidth - COLUMN_GAP * (natural.length - free.length);
-  const fitted = fitWidths(free.map((i) => natural[i]!), room, free.map((i) => shrinkFirst[i]!));
+  const fitted = fitWidths(free.map((i) => natural[i]), room, free.map((i) => shrinkFirst[i]));
   const widths = [...natural];
   free.forEach((i, j) => (widths[i] = fitted[j]!));
   return widths;

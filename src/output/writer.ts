@@ -94,7 +94,7 @@ export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readon
       if (items.length === 0) return;
       if (!hasFirst) {
         if (fields && !opts.schema) validateFields(fields, items[0], columns);
-        first = items[0] as T;
+        first = items[0];
         hasFirst = true;
       }
       count += items.length;

@@ -84,7 +84,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     clientErrorHandler: lifecycle.clientError,
     frameworkErrors: (err, _req, reply) => {
       const { status, code, error } = frameworkError(err);
-      return (reply as FastifyReply).status(status).type('application/json').send({ code, error });
+      void (reply as FastifyReply).status(status).type('application/json').send({ code, error });
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   lifecycle.attach(app.server);

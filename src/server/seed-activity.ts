@@ -93,7 +93,7 @@ async function seedQueriesAndCarves(db: Kysely<DB>, envId: number, now: number, 
     const created = now - c.ageHours * HOUR;
     // Distinct nodes: one file per targeted node.
     const start = Math.floor(r() * nodes.length);
-    const targets = Array.from({ length: Math.max(2, c.files.length) }, (_, i) => nodes[(start + i * 7) % nodes.length]!);
+    const targets = Array.from({ length: Math.max(2, c.files.length) }, (_, i) => nodes[(start + i * 7) % nodes.length]);
     const { id } = await db
       .insertInto('queries')
       .values({
@@ -178,7 +178,7 @@ const ENV_SINKS: Record<string, DemoSink[]> = {
 
 async function seedSinks(db: Kysely<DB>, envIds: Record<string, number>, now: number, r: Rand): Promise<void> {
   const scopes: [number, DemoSink[]][] = [[0, GLOBAL_SINKS]];
-  for (const [envName, sinks] of Object.entries(ENV_SINKS)) if (envIds[envName] !== undefined) scopes.push([envIds[envName]!, sinks]);
+  for (const [envName, sinks] of Object.entries(ENV_SINKS)) if (envIds[envName] !== undefined) scopes.push([envIds[envName], sinks]);
   for (const [envId, sinks] of scopes) {
     for (const [order, s] of sinks.entries()) {
       const created = new Date(now - (30 + order) * 24 * HOUR).toISOString();

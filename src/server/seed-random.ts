@@ -11,7 +11,7 @@ export function prng(seed: number): () => number {
 }
 
 export type Rand = ReturnType<typeof prng>;
-export const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+export const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
 
 export function uuidFrom(r: Rand): string {
   const hex = Array.from({ length: 32 }, () => Math.floor(r() * 16).toString(16)).join('');

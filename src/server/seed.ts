@@ -57,7 +57,7 @@ function weightedPlatform(r: Rand) {
   const total = PLATFORMS.reduce((s, p) => s + p.weight, 0);
   let x = r() * total;
   for (const p of PLATFORMS) if ((x -= p.weight) < 0) return p;
-  return PLATFORMS[0]!;
+  return PLATFORMS[0];
 }
 
 /**
@@ -209,7 +209,7 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
     // Enrollment open until someone closes it, as every new environment (issue 27).
     const id = await createEnvironment(db, e.name, { uuid: e.uuid, hostname: opts.hostname, now });
     envIds[e.name] = id;
-    await insertNodes(db, generateNodes(seed++, e.name, id, counts[e.name]!, now.getTime()));
+    await insertNodes(db, generateNodes(seed++, e.name, id, counts[e.name], now.getTime()));
   }
 
   const hash = await hashPassword(opts.password);
@@ -226,7 +226,7 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
     for (const [envName, lv] of Object.entries(u.access)) {
       await db
         .insertInto('user_env_access')
-        .values({ user_id: id, environment_id: envIds[envName]!, user_level: lv.user ? 1 : 0, query_level: lv.query ? 1 : 0, carve_level: lv.carve ? 1 : 0, admin_level: lv.admin ? 1 : 0 })
+        .values({ user_id: id, environment_id: envIds[envName], user_level: lv.user ? 1 : 0, query_level: lv.query ? 1 : 0, carve_level: lv.carve ? 1 : 0, admin_level: lv.admin ? 1 : 0 })
         .execute();
     }
   }
@@ -235,7 +235,7 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
   await seedActivity(db, envIds, { now });
   const extra = await seedAuthExtras(db, { now, password: opts.password });
   return {
-    environments: DEMO_ENVIRONMENTS.map((e) => ({ name: e.name, uuid: e.uuid, nodes: counts[e.name]! })),
+    environments: DEMO_ENVIRONMENTS.map((e) => ({ name: e.name, uuid: e.uuid, nodes: counts[e.name] })),
     users: DEMO_USERS,
     extra,
   };

@@ -28,7 +28,7 @@ let metricsUrl: string;
 let stall: Server;
 const held: ServerResponse[] = [];
 
-const post = (ep: string, body: unknown, o: { raw?: Buffer; headers?: Record<string, string> } = {}) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+const post = (ep: string, body: unknown, o: { raw?: Buffer; headers?: Record<string, string> } = {}) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca, ...o });
 const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
 
 async function enroll() {
@@ -84,8 +84,8 @@ afterAll(async () => {
 describe('the agent door as a service', () => {
   it('beyond the in-flight bound an agent is answered 503 at once (never node_invalid), and served again when the load falls', async () => {
     const n = await enroll();
-    const a = stalledUpload(flags.endpoint.config!);
-    const b = stalledUpload(flags.endpoint.config!);
+    const a = stalledUpload(flags.endpoint.config);
+    const b = stalledUpload(flags.endpoint.config);
     const shed = await eventually(async () => {
       const r = await post('config', { node_key: n.key });
       return r.status === 503 ? r : undefined;
@@ -111,7 +111,7 @@ describe('the agent door as a service', () => {
       'the request line',
     );
     expect(JSON.parse(line)).toMatchObject({ door: 'agent', endpoint: 'config', status: 200, node: n.uuid });
-    expect(server.output()).not.toContain(flags.endpoint.config!);
+    expect(server.output()).not.toContain(flags.endpoint.config);
   });
 
   it('/metrics: Prometheus text behind the admin token (api/service_metrics on), and on --metrics-listen', async () => {
@@ -162,7 +162,7 @@ describe('the agent door as a service', () => {
   });
 
   it('SIGTERM with an agent upload stalled mid-body: the upload is answered 503 and the server exits', async () => {
-    const s = stalledUpload(flags.endpoint.log!);
+    const s = stalledUpload(flags.endpoint.log);
     await eventually(async () => {
       const m = await (await fetch(metricsUrl)).text();
       return /fleetctl_agent_in_flight [1-9]/.test(m) ? true : undefined;

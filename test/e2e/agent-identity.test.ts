@@ -101,7 +101,7 @@ describe('a server behind a name, with a private CA', () => {
     const flags = parseFlags((await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout);
     const secret = (await cli.run(['enroll', 'show', 'prod', 'secret'])).stdout.trim();
     const id = randomUUID();
-    const r = await enrollOver(agentPort, 'fleet.test', pki.rootPem, flags.endpoint.enroll!, { enroll_secret: secret, host_identifier: id, host_details: hostDetails(id, 'web-1') });
+    const r = await enrollOver(agentPort, 'fleet.test', pki.rootPem, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: id, host_details: hostDetails(id, 'web-1') });
     expect(r).toMatchObject({ status: 200, body: { node_invalid: false } });
   });
 

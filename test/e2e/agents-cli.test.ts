@@ -111,7 +111,7 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
 
   it('carves run /etc/hosts --target HOST, then carves download: byte-identical to what the agent sent', async () => {
     const nodes = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as { uuid: string; hostname: string }[];
-    const host = nodes[0]!;
+    const host = nodes[0];
     const run = await cli.run(['carves', 'run', '/etc/hosts', '--target', host.hostname, '--wait', '30s']);
     expect(run.exitCode, run.stderr).toBe(0);
     const name = run.stdout.trim();
@@ -121,7 +121,7 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(dl.exitCode, dl.stderr).toBe(0);
     const sent = readdirSync(carvesDir).filter((f) => f.startsWith(`${name}_`));
     expect(sent.map((f) => f.toLowerCase())).toEqual([`${name}_${host.uuid}.tar`.toLowerCase()]);
-    expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0]!)));
+    expect(readFileSync(file)).toEqual(readFileSync(join(carvesDir, sent[0])));
   });
 });
 
@@ -164,7 +164,7 @@ describe('fleetctl server --dev --dev-agents N', () => {
       await c.login(dev.url);
       const expected = [syntheticHost('dev-prod', 0), syntheticHost('dev-prod', 1)];
       await until(async () => {
-        const r = await c.run(['nodes', 'show', expected[1]!.uuid, '--json']);
+        const r = await c.run(['nodes', 'show', expected[1].uuid, '--json']);
         return r.exitCode === 0;
       }, 'the second simulated agent in nodes show');
       for (const h of expected) {

@@ -28,7 +28,7 @@ let sinkFile: string;
 let serverArgs: string[];
 
 const post = (ep: string, body: unknown, o: { gzip?: boolean; raw?: Buffer; headers?: Record<string, string> } = {}) =>
-  agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+  agentPost(flags.hostname, flags.endpoint[ep], body, { ca, ...o });
 const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
 
 async function enroll(uuid = randomUUID(), hostname = `host-${uuid.slice(0, 8)}`) {
@@ -98,7 +98,7 @@ describe('enroll and check-in', () => {
     const configs = await Promise.all(keys.map((node_key) => post('config', { node_key })));
     expect(configs.every((c) => c.status === 200 && c.body.node_invalid === false)).toBe(true);
     const first = (await api('GET', `/api/v1/nodes/prod/node/${uuids[0]}`)).body;
-    const again = await post('enroll', { enroll_secret: secret, host_identifier: uuids[0], host_details: hostDetails(uuids[0]!, 'renamed-host') });
+    const again = await post('enroll', { enroll_secret: secret, host_identifier: uuids[0], host_details: hostDetails(uuids[0], 'renamed-host') });
     expect(again.body.node_invalid).toBe(false);
     expect(again.body.node_key).not.toBe(keys[0]);
     expect((await post('config', { node_key: keys[0] })).body).toEqual({ node_invalid: true });
@@ -254,7 +254,7 @@ describe('live queries and carves', () => {
     const s = await post('carveStart', { node_key: n.nodeKey, block_count: 3, block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
     expect(s.body.session_id).toMatch(/^[0-9a-f]{32}$/);
     for (const i of [2, 0, 1]) {
-      const b = await post('carveBlock', { block_id: i, session_id: s.body.session_id, request_id: name, data: blocks[i]!.toString('base64') });
+      const b = await post('carveBlock', { block_id: i, session_id: s.body.session_id, request_id: name, data: blocks[i].toString('base64') });
       expect(b.body).toEqual({ success: true });
     }
     const res = await fetch(`${server.url}/api/v1/carves/prod/archive/${name}`, { headers: { authorization: `Bearer ${token}` } });

@@ -71,7 +71,7 @@ describe('fleetctl api with a body', () => {
     expect(await tag('via-api')).toMatchObject({ description: 'made by api', tag_type: 4, custom_tag: '42' });
 
     const nodes = ((await apiCall(server.url, 'GET', '/api/v1/nodes/prod?page_size=2', { token })).body as Page<Node>).items;
-    const apply = await cli.run(['api', 'POST', 'api/v1/tags/prod/tag', '-f', 'name=via-api', '-f', `uuids[]=${nodes[0]!.uuid}`, '-f', `uuids[]=${nodes[1]!.uuid}`]);
+    const apply = await cli.run(['api', 'POST', 'api/v1/tags/prod/tag', '-f', 'name=via-api', '-f', `uuids[]=${nodes[0].uuid}`, '-f', `uuids[]=${nodes[1].uuid}`]);
     expect(apply.exitCode).toBe(0);
     expect((await tag('via-api'))?.node_count).toBe(2);
   });

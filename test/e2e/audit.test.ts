@@ -95,14 +95,14 @@ describe('audit list', () => {
 describe('audit show', () => {
   it("shows one entry by the id that audit list prints; another user's entry is 404 for a non-admin", async () => {
     const [first] = await listJson(['--limit', '1']);
-    const r = await cli.run(['audit', 'show', String(first!.id), '--json']);
+    const r = await cli.run(['audit', 'show', String(first.id), '--json']);
     expect(r.exitCode).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(first);
     expect((await cli.run(['audit', 'show', '99999999'])).exitCode).toBe(3);
     expect((await cli.run(['audit', 'show', 'abc'])).exitCode).toBe(2);
     const analyst = new Cli();
     await analyst.login(server.url, 'analyst');
-    const adminEntry = (await listJson(['--user', 'admin', '--limit', '1']))[0]!;
+    const adminEntry = (await listJson(['--user', 'admin', '--limit', '1']))[0];
     const denied = await analyst.run(['audit', 'show', String(adminEntry.id)]);
     expect(denied.exitCode).toBe(3);
     analyst.cleanup();
@@ -113,7 +113,7 @@ describe('audit list --follow', () => {
   it('prints the backlog oldest first, then new entries as JSON lines until Ctrl-C (exit 130)', async () => {
     const newest = (await listJson(['--limit', '2'])).reverse();
     const pty = runInPty(cli, ['audit', 'list', '--follow', '--limit', '2', '--interval', '300ms', '-o', 'json']);
-    await pty.expect(new RegExp(`"id":${newest[1]!.id},`));
+    await pty.expect(new RegExp(`"id":${newest[1].id},`));
     const backlog = pty.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AuditLogEntry);
     expect(backlog.map((e) => e.id)).toEqual(newest.map((e) => e.id));
 
@@ -124,8 +124,8 @@ describe('audit list --follow', () => {
     const lines = pty.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AuditLogEntry);
     const fresh = lines.slice(2);
     expect(fresh.map((e) => e.username)).toEqual(['analyst', 'querier']);
-    expect(fresh[0]!.severity).toBeGreaterThan(1); // a failed login is not "info"
-    expect(fresh[0]!.id).toBeLessThan(fresh[1]!.id);
+    expect(fresh[0].severity).toBeGreaterThan(1); // a failed login is not "info"
+    expect(fresh[0].id).toBeLessThan(fresh[1].id);
     expect(new Set(lines.map((e) => e.id)).size).toBe(lines.length); // nothing printed twice
 
     pty.line('\u0003');

@@ -26,7 +26,7 @@ function shiftServerClock(ms: number): void {
 }
 
 const storedToken = (cli: Cli, profile = 'default') =>
-  (JSON.parse(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')) as Record<string, { token: string }>)[profile]!.token;
+  (JSON.parse(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')) as Record<string, { token: string }>)[profile].token;
 
 async function login(cli: Cli, username = 'analyst', extra: string[] = [], env = 'prod') {
   const r = await cli.run(['login', '--url', ts.url, '--env', env, '--username', username, '--password-stdin', ...extra], { input: DEV_PASSWORD });
@@ -153,7 +153,7 @@ describe('401 token_expired at a terminal', () => {
   it('an account with a second factor logs in again with it (here a recovery code)', async () => {
     const mfa = demoMfa(ts);
     const cli = newCli();
-    await login(cli, mfa.username, ['--recovery-code', mfa.recoveryCodes[0]!]);
+    await login(cli, mfa.username, ['--recovery-code', mfa.recoveryCodes[0]]);
     await endSessions(mfa.username);
     const t = terminal(cli, ['nodes', 'list', '--limit', '1', '--json', '--fields', 'uuid']);
     await t.waitFor('Log in again now?');
@@ -166,7 +166,7 @@ describe('401 token_expired at a terminal', () => {
     await t.waitFor(/❯ Recovery code/); // the choice moved: then Enter picks it
     t.type(KEY.enter);
     await t.waitFor('Recovery code:');
-    t.line(mfa.recoveryCodes[1]!);
+    t.line(mfa.recoveryCodes[1]);
     await t.waitFor('Logged in again as mfa-user; retrying.');
     await t.waitFor(/"uuid": "[0-9a-f-]{36}"/);
     expect(await t.exitCode()).toBe(0);

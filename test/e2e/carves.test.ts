@@ -60,7 +60,7 @@ describe('carves list', () => {
   });
 
   it('searches names and paths, and --limit stops early', async () => {
-    const path = (await allCarves())[0]!.path;
+    const path = (await allCarves())[0].path;
     const r = await cli.run(['carves', 'list', '-q', path, '-o', 'json']);
     const hits = JSON.parse(r.stdout) as CarveQuery[];
     expect(hits.length).toBeGreaterThan(0);
@@ -91,11 +91,11 @@ describe('carves show', () => {
   it('the carve names and searches in the --help examples exist in the demo fleet, so the examples work as written', async () => {
     let help = '';
     for (const v of [[], ['list'], ['show'], ['delete'], ['expire'], ['complete'], ['archive']]) help += (await cli.run(['carves', ...v, '--help'])).stdout;
-    const refs = [...help.matchAll(/\$ fleetctl carves (?:show|delete|expire|complete|archive) (\S+)(?:.*--env (\S+))?/g)].map((m) => [m[1]!, m[2] ?? 'prod'] as const);
+    const refs = [...help.matchAll(/\$ fleetctl carves (?:show|delete|expire|complete|archive) (\S+)(?:.*--env (\S+))?/g)].map((m) => [m[1], m[2] ?? 'prod'] as const);
     expect(refs.length).toBeGreaterThan(5);
     for (const [name, env] of refs) expect((await allCarves(env)).map((c) => c.name), `${name} in ${env}`).toContain(name);
     for (const m of help.matchAll(/\$ fleetctl carves list (--status \S+ -q \S+)/g)) {
-      const r = await cli.run(['carves', 'list', ...m[1]!.split(' '), '-o', 'json']);
+      const r = await cli.run(['carves', 'list', ...m[1].split(' '), '-o', 'json']);
       expect(r.exitCode).toBe(0);
       expect(JSON.parse(r.stdout), m[1]).not.toEqual([]);
     }
@@ -115,7 +115,7 @@ describe('carves show', () => {
     expect(head).toContain(`name\t${name}\n`);
     expect(head).toContain('carve_status\tPENDING\n');
     expect(head).toContain(`query\t${detail.query.query}`);
-    const rows = files!.trimEnd().split('\n');
+    const rows = files.trimEnd().split('\n');
     expect(rows[0]).toBe('NODE\tSESSION\tPATH\tSTATUS\tBLOCKS\tSIZE\tCOMPRESSION\tARCHIVED\tCREATED\tCOMPLETED\tNOTE');
     expect(rows).toHaveLength(detail.files.length + 1);
   });

@@ -61,9 +61,9 @@ describe('in the shells', () => {
       { preamble: `${env()} source ${BASH_FILE}` },
     );
     expect(profiles).toEqual(['default']);
-    expect(envs!.sort()).toEqual(['dev', 'prod', 'staging']);
-    expect(hosts!.length).toBeGreaterThan(0);
-    for (const h of hosts!) expect(h).toMatch(/^prod-web-00/);
+    expect(envs.sort()).toEqual(['dev', 'prod', 'staging']);
+    expect(hosts.length).toBeGreaterThan(0);
+    for (const h of hosts) expect(h).toMatch(/^prod-web-00/);
     expect(tags).toContain('pci');
   });
 
@@ -75,7 +75,7 @@ describe('in the shells', () => {
     const r = await execa('fish', ['--no-config', '-c', script], { reject: false });
     expect(r.stderr).toBe('');
     const [envs, tags] = r.stdout.split('---\n').map((b) => b.split('\n').filter(Boolean).map((l) => l.split('\t')[0]));
-    expect(envs!.sort()).toEqual(['dev', 'prod', 'staging']);
+    expect(envs.sort()).toEqual(['dev', 'prod', 'staging']);
     expect(tags).toContain('pci');
   });
 });

@@ -162,14 +162,14 @@ describe('auth status and auth token', () => {
     const r = await cli.run(['auth', 'token']);
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe(`${credentials(cli).default!.token}\n`);
+    expect(r.stdout).toBe(`${credentials(cli).default.token}\n`);
     const s = await json(cli, ['auth', 'status']);
     expect(s).toEqual({
       profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true, verified: true, server_version: pkg.version,
       token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/), token_expired: false,
       credential_store: 'file', token_location: `file ${join(cli.configDir, 'credentials.json')}`,
     });
-    expect(JSON.stringify(s)).not.toContain(credentials(cli).default!.token);
+    expect(JSON.stringify(s)).not.toContain(credentials(cli).default.token);
   });
 
   it('not logged in: auth status and auth token exit 4 with the login hint', async () => {

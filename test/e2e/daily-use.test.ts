@@ -65,7 +65,7 @@ describe('spellings from kubectl and Fleet DM get a hint naming our command (exi
     [['config', 'get-contexts'], 'fleetctl config list'],
     [['query', '--query', 'SELECT 1', '--hosts', 'web-1'], 'fleetctl query run "SQL" --target HOST'],
   ])('%j', async (args, hint) => {
-    const r = await newCli().run(args as string[]);
+    const r = await newCli().run(args);
     expect(r.exitCode).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain(`hint: ${hint}`);
@@ -137,16 +137,16 @@ describe('security filters (issue 20): --risk and --health on the server, in tag
   it('tags apply TAG - reads node names from stdin (one or more a line); nothing changes when one is unknown', async () => {
     expect((await cli.run(['tags', 'add', 'from-stdin'])).exitCode).toBe(0);
     const some = (await nodes(['--health', 'unhealthy'])).slice(0, 5);
-    const input = `${some[0]!.uuid}\n${some[1]!.hostname} ${some[2]!.uuid}\n# a comment\n\n${some[3]!.hostname},${some[4]!.hostname}\n`;
+    const input = `${some[0].uuid}\n${some[1].hostname} ${some[2].uuid}\n# a comment\n\n${some[3].hostname},${some[4].hostname}\n`;
     const r = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toBe('Tagged 5 nodes with from-stdin in prod\n');
     expect((await nodes(['--tag', 'from-stdin'])).map((n) => n.uuid).sort()).toEqual(some.map((n) => n.uuid).sort());
-    const typo = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input: `${some[0]!.hostname}\nno-such-host-zz\n` });
+    const typo = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input: `${some[0].hostname}\nno-such-host-zz\n` });
     expect(typo.exitCode).toBe(3);
     expect(typo.stderr).toMatch(/no node "no-such-host-zz" in prod; nothing changed/);
     const empty = await cli.run(['tags', 'apply', 'from-stdin', '-'], { input: '\n' });
     expect(empty.exitCode).toBe(3);
-    expect((await cli.run(['tags', 'apply', 'from-stdin', '-', some[0]!.hostname], { input: '' })).exitCode).toBe(2);
+    expect((await cli.run(['tags', 'apply', 'from-stdin', '-', some[0].hostname], { input: '' })).exitCode).toBe(2);
   });
 });

@@ -47,7 +47,7 @@ describe('the enroll one-liner with the real curl', () => {
   });
 
   it('a wrong secret path fails the one-liner (curl -f: 404 is an error, not a page for sh)', async () => {
-    const url = argv(oneLiner()!)[1]!.replace(/\/[0-9a-f]+\/enroll\.sh$/, '/0000/enroll.sh');
+    const url = argv(oneLiner()!)[1].replace(/\/[0-9a-f]+\/enroll\.sh$/, '/0000/enroll.sh');
     const r = await execa('curl', ['-fsS', '--cacert', 'fleetctl.crt', url], { reject: false, cwd: srv.dir });
     expect(r.exitCode).toBe(22);
     expect(r.stdout).toBe('');

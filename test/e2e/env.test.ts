@@ -61,7 +61,7 @@ describe('env list', () => {
     expect(r.exitCode).toBe(0);
     const envs = JSON.parse(r.stdout) as Environment[];
     expect(envs.map((e) => e.name)).toEqual(['dev']);
-    expect(envs[0]!.certificate).toBe(''); // not an env admin
+    expect(envs[0].certificate).toBe(''); // not an env admin
     c.cleanup();
   });
 });

@@ -163,7 +163,7 @@ describe('apply -f to an environment with agents', () => {
     // Within two intervals of the change, as the server stored it (its audit row): the agents
     // refresh every second and flush logs every second. Timed from the server's change, not from
     // before the apply command, whose own start-up a loaded machine stretches.
-    const applied = Date.parse((await configAudit())[0]!.created_at);
+    const applied = Date.parse((await configAudit())[0].created_at);
     const first = Math.min(...lines.map((l) => Date.parse(l.received_at)));
     console.log(`first scheduled result ${((first - applied) / 1000).toFixed(1)} s after apply (interval ${INTERVAL} s)`);
     expect(first - applied).toBeLessThanOrEqual(2 * INTERVAL * 1000);
@@ -182,6 +182,6 @@ describe('apply -f to an environment with agents', () => {
     // The change is in the audit log with who made it.
     const [row] = await configAudit();
     expect(row).toMatchObject({ username: 'admin' });
-    expect(row!.line).toContain('osquery configuration of prod changed: schedule (+users_query), packs (+web)');
+    expect(row.line).toContain('osquery configuration of prod changed: schedule (+users_query), packs (+web)');
   });
 });

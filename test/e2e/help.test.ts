@@ -49,7 +49,7 @@ describe('help', () => {
 
   it('descriptions are flowed paragraphs: no ragged line at 80 columns', async () => {
     const r = await cli.run(['sinks', 'list', '--help'], { env: { COLUMNS: '80' } });
-    const description = r.stdout.split('\n\n')[1]!;
+    const description = r.stdout.split('\n\n')[1];
     const lines = description.split('\n');
     expect(lines.length).toBeGreaterThan(1);
     // every line but the last is filled to near the width: no line broken early by a hard newline

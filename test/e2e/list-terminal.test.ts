@@ -111,7 +111,7 @@ describe('tables keep identifiers whole at any width', () => {
   it('nodes list at 80 columns: whole UUIDs and hostnames, fewer columns; a UUID from the screen pastes into nodes show', async () => {
     const raw = JSON.parse((await cli.run(['nodes', 'list', '--json'])).stdout) as Node[];
     const text = await screen(['nodes', 'list'], 80);
-    const header = text.split('\n')[0]!;
+    const header = text.split('\n')[0];
     expect(header).toMatch(/^UUID +HOSTNAME +IP/);
     expect(header).not.toMatch(/TAGS|OSQUERY/);
     expect(text).not.toContain('…');
@@ -119,8 +119,8 @@ describe('tables keep identifiers whole at any width', () => {
     expect(shown.slice(0, raw.length)).toEqual(raw.map((n) => n.uuid));
     for (const n of raw) expect(text).toContain(n.hostname);
     for (const line of text.trimEnd().split('\n').slice(0, raw.length + 1)) expect(line.length).toBeLessThanOrEqual(80);
-    const pasted = await cli.run(['nodes', 'show', shown[0]!, '--json']);
-    expect(JSON.parse(pasted.stdout).uuid).toBe(raw[0]!.uuid);
+    const pasted = await cli.run(['nodes', 'show', shown[0], '--json']);
+    expect(JSON.parse(pasted.stdout).uuid).toBe(raw[0].uuid);
   });
 
   it('at 200 columns every column shows; -o wide shows every column at 80 too', async () => {
@@ -134,7 +134,7 @@ describe('tables keep identifiers whole at any width', () => {
     for (const c of carves) expect(ct).toContain(c.name);
     const users = (await cli.run(['users', 'list', '--fields', 'username,access', '--no-headers'])).stdout.trim().split('\n').map((l) => l.split('\t'));
     const ut = await screen(['users', 'list'], 80);
-    for (const [name, access] of users) expect(ut).toMatch(new RegExp(`^${name} .*${access!.replace(/[()+]/g, '\\$&')}`, 'm'));
+    for (const [name, access] of users) expect(ut).toMatch(new RegExp(`^${name} .*${access.replace(/[()+]/g, '\\$&')}`, 'm'));
     const envs = JSON.parse((await cli.run(['stats', '--json'])).stdout).environments as { uuid: string }[];
     const st = await screen(['stats', '-o', 'table'], 80);
     for (const e of envs) expect(st).toContain(e.uuid);
@@ -181,7 +181,7 @@ describe('--watch and the pager', () => {
     });
     let out = '';
     await new Promise<void>((resolve, reject) => {
-      proc.stdout!.on('data', (d: Buffer) => {
+      proc.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         if (out.split('\n').length > 2) resolve();
       });

@@ -44,7 +44,7 @@ function simulate(seed: string, count: number, extra: string[] = []) {
       '--seed', seed, '--distributed-interval', '500ms', '--log-interval', '2s', '--duration', '10m', ...extra],
     { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
   );
-  proc.all!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.all.on('data', (d: Buffer) => (out += d.toString()));
   const sim = { proc, out: () => out };
   sims.push(sim);
   return sim;
@@ -179,7 +179,7 @@ describe('carves attributed and audited', () => {
     expect(run.exitCode, run.stderr).toBe(0);
     name = run.stdout.trim();
     const show = await cli.run(['carves', 'show', name]);
-    const table = show.stdout.split('\n\n')[1]!.trim().split('\n');
+    const table = show.stdout.split('\n\n')[1].trim().split('\n');
     expect(table[0]).toMatch(/^NODE\tSESSION\t/);
     expect(new Set(table.slice(1).map((l) => l.split('\t')[0]))).toEqual(new Set(hosts().map((h) => h.hostname)));
   });
@@ -198,9 +198,9 @@ describe('carves attributed and audited', () => {
       expect(readFileSync(join(out, f))).toEqual(sent(name, h.uuid));
     }
     const one = join(dir, 'one.tar');
-    const picked = await cli.run(['carves', 'download', name, '--node', hosts()[1]!.hostname, '-O', one]);
+    const picked = await cli.run(['carves', 'download', name, '--node', hosts()[1].hostname, '-O', one]);
     expect(picked.exitCode, picked.stderr).toBe(0);
-    expect(readFileSync(one)).toEqual(sent(name, hosts()[1]!.uuid));
+    expect(readFileSync(one)).toEqual(sent(name, hosts()[1].uuid));
     expect((await cli.run(['carves', 'download', name, '-O', join(dir, 'two.tar')])).exitCode).toBe(2); // -O takes one file
   });
 
@@ -209,15 +209,15 @@ describe('carves attributed and audited', () => {
     writeFileSync(victim, 'do not touch');
     const dest = join(dir, 'linked.tar');
     symlinkSync(victim, `${dest}.partial`);
-    const r = await cli.run(['carves', 'download', name, '--node', hosts()[0]!.hostname, '-O', dest]);
+    const r = await cli.run(['carves', 'download', name, '--node', hosts()[0].hostname, '-O', dest]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(readFileSync(victim, 'utf8')).toBe('do not touch');
     expect(lstatSync(dest).isFile()).toBe(true);
     expect(statSync(dest).mode & 0o777).toBe(0o600);
     const link = join(dir, 'link.tar');
     symlinkSync(victim, link);
-    expect((await cli.run(['carves', 'download', name, '--node', hosts()[0]!.hostname, '-O', link])).exitCode).toBe(6);
-    const forced = await cli.run(['carves', 'download', name, '--node', hosts()[0]!.hostname, '-O', link, '--force']);
+    expect((await cli.run(['carves', 'download', name, '--node', hosts()[0].hostname, '-O', link])).exitCode).toBe(6);
+    const forced = await cli.run(['carves', 'download', name, '--node', hosts()[0].hostname, '-O', link, '--force']);
     expect(forced.exitCode, forced.stderr).toBe(0);
     expect(lstatSync(link).isFile()).toBe(true); // the link was replaced, its target untouched
     expect(readFileSync(victim, 'utf8')).toBe('do not touch');
@@ -229,11 +229,11 @@ describe('carves attributed and audited', () => {
     expect(entries).toHaveLength(5);
     for (const e of entries) expect(e.username).toBe('admin');
     for (const h of hosts()) expect(entries.some((e) => e.line.includes(`file of ${h.hostname} (session `))).toBe(true);
-    expect(entries[0]!.line).toMatch(/downloaded, \d+ bytes$/);
+    expect(entries[0].line).toMatch(/downloaded, \d+ bytes$/);
   });
 
   it('carves run on an offline node with --exit returns at once with no file: exit 9', async () => {
-    const r = await cli.run(['carves', 'run', '/etc/hosts', '--target', offline[0]!.hostname, '--exit', '--wait', '5m']);
+    const r = await cli.run(['carves', 'run', '/etc/hosts', '--target', offline[0].hostname, '--exit', '--wait', '5m']);
     expect(r.exitCode, r.stderr).toBe(9);
     expect(r.stdout).toMatch(/^carve_\w+\n$/);
     expect(r.stderr).toContain('error: 1 of 1 file not uploaded (every online target uploaded its file; the others are offline); the carve was stopped');

@@ -84,7 +84,7 @@ describe('login at a terminal, account with TOTP', () => {
 
   it('logs in with a recovery code chosen from the menu, and that code is then used up', async () => {
     const cli = newCli();
-    const code = mfa.recoveryCodes[0]!;
+    const code = mfa.recoveryCodes[0];
     const t = terminal(cli, ['login', '--url', server.url, '--env', 'staging', '--username', mfa.username]);
     await t.waitFor('Password:');
     t.line(DEV_PASSWORD);
@@ -186,7 +186,7 @@ describe('an expired challenge', () => {
       await t.waitFor(/❯ Recovery code/); // the choice moved: then Enter picks it
       t.type(KEY.enter);
       await t.waitFor('Recovery code:');
-      t.line(m.recoveryCodes[3]!);
+      t.line(m.recoveryCodes[3]);
       await t.waitFor('Logged in to');
       expect(await t.exitCode()).toBe(0);
       expect(await status(cli)).toMatchObject({ username: 'mfa-user', logged_in: true });

@@ -63,7 +63,7 @@ describe('login with a second factor, no terminal', () => {
     const cred = storedCredential(cli);
     expect(cred.token).toMatch(/^eyJ/);
     expect(cred.csrfToken).toMatch(/^[0-9a-f]{32}$/);
-    for (const secret of [DEV_PASSWORD, code, cred.token, cred.csrfToken, cred.token.split('.')[2]!, mfa.secret]) {
+    for (const secret of [DEV_PASSWORD, code, cred.token, cred.csrfToken, cred.token.split('.')[2], mfa.secret]) {
       expect(r.stderr).not.toContain(secret);
     }
     expect(r.stderr).not.toMatch(/"challenge":"(?!\[redacted\])/);
@@ -98,7 +98,7 @@ describe('login with a second factor, no terminal', () => {
   });
 
   it('--recovery-code logs in once; the same code is refused the second time', async () => {
-    const code = mfa.recoveryCodes[1]!;
+    const code = mfa.recoveryCodes[1];
     const cli = newCli();
     const r = await cli.run([...loginArgs('staging'), '--recovery-code', code], { input: DEV_PASSWORD });
     expect(r.exitCode).toBe(0);

@@ -107,15 +107,15 @@ describe('mfa totp setup (scripted: setup, then confirm --code)', () => {
     });
     let err = '';
     const secret = await new Promise<string>((resolve, reject) => {
-      proc.stderr!.on('data', (d: Buffer) => {
+      proc.stderr.on('data', (d: Buffer) => {
         err += d.toString();
         const m = /Secret: ([A-Z2-7]+)/.exec(err);
-        if (m) resolve(m[1]!);
+        if (m) resolve(m[1]);
       });
       void proc.then(() => reject(new Error(`ended before the secret: ${err}`)));
     });
     expect(err).toMatch(/URI: +otpauth:\/\/totp\//);
-    proc.stdin!.end(`${totpCode(secret)}\n`);
+    proc.stdin.end(`${totpCode(secret)}\n`);
     const r = await proc;
     expect(r.exitCode).toBe(0);
     expect(String(r.stdout).trimEnd().split('\n')).toHaveLength(10);
@@ -163,7 +163,7 @@ describe('mfa totp setup (scripted: setup, then confirm --code)', () => {
     const shown = await p.expect(/code from the app:/);
     expect(shown).toMatch(/Scan this QR code/);
     expect(shown).toMatch(/[▀▄█]{10,}/); // the small terminal QR uses half blocks
-    const secret = /Secret: ([A-Z2-7]+)/.exec(shown)![1]!;
+    const secret = /Secret: ([A-Z2-7]+)/.exec(shown)![1];
     p.line(totpCode(secret));
     const { exitCode, output } = await p.done();
     expect(exitCode).toBe(0);
@@ -218,7 +218,7 @@ describe('mfa recovery-codes', () => {
     const { codes } = await enrol(cli);
 
     const viaCli = new Cli();
-    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[0]!], { input: DEV_PASSWORD });
+    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[0]], { input: DEV_PASSWORD });
     expect(login.exitCode).toBe(0);
     expect(login.stderr).toMatch(/^9 recovery codes left\.$/m);
     expect(login.stderr).not.toMatch(/regenerate/);
@@ -261,7 +261,7 @@ describe('mfa recovery-codes', () => {
       expect((await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: l.body.challenge, code, method: 'recovery' } })).status).toBe(200);
     }
     const viaCli = new Cli();
-    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[7]!], { input: DEV_PASSWORD });
+    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[7]], { input: DEV_PASSWORD });
     expect(login.exitCode).toBe(0);
     expect(login.stderr).toMatch(/^2 recovery codes left\.$/m);
     expect(login.stderr).toMatch(/fleetctl mfa recovery-codes regenerate/);
@@ -277,12 +277,12 @@ describe('mfa webauthn', () => {
     const creds = JSON.parse(r.stdout) as WebauthnCredential[];
     expect(creds.map((c) => c.name).sort()).toEqual(['MacBook Touch ID', 'YubiKey 5C']);
     const table = await admin.run(['mfa', 'webauthn', 'list']);
-    expect(table.stdout.split('\n')[0]!.split('\t')).toEqual(['ID', 'NAME', 'CREATED', 'LAST USED']);
+    expect(table.stdout.split('\n')[0].split('\t')).toEqual(['ID', 'NAME', 'CREATED', 'LAST USED']);
   });
 
   it('show prints one credential by id; an unknown id exits 3', async () => {
     const list = JSON.parse((await admin.run(['mfa', 'webauthn', 'list', '--json'])).stdout) as WebauthnCredential[];
-    const one = await admin.run(['mfa', 'webauthn', 'show', list[0]!.id, '--json']);
+    const one = await admin.run(['mfa', 'webauthn', 'show', list[0].id, '--json']);
     expect(one.exitCode).toBe(0);
     expect(JSON.parse(one.stdout)).toEqual(list[0]);
     expect((await admin.run(['mfa', 'webauthn', 'show', 'no-such-cred'])).exitCode).toBe(3);
@@ -314,31 +314,31 @@ describe('mfa webauthn', () => {
   it('scripted: needs --yes and the password; a super-admin cannot remove the last second factor (exit 6)', async () => {
     const [last] = JSON.parse((await admin.run(['mfa', 'webauthn', 'list', '--json'])).stdout) as WebauthnCredential[];
 
-    const noYes = await admin.run(['mfa', 'webauthn', 'remove', last!.id, '--password-stdin'], { input: DEV_PASSWORD });
+    const noYes = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--password-stdin'], { input: DEV_PASSWORD });
     expect(noYes.exitCode).toBe(2);
     expect(noYes.stderr).toMatch(/pass --yes/);
 
-    const noPw = await admin.run(['mfa', 'webauthn', 'remove', last!.id, '--yes']);
+    const noPw = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes']);
     expect(noPw.exitCode).toBe(2);
     expect(noPw.stderr).toMatch(/--password-stdin/);
 
-    const wrongPw = await admin.run(['mfa', 'webauthn', 'remove', last!.id, '--yes', '--password-stdin'], { input: 'wrong-password' });
+    const wrongPw = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes', '--password-stdin'], { input: 'wrong-password' });
     expect(wrongPw.exitCode).toBe(5);
 
     const unknown = await admin.run(['mfa', 'webauthn', 'remove', 'no-such-credential', '--yes', '--password-stdin'], { input: DEV_PASSWORD });
     expect(unknown.exitCode).toBe(3);
 
-    const lastOne = await admin.run(['mfa', 'webauthn', 'remove', last!.id, '--yes', '--password-stdin'], { input: DEV_PASSWORD });
+    const lastOne = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes', '--password-stdin'], { input: DEV_PASSWORD });
     expect(lastOne.exitCode).toBe(6);
     expect(lastOne.stderr).toMatch(/\(conflict, HTTP 409\)/);
     let after = JSON.parse((await admin.run(['mfa', 'webauthn', 'list', '--json'])).stdout) as WebauthnCredential[];
-    expect(after.map((c) => c.id)).toEqual([last!.id]);
+    expect(after.map((c) => c.id)).toEqual([last.id]);
 
     // With TOTP as another second factor, the key can go.
     await enrol(admin);
-    const ok = await admin.run(['mfa', 'webauthn', 'remove', last!.id, '--yes', '--password-stdin', '-o', 'json'], { input: DEV_PASSWORD });
+    const ok = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes', '--password-stdin', '-o', 'json'], { input: DEV_PASSWORD });
     expect(ok.exitCode).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ id: last!.id, removed: true });
+    expect(JSON.parse(ok.stdout)).toMatchObject({ id: last.id, removed: true });
     after = JSON.parse((await admin.run(['mfa', 'webauthn', 'list', '--json'])).stdout) as WebauthnCredential[];
     expect(after).toEqual([]);
   });

@@ -12,11 +12,11 @@ const hits: Record<string, number> = {};
 beforeAll(async () => {
   cli = new Cli();
   server = createServer((req, res) => {
-    const path = req.url!.split('?')[0]!;
+    const path = req.url!.split('?')[0];
     hits[path] = (hits[path] ?? 0) + 1;
     if (path.startsWith('/hang')) return; // never answers
     if (path === '/busy/api/v1/nodes/prod') {
-      if (hits[path]! <= 2) {
+      if (hits[path] <= 2) {
         res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
         return res.end(JSON.stringify({ code: 'unavailable', error: 'warming up' }));
       }

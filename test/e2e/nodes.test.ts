@@ -116,6 +116,7 @@ describe('nodes list', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('UUID\tHOSTNAME\tPLATFORM\tOSQUERY\tIP\tHEALTH\tLAST SEEN\tTAGS');
     expect(lines).toHaveLength(51); // header + default page size 50
+    // eslint-disable-next-line no-control-regex -- the escape and control characters are what the test looks for
     expect(r.stdout).not.toMatch(/\u001b\[/); // no colors when piped
   });
 
@@ -172,11 +173,11 @@ describe('nodes list', () => {
         const nodes = await listJson(['--sort', sort, '--order', order, '--page-size', '200']);
         expect(nodes).toHaveLength(200);
         for (let i = 1; i < nodes.length; i++) {
-          const [a, b] = [key(nodes[i - 1]!), key(nodes[i]!)];
+          const [a, b] = [key(nodes[i - 1]), key(nodes[i])];
           const cmp = a < b ? -1 : a > b ? 1 : 0;
           if (order === 'asc') expect(cmp).toBeLessThanOrEqual(0);
           else expect(cmp).toBeGreaterThanOrEqual(0);
-          if (cmp === 0) expect(order === 'asc' ? nodes[i - 1]!.id < nodes[i]!.id : nodes[i - 1]!.id > nodes[i]!.id).toBe(true);
+          if (cmp === 0) expect(order === 'asc' ? nodes[i - 1].id < nodes[i].id : nodes[i - 1].id > nodes[i].id).toBe(true);
         }
       }
     }
@@ -199,8 +200,8 @@ describe('nodes list', () => {
     const [n] = await listJson(['--limit', '1']);
     for (const k of ['id', 'uuid', 'hostname', 'localname', 'ip_address', 'platform', 'osquery_version', 'environment', 'last_seen', 'health', 'posture', 'tags', 'uptime', 'system_info'])
       expect(n).toHaveProperty(k);
-    expect(n!.environment).toBe('prod');
-    expect(Object.keys(n!.system_info).sort()).toEqual(['bios', 'os', 'osquery', 'system']);
+    expect(n.environment).toBe('prod');
+    expect(Object.keys(n.system_info).sort()).toEqual(['bios', 'os', 'osquery', 'system']);
   });
 
   it('--limit stops after N nodes across pages; --page walks pages', async () => {
@@ -252,7 +253,7 @@ describe('nodes show and delete', () => {
 
   it('refuses to delete without --yes and without a terminal, and deletes nothing', async () => {
     const before = await storedUuids();
-    const r = await cli.run(['nodes', 'delete', before[0]!]);
+    const r = await cli.run(['nodes', 'delete', before[0]]);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/--yes/);
     expect(await storedUuids()).toEqual(before);
@@ -260,21 +261,21 @@ describe('nodes show and delete', () => {
 
   it('deletes with --yes, records an audit row, and a second delete exits 3', async () => {
     const [uuid] = await storedUuids();
-    const r = await cli.run(['nodes', 'delete', uuid!, '--yes']);
+    const r = await cli.run(['nodes', 'delete', uuid, '--yes']);
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`^Deleted node \\S+ \\(${uuid}\\)$`, 'm'));
     expect(await storedUuids()).not.toContain(uuid);
     const audit = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('line', 'like', `%${uuid}%`).execute();
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ username: 'admin', log_type: 3 });
-    const again = await cli.run(['nodes', 'delete', uuid!, '--yes']);
+    const again = await cli.run(['nodes', 'delete', uuid, '--yes']);
     expect(again.exitCode).toBe(3);
   });
 
   it('takes what nodes show takes: a hostname; the confirmation names the host; a bad name deletes nothing', async () => {
     const [a, b] = (await storedUuids()).slice(-2);
-    const hostA = JSON.parse((await cli.run(['nodes', 'show', a!, '--json'])).stdout).hostname as string;
-    const hostB = JSON.parse((await cli.run(['nodes', 'show', b!, '--json'])).stdout).hostname as string;
+    const hostA = JSON.parse((await cli.run(['nodes', 'show', a, '--json'])).stdout).hostname as string;
+    const hostB = JSON.parse((await cli.run(['nodes', 'show', b, '--json'])).stdout).hostname as string;
 
     const refused = await cli.run(['nodes', 'delete', hostA, hostB]);
     expect(refused.exitCode).toBe(2);
@@ -299,7 +300,7 @@ describe('nodes show and delete', () => {
     await c.login(ts.url, 'analyst');
     const [uuid] = await storedUuids();
     expect((await c.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
-    const r = await c.run(['nodes', 'delete', uuid!, '--yes']);
+    const r = await c.run(['nodes', 'delete', uuid, '--yes']);
     expect(r.exitCode).toBe(5);
     expect(r.stderr).toMatch(/forbidden/);
     expect(await storedUuids()).toContain(uuid);

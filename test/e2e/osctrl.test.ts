@@ -194,7 +194,7 @@ describe('the query group on osctrl', () => {
 
   it('query cancel expires the query (osctrl has no cancel: it would answer 200 and change nothing)', async () => {
     const w = await run(['query', 'run', 'SELECT * FROM processes', '--wait', '0']);
-    const q = /Query (query_[0-9a-f]+) started/.exec(w.stderr)![1]!;
+    const q = /Query (query_[0-9a-f]+) started/.exec(w.stderr)![1];
     const c = await run(['query', 'cancel', q]);
     expect(c.exitCode, c.stderr).toBe(0);
     expect(c.sent.at(-1)!.path).toBe(`/api/v1/queries/prod/expire/${q}`);
@@ -488,11 +488,11 @@ describe('the recorded wire data', () => {
   });
 
   it('bodies are the bytes osctrl sent: Go key order (struct order, not sorted), no trailing newline', () => {
-    const node = RECORDED['GET /api/v1/nodes/prod/node/{node} 200']!.body!;
+    const node = RECORDED['GET /api/v1/nodes/prod/node/{node} 200'].body!;
     expect(node.startsWith('{"id":')).toBe(true);
     expect(node.indexOf('"uuid"')).toBeLessThan(node.indexOf('"platform"'));
     expect(node.endsWith('\n')).toBe(false);
-    expect(RECORDED['GET /api/v1/nope 404']!.body).toBe('404 page not found\n');
+    expect(RECORDED['GET /api/v1/nope 404'].body).toBe('404 page not found\n');
   });
 });
 

@@ -194,12 +194,12 @@ describe('apply and diff', () => {
     const json = file('rt.json', (await cli.run(['env', 'config', 'dev', '-o', 'json'])).stdout);
     expect((await cli.run(['diff', '-f', json])).exitCode).toBe(0);
 
-    const only = file('only.yaml', DOC.replace(/  packs:[\s\S]*$/, ''));
+    const only = file('only.yaml', DOC.replace(/ {2}packs:[\s\S]*$/, ''));
     const kept = await cli.run(['diff', '-f', only]);
     expect(kept.exitCode).toBe(0);
     const pruneDiff = await cli.run(['diff', '-f', only.replace('only', 'only'), '--prune']);
     expect(pruneDiff.exitCode).toBe(0); // packs is not named by the document: --prune leaves it
-    const noPacks = file('nopacks.yaml', `${DOC.replace(/  packs:[\s\S]*$/, '')}  packs: {}\n`);
+    const noPacks = file('nopacks.yaml', `${DOC.replace(/ {2}packs:[\s\S]*$/, '')}  packs: {}\n`);
     expect((await cli.run(['diff', '-f', noPacks])).exitCode).toBe(0);
     const pruned = await cli.run(['apply', '-f', noPacks, '--prune']);
     expect(pruned.stdout).toMatch(/osqueryconfig\/dev configured \(packs -1/);

@@ -41,7 +41,7 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
     const answers = JSON.parse(r.stdout) as { uuid: string; status: number; rows: Record<string, string>[] }[];
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ uuid, status: 0 });
-    expect(answers[0]!.rows).toEqual([{ version: expect.stringMatching(/^\d+\.\d+\.\d+/), instance_id: uuid }]);
+    expect(answers[0].rows).toEqual([{ version: expect.stringMatching(/^\d+\.\d+\.\d+/), instance_id: uuid }]);
   });
 
   it('the node record is cleaned: no NUL padding, config_valid as it is now, no assumed osquery user', async () => {

@@ -39,7 +39,7 @@ describeRealAgent('real osquery agent: carves', () => {
     // Over the server's 8 MiB block limit: its carver start is refused.
     agents.push(startOsqueryd({ enrollment, flags: ['--carver_block_size=9000000'] }));
     [plain, zstd, bigBlocks] = await Promise.all(agents.map((a) => a.identifier()));
-    await Promise.all([plain, zstd, bigBlocks].map((u) => srv.waitForNode(u!, (n) => n.config_hash !== '', `node ${u} to fetch its configuration`)));
+    await Promise.all([plain, zstd, bigBlocks].map((u) => srv.waitForNode(u, (n) => n.config_hash !== '', `node ${u} to fetch its configuration`)));
   });
 
   afterAll(async () => {
@@ -65,10 +65,10 @@ describeRealAgent('real osquery agent: carves', () => {
     it('a file of several blocks', async () => {
       const { name, archives } = await carveAndDownload(join(files, 'evidence.bin'), plain);
       expect(archives).toHaveLength(1);
-      expect(archives[0]!.file).toMatch(new RegExp(`^${name}_.*\\.tar$`));
-      const inside = tarFiles(archives[0]!.bytes);
+      expect(archives[0].file).toMatch(new RegExp(`^${name}_.*\\.tar$`));
+      const inside = tarFiles(archives[0].bytes);
       expect(inside.map((f) => f.name)).toEqual([expect.stringMatching(/\/evidence\.bin$/)]);
-      expect(inside[0]!.data.equals(content)).toBe(true);
+      expect(inside[0].data.equals(content)).toBe(true);
       const show = await srv.api('GET', `/api/v1/carves/prod/${name}`);
       expect(show.body.files[0]).toMatchObject({ uuid: plain, status: 'COMPLETED', compression: 'none', note: '', block_size: 65536 });
       expect(show.body.files[0].total_blocks).toBeGreaterThan(1);
@@ -82,7 +82,7 @@ describeRealAgent('real osquery agent: carves', () => {
 
     it('a pattern (%) carves the files it matches, as LIKE', async () => {
       const { archives } = await carveAndDownload(join(files, 'notes', '%.log'), plain);
-      const inside = tarFiles(archives[0]!.bytes);
+      const inside = tarFiles(archives[0].bytes);
       expect(inside.map((f) => f.name.replace(/^.*\//, '')).sort()).toEqual(['1.log', '2.log']);
       expect(inside.map((f) => f.data.toString()).sort()).toEqual([...notes].sort());
     });
@@ -92,13 +92,13 @@ describeRealAgent('real osquery agent: carves', () => {
     it('zstd archives (--carver_compression) of a file and of a pattern are recognised and saved as .tar.zst', async () => {
       const [file, pattern] = await Promise.all([carveAndDownload(join(files, 'evidence.bin'), zstd), carveAndDownload(join(files, 'notes', '%.log'), zstd)]);
       for (const { name, archives } of [file, pattern]) {
-        expect(archives[0]!.file).toMatch(new RegExp(`^${name}_.*\\.tar\\.zst$`));
-        expect(isZstd(archives[0]!.bytes)).toBe(true);
+        expect(archives[0].file).toMatch(new RegExp(`^${name}_.*\\.tar\\.zst$`));
+        expect(isZstd(archives[0].bytes)).toBe(true);
       }
-      expect(tarFiles(file.archives[0]!.bytes)[0]!.data.equals(content)).toBe(true);
+      expect(tarFiles(file.archives[0].bytes)[0].data.equals(content)).toBe(true);
       const show = await srv.cli.run(['carves', 'show', file.name]);
       expect(show.stdout).toMatch(/COMPLETED\t1\/1\t\d+\tzstd\t/);
-      const inside = tarFiles(pattern.archives[0]!.bytes);
+      const inside = tarFiles(pattern.archives[0].bytes);
       expect(inside.map((f) => f.name.replace(/^.*\//, '')).sort()).toEqual(['1.log', '2.log']);
       expect(inside.map((f) => f.data.toString()).sort()).toEqual([...notes].sort());
     });

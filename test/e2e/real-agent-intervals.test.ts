@@ -67,7 +67,7 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
     } finally {
       agent.thaw();
     }
-    if (!running) throw new Error('query run did not start');
+    if (running === undefined) throw new Error('query run did not start');
     const r = await running;
     expect(r.stderr).not.toContain('offline');
     expect(r.exitCode, r.stderr).toBe(0);
@@ -84,7 +84,7 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
     const mark = agent.mark();
     const gap = await agent.until(() => {
       const reads = agent.requests('read', mark);
-      for (let i = 1; i < reads.length; i++) if (reads[i]! - reads[i - 1]! < 8_000) return reads[i]! - reads[i - 1]!;
+      for (let i = 1; i < reads.length; i++) if (reads[i] - reads[i - 1] < 8_000) return reads[i] - reads[i - 1];
       return undefined;
     }, 'two distributed reads less than 8 s apart');
     expect(gap).toBeLessThan(8_000);

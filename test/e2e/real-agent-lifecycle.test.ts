@@ -70,7 +70,7 @@ describeRealAgent('real osquery agent: configuration, results, outage, delete', 
     await agent.until(() => {
       const failed = [...agent.stderr().slice(mark).matchAll(/^[IWE]\d{4} (\d\d):(\d\d):(\d\d)\.\d+ .*(?:Request error|Failed to|error|refused)/gim)];
       const t = failed.map((m) => (Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3]));
-      return t.length >= 2 && t[t.length - 1]! - t[0]! >= 20 ? true : undefined;
+      return t.length >= 2 && t[t.length - 1] - t[0] >= 20 ? true : undefined;
     }, 'failed requests spanning 20 s while the server is stopped');
     await srv.resume();
     // What osquery logged locally up to now must all arrive: wait for the newest of them.

@@ -43,9 +43,9 @@ describeRealAgent('real osquery agent: live queries, errors and big answers', ()
     const r = await run(padded(10_000), '-o', 'json');
     expect(r.exitCode, r.stderr).toBe(0);
     const [a] = JSON.parse(r.stdout) as { uuid: string; status: number; rows: { x: string; pad: string }[] }[];
-    expect(a!.status).toBe(0);
-    expect(a!.rows).toHaveLength(10_000);
-    expect(a!.rows[9_999]).toEqual({ x: '10000', pad: expect.stringMatching(/^[0-9A-F]{200}$/) });
+    expect(a.status).toBe(0);
+    expect(a.rows).toHaveLength(10_000);
+    expect(a.rows[9_999]).toEqual({ x: '10000', pad: expect.stringMatching(/^[0-9A-F]{200}$/) });
     await small();
   });
 

@@ -99,7 +99,7 @@ async function recordedServer(): Promise<{ srv: AgentServer; rec: Recorder; enro
   const sched = await srv.cli.run(['env', 'config', 'prod', '--set', 'schedule', '-'], { input: 'wire_probe:\n  query: SELECT version FROM osquery_info\n  interval: 2\n  snapshot: true\n' });
   expect(sched.exitCode, sched.stderr).toBe(0);
   const enrollment = await srv.enrollment();
-  const target = /^--tls_hostname=(.*)$/m.exec(enrollment.flags)![1]!;
+  const target = /^--tls_hostname=(.*)$/m.exec(enrollment.flags)![1];
   const rec = await startRecorder({ target, cert: readFileSync(join(srv.dir, 'agent-cert.pem'), 'utf8'), key: readFileSync(join(srv.dir, 'agent-key.pem'), 'utf8'), ca: enrollment.cert });
   return { srv, rec, enrollment: { ...enrollment, flags: enrollment.flags.replace(/^--tls_hostname=.*$/m, `--tls_hostname=${rec.hostname}`) } };
 }

@@ -45,8 +45,8 @@ describe('settings list', () => {
     const rows = r.stdout.trimEnd().split('\n').map((l) => l.split('\t'));
     expect(rows[0]).toEqual(['NAME', 'TYPE', 'VALUE', 'SCOPE', 'INFO']);
     const byName = Object.fromEntries(rows.slice(1).map((c) => [c[0], c]));
-    expect(byName.service_metrics!.slice(1, 4)).toEqual(['boolean', 'false', 'global']);
-    expect(byName.refresh_envs!.slice(1, 4)).toEqual(['integer', '300', 'global']);
+    expect(byName.service_metrics.slice(1, 4)).toEqual(['boolean', 'false', 'global']);
+    expect(byName.refresh_envs.slice(1, 4)).toEqual(['integer', '300', 'global']);
   });
 
   it('takes the environment from --env when not given', async () => {

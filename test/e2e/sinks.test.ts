@@ -69,8 +69,8 @@ describe('sinks list', () => {
     expect(list.length).toBe(api.length);
     expect(list.length).toBeGreaterThan(0);
     list.forEach((s: LogSink & { config: unknown }, i: number) => {
-      expect(s.id).toBe(api[i]!.id);
-      expect(s.config).toEqual(decoded(api[i]!));
+      expect(s.id).toBe(api[i].id);
+      expect(s.config).toEqual(decoded(api[i]));
       expect(typeof s.config).toBe('object');
     });
   });
@@ -90,7 +90,7 @@ describe('sinks list', () => {
     expect(lines[0]).toBe('ID\tNAME\tTYPE\tSOURCE\tENABLED\tORDER\tBACKLOG\tOLDEST\tLAST SUCCESS\tLAST ERROR\tCONFIG');
     const g = await stored('global');
     expect(lines.slice(1).map((l) => l.split('\t')[1])).toEqual(g.map((s) => s.name));
-    expect(JSON.parse(lines[1]!.split('\t')[10]!)).toEqual(decoded(g[0]!));
+    expect(JSON.parse(lines[1].split('\t')[10])).toEqual(decoded(g[0]));
   });
 
   it('exits 3 for an unknown environment, naming the known ones', async () => {

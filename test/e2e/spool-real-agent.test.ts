@@ -47,7 +47,7 @@ describeRealAgent('the log spool with the real osquery agent', () => {
       const r = await srv.cli.run(args);
       expect(r.exitCode, r.stderr).toBe(0);
     }
-    agent = await startOsqueryd({ enrollment: await srv.enrollment(), flags: ['--logger_plugin=tls,filesystem'] });
+    agent = startOsqueryd({ enrollment: await srv.enrollment(), flags: ['--logger_plugin=tls,filesystem'] });
     uuid = await agent.identifier();
   }, 300_000);
 

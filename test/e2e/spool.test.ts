@@ -20,7 +20,7 @@ import { allCommands, readProgram } from '../../src/gen/model.js';
 function words(line: string): string[] {
   const out: string[] = [];
   const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
-  for (let m; (m = re.exec(line)); ) out.push(m[1] ?? m[2] ?? m[3]!);
+  for (let m; (m = re.exec(line)); ) out.push(m[1] ?? m[2] ?? m[3]);
   return out;
 }
 
@@ -36,7 +36,7 @@ let cli: Cli;
 let stdout = '';
 
 const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 
 /** Starts (or restarts, on the same database) the server; its stdout is kept apart. */
 async function start(): Promise<void> {
@@ -95,7 +95,7 @@ describe('a stdout sink', () => {
 
 describe('sinks edit, enable, disable, test', () => {
   let collector: Server;
-  let collected: { auth?: string; body: any[] }[] = [];
+  const collected: { auth?: string; body: any[] }[] = [];
   let url: string;
   beforeAll(async () => {
     collector = createServer((req, res) => {
@@ -183,7 +183,7 @@ describe('sinks edit, enable, disable, test', () => {
 describe('the examples of sinks add, edit, enable, disable and test', () => {
   it('run as written, in that order, against a server with SIEM_TOKEN in its environment and siem.json beside the CLI', async () => {
     const verbs = ['add', 'edit', 'enable', 'disable', 'test'];
-    const commands = allCommands(readProgram(await fullProgram()).root).filter((c) => c.path[0] === 'sinks' && verbs.includes(c.path[1]!));
+    const commands = allCommands(readProgram(await fullProgram()).root).filter((c) => c.path[0] === 'sinks' && verbs.includes(c.path[1]));
     const examples = verbs.flatMap((v) => commands.find((c) => c.path[1] === v)!.examples);
     expect(examples.length).toBeGreaterThanOrEqual(8);
     const cwd = mkdtempSync(join(tmpdir(), 'fleetctl-examples-'));

@@ -116,13 +116,13 @@ describe('tags list', () => {
     const runnable = examples.filter((e) => e.startsWith('tags add') || /\bprod-[a-z]+-\d{4}\b/.test(e));
     expect(runnable.length).toBeGreaterThan(2);
     // Shell words: "double" or 'single' quoted, or bare.
-    const argv = (line: string) => [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+    const argv = (line: string) => [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
     for (const e of runnable.sort((a, b) => Number(b.startsWith('tags add')) - Number(a.startsWith('tags add')))) {
       const r = await cli.run(argv(e));
       expect({ e, exitCode: r.exitCode, stderr: r.stderr }).toMatchObject({ e, exitCode: 0 });
     }
     // Leave the fleet as the later tests expect it.
-    for (const e of runnable.filter((x) => x.startsWith('tags add'))) expect((await cli.run(['tags', 'remove', argv(e)[2]!, '--yes'])).exitCode).toBe(0);
+    for (const e of runnable.filter((x) => x.startsWith('tags add'))) expect((await cli.run(['tags', 'remove', argv(e)[2], '--yes'])).exitCode).toBe(0);
   });
 });
 
@@ -169,10 +169,10 @@ describe('tags apply / unapply', () => {
   it('applies by hostname, and `nodes show` then lists the tag', async () => {
     await cli.run(['tags', 'add', 'apply-host']);
     const [a, b] = (await nodesJson(['--sort', 'hostname', '--limit', '2'])).map((n) => n.hostname);
-    const r = await cli.run(['tags', 'apply', 'apply-host', a!, b!]);
+    const r = await cli.run(['tags', 'apply', 'apply-host', a, b]);
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe('Tagged 2 nodes with apply-host in prod\n');
-    const shown = await cli.run(['nodes', 'show', a!, '-o', 'json']);
+    const shown = await cli.run(['nodes', 'show', a, '-o', 'json']);
     expect((JSON.parse(shown.stdout) as Node).tags.map((t) => t.name)).toContain('apply-host');
     expect((await tag('apply-host'))?.node_count).toBe(2);
   });
@@ -180,7 +180,7 @@ describe('tags apply / unapply', () => {
   it('resolves UUIDs and local names too, and reports the count as JSON', async () => {
     await cli.run(['tags', 'add', 'apply-mixed']);
     const ns = await nodesJson(['--platform', 'linux', '--sort', 'hostname', '--limit', '3']);
-    const r = await cli.run(['tags', 'apply', 'apply-mixed', ns[0]!.uuid.toUpperCase(), ns[1]!.localname, ns[2]!.hostname, ns[2]!.uuid, '-o', 'json']);
+    const r = await cli.run(['tags', 'apply', 'apply-mixed', ns[0].uuid.toUpperCase(), ns[1].localname, ns[2].hostname, ns[2].uuid, '-o', 'json']);
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe('');
     const out = JSON.parse(r.stdout);
@@ -192,12 +192,12 @@ describe('tags apply / unapply', () => {
   it('exits 3 when one node is unknown, and tags none of them', async () => {
     await cli.run(['tags', 'add', 'apply-unknown']);
     const [known] = await nodesJson(['--sort', 'hostname', '--limit', '1']);
-    const r = await cli.run(['tags', 'apply', 'apply-unknown', known!.hostname, 'no-such-host-xyz']);
+    const r = await cli.run(['tags', 'apply', 'apply-unknown', known.hostname, 'no-such-host-xyz']);
     expect(r.exitCode).toBe(3);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^error: no node "no-such-host-xyz" in prod; nothing changed\n/);
     expect((await tag('apply-unknown'))?.node_count).toBe(0);
-    expect((await node(known!.uuid)).tags.map((t) => t.name)).not.toContain('apply-unknown');
+    expect((await node(known.uuid)).tags.map((t) => t.name)).not.toContain('apply-unknown');
   });
 
   it('refuses an ambiguous local name, listing the candidate UUIDs, and tags nothing', async () => {
@@ -252,11 +252,11 @@ describe('tags apply / unapply', () => {
 
   it('exits 3 for an unknown tag, and 5 for a user who is not env admin', async () => {
     const [n] = await nodesJson(['--limit', '1']);
-    const r = await cli.run(['tags', 'apply', 'no-such-tag', n!.uuid]);
+    const r = await cli.run(['tags', 'apply', 'no-such-tag', n.uuid]);
     expect(r.exitCode).toBe(3);
     const analyst = new Cli();
     await analyst.login(server.url, 'analyst');
-    const denied = await analyst.run(['tags', 'apply', 'pci', n!.uuid]);
+    const denied = await analyst.run(['tags', 'apply', 'pci', n.uuid]);
     expect(denied.exitCode).toBe(5);
     expect(denied.stderr).toMatch(/forbidden, HTTP 403/);
     const list = await analyst.run(['tags', 'list', '-o', 'json']);

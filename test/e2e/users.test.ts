@@ -49,7 +49,7 @@ describe('users list / show / me', () => {
     const r = await cli.run(['users', 'list']);
     expect(r.exitCode).toBe(0);
     const [header, ...rows] = r.stdout.trimEnd().split('\n');
-    expect(header!.split('\t')).toEqual(['USERNAME', 'FULL NAME', 'EMAIL', 'SUPER-ADMIN', 'SERVICE', 'ACCESS', 'MFA', 'LAST LOGIN']);
+    expect(header.split('\t')).toEqual(['USERNAME', 'FULL NAME', 'EMAIL', 'SUPER-ADMIN', 'SERVICE', 'ACCESS', 'MFA', 'LAST LOGIN']);
     const analyst = rows.map((l) => l.split('\t')).find((c) => c[0] === 'analyst')!;
     expect(analyst[5]).toBe('prod:user, staging:user');
     expect(rows.map((l) => l.split('\t')).find((c) => c[0] === 'admin')![5]).toBe('all (super-admin)');

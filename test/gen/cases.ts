@@ -34,7 +34,7 @@ export function treeCases(p: ProgramSpec): Case[] {
     }
   }
   // Global options with choices, before any command and after the deepest verb.
-  const deepest = cmds.filter((c) => !c.commands.length && !c.implicitHelp).sort((a, b) => b.path.length - a.path.length)[0]!;
+  const deepest = cmds.filter((c) => !c.commands.length && !c.implicitHelp).sort((a, b) => b.path.length - a.path.length)[0];
   for (const o of p.globals) {
     if (!o.choices) continue;
     for (const n of optionNames(o)) {
@@ -47,5 +47,5 @@ export function treeCases(p: ProgramSpec): Case[] {
 
 /** The cases whose result differs from the expected one, for a readable failure. */
 export function mismatches(cases: Case[], results: string[][]): { line: string; expected: string[]; got: string[] }[] {
-  return cases.flatMap((c, i) => (JSON.stringify(c.expected) === JSON.stringify(results[i]) ? [] : [{ line: c.line, expected: c.expected, got: results[i]! }]));
+  return cases.flatMap((c, i) => (JSON.stringify(c.expected) === JSON.stringify(results[i]) ? [] : [{ line: c.line, expected: c.expected, got: results[i] }]));
 }

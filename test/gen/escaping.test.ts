@@ -73,7 +73,7 @@ describe('escaping', () => {
 
   test('bash completes values, aliases and a verb option that shadows a global', async () => {
     // bash splits "r:n" at ":" (COMP_WORDBREAKS) too: the alias is checked through fish and zsh.
-    const r = await bashComplete([lines[0]!, lines[2]!, lines[3]!], { file: join(dir, 'fleetctl.bash') });
+    const r = await bashComplete([lines[0], lines[2], lines[3]], { file: join(dir, 'fleetctl.bash') });
     expect(r).toEqual([expected[0], expected[2], expected[3]]);
   });
 
@@ -82,7 +82,7 @@ describe('escaping', () => {
   });
 
   test('zsh completes them', async () => {
-    const r = await zshComplete([lines[0]!, lines[1]!, lines[3]!], { dir: join(dir, 'zsh') });
+    const r = await zshComplete([lines[0], lines[1], lines[3]], { dir: join(dir, 'zsh') });
     expect(r).toEqual([expected[0], expected[1], expected[3]]);
   });
 

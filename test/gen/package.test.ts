@@ -30,8 +30,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('npm pack and a global install', () => {
   it('packs the built CLI, the completions and every man page, and nothing from src/ or test/', () => {
     // The package's own name: `fleetctl` on the registry is another product (Fleet DM's CLI).
-    expect(packed[0]!.filename).toMatch(/^osquery-fleetctl-\d+\.\d+\.\d+\.tgz$/);
-    const files = packed[0]!.files.map((f) => f.path);
+    expect(packed[0].filename).toMatch(/^osquery-fleetctl-\d+\.\d+\.\d+\.tgz$/);
+    const files = packed[0].files.map((f) => f.path);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { man: string[] };
     for (const f of ['bin/fleetctl.js', 'dist/main.js', 'completions/fleetctl.bash', 'completions/_fleetctl', 'completions/fleetctl.fish', ...pkg.man]) {
       expect(files, f).toContain(f);

@@ -77,7 +77,7 @@ export async function fishComplete(lines: string[], o: { cwd?: string; file?: st
   const script = [`source ${fq(o.file ?? FISH_FILE)}`, ...lines.map((l) => `complete -C ${fq(l)}; printf '%s\\n' \\x1e`)].join('\n');
   const r = await execa('fish', ['--no-config', '-c', script], { cwd: o.cwd, reject: false });
   if (r.exitCode !== 0 || r.stderr) throw new Error(`fish failed (${r.exitCode}): ${r.stderr}`);
-  return splitResults(r.stdout + '\n', lines.length).map((c) => [...new Set(c.map((x) => x.split('\t')[0]!))].sort());
+  return splitResults(r.stdout + '\n', lines.length).map((c) => [...new Set(c.map((x) => x.split('\t')[0]))].sort());
 }
 
 /** Types each line plus TAB into an interactive zsh (zpty) with the directory in $fpath. */

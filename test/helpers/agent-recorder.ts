@@ -47,7 +47,7 @@ export async function startRecorder(o: { target: string; cert: string; key: stri
           const answer = Buffer.concat(out);
           const gz = String(req.headers['content-encoding'] ?? '') === 'gzip';
           const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-          exchanges.push({ endpoint: (req.url ?? '').split('?')[0]!.split('/').pop() ?? '', headers, body: parse(gz ? gunzipSync(raw) : raw), status: r.statusCode ?? 0, response: parse(answer) });
+          exchanges.push({ endpoint: (req.url ?? '').split('?')[0].split('/').pop() ?? '', headers, body: parse(gz ? gunzipSync(raw) : raw), status: r.statusCode ?? 0, response: parse(answer) });
           res.writeHead(r.statusCode ?? 502, r.headers);
           res.end(answer);
         });
@@ -88,7 +88,7 @@ export function shapeOf(v: unknown, keyed: string[] = [], path = '$'): unknown {
       return { '*': uniq.length === 1 ? uniq[0] : uniq };
     }
     return Object.fromEntries(
-      Object.keys(v as object)
+      Object.keys(v)
         .sort()
         .map((k) => [k, shapeOf((v as Record<string, unknown>)[k], keyed, `${path}.${k}`)]),
     );

@@ -247,7 +247,7 @@ export class Osqueryd {
 
   /** The host identifier osquery enrolls with (its "Using host identifier" line). */
   async identifier(): Promise<string> {
-    return (await this.waitFor(/Using host identifier: (\S+)/))[1]!;
+    return (await this.waitFor(/Using host identifier: (\S+)/))[1];
   }
 
   /**

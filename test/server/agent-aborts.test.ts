@@ -41,7 +41,7 @@ describe('agent requests aborted by the agent', () => {
     }
     expect(await metric(faults)).toBe(faults0);
     expect(warnings.filter((w) => /unavailable|aborted/.test(w))).toEqual([]);
-    const r = await agentPost(flags.hostname, flags.endpoint.read!, { node_key: 'no-such-key' }, { ca });
+    const r = await agentPost(flags.hostname, flags.endpoint.read, { node_key: 'no-such-key' }, { ca });
     expect(r.body).toEqual({ node_invalid: true });
   });
 });

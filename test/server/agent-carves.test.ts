@@ -15,7 +15,7 @@ let secret: string;
 let ca: string;
 const MAX = 64 * 1024;
 
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 
 async function enroll() {
   const uuid = randomUUID();

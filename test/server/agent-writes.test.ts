@@ -13,7 +13,7 @@ let flags: Flags;
 let secret: string;
 let ca: string;
 
-const post = (ep: string, body: unknown, o: { raw?: Buffer } = {}) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, ...o });
+const post = (ep: string, body: unknown, o: { raw?: Buffer } = {}) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca, ...o });
 
 async function enroll() {
   const uuid = randomUUID();

@@ -52,7 +52,7 @@ describe('GET /api/v1/audit-logs', () => {
     // server's clock when a row was prepared, the id comes at insertion, and concurrent writes on
     // a pool of connections may insert in the other order (seen once: 1 ms apart, on PostgreSQL).
     const times: number[] = r.body.items.map((e: any) => Date.parse(e.created_at));
-    times.forEach((t, i) => i > 0 && expect(t, `entry ${ids[i]} after ${ids[i - 1]}`).toBeLessThanOrEqual(times[i - 1]! + 1000));
+    times.forEach((t, i) => i > 0 && expect(t, `entry ${ids[i]} after ${ids[i - 1]}`).toBeLessThanOrEqual(times[i - 1] + 1000));
     // The demo history spans several days, users and kinds of entry.
     expect(new Set(r.body.items.map((e: any) => e.username)).size).toBeGreaterThan(4);
     expect(new Set(r.body.items.map((e: any) => e.log_type))).toEqual(new Set([1, 3, 4, 5, 6, 7, 8, 9, 10]));

@@ -29,7 +29,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 const node = async (ref: string) => (await t.call('GET', `/api/v1/nodes/prod/node/${ref}`, { token: admin })).body;
 
 async function enrolled(hostname: string) {

@@ -73,8 +73,8 @@ describe('expiry actions', () => {
     expect(await readSecret()).toBe(after.secret);
     const [audit] = await auditRows(ts, 7);
     expect(audit).toMatchObject({ username: 'prod-admin', env_uuid: after.uuid });
-    expect(audit!.line).toContain('rotated');
-    expect(audit!.line).not.toContain(after.secret);
+    expect(audit.line).toContain('rotated');
+    expect(audit.line).not.toContain(after.secret);
   });
 
   it('only touches the environment in the path', async () => {
@@ -100,7 +100,7 @@ describe('update and the osctrl single-field actions', () => {
     const cert = await ts.call('GET', '/api/v1/environments/prod/enroll/cert', { token: tok.prodAdmin });
     expect(cert.body.data).toBe(TEST_CERT);
     const [audit] = await auditRows(ts, 7);
-    expect(audit!.line).toContain('url_mac_pkg=https://pkgs.example.com/osquery-5.13.1.pkg');
+    expect(audit.line).toContain('url_mac_pkg=https://pkgs.example.com/osquery-5.13.1.pkg');
   });
 
   it.each([

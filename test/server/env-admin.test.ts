@@ -29,7 +29,7 @@ const near = (iso: string, ms: number) => expect(Math.abs(Date.parse(iso) - ms))
 async function enroll(env: string, uuid = randomUUID()) {
   const flags = parseFlags((await t.call('GET', `/api/v1/environments/${env}/enroll/flags`, { token: admin })).body.data);
   const secret = (await t.call('GET', `/api/v1/environments/${env}/enroll/secret`, { token: admin })).body.data;
-  const r = await agentPost(flags.hostname, flags.endpoint.enroll!, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `host-${uuid.slice(0, 8)}`) }, { ca });
+  const r = await agentPost(flags.hostname, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `host-${uuid.slice(0, 8)}`) }, { ca });
   return { flags, uuid, reply: r };
 }
 
@@ -43,7 +43,7 @@ describe('POST /api/v1/environments', () => {
     expect(r.body.secret).toMatch(/^[0-9a-f]{48}$/);
     const a = await enroll('lab');
     expect(a.reply).toMatchObject({ status: 200, body: { node_invalid: false } });
-    expect((await auditRows(t, 7, 1))[0]!.line).toBe(`environment lab created: agent host ${t.server.agent!.address}, enrollment open until closed`);
+    expect((await auditRows(t, 7, 1))[0].line).toBe(`environment lab created: agent host ${t.server.agent!.address}, enrollment open until closed`);
   });
 
   it('takes an agent host, intervals, detail refresh and an enrollment window', async () => {
@@ -92,7 +92,7 @@ describe('PATCH /api/v1/environments/{env}', () => {
     expect(flags).toContain('--tls_hostname=fleet.example.com\n');
     expect(flags).toContain('--distributed_interval=20');
     expect((await t.call('GET', '/api/v1/environments/ren-a', { token: admin })).status).toBe(404);
-    expect((await auditRows(t, 7, 1))[0]!.line).toBe('environment ren-a edited: name ren-a -> ren-b, agent host fleet.example.com, query_interval=20, accept_enrolls=false');
+    expect((await auditRows(t, 7, 1))[0].line).toBe('environment ren-a edited: name ren-a -> ren-b, agent host fleet.example.com, query_interval=20, accept_enrolls=false');
   });
 
   it('an empty hostname follows the server again; {} changes nothing; a taken name is 409', async () => {
@@ -134,7 +134,7 @@ describe('DELETE /api/v1/environments/{env}', () => {
     expect((await t.call('POST', '/api/v1/tags/doomed/add', { token: admin, body: { name: 'web' } })).status).toBe(200);
     const q = await t.call('POST', '/api/v1/queries/doomed', { token: admin, body: { query: 'SELECT 1' } });
     expect(q.status).toBe(200);
-    const w = await agentPost(a.flags.hostname, a.flags.endpoint.write!, { node_key: key, queries: { [q.body.query_name]: [{ one: '1' }] }, statuses: {} }, { ca });
+    const w = await agentPost(a.flags.hostname, a.flags.endpoint.write, { node_key: key, queries: { [q.body.query_name]: [{ one: '1' }] }, statuses: {} }, { ca });
     expect(w.status).toBe(200);
     expect(await db.selectFrom('query_results').select('id').where('node_uuid', '=', a.uuid).execute()).toHaveLength(1);
     const r = await remove('doomed');
@@ -145,7 +145,7 @@ describe('DELETE /api/v1/environments/{env}', () => {
     }
     expect(await db.selectFrom('query_results').select('id').where('node_uuid', '=', a.uuid).execute()).toEqual([]);
     // Its agent's next request: unknown (osquery re-enrolls, and its enroll is refused: no such environment).
-    const cfg = await agentPost(a.flags.hostname, a.flags.endpoint.config!, { node_key: key }, { ca });
+    const cfg = await agentPost(a.flags.hostname, a.flags.endpoint.config, { node_key: key }, { ca });
     expect(cfg.status).toBe(404);
     const audit = await db.selectFrom('audit_logs').select('line').where('env_uuid', '=', env.uuid).orderBy('id').execute();
     expect(audit.map((x) => x.line)).toContain('environment doomed deleted with 1 node');

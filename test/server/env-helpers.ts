@@ -5,8 +5,8 @@ import type { TestServer } from '../helpers/api-server.js';
 
 type Kind = 'integer' | 'string' | 'boolean' | 'object' | 'array';
 
-const s = (names: string) => Object.fromEntries(names.split(/[\s,]+/).filter(Boolean).map((n) => [n, 'string' as Kind]));
 const of = (kind: Kind, names: string) => Object.fromEntries(names.split(/[\s,]+/).filter(Boolean).map((n) => [n, kind]));
+const s = (names: string) => of('string', names);
 
 export const ENVIRONMENT_FIELDS: Record<string, Kind> = {
   ...of('integer', 'id user_id config_interval log_interval query_interval'),

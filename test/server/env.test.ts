@@ -101,7 +101,7 @@ describe('PATCH /api/v1/environments/intervals/{env}', () => {
     expect(await intervals()).toEqual({ config_interval: 120, log_interval: 600, query_interval: 30 });
     const [audit] = await auditRows(ts, 7);
     expect(audit).toMatchObject({ username: 'prod-admin', env_uuid: prodUuid });
-    expect(audit!.line).toContain('config_interval=120');
+    expect(audit.line).toContain('config_interval=120');
     // The generated flags follow the new intervals.
     expect(r.body.flags).toContain('--config_tls_refresh=120');
     expect(r.body.flags).toContain('--distributed_interval=30');

@@ -18,7 +18,7 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
   let ca: string;
   const logs: string[] = [];
 
-  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
   // A realistic host_details of ~20 KB: its row needs new pages (SQLite's overflow pages).
   const enroll = (uuid = randomUUID()) => {
     const details = { ...hostDetails(uuid, `host-${uuid.slice(0, 8)}`), platform_info: { vendor: 'SeaBIOS', extra: randomBytes(10_000).toString('hex') } };

@@ -13,10 +13,10 @@ let flags: Flags;
 let secret: string;
 let ca: string;
 let collector: Server;
-let collected: unknown[][] = [];
+const collected: unknown[][] = [];
 let collectorUrl = '';
 
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 
 beforeAll(async () => {
   t = await startTestServer({ devNodes: 30, agent: { host: '127.0.0.1', port: 0 } });
@@ -209,10 +209,10 @@ describe('enrollment rules on the agent door', () => {
     const uuid = randomUUID();
     const body = { enroll_secret: env.secret, host_identifier: uuid, host_details: hostDetails(uuid, 'late-host') };
     expect((await t.call('POST', '/api/v1/environments/staging/enroll/expire', { token: admin })).status).toBe(200);
-    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body).toEqual({ node_invalid: true });
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll, body, { ca })).body).toEqual({ node_invalid: true });
     expect((await agentGet(sflags.hostname, `/${env.uuid}/${env.enroll_secret_path}/enroll.sh`, ca)).status).toBe(404);
     expect((await t.call('POST', '/api/v1/environments/staging/enroll/extend', { token: admin })).status).toBe(200);
-    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll!, body, { ca })).body.node_invalid).toBe(false);
+    expect((await agentPost(sflags.hostname, sflags.endpoint.enroll, body, { ca })).body.node_invalid).toBe(false);
   });
 });
 

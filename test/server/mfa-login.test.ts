@@ -116,7 +116,7 @@ describe('POST /api/v1/login/mfa', () => {
   });
 
   it('a recovery code works once, typed in any case and without dashes', async () => {
-    const code = mfa.recoveryCodes[0]!;
+    const code = mfa.recoveryCodes[0];
     const first = await answer(await challenge(), code.toUpperCase().replaceAll('-', ''), 'recovery');
     expect(first.status).toBe(200);
     expect(typeof first.body.token).toBe('string');
@@ -136,7 +136,7 @@ describe('POST /api/v1/login/mfa', () => {
   it('a TOTP code is not a recovery code, nor the reverse', async () => {
     const c = await challenge();
     expect((await answer(c, clock.code(mfa.secret), 'recovery')).status).toBe(403);
-    expect((await answer(c, mfa.recoveryCodes[1]!, 'totp')).status).toBe(403);
+    expect((await answer(c, mfa.recoveryCodes[1], 'totp')).status).toBe(403);
     expect((await answer(c, clock.code(mfa.secret), 'totp')).status).toBe(200);
   });
 

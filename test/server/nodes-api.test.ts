@@ -179,14 +179,14 @@ describe('node read and delete (4.12, 4.13)', () => {
 
   it('a node\'s own identifier wins over the hostnames of others (osquery\'s --host_identifier=hostname)', async () => {
     const [named, other] = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid', 'hostname']).where('environment_id', '=', 1).orderBy('id').limit(2).execute();
-    await ts.server.deps.db.updateTable('nodes').set({ uuid: 'db-host-7', hostname: 'db-host-7' }).where('id', '=', named!.id).execute();
-    await ts.server.deps.db.updateTable('nodes').set({ hostname: 'db-host-7' }).where('id', '=', other!.id).execute();
+    await ts.server.deps.db.updateTable('nodes').set({ uuid: 'db-host-7', hostname: 'db-host-7' }).where('id', '=', named.id).execute();
+    await ts.server.deps.db.updateTable('nodes').set({ hostname: 'db-host-7' }).where('id', '=', other.id).execute();
     try {
       const r = await ts.call('GET', '/api/v1/nodes/prod/node/db-host-7', { token: admin });
       expect(r.status).toBe(200);
       expect(r.body.uuid).toBe('db-host-7');
     } finally {
-      for (const n of [named!, other!]) await ts.server.deps.db.updateTable('nodes').set({ uuid: n.uuid, hostname: n.hostname }).where('id', '=', n.id).execute();
+      for (const n of [named, other]) await ts.server.deps.db.updateTable('nodes').set({ uuid: n.uuid, hostname: n.hostname }).where('id', '=', n.id).execute();
     }
   });
 
@@ -236,7 +236,7 @@ describe('/error (4.21) and unknown routes', () => {
     const reply = await new Promise<string>((resolve, reject) => {
       const sock = connect(Number(port), '127.0.0.1', () => sock.write('GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'));
       let data = '';
-      sock.on('data', (d) => (data += d));
+      sock.on('data', (d: Buffer) => (data += d.toString('latin1')));
       sock.on('end', () => resolve(data));
       sock.on('error', reject);
     });

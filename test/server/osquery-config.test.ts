@@ -76,7 +76,7 @@ describe('changing', () => {
     expect((await cfg()).body.hash).toBe(r.body.hash);
     const [row] = await auditRows(t, 7, 1);
     expect(row).toMatchObject({ username: 'admin', log_type: 7 });
-    expect(row!.line).toContain('osquery configuration of staging changed: schedule (+users)');
+    expect(row.line).toContain('osquery configuration of staging changed: schedule (+users)');
     // The Environment resource carries the parts and the assembled configuration too (as osctrl's).
     const env = (await t.call('GET', '/api/v1/environments/staging', { token: admin })).body;
     expect(JSON.parse(env.schedule)).toEqual(r.body.schedule);
@@ -179,10 +179,10 @@ describe('bad input: 400 with the offending path, nothing stored', () => {
 describe('what the agents get', () => {
   it('an agent fetches the stored configuration; its node records the hash and when', async () => {
     const uuid = randomUUID();
-    const enroll = await agentPost(flags.hostname, flags.endpoint.enroll!, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cfg-host') }, { ca });
+    const enroll = await agentPost(flags.hostname, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cfg-host') }, { ca });
     const key = enroll.body.node_key as string;
     const view = (await t.call('GET', '/api/v1/environments/staging/agent-config', { token: admin })).body;
-    const got = await agentPost(flags.hostname, flags.endpoint.config!, { node_key: key }, { ca });
+    const got = await agentPost(flags.hostname, flags.endpoint.config, { node_key: key }, { ca });
     expect(got.body).toEqual({ ...view.config, node_invalid: false });
     const node = await eventually(async () => {
       const n = (await t.call('GET', `/api/v1/nodes/staging/node/${uuid}`, { token: admin })).body;
@@ -196,7 +196,7 @@ describe('what the agents get', () => {
     await put('schedule', { users: USERS, time: { query: 'SELECT unix_time FROM time', interval: 10 } });
     const stale = await t.call('GET', '/api/v1/nodes/staging?config=stale', { token: admin });
     expect(stale.body.items.map((n: { uuid: string }) => n.uuid)).toContain(uuid);
-    await agentPost(flags.hostname, flags.endpoint.config!, { node_key: key }, { ca });
+    await agentPost(flags.hostname, flags.endpoint.config, { node_key: key }, { ca });
     await eventually(async () => {
       const r = await t.call('GET', `/api/v1/nodes/staging?config=stale&q=${uuid}`, { token: admin });
       return r.body.total_items === 0 ? true : undefined;

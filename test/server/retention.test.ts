@@ -16,7 +16,7 @@ let offsetMs = 0;
 const DAY = 86_400_000;
 const realNow = () => new Date();
 
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 const db = () => t.server.deps.db;
 const count = async (table: 'query_results' | 'audit_logs' | 'carve_blocks' | 'node_queries') =>
   Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);

@@ -84,7 +84,7 @@ describe('PATCH /api/v1/settings/{service}/{name}', () => {
     expect(await activeProd()).toBeLessThan(activeAt72);
     const [audit] = await auditRows(ts, 8);
     expect(audit).toMatchObject({ username: 'admin', environment_id: 0 });
-    expect(audit!.line).toContain('admin/inactive_hours set to 1 (global)');
+    expect(audit.line).toContain('admin/inactive_hours set to 1 (global)');
     expect((await patch('admin', 'inactive_hours', { integer: 72, type: 'integer' })).status).toBe(200);
     expect(await activeProd()).toBe(activeAt72);
   });
@@ -109,7 +109,7 @@ describe('PATCH /api/v1/settings/{service}/{name}', () => {
     expect((await find('tls', 'accelerated_seconds')).integer).toBe(900);
     const [audit] = await auditRows(ts, 8);
     expect(audit).toMatchObject({ environment_id: prodId });
-    expect(audit!.line).toContain('(environment prod)');
+    expect(audit.line).toContain('(environment prod)');
   });
 
   it('each built-in setting says what it does on this server in its info', async () => {

@@ -21,7 +21,7 @@ let ca: string;
 let dir: string;
 let envId: number;
 
-const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 const api = (method: string, path: string, body?: unknown) => t.call(method, path, { token: admin, body });
 const db = () => t.server.deps.db;
 
@@ -77,8 +77,8 @@ describe('the spool', () => {
     expect(rows).toHaveLength(2);
     const node = await db().selectFrom('nodes').select(['id', 'hostname']).where('uuid', '=', n.uuid).executeTakeFirstOrThrow();
     expect(rows[0]).toMatchObject({ environment_id: envId, node_id: node.id, host_identifier: n.uuid, hostname: node.hostname, log_type: 'result', name: 'pack_a_b', severity: null, time: 1700000001 });
-    expect(JSON.parse(rows[1]!.line)).toEqual(result('pack_a_b', 2, tag));
-    expect(Number(rows[1]!.id)).toBeGreaterThan(Number(rows[0]!.id));
+    expect(JSON.parse(rows[1].line)).toEqual(result('pack_a_b', 2, tag));
+    expect(Number(rows[1].id)).toBeGreaterThan(Number(rows[0].id));
 
     const status = await post('log', { node_key: n.key, log_type: 'status', data: [{ hostIdentifier: n.uuid, calendarTime: 'x', unixTime: '1700000100', severity: '1', filename: 'f.cpp', line: '7', message: tag, version: '5.12.1' }] });
     expect(status.status).toBe(200);

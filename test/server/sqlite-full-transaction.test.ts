@@ -32,7 +32,7 @@ describe.skipIf(onPostgres)('SQLite: a transaction that runs out of space', () =
       const db = store[which];
       await sql`create table if not exists ballast (b blob)`.execute(store.db);
       await sql`delete from ballast`.execute(store.db);
-      const pages = Number((await sql<{ page_count: number }>`pragma page_count`.execute(store.db)).rows[0]!.page_count);
+      const pages = Number((await sql<{ page_count: number }>`pragma page_count`.execute(store.db)).rows[0].page_count);
       await sql.raw(`pragma max_page_count = ${pages + 2}`).execute(store.db);
       const err = await db
         .transaction()
@@ -47,7 +47,7 @@ describe.skipIf(onPostgres)('SQLite: a transaction that runs out of space', () =
       await db.transaction().execute(async (tx) => {
         await sql`insert into ballast (b) values (${randomBytes(5000)})`.execute(tx);
       });
-      expect(Number((await sql<{ n: number }>`select count(*) as n from ballast`.execute(store.db)).rows[0]!.n)).toBe(1);
+      expect(Number((await sql<{ n: number }>`select count(*) as n from ballast`.execute(store.db)).rows[0].n)).toBe(1);
     });
   }
 });

@@ -80,7 +80,7 @@ describe('add', () => {
     expect(t!.color).toMatch(/^#[0-9a-f]{6}$/);
     const [audit] = await auditRows(ts, 6);
     expect(audit).toMatchObject({ username: 'prod-admin', log_type: 6 });
-    expect(audit!.line).toContain('web-tier');
+    expect(audit.line).toContain('web-tier');
   });
 
   it('keeps the given color, icon and type; custom_tag is the type’s name or the custom text', async () => {
@@ -167,15 +167,15 @@ describe('edit', () => {
 describe('tag and untag', () => {
   it('applies a tag to nodes: the node read shows it and node_count counts it', async () => {
     const [a, b, c] = prodNodes;
-    const r = await act('tag', { name: 'web-tier', uuids: [a, b, c!.toUpperCase()] });
+    const r = await act('tag', { name: 'web-tier', uuids: [a, b, c.toUpperCase()] });
     expectData(r);
     expect((await tagOf('web-tier'))!.node_count).toBe(3);
-    for (const u of [a!, b!, c!]) expect(await nodeTags(u)).toContain('web-tier');
+    for (const u of [a, b, c]) expect(await nodeTags(u)).toContain('web-tier');
     // Applying again is harmless.
     expectData(await act('tag', { name: 'web-tier', uuids: [a] }));
     expect((await tagOf('web-tier'))!.node_count).toBe(3);
     const [audit] = await auditRows(ts, 6);
-    expect(audit!.line).toContain('web-tier');
+    expect(audit.line).toContain('web-tier');
   });
 
   it('with one unknown UUID is 404 and applies nothing', async () => {
@@ -186,8 +186,8 @@ describe('tag and untag', () => {
     expect(r.body.error).toContain('00000000-0000-4000-a000-000000000000');
     expect(r.body.uuids).toEqual(['00000000-0000-4000-a000-000000000000']);
     expect((await tagOf('os-linux'))!.node_count).toBe(0);
-    expect(await nodeTags(d!)).not.toContain('os-linux');
-    expect(await nodeTags(e!)).not.toContain('os-linux');
+    expect(await nodeTags(d)).not.toContain('os-linux');
+    expect(await nodeTags(e)).not.toContain('os-linux');
   });
 
   it('with a node of another environment is 404 and applies nothing', async () => {
@@ -209,23 +209,23 @@ describe('tag and untag', () => {
   it('untag removes the tag from the given nodes only', async () => {
     const [a, b] = prodNodes;
     expectData(await act('untag', { name: 'web-tier', uuids: [a] }));
-    expect(await nodeTags(a!)).not.toContain('web-tier');
-    expect(await nodeTags(b!)).toContain('web-tier');
+    expect(await nodeTags(a)).not.toContain('web-tier');
+    expect(await nodeTags(b)).toContain('web-tier');
     expect((await tagOf('web-tier'))!.node_count).toBe(2);
     const bad = await act('untag', { name: 'web-tier', uuids: [b, 'not-a-node'] });
     expect(bad.status).toBe(404);
-    expect(await nodeTags(b!)).toContain('web-tier');
+    expect(await nodeTags(b)).toContain('web-tier');
   });
 });
 
 describe('remove', () => {
   it('deletes the tag and untags its nodes', async () => {
     const [, b] = prodNodes;
-    expect(await nodeTags(b!)).toContain('web-tier');
+    expect(await nodeTags(b)).toContain('web-tier');
     const r = await act('remove', { name: 'web-tier' });
     expectData(r);
     expect(await tagOf('web-tier')).toBeUndefined();
-    expect(await nodeTags(b!)).not.toContain('web-tier');
+    expect(await nodeTags(b)).not.toContain('web-tier');
     const links = await ts.server.deps.db.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('tags.name').where('tags.name', '=', 'web-tier').execute();
     expect(links).toEqual([]);
     // The staging tag of the same name is untouched.

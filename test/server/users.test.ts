@@ -118,7 +118,7 @@ describe('POST /api/v1/users/{username}/add', () => {
     const audit = await auditOf('user alice added');
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ log_type: 10, username: 'admin' });
-    expect(audit[0]!.line).not.toContain('alice-pass-1');
+    expect(audit[0].line).not.toContain('alice-pass-1');
   });
 
   it('levels: given ones set, user_access defaults to true; admin: true makes a super-admin; service flag', async () => {

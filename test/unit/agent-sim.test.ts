@@ -132,7 +132,7 @@ describe('agent simulator', () => {
       await until(() => sim.enrolled === 3, 'three enrollments');
       const enrolls = seen.filter((s) => s.path === '/env-1/enroll');
       expect(new Set(enrolls.map((e) => e.body.host_identifier)).size).toBe(3);
-      expect(enrolls[0]!.body).toMatchObject({ enroll_secret: 's3cret', host_details: { os_version: {}, system_info: {}, osquery_info: {} } });
+      expect(enrolls[0].body).toMatchObject({ enroll_secret: 's3cret', host_details: { os_version: {}, system_info: {}, osquery_info: {} } });
       await until(() => seen.some((s) => s.path === '/env-1/log'), 'a log request');
       const log = seen.find((s) => s.path === '/env-1/log')!;
       expect(log.gzip).toBe(true);
@@ -170,7 +170,7 @@ describe('agent simulator', () => {
       const before = seen.filter((s) => s.path === '/env-1/enroll').length;
       invalidateOnce = true;
       await until(() => seen.filter((s) => s.path === '/env-1/config').length >= 3, 'configs');
-      sim.agents[0]!.nodeKey = 'stale';
+      sim.agents[0].nodeKey = 'stale';
       await (sim as unknown as { run(i: object): Promise<void> }).run({ at: 0, agent: 0, task: 'config' });
       await until(() => seen.filter((s) => s.path === '/env-1/enroll').length > before, 're-enrollment');
     } finally {

@@ -45,8 +45,8 @@ describe('--jq', () => {
   it('buffers a streamed list and runs once at end()', async () => {
     const io = memoryIO();
     const w = createListWriter(io, { format: 'json', jq: 'map(.uuid) | join(",")' }, []);
-    await w.write([nodes[0]!]);
-    await w.write([nodes[1]!]);
+    await w.write([nodes[0]]);
+    await w.write([nodes[1]]);
     expect(io.stdoutText()).toBe('');
     await w.end();
     expect(io.stdoutText()).toBe('u1,u2\n');

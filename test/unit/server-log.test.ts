@@ -31,11 +31,11 @@ describe('server log', () => {
     faults.report('agent log', Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
     faults.stop();
     expect(j.out).toHaveLength(2);
-    const bug = JSON.parse(j.out[0]!);
+    const bug = JSON.parse(j.out[0]);
     expect(bug).toMatchObject({ level: 'error', event: 'fault', msg: 'check-in flush failed (error): boom', where: 'check-in flush', kind: 'error' });
     expect(bug.stack).toMatch(/^TypeError: boom\n\s+at /);
-    expect(JSON.parse(j.out[1]!)).toMatchObject({ level: 'warn', event: 'fault', where: 'agent log', kind: 'busy' });
-    expect(JSON.parse(j.out[1]!).stack).toBeUndefined();
+    expect(JSON.parse(j.out[1])).toMatchObject({ level: 'warn', event: 'fault', where: 'agent log', kind: 'busy' });
+    expect(JSON.parse(j.out[1]).stack).toBeUndefined();
     const t = capture(false);
     t.log.event('error', 'fault', 'x failed (error): boom', { stack: 'TypeError: boom\n    at f (a.js:1:1)' });
     t.log.request({ door: 'agent', endpoint: 'read', status: 200, ms: 1 });

@@ -18,7 +18,7 @@ function staticImports(file: string, seen = new Set<string>()): string[] {
   const text = readFileSync(file, 'utf8');
   const out: string[] = [];
   for (const m of text.matchAll(/^import\s+(?:[^'"]*?\s+from\s+)?["']([^"']+)["'];?$/gm)) {
-    const spec = m[1]!;
+    const spec = m[1];
     if (spec.startsWith('.')) out.push(...staticImports(join(dirname(file), spec), seen));
     else out.push(spec);
   }

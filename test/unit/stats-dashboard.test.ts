@@ -43,8 +43,8 @@ describe('platformBars', () => {
       expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(['linux', 'darwin', 'windows', 'other']);
       for (const l of lines) expect([...l].length).toBeLessThanOrEqual(width);
       const blocks = (l: string) => [...l].filter((ch) => '█▏▎▍▌▋▊▉'.includes(ch)).length;
-      expect(blocks(lines[0]!)).toBe(Math.min(MAX_BAR, width - 7 - 4 - 6 - 6)); // label, count, percent, gaps; capped
-      expect(blocks(lines[1]!)).toBeLessThan(blocks(lines[0]!));
+      expect(blocks(lines[0])).toBe(Math.min(MAX_BAR, width - 7 - 4 - 6 - 6)); // label, count, percent, gaps; capped
+      expect(blocks(lines[1])).toBeLessThan(blocks(lines[0]));
       expect(lines[0]).toMatch(/1200\s+54\.5%$/);
       expect(lines[3]).toMatch(/186\s+8\.5%$/);
     }
@@ -76,7 +76,7 @@ describe('printDashboard', () => {
   it('says an enrollment window that is closing or closed (issue 27), and nothing when all are open', async () => {
     const soon = new Date(Date.now() + 5 * 3600_000 + 60_000).toISOString();
     const io = memoryIO({ tty: true, columns: 100, color: false });
-    await printDashboard(io, { ...stats, environments: [{ ...stats.environments[0]!, enrollment: 'closing', enroll_expire: soon }, { ...stats.environments[1]!, enrollment: 'closed' }] });
+    await printDashboard(io, { ...stats, environments: [{ ...stats.environments[0], enrollment: 'closing', enroll_expire: soon }, { ...stats.environments[1], enrollment: 'closed' }] });
     expect(io.stdoutText()).toMatch(/^Enroll\s+dev closing in 5 hours, prod closed$/m);
     const open = memoryIO({ tty: true, columns: 100, color: false });
     await printDashboard(open, stats);

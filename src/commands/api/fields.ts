@@ -18,7 +18,7 @@ export function parseKey(key: string, raw: string): string[] {
   const m = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(key);
   if (!m) throw new UsageError(`invalid field "${raw}": the key must look like name, name[sub] or name[]`);
   const rest = [...(m[2] ?? '').matchAll(/\[([^[\]]*)\]/g)].map((x) => x[1] ?? '');
-  return [m[1]!, ...rest];
+  return [m[1], ...rest];
 }
 
 /** Splits `key=value` at the first `=`; `typed` converts as -F does (files are read by the caller). */
@@ -79,7 +79,7 @@ export function buildQuery(fields: readonly FieldSpec[]): Record<string, string>
   const q: Record<string, string> = {};
   for (const f of fields) {
     if (f.path.length !== 1) throw new UsageError(`field "${f.raw}": nested keys and lists go into a JSON body, not a query string`);
-    q[f.path[0]!] = f.value === null ? '' : String(f.value);
+    q[f.path[0]] = typeof f.value === 'string' ? f.value : f.value === null ? '' : (JSON.stringify(f.value) ?? '');
   }
   return q;
 }

@@ -85,7 +85,7 @@ function syntaxLine(name: string, text: string, e: { code?: string; message: str
     const key = /^["']?([^"':\n]*)/.exec(text.slice(e.pos[0]))?.[1]?.trim();
     return `${where}: duplicate name${key ? ` "${key}"` : ''}: a key given twice in one map (YAML keeps one of them, so nothing is applied)`;
   }
-  return `${where}: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`;
+  return `${where}: ${e.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`;
 }
 
 /** The one YAML (or JSON) value of `text` (`env config --set`): problems as parseDocuments words them. */
@@ -93,7 +93,7 @@ export async function parseYaml(name: string, text: string): Promise<unknown> {
   const YAML = await import('yaml');
   const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   const err = doc.errors[0];
-  if (err) throw new DocumentError(syntaxLine(name, text, err as never));
+  if (err) throw new DocumentError(syntaxLine(name, text, err));
   return doc.toJS({ maxAliasCount: 100 });
 }
 
@@ -106,7 +106,7 @@ export async function parseDocuments(name: string, text: string): Promise<Loaded
   let n = 0;
   for (const doc of list) {
     const err = doc.errors[0];
-    if (err) throw new DocumentError(syntaxLine(name, text, err as never));
+    if (err) throw new DocumentError(syntaxLine(name, text, err));
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (value === null || value === undefined) continue; // an empty document (a trailing ---)
     n++;

@@ -51,7 +51,7 @@ export async function follow(o: FollowOptions): Promise<void> {
     if (o.signal?.aborted) return;
     const fresh = await entriesAfter(o.fetchPage, last);
     if (fresh.length === 0) continue;
-    last = fresh[fresh.length - 1]!.id;
+    last = fresh[fresh.length - 1].id;
     await o.emit(fresh);
   }
 }

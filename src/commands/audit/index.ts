@@ -158,7 +158,7 @@ export function registerAudit(program: Command): void {
     },
     (cmd) => cmd.argument('<id>', 'entry id (the ID column of audit list)'),
     async (ctx, [id]) => {
-      if (!/^[1-9]\d{0,15}$/.test(id!)) throw new UsageError(`"${id}" is not an audit entry id (a positive number)`);
+      if (!/^[1-9]\d{0,15}$/.test(id)) throw new UsageError(`"${id}" is not an audit entry id (a positive number)`);
       const api = await ctx.api();
       api.need('audit-show');
       const entry = await api.audit.get(Number(id));

@@ -79,7 +79,7 @@ export function registerCarveRun(carves: Command): void {
     },
     (cmd) => addRunOptions(cmd.argument('<path>', 'file path on the nodes'), 'carve', 'carve from', 'the files'),
     async (ctx, [path], o) => {
-      if (!path!.trim()) throw new UsageError('the path is empty');
+      if (!path.trim()) throw new UsageError('the path is empty');
       const lists = targetLists(o.target ?? ['all']);
       const env = ctx.requireEnv();
       const api = await ctx.api();
@@ -97,7 +97,7 @@ export function registerCarveRun(carves: Command): void {
       let onlineDone = false;
       try {
         detail = await api.carves.get(env, name);
-        ctx.io.err(`Carve ${name} of ${sanitize(path!)} started on ${detail.query.expected} node${detail.query.expected === 1 ? '' : 's'} in ${env}\n`);
+        ctx.io.err(`Carve ${name} of ${sanitize(path)} started on ${detail.query.expected} node${detail.query.expected === 1 ? '' : 's'} in ${env}\n`);
         if (run.waitMs > 0) ({ detail, onlineDone } = await waitForFiles(ctx, api, run, name, { deadline: Date.now() + run.waitMs, exit: o.exit }));
       } catch (e) {
         await run.end(name, 'cancel');
@@ -165,7 +165,7 @@ export function registerCarveRun(carves: Command): void {
       const out = (o as { outputFile?: string }).outputFile;
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const d = await api.carves.get(env, name!);
+      const d = await api.carves.get(env, name);
       let files = d.files;
       if (o.node) {
         const ref = o.node.toLowerCase();
@@ -187,16 +187,16 @@ export function registerCarveRun(carves: Command): void {
       if (out === '-' && ctx.io.stdoutIsTTY) throw new UsageError('refusing to write an archive to a terminal: use -O FILE or a pipe');
       const ready = files.filter(done);
       if (files.length === 1 && ready.length === 0) {
-        const f = files[0]!;
+        const f = files[0];
         throw new CliError(`carve ${name} is not complete: ${f.completed_blocks}/${f.total_blocks} blocks received`, ExitCode.conflict, `wait, then retry; fleetctl carves show ${name}`);
       }
-      const dests = ready.map((f) => (out === '-' ? undefined : (out ?? defaultFileName(name!, f))));
+      const dests = ready.map((f) => (out === '-' ? undefined : (out ?? defaultFileName(name, f))));
       if (!o.force) {
         const there = dests.filter((p): p is string => p !== undefined && exists(p));
         if (there.length > 0) throw new CliError(`${there.join(', ')} ${there.length === 1 ? 'exists' : 'exist'}: pass --force to overwrite`, ExitCode.conflict);
       }
       const results = [];
-      for (const [i, file] of ready.entries()) results.push(await downloadFile(ctx, api, env, name!, file, dests[i]));
+      for (const [i, file] of ready.entries()) results.push(await downloadFile(ctx, api, env, name, file, dests[i]));
       // -o json: the file downloaded (an object), or a list when there were several.
       if (ctx.wantsData() && out !== '-') await printObject(ctx.io, ctx.output(), results.length === 1 ? results[0] : results);
       const left = files.length - ready.length;

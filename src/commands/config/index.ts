@@ -107,8 +107,8 @@ export function registerConfig(program: Command): void {
     },
     (cmd) => cmd.argument('<profile>', 'profile name'),
     async (ctx, [name]) => {
-      requireProfile(ctx, name!);
-      ctx.config.use(name!);
+      requireProfile(ctx, name);
+      ctx.config.use(name);
       ctx.io.err(`Current profile: ${name}.\n`);
     },
   );
@@ -139,10 +139,10 @@ export function registerConfig(program: Command): void {
     },
     (cmd) => cmd.argument('<profile>', 'profile name'),
     async (ctx, [name]) => {
-      requireProfile(ctx, name!);
-      const { removed, where } = await removeStoredToken(ctx, name!);
+      requireProfile(ctx, name);
+      const { removed, where } = await removeStoredToken(ctx, name);
       const wasCurrent = ctx.config.currentName() === name;
-      ctx.config.remove(name!);
+      ctx.config.remove(name);
       ctx.io.err(`Removed profile ${name}${removed ? ` and its token (from ${where})` : ''}.\n`);
       if (wasCurrent) ctx.io.err('It was the current profile: pick another with `fleetctl config use NAME`.\n');
     },
@@ -161,12 +161,12 @@ export function registerConfig(program: Command): void {
     },
     (cmd) => cmd.argument('<key>', `one of: ${Object.keys(SETTABLE).join(', ')}`).argument('<value>', 'new value'),
     async (ctx, [key, value]) => {
-      const check = SETTABLE[key!];
+      const check = SETTABLE[key];
       if (!check) throw new UsageError(`unknown key "${key}": use one of ${Object.keys(SETTABLE).join(', ')}`);
       const name = checkName(ctx.profileName);
       const p: Profile = ctx.config.get(name) ?? { url: '', env: '', username: '' };
-      const v = check(value!);
-      let next: Profile = { ...p, [key!]: v };
+      const v = check(value);
+      let next: Profile = { ...p, [key]: v };
       // A token belongs to one server and one user: it must not follow the profile elsewhere.
       const moved = (key === 'url' || key === 'username') && p[key] !== v;
       let dropped = false;

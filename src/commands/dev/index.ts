@@ -155,6 +155,6 @@ function isLoopback(host: string): boolean {
 
 async function readStdin(stdin: NodeJS.ReadableStream): Promise<string> {
   let s = '';
-  for await (const chunk of stdin) s += chunk;
+  for await (const chunk of stdin) s += String(chunk);
   return s;
 }

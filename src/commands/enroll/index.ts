@@ -101,10 +101,10 @@ export function registerEnroll(program: Command): void {
         if (spec.confirm) cmd.option('-y, --yes', 'do not ask for confirmation');
       },
       async (ctx, [env], o) => {
-        if (spec.confirm) await confirmDestructive(ctx, o.yes, spec.confirm(env!));
+        if (spec.confirm) await confirmDestructive(ctx, o.yes, spec.confirm(env));
         const api = await ctx.api();
-        const res = await api.environments.enrollAction(env!, spec.action);
-        await report(ctx, api, env!, spec.action, res.message);
+        const res = await api.environments.enrollAction(env, spec.action);
+        await report(ctx, api, env, spec.action, res.message);
       },
     );
   }
@@ -144,9 +144,9 @@ export function registerEnroll(program: Command): void {
       }
       if (o.certificate !== undefined) body.certificate = await readInput(ctx.io, o.certificate, '--certificate');
       const api = await ctx.api();
-      const res = await api.environments.enrollAction(env!, 'update', body);
+      const res = await api.environments.enrollAction(env, 'update', body);
       if (ctx.wantsData()) {
-        const e = await api.environments.get(env!);
+        const e = await api.environments.get(env);
         await printObject(ctx.io, ctx.output(), {
           name: e.name, uuid: e.uuid, deb_package: e.deb_package, rpm_package: e.rpm_package, msi_package: e.msi_package, pkg_package: e.pkg_package, message: res.message,
         });
@@ -179,8 +179,8 @@ export function registerEnroll(program: Command): void {
     async (ctx, [env, target]) => {
       const api = await ctx.api();
       const [res, e] = await Promise.all([
-        api.environments.enrollRead(env!, target as EnrollTarget),
-        ENROLLING_TARGETS.has(target!) ? api.environments.get(env!) : undefined,
+        api.environments.enrollRead(env, target as EnrollTarget),
+        ENROLLING_TARGETS.has(target) ? api.environments.get(env) : undefined,
       ]);
       if (e && !isNever(e.enroll_expire) && Date.parse(e.enroll_expire) <= Date.now()) {
         ctx.io.err(`warning: ${enrollmentState(e.name, e.enroll_expire)}\n`);

@@ -138,7 +138,7 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
       try {
         const docs = await parseDocuments(file, edited);
         if (docs.length !== 1) throw new DocumentError(`${file}: edit one document, not ${docs.length}`);
-        const doc = docs[0]!;
+        const doc = docs[0];
         if (doc.environment !== view.environment && doc.environment !== env) throw new DocumentError(`metadata.environment: this edits ${view.environment}, not ${doc.environment}`);
         // What the editor showed is the whole truth: a part deleted from the file becomes empty.
         const spec: Partial<OsqueryConfigParts> = {};

@@ -258,7 +258,7 @@ export function registerMfa(program: Command): void {
       api.need('mfa');
       await confirmDestructive(ctx, o.yes, `Remove WebAuthn credential ${id}?`);
       const password = await readPassword(ctx, o.passwordStdin, 'Your password:');
-      const res = await api.mfa.webauthnRemove(id!, password);
+      const res = await api.mfa.webauthnRemove(id, password);
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { id, removed: true, message: res.message });
       else ctx.io.err(`${safeText(res.message)}\n`);
     },

@@ -109,7 +109,7 @@ export function registerQuery(program: Command): void {
     },
     (cmd) => addRunOptions(cmd.argument('<sql>', 'the osquery SQL to run'), 'query', 'ask', 'answers').option('--hidden', 'hide the query from the default list'),
     async (ctx, [sql], o) => {
-      if (!sql!.trim()) throw new UsageError('the query is empty');
+      if (!sql.trim()) throw new UsageError('the query is empty');
       const lists = targetLists(o.target ?? ['all']);
       // A --fields typo is refused before a query is started on a fleet (machine formats: the API's items).
       const out = ctx.output();
@@ -188,7 +188,7 @@ export function registerQuery(program: Command): void {
     (cmd) => cmd.argument('<name>', 'query name'),
     async (ctx, [name]) => {
       const api = await ctx.api();
-      const q = await api.queries.get(ctx.requireEnv(), name!);
+      const q = await api.queries.get(ctx.requireEnv(), name);
       await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).DistributedQuery }, q, ctx.wantsData() ? [] : QUERY_DETAIL_COLUMNS);
     },
   );
@@ -205,7 +205,7 @@ export function registerQuery(program: Command): void {
     async (ctx, [name]) => {
       const api = await ctx.api();
       const env = ctx.requireEnv();
-      const r = await streamResults(ctx, api, { env, name: name!, expected: 0 });
+      const r = await streamResults(ctx, api, { env, name: name, expected: 0 });
       if (r.answered === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No answers yet for ${name}.\n`);
     },
   );
@@ -242,14 +242,15 @@ export function registerQuery(program: Command): void {
         }
       }
       const results: { name: string; env: string; action: 'cancel'; cancelled: boolean; message: string }[] = [];
-      let first: unknown;
+      // Boxed: the first error is rethrown as it came (its class decides the exit code).
+      let first: { error: unknown } | undefined;
       for (const name of targets) {
         try {
           const r = await api.queries.action(env, 'cancel', name);
           results.push({ name, env, action: 'cancel', cancelled: true, message: r.message });
           if (!ctx.wantsData()) ctx.io.err(`Cancelled query ${name} in ${env}\n`);
         } catch (e) {
-          first ??= e;
+          first ??= { error: e };
           const m = mapError(e);
           results.push({ name, env, action: 'cancel', cancelled: false, message: m.message });
           if (targets.length > 1) ctx.io.err(`error: ${safeText(name)}: ${safeText(m.message)}\n`);
@@ -260,8 +261,8 @@ export function registerQuery(program: Command): void {
         else await printList(ctx.io, ctx.output(), results, []);
       }
       if (first) {
-        if (targets.length === 1) throw first;
-        const m = mapError(first);
+        if (targets.length === 1) throw first.error;
+        const m = mapError(first.error);
         throw new CliError(`${results.filter((r) => !r.cancelled).length} of ${targets.length} cancellations failed`, m.exitCode, m.hint);
       }
     },

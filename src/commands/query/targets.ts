@@ -48,9 +48,9 @@ export function targetLists(targets: readonly string[]): TargetLists {
       continue;
     }
     const m = /^([a-z]+):(.*)$/i.exec(t);
-    const kind = m ? m[1]!.toLowerCase() : '';
+    const kind = m ? m[1].toLowerCase() : '';
     if (m && kind in KINDS) {
-      const value = m[2]!;
+      const value = m[2];
       if (value === '') throw new UsageError(`--target ${t}: the ${kind} is missing (e.g. ${kind}:NAME)`);
       const choices = CHOICES[kind as keyof typeof KINDS];
       if (choices && !choices.includes(value.toLowerCase())) throw new UsageError(`--target ${t}: ${kind} is one of ${choices.join(', ')}`);

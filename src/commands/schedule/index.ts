@@ -82,7 +82,7 @@ export function registerSchedule(program: Command): void {
       examples: ['fleetctl schedule show prod users_query', 'fleetctl schedule show prod procs --pack web -o json'],
     },
     (cmd) => cmd.argument('<env>', 'environment name or UUID').argument('<query-name>', 'the scheduled query').option(packOption, packHelp),
-    async (ctx, [env, name], o) => (await import('./run.js')).show(ctx, env!, name!, o),
+    async (ctx, [env, name], o) => (await import('./run.js')).show(ctx, env, name, o),
   );
 
   verb<QueryOpts>(
@@ -99,7 +99,7 @@ export function registerSchedule(program: Command): void {
       ],
     },
     (cmd) => queryOptions(cmd.argument('<env>', 'environment name or UUID').argument('<name>', 'name of the new query'), true),
-    async (ctx, [env, name], o) => (await import('./run.js')).add(ctx, env!, name!, o),
+    async (ctx, [env, name], o) => (await import('./run.js')).add(ctx, env, name, o),
   );
 
   verb<QueryOpts>(
@@ -112,7 +112,7 @@ export function registerSchedule(program: Command): void {
       examples: ['fleetctl schedule edit prod users_query --interval 600', 'fleetctl schedule edit prod procs --no-snapshot --platform all'],
     },
     (cmd) => queryOptions(cmd.argument('<env>', 'environment name or UUID').argument('<query-name>', 'the scheduled query'), false),
-    async (ctx, [env, name], o) => (await import('./run.js')).edit(ctx, env!, name!, o),
+    async (ctx, [env, name], o) => (await import('./run.js')).edit(ctx, env, name, o),
   );
 
   verb<QueryOpts>(
@@ -130,7 +130,7 @@ export function registerSchedule(program: Command): void {
         .argument('<query-name...>', 'the scheduled queries')
         .option(packOption, packHelp)
         .option('-y, --yes', 'do not ask for confirmation'),
-    async (ctx, [env, ...names], o) => (await import('./run.js')).remove(ctx, env!, names, o),
+    async (ctx, [env, ...names], o) => (await import('./run.js')).remove(ctx, env, names, o),
   );
 
   verb<ReportOpts>(

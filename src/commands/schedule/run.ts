@@ -1,6 +1,6 @@
 // What the schedule verbs do (loaded only by them).
 import type { Context } from '../../context.js';
-import type { OsqueryConfigView, Pack, ScheduledQuery } from '../../api/index.js';
+import type { OsqueryConfigView, ScheduledQuery } from '../../api/index.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
 import { printList, printObject, type Column } from '../../output/index.js';
 import { ConfigError, pathOf, scheduledQuery } from '../../lib/osquery-config.js';
@@ -89,7 +89,7 @@ async function target(ctx: Context, env: string, pack: string | undefined): Prom
     queries: { ...p.queries },
     label: `pack ${pack} of ${view.environment}`,
     base: `${pathOf('packs', pack)}.queries`,
-    write: (queries) => api.config.put(env, 'packs', { ...packs, [pack]: { ...(p as Pack), queries } }, { ifMatch: view.hash }),
+    write: (queries) => api.config.put(env, 'packs', { ...packs, [pack]: { ...(p), queries } }, { ifMatch: view.hash }),
   };
 }
 

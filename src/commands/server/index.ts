@@ -340,7 +340,7 @@ export function registerServer(program: Command): void {
  * The database a maintenance verb works on: --db, FLEETCTL_DB, or the server's default. `server`
  * declares --db too, and commander gives an option both declare to the parent: read either.
  */
-const dbOf = (ctx: Ctx, server: Command, db: string | undefined) => db ?? (server.opts() as ServerOpts).db ?? (ctx.env.FLEETCTL_DB || defaultDbPath(ctx.env));
+const dbOf = (ctx: Ctx, server: Command, db: string | undefined) => db ?? server.opts<ServerOpts>().db ?? (ctx.env.FLEETCTL_DB || defaultDbPath(ctx.env));
 
 /** `server backup` and `server migrate` (issue 27). */
 function registerMaintenance(server: Command): void {
@@ -358,7 +358,7 @@ function registerMaintenance(server: Command): void {
       examples: ['fleetctl server backup --db /var/lib/fleetctl/fleet.db /var/backups/fleet-$(date +%F).db', 'fleetctl server backup fleet-backup.db -o json'],
     },
     (cmd) => cmd.argument('<out>', 'the new file to write the copy to').option('--db <path>', 'the SQLite database (env FLEETCTL_DB; default: the server\'s)'),
-    async (ctx, [out], o) => (await import('./maintenance.js')).runBackup(ctx, dbOf(ctx, server, o.db), out!),
+    async (ctx, [out], o) => (await import('./maintenance.js')).runBackup(ctx, dbOf(ctx, server, o.db), out),
   );
   verb<{ db?: string; dbCa?: string; dryRun?: boolean }>(
     server,
@@ -377,7 +377,7 @@ function registerMaintenance(server: Command): void {
         .option('--db <path|url>', 'the SQLite database or postgres:// URL (env FLEETCTL_DB; default: the server\'s)')
         .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server')
         .option('--dry-run', 'list the migrations that would be applied; change nothing'),
-    async (ctx, _args, o) => (await import('./maintenance.js')).runMigrate(ctx, dbOf(ctx, server, o.db), { ...o, dbCa: o.dbCa ?? (server.opts() as ServerOpts).dbCa }),
+    async (ctx, _args, o) => (await import('./maintenance.js')).runMigrate(ctx, dbOf(ctx, server, o.db), { ...o, dbCa: o.dbCa ?? server.opts<ServerOpts>().dbCa }),
   );
 }
 
@@ -592,6 +592,6 @@ async function serveAsPrimary(
   await agents?.stop();
   // Each worker's own drain is bounded by the grace; past it and a margin, it is killed.
   await primary.stop(((o.shutdownGrace ?? 5) + 15) * 1000);
-  if (metricsServer) await new Promise((r) => metricsServer!.close(r));
+  if (metricsServer) await new Promise((r) => metricsServer.close(r));
   await boot.close();
 }

@@ -30,7 +30,7 @@ const SETTING_DETAIL_COLUMNS: Column<Setting>[] = [
   { key: 'updatedAt', kind: 'time' },
 ];
 
-const serviceArgument = () => new Argument('<service>', `settings service: ${SettingServices.join(', ')}`).choices(SettingServices as unknown as string[]);
+const serviceArgument = () => new Argument('<service>', `settings service: ${SettingServices.join(', ')}`).choices(SettingServices);
 
 /** An environment to read settings through: settings are read per environment (4.14). */
 async function readEnv(ctx: Context, api: FleetApi): Promise<string> {
@@ -95,8 +95,8 @@ export function registerSettings(program: Command): void {
       const via = target ?? (await readEnv(ctx, api));
       const current = (await api.settings.list(svc, via)).find((s) => s.name === name);
       if (!current) throw new CliError(`setting "${name}" not found in service ${svc}`, ExitCode.notFound, `run \`fleetctl settings list ${svc}\` to see its settings`);
-      const body = settingBody(current, value!);
-      const updated = await api.settings.update(svc, name!, body, target);
+      const body = settingBody(current, value);
+      const updated = await api.settings.update(svc, name, body, target);
       await printObject(ctx.io, ctx.output(), updated, SETTING_DETAIL_COLUMNS);
     },
   );

@@ -35,7 +35,8 @@ const pct = (n: number, total: number) => (total > 0 ? `${((n / total) * 100).to
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function paintPlatform(c: Colors, p: (typeof PLATFORM_KEYS)[number]): (s: string) => string {
-  return { linux: c.yellow, darwin: c.cyan, windows: c.blue, other: c.magenta }[p];
+  const paints = { linux: (s: string) => c.yellow(s), darwin: (s: string) => c.cyan(s), windows: (s: string) => c.blue(s), other: (s: string) => c.magenta(s) };
+  return paints[p];
 }
 
 export const MAX_BAR = 50;

@@ -188,7 +188,7 @@ export function registerTags(program: Command): void {
     async (ctx, [name], o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const r = await api.tags.add(env, tagBody(name!, o));
+      const r = await api.tags.add(env, tagBody(name, o));
       await report(ctx, `Created tag ${name} in ${env}`, { name, env, message: r.data });
     },
   );
@@ -204,7 +204,7 @@ export function registerTags(program: Command): void {
     },
     (cmd) => tagFlags(cmd.argument('<name>', 'tag name')),
     async (ctx, [name], o) => {
-      const body = tagBody(name!, o);
+      const body = tagBody(name, o);
       if (Object.keys(body).length === 1) throw new UsageError('nothing to change: pass --description, --color, --icon, --type or --custom');
       const env = ctx.requireEnv();
       const api = await ctx.api();
@@ -233,7 +233,7 @@ export function registerTags(program: Command): void {
         if (found && found.node_count > 0) question = `Delete tag ${name} from ${env} and untag its ${plural(found.node_count, 'node')}?`;
       }
       await confirmDestructive(ctx, o.yes, question);
-      const r = await api.tags.remove(env, name!);
+      const r = await api.tags.remove(env, name);
       await report(ctx, `Deleted tag ${name} from ${env}`, { name, env, message: r.data });
     },
   );
@@ -265,7 +265,7 @@ export function registerTags(program: Command): void {
       ],
     },
     (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
-    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'tag', tag!, refs, o),
+    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'tag', tag, refs, o),
   );
 
   verb<ApplyOpts>(
@@ -278,6 +278,6 @@ export function registerTags(program: Command): void {
       examples: ['fleetctl tags unapply quarantine prod-web-0013', 'fleetctl tags unapply quarantine --status active'],
     },
     (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
-    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag!, refs, o),
+    async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag, refs, o),
   );
 }

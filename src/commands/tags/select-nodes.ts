@@ -67,7 +67,7 @@ export async function resolveNodeRefs(api: FleetApi, env: string, refs: readonly
       }
       return `no node "${f.ref}" in ${env}`;
     });
-    const first = failed[0]!.error as ApiError;
+    const first = failed[0].error as ApiError;
     const code = first.status === 409 ? ExitCode.conflict : ExitCode.notFound;
     const hint = failed.some((f) => (f.error as ApiError).status === 409)
       ? 'name ambiguous nodes by UUID (`fleetctl nodes list -q NAME` shows them)'

@@ -102,10 +102,10 @@ export function readWriteBody(payload: Readable, done: (err: Error | null, body?
         if (key === 'node_key') w.node_key = value;
         else if (key === 'statuses' && isObject(value)) w.statuses = value;
         else if (key === 'messages' && isObject(value)) w.messages = value;
-      } else if (stack.length === 2 && stack[1]!.key === 'queries' && typeof key === 'string') {
+      } else if (stack.length === 2 && stack[1].key === 'queries' && typeof key === 'string') {
         w.queries[key] ??= []; // a query's array ends (its rows were taken one by one)
-      } else if (stack.length === 3 && stack[1]!.key === 'queries' && !w.tooLarge) {
-        (w.queries[String(stack[2]!.key)] ??= []).push(value);
+      } else if (stack.length === 3 && stack[1].key === 'queries' && !w.tooLarge) {
+        (w.queries[String(stack[2].key)] ??= []).push(value);
       }
     };
     p.onError = (e) => {

@@ -74,7 +74,7 @@ function readText(file: string, flag: string): string {
 export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?: Date } = {}): AgentTls {
   const given = parseCertificates(readText(files.certFile, '--agent-tls-cert'), `--agent-tls-cert ${files.certFile}`);
   const keyPem = readText(files.keyFile, '--agent-tls-key');
-  const leaf = given[0]!;
+  const leaf = given[0];
   let key;
   try {
     key = createPrivateKey(keyPem);
@@ -83,7 +83,7 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
   }
   if (!leaf.checkPrivateKey(key)) throw new AgentTlsError(`--agent-tls-key ${files.keyFile} is not the key of the first certificate in --agent-tls-cert (${leaf.subject.replace(/\n/g, ', ')})`);
   for (let i = 0; i + 1 < given.length; i++) {
-    if (!issued(given[i + 1]!, given[i]!)) {
+    if (!issued(given[i + 1], given[i])) {
       throw new AgentTlsError(`--agent-tls-cert ${files.certFile}: certificate ${i + 2} did not issue certificate ${i + 1}; put the leaf first, then each issuer in order`);
     }
   }
@@ -93,7 +93,7 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
   let anchors: X509Certificate[] = [];
   let anchorFrom: AgentTls['anchorFrom'];
   const warnings: string[] = [];
-  const top = () => chain[chain.length - 1]!;
+  const top = () => chain[chain.length - 1];
   if (files.caFile === SYSTEM_TRUST) {
     anchorFrom = 'system';
   } else if (files.caFile) {
@@ -117,8 +117,8 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
     anchors = roots.length ? roots : ca;
     anchorFrom = 'ca-file';
     if (!roots.length) warnings.push(`warning: --agent-ca ${files.caFile} holds no self-signed root: osquery (OpenSSL) verifies a chain up to a root, so give the root certificate`);
-  } else if (given.length > 1 && isSelfSigned(given[given.length - 1]!)) {
-    anchors = [given[given.length - 1]!];
+  } else if (given.length > 1 && isSelfSigned(given[given.length - 1])) {
+    anchors = [given[given.length - 1]];
     anchorFrom = 'chain-root';
   } else if (given.length === 1 && isSelfSigned(leaf)) {
     anchors = [leaf];

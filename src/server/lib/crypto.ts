@@ -56,8 +56,8 @@ export function verifyJwt(token: string, secret: Buffer, nowMs: number): JwtResu
   let header: { alg?: string };
   let claims: JwtClaims;
   try {
-    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
-    claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'));
+    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as { alg?: string };
+    claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as JwtClaims;
   } catch {
     return { ok: false, reason: 'malformed' };
   }

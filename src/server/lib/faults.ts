@@ -86,11 +86,11 @@ export class Faults {
     for (const [key, q] of this.quiet) {
       const [where, kind] = key.split('\u0000');
       if (q.suppressed > 0) {
-        this.log(`${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind!.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`, {
+        this.log(`${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`, {
           event: 'fault_summary',
           level: kind === 'error' ? 'error' : 'warn',
-          where: where!,
-          kind: kind!,
+          where: where,
+          kind: kind,
           count: q.suppressed,
         });
         q.suppressed = 0;

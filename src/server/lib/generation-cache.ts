@@ -14,7 +14,7 @@ const MAX_ENTRIES = 10_000;
 
 export function byGeneration<T>(db: object, space: string, generation: number, key: string, read: () => Promise<T>): Promise<T> {
   let named = spaces.get(db);
-  if (!named) spaces.set(db, (named = new Map()));
+  if (!named) spaces.set(db, (named = new Map<string, Space>()));
   let s = named.get(space);
   if (!s || s.generation !== generation) {
     // Only move forward: a request that read an older counter must not drop the newer entries.

@@ -31,7 +31,7 @@ export function duplicateKey(text: string): string | undefined {
   const stack: { keys?: Set<string>; path: string; index: number; key?: string }[] = [];
   let expectKey = false;
   for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
+    const c = text[i];
     if (c === '"') {
       let j = i + 1;
       while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;

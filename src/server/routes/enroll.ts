@@ -16,7 +16,7 @@ export function enrollRoutes(app: App, deps: Deps): void {
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
       if (typeof body === 'string' && body.trim() === '') done(null, undefined);
-      else json(req, body as string, done);
+      else void json(req, body as string, done);
     });
     scope.post(
       '/api/v1/environments/:env/enroll/:action',

@@ -50,7 +50,7 @@ export function queriesRoutes(app: App, deps: Deps): void {
   );
   app.post('/api/v1/carves/:env', { config: { rule: RULES.carveAction }, schema: { params: Env, body: Body } }, async (req, reply) => {
     reply.code(201);
-    return startLiveQuery(deps, callerOf(req), envOf(req), req.body as LiveQueryRequest, 'carve', req.ip);
+    return startLiveQuery(deps, callerOf(req), envOf(req), req.body, 'carve', req.ip);
   });
   app.get(
     '/api/v1/carves/:env/archive/:name',

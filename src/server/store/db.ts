@@ -32,7 +32,7 @@ export interface Store {
    * neither the work nor a wait for another process's lock holds the event loop; PostgreSQL: a
    * transaction on the pool (node-postgres never blocks the loop).
    */
-  write(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
+  write: (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
   /**
    * The same connection as `write` as a query layer, for an agent-door transaction whose statements
    * depend on earlier answers (the log spool's append): SQLite, the writer thread; PostgreSQL, `db`.
@@ -67,7 +67,7 @@ export class MissingDependencyError extends Error {}
 
 export async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
   try {
-    const Database = (await import('better-sqlite3')).default as unknown as typeof import('better-sqlite3');
+    const Database = (await import('better-sqlite3')).default;
     // The native binding loads at the first open, not at import: a package whose build failed
     // must fail here, as one line, not with the binding loader's list of paths.
     new Database(':memory:').close();
@@ -258,7 +258,7 @@ function withStatementCache(sqlite: SqliteDb): SqliteDb {
     get(target, prop) {
       if (prop !== 'prepare') {
         const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === 'function' ? v.bind(target) : v;
+        return typeof v === 'function' ? ((v as (...a: unknown[]) => unknown).bind(target) as unknown) : v;
       }
       return (text: string) => {
         let stmt = cache.get(text);

@@ -33,7 +33,7 @@ export function prepareDatabaseFile(path: string, fix: boolean, fixHint: string)
   const open = databaseFiles(path).filter((f) => existsSync(f) && (statSync(f).mode & 0o077) !== 0);
   if (open.length === 0) return [];
   if (!fix) {
-    const mode = octal(statSync(open[0]!).mode);
+    const mode = octal(statSync(open[0]).mode);
     throw new UnsafeFileError(
       `refusing to start: database ${open[0]} is open to other users (mode ${mode}) and holds the JWT signing secret, which may have leaked; ` +
         `run ${fixHint} once to make it 0600 and rotate the secret (this ends every session)`,

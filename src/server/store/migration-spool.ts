@@ -16,7 +16,7 @@ import type { Dialect } from './dialect.js';
 export function spoolMigration(dialect: Dialect): Migration {
   return {
     // Migrations see the schema as it was then, not as schema.ts types it now.
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+     
     async up(db: Kysely<any>) {
       let spool = db.schema.createTable('log_spool');
       spool = dialect === 'postgres'

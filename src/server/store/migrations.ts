@@ -25,7 +25,7 @@ const big = 'bigint' as const;
 function initial(dialect: Dialect): Migration {
   return {
     async up(db: Kysely<any>) {
-      const T = (name: string) => withId(db.schema.createTable(name) as CreateTableBuilder<string, never>, dialect);
+      const T = (name: string) => withId(db.schema.createTable<string>(name), dialect);
       const envText = [
         'uuid', 'name', 'type', 'hostname', 'icon', 'secret', 'certificate', 'flags', 'options', 'schedule', 'packs',
         'decorators', 'atc', 'configuration', 'enroll_path', 'enroll_secret_path', 'remove_secret_path', 'config_path',

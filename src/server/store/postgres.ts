@@ -104,7 +104,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     max: opts.pool ?? 10,
     connectionTimeoutMillis: 10_000,
     application_name: 'fleetctl-server',
-  } as import('pg').PoolConfig);
+  });
   // A connection the server dropped must not take the process down: the pool reports it for an
   // idle client, and a client in use (a query or transaction in progress, the start-up lock)
   // emits 'error' itself, which without a listener would be an uncaught exception. Its query

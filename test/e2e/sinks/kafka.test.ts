@@ -147,7 +147,7 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
         await ls.addSink('kafka-agent-status', 'kafka', 'status', { brokers: [peer.plaintext], topic: 'agent-status' });
         const sched = await ls.srv.cli.run(['schedule', 'add', 'prod', 'sinks_uptime', '--query', 'SELECT total_seconds FROM uptime', '--interval', '2']);
         expect(sched.exitCode, sched.stderr).toBe(0);
-        agent = await startOsqueryd({ enrollment: await ls.srv.enrollment() });
+        agent = startOsqueryd({ enrollment: await ls.srv.enrollment() });
         const uuid = await agent.identifier();
         const results = await readTopic('agent-results', 2);
         for (const m of results) {

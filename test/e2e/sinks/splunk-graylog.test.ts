@@ -182,7 +182,7 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
       const { results } = await sendSample(ls, 'e2e-gelf');
       await until('every result read', () => reader.messages().filter((m) => m._columns_run === 'e2e-gelf').length >= 100, 60);
       const got = reader.messages().filter((m) => m._columns_run === 'e2e-gelf');
-      expect(got.map((m) => `${m.host}|${m._name}|${m._columns_seq}`).sort()).toEqual(results.map(lineKey).sort());
+      expect(got.map((m) => `${String(m.host)}|${String(m._name)}|${String(m._columns_seq)}`).sort()).toEqual(results.map(lineKey).sort());
     } finally {
       await ls.stop();
     }

@@ -63,7 +63,7 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   };
   return {
     get: async (env: string, part?: ConfigPart) => view(await read(env), part ? [part] : CONFIG_PARTS),
-    put: async (env, part, value, o = {}) => patch(env, { [part]: value } as Partial<OsqueryConfigParts>, o),
+    put: async (env, part, value, o = {}) => patch(env, { [part]: value }, o),
     patch,
     // osctrl checks nothing but JSON, and what it would assemble is not ours to compute: the
     // commands' own checks are all there is, so there is nothing to ask and no hash to name.
@@ -77,7 +77,7 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
         throw new UnexpectedAnswerError(`the configuration of ${e.name} is not JSON`);
       }
       const c = (config ?? {}) as Record<string, unknown>;
-      const part = (k: string) => (c[k] && typeof c[k] === 'object' ? (c[k] as object) : {});
+      const part = (k: string) => (c[k] && typeof c[k] === 'object' ? (c[k]) : {});
       return {
         environment: e.name,
         hash: await hashOf(e.configuration),

@@ -13,7 +13,7 @@ export function nodesResource(s: OsctrlSession) {
     },
     list: async (env: string, query: Parameters<FleetResources['nodes']['list']>[1] = {}) => {
       const { order, ...rest } = query;
-      return base.nodes.list(env, { ...rest, ...(order ? { dir: order } : {}) } as Parameters<FleetResources['nodes']['list']>[1]);
+      return base.nodes.list(env, { ...rest, ...(order ? { dir: order } : {}) });
     },
   };
 }

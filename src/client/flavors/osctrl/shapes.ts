@@ -41,7 +41,7 @@ export const RESULTS_PAGE = 1000;
 export const LIST_PAGE = 500;
 
 /** The feature names refusals use (docs/osctrl.md lists them). */
-export const refuse = (feature: Feature | string, hint?: string): never => {
+export const refuse = (feature: string, hint?: string): never => {
   throw new NotSupportedError(feature in FEATURE_NAMES ? FEATURE_NAMES[feature as Feature] : feature, hint);
 };
 

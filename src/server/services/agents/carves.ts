@@ -36,7 +36,7 @@ function parseTargets(json: string): { type: string; value: string }[] {
     if (!Array.isArray(v)) return [];
     return v
       .filter((t): t is Record<string, unknown> => typeof t === 'object' && t !== null)
-      .map((t) => ({ type: String(t.type ?? ''), value: String(t.value ?? '') }));
+      .map((t) => ({ type: typeof t.type === 'string' ? t.type : '', value: typeof t.value === 'string' ? t.value : '' }));
   } catch {
     return [];
   }

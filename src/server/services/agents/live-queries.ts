@@ -370,7 +370,7 @@ async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> 
       .execute();
     if (rows.length === 0) return;
     for (const r of rows) yield Buffer.from(r.data, 'base64');
-    next = rows[rows.length - 1]!.block_id + 1;
+    next = rows[rows.length - 1].block_id + 1;
   }
 }
 
@@ -389,7 +389,7 @@ export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentR
     const purged = await deps.db.selectFrom('carve_files').select('id').where('query_id', '=', row.id).where('status', '=', 'PURGED').executeTakeFirst();
     throw notFound(purged ? 'the archive of this carve was purged by retention (setting admin/retention_carves_days)' : 'no carved files yet');
   }
-  let file = files[0]!;
+  let file = files[0];
   if (session) {
     const f = files.find((x) => x.session_id === session);
     if (!f) throw notFound('session not found for carve');

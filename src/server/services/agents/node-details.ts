@@ -34,6 +34,7 @@ const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v
  * become spaces, and the ends are trimmed (issue 26). Enroll and the detail refresh read hosts the same way.
  */
 export const detailText = (v: unknown, max = 255): string =>
+  // eslint-disable-next-line no-control-regex -- the control characters are what it removes
   typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\0+/g, '').replace(/[\x01-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
 
 /** A table's row as stored in system_info: values as text, NULs removed (osquery's padding), at most 200 columns. */

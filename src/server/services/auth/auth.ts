@@ -128,7 +128,7 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (!header) throw unauthorized('authentication required: send Authorization: Bearer <token>');
   const m = BEARER.exec(header);
   if (!m) throw unauthorized('malformed Authorization header: expected "Bearer <token>"');
-  const v = verifiedToken(deps, m[1]!);
+  const v = verifiedToken(deps, m[1]);
   if (!v.ok) {
     if (v.reason === 'expired') throw unauthorized('token expired: log in again', 'token_expired');
     throw unauthorized('invalid token');
@@ -156,7 +156,7 @@ const verifiedTokens = new WeakMap<Buffer, Map<string, JwtClaims>>();
 
 function verifiedToken(deps: Deps, token: string): JwtResult {
   let known = verifiedTokens.get(deps.config.jwtSecret);
-  if (!known) verifiedTokens.set(deps.config.jwtSecret, (known = new Map()));
+  if (!known) verifiedTokens.set(deps.config.jwtSecret, (known = new Map<string, JwtClaims>()));
   const nowMs = deps.now().getTime();
   const claims = known.get(token);
   if (claims) return claims.exp * 1000 <= nowMs ? { ok: false, reason: 'expired' } : { ok: true, claims };

@@ -132,6 +132,7 @@ function checkDetailRefresh(v: number | undefined): number | undefined {
 
 function checkLabel(field: string, v: string | undefined): string | undefined {
   if (v === undefined) return undefined;
+  // eslint-disable-next-line no-control-regex -- the control characters are what it refuses
   if (v.length > 64 || /[\x00-\x1f\x7f]/.test(v)) throw badRequest(`${field} must be at most 64 characters, without control characters`);
   return v;
 }

@@ -76,7 +76,7 @@ export function readConfig(env: EnvironmentRow, part?: string): OsqueryConfigVie
   if (part !== undefined && !isConfigPart(part)) throw invalidTarget(part, CONFIG_PARTS);
   const parts = readStoredParts(env);
   const view: OsqueryConfigView = { environment: env.name, hash: agentConfig(env).hash, updated_at: env.updated_at };
-  for (const p of part ? [part as ConfigPart] : CONFIG_PARTS) (view as Record<string, unknown>)[p] = parts[p];
+  for (const p of part ? [part] : CONFIG_PARTS) (view as Record<string, unknown>)[p] = parts[p];
   return view;
 }
 

@@ -11,7 +11,6 @@
 export function between(from: string, to: string): { lo: string; hi: string; sign: 1 | -1 } {
   return from < to ? { lo: from, hi: to, sign: 1 } : { lo: to, hi: from, sign: -1 };
 }
-import type { Kysely } from 'kysely';
 
 interface Entry<T> {
   generation: number;
@@ -29,11 +28,11 @@ export interface CacheSpace {
 export const COUNTS: CacheSpace = { name: 'counts', entries: 512 };
 const caches = new WeakMap<object, Map<string, Map<string, Entry<unknown>>>>();
 
-function cacheOf(db: Kysely<any>, space: CacheSpace): Map<string, Entry<unknown>> {
+function cacheOf(db: object, space: CacheSpace): Map<string, Entry<unknown>> {
   let spaces = caches.get(db);
-  if (!spaces) caches.set(db, (spaces = new Map()));
+  if (!spaces) caches.set(db, (spaces = new Map<string, Map<string, Entry<unknown>>>()));
   let c = spaces.get(space.name);
-  if (!c) spaces.set(space.name, (c = new Map()));
+  if (!c) spaces.set(space.name, (c = new Map<string, Entry<unknown>>()));
   return c;
 }
 
@@ -53,7 +52,8 @@ function cacheOf(db: Kysely<any>, space: CacheSpace): Map<string, Entry<unknown>
  * otherwise be counted under every request.
  */
 export async function cachedCount<T>(
-  db: Kysely<any>,
+  /** The database the value was read from (each database its own cache). */
+  db: object,
   key: string,
   generation: number,
   cutoff: string,
@@ -74,7 +74,7 @@ export async function cachedCount<T>(
   const flying = inFlight.get(cache)?.get(key);
   if (flying && flying.generation === generation && flying.cutoff === cutoff) return flying.value as Promise<T>;
   let flights = inFlight.get(cache);
-  if (!flights) inFlight.set(cache, (flights = new Map()));
+  if (!flights) inFlight.set(cache, (flights = new Map<string, Entry<Promise<unknown>>>()));
   // Concurrent requests finish out of order, so the cutoff may also step back a little.
   const value = hit && hit.generation === generation && advance ? advance(hit.value, hit.cutoff, cutoff) : count();
   const flight = { generation, cutoff, value };

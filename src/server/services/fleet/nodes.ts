@@ -1,7 +1,7 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../../context.js';
-import type { DB, EnvironmentRow, NodeRow, TagRow } from '../../store/schema.js';
+import type { DB, EnvironmentRow, NodeRow } from '../../store/schema.js';
 import {
   NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes, HealthStatuses, RiskLevels, NEVER,
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, SystemInfo,
@@ -169,6 +169,9 @@ function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeCon
  * agent did not report it), nothing else. Agents report what osquery's tables give, which is not
  * always every key the API lists, and a missing one must not fail the response schema.
  */
+/** A column osquery sent: its text (osquery sends strings; numbers and nested values as they read). */
+const columnText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+
 const parseSystemInfo = (r: NodeRow): SystemInfo => {
   let raw: unknown;
   try {
@@ -179,9 +182,9 @@ const parseSystemInfo = (r: NodeRow): SystemInfo => {
   const src = (raw && typeof raw === 'object' ? raw : {}) as Record<string, Record<string, unknown> | undefined>;
   const out: Record<string, Record<string, string>> = {};
   for (const [group, schema] of Object.entries(SystemInfo.properties)) {
-    const given = src[group] && typeof src[group] === 'object' ? src[group]! : {};
+    const given = src[group] && typeof src[group] === 'object' ? src[group] : {};
     // NUL padding from older rows (osquery pads cpu_brand with NULs) never reaches a client (issue 26).
-    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : String(given[k]).replace(/\0+/g, '').trim()]));
+    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : columnText(given[k]).replace(/\0+/g, '').trim()]));
   }
   // What osquery reported at enroll ("0": it had no configuration yet) is not news once it has
   // fetched one: the node's own config_valid (issue 26).
@@ -202,7 +205,7 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
     .execute();
   for (const r of rows) {
     const list = out.get(r.node_id) ?? [];
-    list.push(toTag(r as TagRow));
+    list.push(toTag(r));
     out.set(r.node_id, list);
   }
   return out;
@@ -288,7 +291,7 @@ function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number
     .whereRef('nodes.id', '=', 'node_tags.node_id')
     .where('node_tags.tag_id', '=', p.tagId)
     .where('nodes.environment_id', '=', env.id);
-  return applyFilters(deps, base as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
+  return applyFilters(deps, base, { ...p, tagId: undefined }, cutoffIso);
 }
 
 /** The tag's id in the environment; undefined when the environment has no tag of that name. */
@@ -329,7 +332,7 @@ const QUIET = new WeakMap<object, Map<string, { generation: number; from: string
 function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: number): Crossed {
   const seen = new Map<string, Promise<number>>();
   let quiet = QUIET.get(deps.db);
-  if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, { generation: number; from: string; next: string | null }>()));
   const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
     if (from < to) {
@@ -496,7 +499,7 @@ const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
 /** One derivedTotal at a time per list: two requests must not both move the same total. */
 function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
   let turns = DERIVED_TURNS.get(deps.db);
-  if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map()));
+  if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map<string, Promise<unknown>>()));
   const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
   const prev = turns.get(key) ?? Promise.resolve();
   const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, soft, ctx));
@@ -510,7 +513,7 @@ function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: strin
 
 async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: Awaited<ReturnType<typeof shapeContext>>): Promise<DerivedEntry> {
   let cache = DERIVED.get(deps.db);
-  if (!cache) DERIVED.set(deps.db, (cache = new Map()));
+  if (!cache) DERIVED.set(deps.db, (cache = new Map<string, DerivedEntry>()));
   const { bounds, sort: _s, order: _o, ...filters } = p;
   void _s;
   void _o;
@@ -549,7 +552,7 @@ async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cuto
 
 /** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
 function movedRanges(...moves: [string, string][]): [string, string][] {
-  const ranges = moves.map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string]).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+  const ranges = moves.map(([a, b]): [string, string] => (a < b ? [a, b] : [b, a])).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
   const out: [string, string][] = [];
   for (const r of ranges) {
     const last = out[out.length - 1];
@@ -573,7 +576,7 @@ async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq:
   // Its nodes change with any change to a node (content), and with one back across a window (seen).
   const generation = `${gens.content}/${gens.seen}`;
   let cache = DERIVED_PAGES.get(deps.db);
-  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map()));
+  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: number; bounds: HealthBounds; page: Promise<PageRows> }>()));
   const { bounds, ...rest } = p;
   const b1 = bounds!;
   const key = JSON.stringify([env.id, rest, pageReq.page, pageReq.pageSize, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
@@ -676,7 +679,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     const uuids = rows.map((r) => r.uuid);
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
-  const row = rows[0]!;
+  const row = rows[0];
   const ctx = await shapeContext(deps, env, caller.generations ?? (await readGenerations(deps.db)));
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');

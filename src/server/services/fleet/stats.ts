@@ -48,7 +48,7 @@ const QUIET = new WeakMap<object, Map<string, { generation: number; from: string
 
 async function quietUntil(deps: Deps, ids: number[], from: string, generation: number): Promise<string | null> {
   let quiet = QUIET.get(deps.db);
-  if (!quiet) QUIET.set(deps.db, (quiet = new Map()));
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, { generation: number; from: string; next: string | null }>()));
   const key = ids.join(',');
   const q = quiet.get(key);
   if (q && q.generation === generation && q.from <= from) return q.next;

@@ -37,6 +37,7 @@ function tagName(body: TagBody): string {
   const name = body.name?.trim() ?? '';
   if (name === '') throw badRequest('name is required');
   if (name.length > NAME_MAX) throw badRequest(`name is longer than ${NAME_MAX} characters`);
+  // eslint-disable-next-line no-control-regex -- control characters are what this looks for
   if (/[\u0000-\u001f\u007f]/.test(name)) throw badRequest('name must not contain control characters');
   return name;
 }

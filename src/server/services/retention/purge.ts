@@ -55,7 +55,7 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
   const db = deps.db;
   // Deletes through the store's writer (on SQLite a thread of its own, issue 31): a step's index and
   // trigger work never runs on the event loop. The ids are read first, on the connection for reads.
-  const del = async (q: CompiledQuery) => Number((await (deps.write ? deps.write([q]) : writeInTransaction(db, [q])))[0]!.numAffectedRows ?? 0n);
+  const del = async (q: CompiledQuery) => Number((await (deps.write ? deps.write([q]) : writeInTransaction(db, [q])))[0].numAffectedRows ?? 0n);
 
   const qDays = await days(RETENTION_SETTINGS.queryResults);
   if (qDays > 0) {

@@ -71,7 +71,7 @@ export async function listUsers(deps: Deps): Promise<User[]> {
 
 export async function readMe(deps: Deps, caller: Caller): Promise<User> {
   const row = await deps.db.selectFrom('users').selectAll().where('id', '=', caller.user.id).executeTakeFirstOrThrow();
-  return (await toUsers(deps.db, [row]))[0]!;
+  return (await toUsers(deps.db, [row]))[0];
 }
 
 // ---- 4.5 ---------------------------------------------------------------------------------
