@@ -82,6 +82,14 @@ export function registerMfa(program: Command): void {
     },
   );
 
+  registerTotp(mfa);
+
+  registerRecoveryCodes(mfa);
+
+  registerWebauthn(mfa);
+}
+
+function registerTotp(mfa: Command): void {
   const totp = group(mfa, {
     name: 'totp',
     summary: 'Set up or turn off a TOTP authenticator app',
@@ -174,7 +182,9 @@ export function registerMfa(program: Command): void {
       ctx.io.err(`${safeText(res.message)}\n`);
     },
   );
+}
 
+function registerRecoveryCodes(mfa: Command): void {
   const recovery = group(mfa, {
     name: 'recovery-codes',
     summary: 'Replace your TOTP recovery codes',
@@ -201,7 +211,9 @@ export function registerMfa(program: Command): void {
       await showRecoveryCodes(ctx, res.recovery_codes, 'New recovery codes: the previous ones no longer work.');
     },
   );
+}
 
+function registerWebauthn(mfa: Command): void {
   const webauthn = group(mfa, {
     name: 'webauthn',
     summary: 'List or remove your WebAuthn keys (registered in a browser)',
