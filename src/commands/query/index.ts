@@ -81,6 +81,16 @@ export function registerQuery(program: Command): void {
     ],
   });
 
+  registerQueryRun(query);
+
+  registerQueryList(query);
+
+  registerQueryShowAndResults(query);
+
+  registerQueryCancel(query);
+}
+
+function registerQueryRun(query: Command): void {
   verb<RunOpts>(
     query,
     {
@@ -145,7 +155,9 @@ export function registerQuery(program: Command): void {
       if (!ctx.wantsData() && ctx.io.stdoutIsTTY && r.rows === 0) ctx.io.err('No rows.\n');
     },
   );
+}
 
+function registerQueryList(query: Command): void {
   verb<{ status?: QueryListStatus; page?: number; pageSize?: number; limit?: number; all?: boolean }>(
     query,
     {
@@ -175,7 +187,9 @@ export function registerQuery(program: Command): void {
       });
     },
   );
+}
 
+function registerQueryShowAndResults(query: Command): void {
   verb(
     query,
     {
@@ -209,7 +223,9 @@ export function registerQuery(program: Command): void {
       if (r.answered === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`No answers yet for ${name}.\n`);
     },
   );
+}
 
+function registerQueryCancel(query: Command): void {
   verb<{ allMine?: boolean }>(
     query,
     {
