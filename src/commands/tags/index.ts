@@ -123,6 +123,14 @@ export function registerTags(program: Command): void {
     ],
   });
 
+  registerTagsListAndShow(tags);
+
+  registerTagsAddEditRemove(tags);
+
+  registerTagsApplyAndUnapply(tags);
+}
+
+function registerTagsListAndShow(tags: Command): void {
   verb(
     tags,
     {
@@ -171,7 +179,9 @@ export function registerTags(program: Command): void {
       });
     },
   );
+}
 
+function registerTagsAddEditRemove(tags: Command): void {
   verb<TagFlags>(
     tags,
     {
@@ -237,7 +247,9 @@ export function registerTags(program: Command): void {
       await report(ctx, `Deleted tag ${name} from ${env}`, { name, env, message: r.data });
     },
   );
+}
 
+function registerTagsApplyAndUnapply(tags: Command): void {
   const selection = (cmd: Command) =>
     cmd
       .option('-q, --search <text>', 'select the nodes matching this text (as `nodes list -q`)')
