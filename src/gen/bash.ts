@@ -33,16 +33,17 @@ function argArm(args: ArgSpec[]): string | undefined {
   return `case $2 in ${arms.map(([p, b]) => `${p}) ${b} ;;`).join(' ')} *) return 1 ;; esac`;
 }
 
-export function bashCompletion(p: ProgramSpec): string {
-  const cmds = [p.root, ...allCommands(p.root)];
-  const fn = `__${p.name.replace(/\W/g, '_')}`;
+type Arms = [string, string][];
 
-  const subArms: [string, string][] = [];
-  const subsArms: [string, string][] = [];
-  const optsArms: [string, string][] = [];
-  const valueArms: [string, string][] = [];
-  const globalValueArms: [string, string][] = [];
-  const argArms: [string, string][] = [];
+/** The case arms of the lookup functions: what each command accepts, from the command tree. */
+function bashArms(p: ProgramSpec) {
+  const cmds = [p.root, ...allCommands(p.root)];
+  const subArms: Arms = [];
+  const subsArms: Arms = [];
+  const optsArms: Arms = [];
+  const valueArms: Arms = [];
+  const globalValueArms: Arms = [];
+  const argArms: Arms = [];
   for (const c of cmds) {
     for (const s of c.commands) {
       for (const n of [s.name, ...s.aliases]) subArms.push([sq(`${key(c)}|${n}`), `REPLY=${sq(key(s))}`]);
@@ -67,13 +68,27 @@ export function bashCompletion(p: ProgramSpec): string {
     for (const n of optionNames(o)) globalValueArms.push([`*${sq(`|${n}`)}`, `REPLY=${sq(valueWords(o))}`]);
   }
 
-  return `# bash completion for ${p.name}
+  return { subArms, subsArms, optsArms, valueArms, globalValueArms, argArms };
+}
+
+export function bashCompletion(p: ProgramSpec): string {
+  const fn = `__${p.name.replace(/\W/g, '_')}`;
+  return (
+    `# bash completion for ${p.name}
 ${GENERATED_NOTE.map((l) => `# ${l}`).join('\n')}
 #
 # Install: ${p.name} completion bash > ~/.local/share/bash-completion/completions/${p.name}
 #      or: source <(${p.name} completion bash)     (in ~/.bashrc)
 
-# The command reached by subcommand $2 (a name or an alias) of command "$1", in REPLY.
+` +
+    lookupFunctions(fn, bashArms(p)) +
+    completionFunction(p.name, fn)
+  );
+}
+
+/** One shell function per question the completer asks of the command tree (a case statement each). */
+function lookupFunctions(fn: string, { subArms, subsArms, optsArms, valueArms, globalValueArms, argArms }: ReturnType<typeof bashArms>): string {
+  return `# The command reached by subcommand $2 (a name or an alias) of command "$1", in REPLY.
 ${fn}_sub() {
   case "$1|$2" in
 ${caseArms(subArms, '    ').join('\n')}
@@ -113,7 +128,12 @@ ${caseArms(argArms, '    ').join('\n')}
   esac
 }
 
-# COMPREPLY from compgen, one match a line, so file names with spaces stay whole.
+`;
+}
+
+/** The completer itself: follows the words before the cursor as commander does, then asks the lookups. */
+function completionFunction(name: string, fn: string): string {
+  return `# COMPREPLY from compgen, one match a line, so file names with spaces stay whole.
 ${fn}_reply() {
   local line
   COMPREPLY=()
@@ -127,13 +147,13 @@ ${fn}_value() {
     ${fn}_reply -f -P "$1" -- "$2"
   elif [[ $REPLY == :dyn:* ]]; then
     # Names only fleetctl knows (profiles, environments, hosts, tags): asked with a short timeout.
-    ${fn}_reply -W "$(${p.name} __complete "\${REPLY#:dyn:}" "$2" 2>/dev/null)" -P "$1" -- "$2"
+    ${fn}_reply -W "$(${name} __complete "\${REPLY#:dyn:}" "$2" 2>/dev/null)" -P "$1" -- "$2"
   else
     ${fn}_reply -W "$REPLY" -P "$1" -- "$2"
   fi
 }
 
-_${p.name.replace(/\W/g, '_')}() {
+_${name.replace(/\W/g, '_')}() {
   local words=() cword=0 i w path= npos=0 dashdash=0 valopt= cur REPLY
   # bash splits "--status=active" at "=" (COMP_WORDBREAKS): put such words back together.
   for ((i = 0; i < \${#COMP_WORDS[@]}; i++)); do
@@ -201,6 +221,6 @@ _${p.name.replace(/\W/g, '_')}() {
   return 0
 }
 
-complete -F _${p.name.replace(/\W/g, '_')} ${p.name}
+complete -F _${name.replace(/\W/g, '_')} ${name}
 `;
 }
