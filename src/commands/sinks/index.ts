@@ -63,6 +63,15 @@ export function registerSinks(program: Command): void {
     ],
   });
 
+  registerSinksListAndShow(sinks);
+
+  registerSinksClone(sinks);
+
+  registerSinksAddAndRemove(sinks);
+  registerSinkChanges(sinks);
+}
+
+function registerSinksListAndShow(sinks: Command): void {
   verb(
     sinks,
     {
@@ -106,7 +115,9 @@ export function registerSinks(program: Command): void {
       await printObject(ctx.io, ctx.output(), showSink(sink), ctx.wantsData() ? [] : SHOW_COLUMNS);
     },
   );
+}
 
+function registerSinksClone(sinks: Command): void {
   verb<{ from: string; to: string; overwrite?: boolean; yes?: boolean }>(
     sinks,
     {
@@ -149,7 +160,9 @@ export function registerSinks(program: Command): void {
       else ctx.io.err(`Cloned ${plural(cloned.length, 'log sink')} from ${from.label} to ${to.label}${o.overwrite ? ' (replacing its sinks)' : ''}\n`);
     },
   );
+}
 
+function registerSinksAddAndRemove(sinks: Command): void {
   verb<AddOpts>(
     sinks,
     {
@@ -212,5 +225,4 @@ export function registerSinks(program: Command): void {
       else ctx.io.err(`Deleted log sink ${id}\n`);
     },
   );
-  registerSinkChanges(sinks);
 }
