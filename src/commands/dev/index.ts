@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { verb, intArg } from '../define.js';
 import { parseDuration } from '../../lib/duration.js';
 import { CliError, ExitCode, UsageError } from '../../errors.js';
-import { parseListen } from '../server/index.js';
+import { parseListen } from '../server/options.js';
 import { printObject } from '../../output/index.js';
 
 interface AgentsOpts {
