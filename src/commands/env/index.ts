@@ -98,6 +98,16 @@ export function registerEnv(program: Command): void {
     examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env create rollout --enroll-window 14d', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
   });
 
+  registerEnvListAndShow(env);
+
+  registerEnvIntervalsAndMap(env);
+
+  registerEnvCreateEditDelete(env);
+
+  registerEnvConfig(env);
+}
+
+function registerEnvListAndShow(env: Command): void {
   verb<{ showSecret?: boolean }>(
     env,
     {
@@ -148,7 +158,9 @@ export function registerEnv(program: Command): void {
       warnEnrollment(ctx, [e], now, stops);
     },
   );
+}
 
+function registerEnvIntervalsAndMap(env: Command): void {
   verb<{ config?: number; log?: number; query?: number }>(
     env,
     {
@@ -202,7 +214,9 @@ export function registerEnv(program: Command): void {
       }
     },
   );
+}
 
+function registerEnvCreateEditDelete(env: Command): void {
   const settable = (cmd: import('commander').Command) =>
     cmd
       .option('--agent-host <host[:port]>', "the name agents connect to (osquery's --tls_hostname), when it is not the server's --agent-url")
@@ -264,7 +278,9 @@ export function registerEnv(program: Command): void {
     (cmd) => cmd.argument('<env>', 'environment name or UUID').option('-y, --yes', 'do not ask for confirmation'),
     async (ctx, [ref], o) => (await import('./admin.js')).runEnvDelete(ctx, ref, o),
   );
+}
 
+function registerEnvConfig(env: Command): void {
   verb<{ edit?: boolean; set?: string; agent?: boolean }>(
     env,
     {
