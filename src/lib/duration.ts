@@ -7,7 +7,7 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 export function parseDuration(s: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s.trim());
   if (!m) throw new UsageError(`invalid duration "${s}": use seconds (30), or 30s, 2m, 2h, 500ms`);
-  const ms = Number(m[1]) * UNIT_MS[m[2] ?? 's']!;
+  const ms = Number(m[1]) * UNIT_MS[m[2] ?? 's'];
   if (ms <= 0) throw new UsageError(`invalid duration "${s}": must be positive`);
   return ms;
 }

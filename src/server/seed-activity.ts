@@ -111,7 +111,7 @@ async function seedQueriesAndCarves(db: Kysely<DB>, envId: number, now: number, 
     for (const [i, status] of c.files.entries()) {
       // A real archive of the file as the node would send it (a ustar of one file), stored as
       // blocks like an agent's upload, so `fleetctl carves download` works on the demo's carves.
-      const node = targets[i % targets.length]!;
+      const node = targets[i % targets.length];
       const fileCreated = created + (i + 1) * 60_000;
       const archive = tarOne(c.path, demoFileContent(c.path, node.hostname, r), Math.floor(fileCreated / 1000));
       const totalBlocks = Math.ceil(archive.length / BLOCK_SIZE);

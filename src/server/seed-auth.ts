@@ -41,7 +41,7 @@ export async function seedAuthExtras(db: Kysely<DB>, opts: { now: Date; password
     const week = new Date(opts.now.getTime() - 7 * 86400_000).toISOString();
     await db
       .insertInto('webauthn_credentials')
-      .values(DEMO_WEBAUTHN.map((name, i) => ({ id: DEMO_WEBAUTHN_IDS[i]!, user_id: admin.id, name, created_at: week, last_used_at: i === 0 ? ts : null })))
+      .values(DEMO_WEBAUTHN.map((name, i) => ({ id: DEMO_WEBAUTHN_IDS[i], user_id: admin.id, name, created_at: week, last_used_at: i === 0 ? ts : null })))
       .execute();
   }
 

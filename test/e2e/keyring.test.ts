@@ -140,10 +140,10 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: t
     // that never starts ends in the test's timeout; one that exits first fails here.
     const busReady = new Promise<string>((resolveBus, reject) => {
       let text = '';
-      session.stdout!.on('data', (d: Buffer) => {
+      session.stdout.on('data', (d: Buffer) => {
         text += d.toString();
         const m = /BUS=(\S+)/.exec(text);
-        if (m) resolveBus(m[1]!);
+        if (m) resolveBus(m[1]);
       });
       void session.then((r) => reject(new Error(`no D-Bus session (dbus-run-session exited ${r.exitCode}): ${text}`)));
     });
@@ -177,7 +177,7 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: t
       expect(existsSync(join(cli.configDir, 'credentials.json'))).toBe(false);
     } finally {
       term?.kill();
-      session.stdin!.end();
+      session.stdin.end();
       await session;
       await server?.stop();
     }

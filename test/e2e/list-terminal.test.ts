@@ -216,7 +216,7 @@ describe('--watch and the pager', () => {
     expect(pager, `no less under fleetctl; terminal:\n${t.text()}`).toBeDefined();
     t.type(KEY.ctrlC);
     await t.waitFor(/FLEETCTL-EXITED 130/);
-    expect(alive(pager!.pid)).toBe(false);
+    expect(alive(pager.pid)).toBe(false);
     t.kill();
   });
 

@@ -116,7 +116,7 @@ describe('nodes list', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('UUID\tHOSTNAME\tPLATFORM\tOSQUERY\tIP\tHEALTH\tLAST SEEN\tTAGS');
     expect(lines).toHaveLength(51); // header + default page size 50
-    // eslint-disable-next-line no-control-regex -- the escape and control characters are what the test looks for
+     
     expect(r.stdout).not.toMatch(/\u001b\[/); // no colors when piped
   });
 

@@ -69,7 +69,7 @@ export interface PtyRun {
   output(): string;
 }
 
-// eslint-disable-next-line no-control-regex
+ 
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[()][0-9A-B]|\u001b[=>]/g;
 
 /** Runs `fleetctl args` in a pseudo-terminal (stdin, stdout and stderr are TTYs) with `cli`'s config. */

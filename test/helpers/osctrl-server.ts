@@ -211,11 +211,11 @@ export class OsctrlStandIn {
       return built(200, Object.fromEntries(this.envs.flatMap((e) => [[e.Name, e], [e.UUID, e]]))); // osctrl: every env under its name and its UUID
     }
     if ((p = route('GET', '/api/v1/environments/config/{env}')) || (p = route('PATCH', '/api/v1/environments/config/{env}'))) {
-      if (!can('admin', envOf(p.env!)?.UUID ?? '')) return play('GET /api/v1/environments/config/prod 403');
+      if (!can('admin', envOf(p.env)?.UUID ?? '')) return play('GET /api/v1/environments/config/prod 403');
       return play(`${method} /api/v1/environments/config/prod 200`);
     }
     if ((p = route('GET', '/api/v1/environments/{env}'))) {
-      const e = envOf(p.env!);
+      const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('user', e.UUID)) return noAccess();
       const v: Record<string, any> = { ...this.envViews.get(e.UUID) };
@@ -225,7 +225,7 @@ export class OsctrlStandIn {
     }
     if (environmentWrite({ method, body, route, play, built, unrecorded, can, envOf }, this)) return;
     if ((p = route('POST', '/api/v1/environments/{env}/enroll/{action}'))) {
-      const e = envOf(p.env!);
+      const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return noAccess();
       const key = `POST /api/v1/environments/dev/enroll/${p.action} 200`;
@@ -239,7 +239,7 @@ export class OsctrlStandIn {
       return play(key); // rotate renews the path and keeps the secret (REDACTED-SECRET before and after)
     }
     if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) || (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
-      const e = envOf(p.env!);
+      const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return play('GET /api/v1/environments/prod/enroll/secret 403');
       const kind = u.pathname.includes('/remove/') ? 'remove' : 'enroll';
@@ -248,7 +248,7 @@ export class OsctrlStandIn {
       return RECORDED[key] ? play(key) : unrecorded(400, 'invalid target'); // fleetctl checks the target first
     }
     if ((p = route('PATCH', '/api/v1/environments/intervals/{env}'))) {
-      const e = envOf(p.env!);
+      const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return noAccess();
       const v = this.envViews.get(e.UUID)!;
@@ -260,12 +260,12 @@ export class OsctrlStandIn {
     if (route('GET', '/api/v1/users/me')) return built(200, { ...rec<Record<string, any>>('GET /api/v1/users/me 200'), ...pick(meUser.view, ['username', 'email', 'fullname', 'admin', 'service', 'uuid']), permissions: perms(me) });
     if ((p = route('GET', '/api/v1/users/{username}/permissions'))) {
       if (!can('admin', '')) return noAccess();
-      if (!this.users.get(p.username!)) return unrecorded(404, 'user not found'); // fleetctl reads listed users only
-      return built(200, { username: p.username, permissions: perms(p.username!) }); // shape of GET /api/v1/users/quinn/permissions 200
+      if (!this.users.get(p.username)) return unrecorded(404, 'user not found'); // fleetctl reads listed users only
+      return built(200, { username: p.username, permissions: perms(p.username) }); // shape of GET /api/v1/users/quinn/permissions 200
     }
     if ((p = route('POST', '/api/v1/users/{username}/permissions'))) {
       if (!can('admin', '')) return noAccess();
-      const x = this.users.get(p.username!);
+      const x = this.users.get(p.username);
       if (!x) return unrecorded(404, 'user not found'); // fleetctl checks the list first
       // ChangeAccess: user, query, carve, admin, each row updated in place or appended.
       for (const l of ['user', 'query', 'carve', 'admin'] as Level[]) {
@@ -274,7 +274,7 @@ export class OsctrlStandIn {
         else x.rows.push({ env: body.env_uuid, type: LEVEL_TYPE[l], value: Boolean(body.access?.[l]) });
       }
       // osctrl answers with the access it stored for that env, in its order (recorded: {"user":…,"query":…,"carve":…,"admin":…}).
-      const a = this.rowsOf(p.username!, body.env_uuid);
+      const a = this.rowsOf(p.username, body.env_uuid);
       return built(200, { user: a.user, query: a.query, carve: a.carve, admin: a.admin });
     }
     if (route('POST', '/api/v1/users/me/password')) {
@@ -285,13 +285,13 @@ export class OsctrlStandIn {
     }
     if ((p = route('POST', '/api/v1/users/{username}/{action}'))) {
       if (!can('admin', '')) return noAccess();
-      const x = this.users.get(p.username!);
+      const x = this.users.get(p.username);
       if (p.action === 'add') {
         if (x) return play('POST /api/v1/users/{user}/add 500');
         const envs: string[] = body.admin ? this.envs.map((e) => e.UUID) : (body.environments ?? []);
         const a: Record<Level, boolean> = { user: body.user_access ?? true, query: body.query_access ?? Boolean(body.admin), carve: body.carve_access ?? Boolean(body.admin), admin: body.admin_access ?? Boolean(body.admin) };
         const rows = envs.flatMap((env) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ env, type: LEVEL_TYPE[l], value: a[l] })));
-        this.users.set(p.username!, { view: { ...rec<any[]>('GET /api/v1/users 200')[0], id: this.nextId++, username: p.username, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service) }, password: body.password ?? '', rows });
+        this.users.set(p.username, { view: { ...rec<any[]>('GET /api/v1/users 200')[0], id: this.nextId++, username: p.username, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service) }, password: body.password ?? '', rows });
         return play('POST /api/v1/users/{user}/add 200');
       }
       if (p.action === 'edit') {
@@ -303,14 +303,14 @@ export class OsctrlStandIn {
       }
       if (p.action === 'remove') {
         if (body?.username === me) return play('POST /api/v1/users/{user}/remove 400'); // nobody removes themself
-        this.users.delete(p.username!); // a missing user is "removed" too
+        this.users.delete(p.username); // a missing user is "removed" too
         return play('POST /api/v1/users/{user}/remove 200');
       }
       return built(200, { data: '' }); // no default branch in osctrl: an unknown action is a 200
     }
 
     if ((p = route('GET', '/api/v1/nodes/{env}'))) {
-      const e = envOf(p.env!);
+      const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('user', e.UUID)) return noAccess();
       // osctrl's page of its node records, filtered and sorted as NodesPagedHandler does.
@@ -349,11 +349,11 @@ export class OsctrlStandIn {
     }
 
     if ((p = route('GET', '/api/v1/tags/{env}'))) {
-      if (!can('admin', envOf(p.env!)?.UUID ?? '')) return play('GET /api/v1/tags/prod 403');
+      if (!can('admin', envOf(p.env)?.UUID ?? '')) return play('GET /api/v1/tags/prod 403');
       return built(200, this.tags); // osctrl's tag records, never a node count
     }
     if ((p = route('POST', '/api/v1/tags/{env}/{action}'))) {
-      if (!can('admin', envOf(p.env!)?.UUID ?? '')) return noAccess();
+      if (!can('admin', envOf(p.env)?.UUID ?? '')) return noAccess();
       const t = this.tags.find((x) => x.name === body?.name);
       if (p.action === 'add') {
         if (t) return play('POST /api/v1/tags/prod/add 409');
@@ -430,7 +430,7 @@ export class OsctrlStandIn {
     const detail = (q: any) => ({ ...strip(q), target: '', targets: q._recordedTargets ?? [] });
     const recordedName = (key: string, kind: string) => new RegExp(`${kind}_[0-9a-f]{32}`).exec(raw(key))?.[0] ?? '';
     if ((p = route('POST', '/api/v1/queries/{env}'))) {
-      const e = envOf(p.env!)!;
+      const e = envOf(p.env)!;
       if (!can('query', e.UUID)) return play('POST /api/v1/queries/prod 403');
       if (!body?.query) return unrecorded(400, 'query can not be empty'); // fleetctl never sends an empty query
       const q = createRun('query', e);
@@ -438,7 +438,7 @@ export class OsctrlStandIn {
       return play('POST /api/v1/queries/prod 200', [[recordedName('POST /api/v1/queries/prod 200', 'query'), q.name]]);
     }
     if ((p = route('GET', '/api/v1/queries/{env}/list/{target}'))) {
-      if (!can('query', envOf(p.env!)!.UUID)) return noAccess();
+      if (!can('query', envOf(p.env)!.UUID)) return noAccess();
       this.deliver();
       const t = p.target;
       const items = this.queries.filter((q) => q.type === 'query').filter((q) =>
@@ -459,18 +459,18 @@ export class OsctrlStandIn {
       return q ? built(200, detail(q)) : play('GET /api/v1/queries/prod/query_nope 200');
     }
     if ((p = route('POST', '/api/v1/queries/{env}/{action}/{name}'))) {
-      if (!can('admin', envOf(p.env!)!.UUID)) return noAccess();
+      if (!can('admin', envOf(p.env)!.UUID)) return noAccess();
       const q = this.queries.find((x) => x.name === p!.name);
       if (!q) return unrecorded(404, 'query not found'); // fleetctl reads the query first
       const done: Record<string, string> = { expire: 'expired', complete: 'completed', delete: 'deleted' };
-      if (!done[p.action!]) return built(200, { message: '' }); // an unknown action: 200, nothing changed
-      Object.assign(q, { [done[p.action!]!]: true, active: false });
+      if (!done[p.action]) return built(200, { message: '' }); // an unknown action: 200, nothing changed
+      Object.assign(q, { [done[p.action]]: true, active: false });
       const key = 'POST /api/v1/queries/prod/expire/{query} 200';
-      return play(key, [[recordedName(key, 'query'), q.name], [' expired ', ` ${done[p.action!]} `]]);
+      return play(key, [[recordedName(key, 'query'), q.name], [' expired ', ` ${done[p.action]} `]]);
     }
 
     if ((p = route('POST', '/api/v1/carves/{env}'))) {
-      const e = envOf(p.env!)!;
+      const e = envOf(p.env)!;
       if (!can('carve', e.UUID)) return noAccess();
       if (!body?.path) return unrecorded(400, 'path can not be empty'); // fleetctl always sends the path
       const q = createRun('carve', e);
@@ -479,13 +479,13 @@ export class OsctrlStandIn {
     }
     const status = (c: any) => (c.deleted ? 'DELETED' : c.expired ? 'EXPIRED' : c.completed ? 'COMPLETED' : this.carveFiles.get(c.name)?.length ? 'PENDING' : 'ACTIVE');
     if ((p = route('GET', '/api/v1/carves/{env}'))) {
-      if (!can('carve', envOf(p.env!)!.UUID)) return play('GET /api/v1/carves/prod 403');
+      if (!can('carve', envOf(p.env)!.UUID)) return play('GET /api/v1/carves/prod 403');
       const target = u.searchParams.get('target');
       const items = this.carves.filter((c) => !target || status(c).toLowerCase() === target).map((c) => ({ ...strip(c), carve_status: status(c) }));
       return built(200, { items, page: 1, page_size: 50, total_items: items.length, total_pages: items.length ? 1 : 0 });
     }
     if ((p = route('GET', '/api/v1/carves/{env}/archive/{name}'))) {
-      if (!this.carveFiles.get(p.name!)?.length) return unrecorded(404, 'no carved files yet'); // fleetctl downloads listed files only
+      if (!this.carveFiles.get(p.name)?.length) return unrecorded(404, 'no carved files yet'); // fleetctl downloads listed files only
       return play('GET /api/v1/carves/prod/archive/{carve} 200'); // the bytes osctrl sent for the recorded carve
     }
     if ((p = route('GET', '/api/v1/carves/{env}/{name}'))) {

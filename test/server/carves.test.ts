@@ -218,14 +218,14 @@ describe('POST /api/v1/carves/{env}/{action}/{name} (4.17)', () => {
     const before = await blocks();
     expect(before).toBeGreaterThan(0);
     const download = (session: string) => ts.call('GET', `/api/v1/carves/staging/archive/carve_etc_hosts?session=${session}`, { token: carver });
-    expect((await download(sessions[0]!)).status).toBe(200);
+    expect((await download(sessions[0])).status).toBe(200);
 
     const r = await act('staging', 'delete', 'carve_etc_hosts');
     expect(r.status).toBe(200);
     expect(r.body.message).toBe(`carve carve_etc_hosts deleted: ${sessions.length} files (${before} blocks) removed from the server`);
     expect(await blocks()).toBe(0);
     expect(await db().selectFrom('carve_files').select('id').where('query_id', '=', carve.id).execute()).toEqual([]);
-    const gone = await download(sessions[0]!);
+    const gone = await download(sessions[0]);
     expectError(gone, 404, 'not_found');
     expect(gone.body.error).toBe('carve "carve_etc_hosts" was deleted: its files were removed from the server');
     const shown = await read('staging', 'carve_etc_hosts');

@@ -31,7 +31,7 @@ let secret: string;
 let token: string;
 let store: Store;
 
-const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1]!;
+const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1];
 
 /** HTTP from a loopback address of its own, so per-address limits see only this test's requests. */
 function from(localAddress: string) {
@@ -118,11 +118,11 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
 
   it('an agent enrolled through A checks in on B', async () => {
     const uuid = randomUUID();
-    const enrolled = await agentPost(agentAddress(a), flags.endpoint.enroll!, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'replica-host') }, { ca });
+    const enrolled = await agentPost(agentAddress(a), flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'replica-host') }, { ca });
     expect(enrolled.body.node_invalid).toBe(false);
     const before = (await apiCall(a.url, 'GET', `/api/v1/nodes/prod/node/${uuid}`, { token })).body;
     await new Promise((r) => setTimeout(r, 20));
-    const cfg = await agentPost(agentAddress(b), flags.endpoint.config!, { node_key: enrolled.body.node_key }, { ca });
+    const cfg = await agentPost(agentAddress(b), flags.endpoint.config, { node_key: enrolled.body.node_key }, { ca });
     expect(cfg.status).toBe(200);
     expect(cfg.body.node_invalid).toBe(false);
     // B batches check-ins (1 s); A reads the same row.
@@ -141,9 +141,9 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
     // Each replica adds its count every 5 s.
     const rows = await eventually(async () => {
       const r = await store.db.selectFrom('audit_logs').select(['id', 'count', 'line']).where('source_ip', '=', '127.0.0.9').execute();
-      return r.length === 1 && r[0]!.count === 10 ? r : undefined;
+      return r.length === 1 && r[0].count === 10 ? r : undefined;
     }, 'one audit row counting all 10 denials');
-    expect(rows[0]!.line, rows[0]!.line).toMatch(/\[10 denied requests from 127\.0\.0\.9/);
+    expect(rows[0].line, rows[0].line).toMatch(/\[10 denied requests from 127\.0\.0\.9/);
   });
 
   it('an MFA challenge issued by A is answered on B, and its wrong codes count on both', async () => {

@@ -99,7 +99,7 @@ describe('admin/cleanup_expired: the clean-up of expired live queries and carves
 });
 
 describe('tls/accelerated_seconds: a newly enrolled node checks in every 5 s for that long (osquery\'s accelerate)', () => {
-  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
   async function enroll(): Promise<string> {
     const uuid = randomUUID();
     const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `accel-${uuid.slice(0, 8)}`) });

@@ -25,7 +25,7 @@ let collector: Server;
 /** Entry number -> how many times the collector got it. */
 const got = new Map<string, number>();
 
-const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1]!;
+const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1];
 const api = (s: ServerProcess, method: string, path: string, body?: unknown) => apiCall(s.url, method, path, { token, body });
 async function start(): Promise<ServerProcess> {
   const s = await startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
@@ -38,16 +38,16 @@ async function agent(s: ServerProcess) {
   const flags = parseFlags((await api(s, 'GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   const secret = (await api(s, 'GET', '/api/v1/environments/prod/enroll/secret')).body.data;
   const uuid = randomUUID();
-  const r = await agentPost(agentAddress(s), flags.endpoint.enroll!, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `rep-${uuid.slice(0, 8)}`) }, { ca });
+  const r = await agentPost(agentAddress(s), flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `rep-${uuid.slice(0, 8)}`) }, { ca });
   expect(r.body.node_invalid).toBe(false);
   const key = r.body.node_key as string;
   return (via: ServerProcess, from: number, n: number) =>
-    agentPost(agentAddress(via), flags.endpoint.log!, { node_key: key, log_type: 'result', data: Array.from({ length: n }, (_, i) => ({ name: 'q', columns: { i: String(from + i) } })) }, { ca });
+    agentPost(agentAddress(via), flags.endpoint.log, { node_key: key, log_type: 'result', data: Array.from({ length: n }, (_, i) => ({ name: 'q', columns: { i: String(from + i) } })) }, { ca });
 }
 
 /** Which replica holds the sink's lease now (its lease name, host:pid:random, carries its pid). */
 async function holder(sinkId: number): Promise<ServerProcess | undefined> {
-  const s = (await api(servers[0]!, 'GET', '/api/v1/log-sinks')).body.find((x: any) => x.id === sinkId);
+  const s = (await api(servers[0], 'GET', '/api/v1/log-sinks')).body.find((x: any) => x.id === sinkId);
   const pid = Number(String(s?.state.delivered_by ?? '').split(':')[1]);
   return servers.find((srv) => srv.proc.pid === pid);
 }
@@ -60,7 +60,7 @@ beforeAll(async () => {
   args = ['--db', database, '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
   if (onPostgres) servers = await Promise.all([start(), start()]);
   else servers = [await start(), await start()];
-  token = await apiToken(servers[0]!.url, 'admin', PASSWORD);
+  token = await apiToken(servers[0].url, 'admin', PASSWORD);
   collector = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -83,11 +83,11 @@ const counts = () => ({ distinct: got.size, duplicates: [...got.values()].filter
 describe('two replicas, one spool', () => {
   it('each entry reaches the sink once, whichever replica the agent posted to; the sink follows the replica that stays', async () => {
     const url = `http://127.0.0.1:${(collector.address() as { port: number }).port}/in`;
-    const sink = await api(servers[0]!, 'POST', '/api/v1/log-sinks', { name: 'collected', type: 'http', source: 'result', environment_id: 0, config: { url } });
+    const sink = await api(servers[0], 'POST', '/api/v1/log-sinks', { name: 'collected', type: 'http', source: 'result', environment_id: 0, config: { url } });
     expect(sink.status).toBe(200);
-    const posters = await Promise.all([agent(servers[0]!), agent(servers[1]!), agent(servers[0]!)]);
+    const posters = await Promise.all([agent(servers[0]), agent(servers[1]), agent(servers[0])]);
     // 3 agents x 10 batches of 50, each batch to either replica, all at once.
-    const sends = posters.flatMap((post, a) => Array.from({ length: 10 }, (_, b) => post(servers[(a + b) % 2]!, a * 10_000 + b * 50, 50)));
+    const sends = posters.flatMap((post, a) => Array.from({ length: 10 }, (_, b) => post(servers[(a + b) % 2], a * 10_000 + b * 50, 50)));
     const statuses = await Promise.all(sends);
     expect(statuses.every((r) => r.status === 200)).toBe(true);
     await eventually(async () => (got.size >= 1500 ? true : undefined), 'the 1,500 entries at the sink');
@@ -97,19 +97,19 @@ describe('two replicas, one spool', () => {
     const first = await eventually(() => holder(sink.body.id), 'a replica to deliver the sink');
     await first.stop();
     servers = servers.filter((s) => s !== first);
-    const post = await agent(servers[0]!);
-    expect((await post(servers[0]!, 50_000, 100)).status).toBe(200);
+    const post = await agent(servers[0]);
+    expect((await post(servers[0], 50_000, 100)).status).toBe(200);
     await eventually(async () => (got.size >= 1600 ? true : undefined), 'the next 100 through the other replica');
     expect(counts()).toEqual({ distinct: 1600, duplicates: 0 });
 
     // A new replica beside it, then the one delivering dies (kill -9): nothing acknowledged is lost.
     servers.push(await start());
-    const second = servers[0]!;
-    expect((await post(servers[1]!, 60_000, 100)).status).toBe(200);
+    const second = servers[0];
+    expect((await post(servers[1], 60_000, 100)).status).toBe(200);
     second.proc.kill('SIGKILL');
     await second.proc;
     servers = servers.slice(1);
-    expect((await post(servers[0]!, 70_000, 100)).status).toBe(200);
+    expect((await post(servers[0], 70_000, 100)).status).toBe(200);
     await eventually(async () => (got.size >= 1800 ? true : undefined), 'every entry after the kill');
     // A kill between the destination's answer and the cursor's commit may resend one batch: never lose.
     expect(got.size).toBe(1800);

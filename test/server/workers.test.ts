@@ -61,7 +61,7 @@ async function retried<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-const agent = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca, headers: { connection: 'close' } });
+const agent = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca, headers: { connection: 'close' } });
 
 /** The server's worker processes: the children of the primary. */
 function workerPids(): number[] {
@@ -69,7 +69,7 @@ function workerPids(): number[] {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
       if (ppid === server.proc.pid) out.push(Number(d));
     } catch {
       /* gone */
@@ -182,7 +182,7 @@ describe('fleetctl server --workers 2', () => {
     const files = () => readdirSync(dir).filter((f) => /^rot\.jsonl(\.\d+)?$/.test(f));
     const seen = await eventually(async () => {
       const counts = new Map<string, number>();
-      for (const f of files()) for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/"(m-\d+-\d+) /g)) counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + 1);
+      for (const f of files()) for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/"(m-\d+-\d+) /g)) counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
       return counts.size === ids.length ? counts : undefined;
     }, 'every line in the sink files');
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
@@ -204,7 +204,7 @@ describe('fleetctl server --workers 2', () => {
 
   it('a worker that dies is replaced, and the other serves meanwhile', async () => {
     const [victim, survivor] = workerPids();
-    process.kill(victim!, 'SIGKILL');
+    process.kill(victim, 'SIGKILL');
     // Requests keep being answered by the living worker. A connection the cluster was handing to
     // the dying one is lost with it (as with any replica that crashes): the client's timeout and
     // retry, as a load balancer's or an agent's, cover it.
@@ -212,7 +212,7 @@ describe('fleetctl server --workers 2', () => {
     await eventually(async () => (/worker \d exited \(SIGKILL\); starting another/.test(server.output()) ? true : undefined), 'the restart line');
     const pids = await eventually(async () => {
       const p = workerPids();
-      return p.length === 2 && !p.includes(victim!) ? p : undefined;
+      return p.length === 2 && !p.includes(victim) ? p : undefined;
     }, 'a new worker');
     expect(pids).toContain(survivor);
     for (let i = 0; i < 6; i++) expect((await retried(() => api('GET', '/api/v1/nodes/prod', { token, timeoutMs: 5000 }))).status).toBe(200);

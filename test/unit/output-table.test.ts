@@ -4,7 +4,7 @@ import { displayWidth, truncate } from '../../src/output/cell.js';
 import { fitWidths } from '../../src/output/table.js';
 import { memoryIO } from '../helpers/memory-io.js';
 
-// eslint-disable-next-line no-control-regex
+ 
 const ANSI = /\x1b\[[0-9;]*m/g;
 const strip = (s: string) => s.replace(ANSI, '');
 
@@ -50,8 +50,8 @@ describe('TTY table', () => {
     const io = memoryIO({ tty: true, columns: 200 });
     await printList(io, { format: 'table' }, rows, columns);
     const lines = io.stdoutText().split('\n');
-    expect(lines[1]).toContain(rows[0]!.uuid);
-    expect(lines[1]).toContain(rows[0]!.hostname);
+    expect(lines[1]).toContain(rows[0].uuid);
+    expect(lines[1]).toContain(rows[0].hostname);
     for (const l of lines) expect(l).toBe(l.trimEnd());
   });
   it('no ANSI without color; bold header and status colors with color', async () => {
@@ -84,7 +84,7 @@ describe('TTY table', () => {
   });
   it('strips control characters from server data', async () => {
     const io = memoryIO({ tty: true, columns: 200 });
-    await printList(io, { format: 'table' }, [{ ...rows[0]!, hostname: 'evil\x1b[2Jname' }], columns);
+    await printList(io, { format: 'table' }, [{ ...rows[0], hostname: 'evil\x1b[2Jname' }], columns);
     expect(io.stdoutText()).not.toContain('\x1b');
     // The value is still shown, its escape character written out as text.
     expect(io.stdoutText()).toContain('evil\\x1b[2Jname');
@@ -112,17 +112,17 @@ describe('piped table', () => {
     expect(out).not.toMatch(ANSI);
     const lines = out.trimEnd().split('\n');
     expect(lines[0]).toBe('UUID\tHOSTNAME\tSTATUS\tLAST SEEN\tBYTES');
-    expect(lines[2]).toBe(`${rows[1]!.uuid}\tdb-1\tinactive\tnever\t123456`);
-    expect(lines[1]).toContain(rows[0]!.last_seen);
+    expect(lines[2]).toBe(`${rows[1].uuid}\tdb-1\tinactive\tnever\t123456`);
+    expect(lines[1]).toContain(rows[0].last_seen);
     for (const l of lines) expect(l.split('\t')).toHaveLength(5);
   });
 
   it('csv and the piped key/value view say "never" too; json keeps the API\'s zero time', async () => {
     const csv = memoryIO({ tty: false });
     await printList(csv, { format: 'csv' }, rows, columns);
-    expect(csv.stdoutText().split('\n')[2]).toBe(`${rows[1]!.uuid},db-1,inactive,never,123456`);
+    expect(csv.stdoutText().split('\n')[2]).toBe(`${rows[1].uuid},db-1,inactive,never,123456`);
     const kv = memoryIO({ tty: false });
-    await printObject(kv, { format: 'table' }, rows[1]!, columns);
+    await printObject(kv, { format: 'table' }, rows[1], columns);
     expect(kv.stdoutText()).toContain('last_seen\tnever\n');
     const json = memoryIO({ tty: false });
     await printList(json, { format: 'json' }, rows, columns);
@@ -133,11 +133,11 @@ describe('piped table', () => {
 describe('object view on a TTY', () => {
   it('aligns FIELD names, colors statuses, shows never', async () => {
     const io = memoryIO({ tty: true, color: true });
-    await printObject(io, { format: 'table' }, rows[1]!, columns);
+    await printObject(io, { format: 'table' }, rows[1], columns);
     const out = strip(io.stdoutText());
     expect(out).toBe(
       [
-        `uuid       ${rows[1]!.uuid}`,
+        `uuid       ${rows[1].uuid}`,
         'hostname   db-1',
         'status     inactive',
         'last_seen  never',

@@ -131,7 +131,7 @@ describe('lists in each format', () => {
       const out = await list(o(fmt, { fields: ['hostname'], noHeaders: true }), rows);
       expect(out, fmt).toBe(`${cell}\n`);
     }
-    // eslint-disable-next-line no-control-regex -- the escape and control characters are what the test looks for
+     
     const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
     for (const fmt of ['json', 'jsonl', 'yaml'] as const) {
       const out = await list(o(fmt, { fields: ['hostname'] }), rows);
@@ -157,7 +157,7 @@ describe('lists in each format', () => {
         'uuid-1\thost-1\tdegraded\t2026-01-02T03:04:05Z\tUbuntu\n' +
         'uuid-2\thost-2\thealthy\t2026-01-02T03:04:05Z\tUbuntu\n',
     );
-    // eslint-disable-next-line no-control-regex -- the escape and control characters are what the test looks for
+     
     expect(out).not.toMatch(/\x1b\[/);
   });
   it('table piped: tags as comma-joined names, booleans, null as empty, tabs/newlines flattened', async () => {

@@ -18,7 +18,7 @@ const stats: DashboardStats = {
   ],
 };
 
-// eslint-disable-next-line no-control-regex
+ 
 const ANSI = /\u001b\[[0-9;]*m/;
 
 describe('bar', () => {

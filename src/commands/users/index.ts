@@ -149,7 +149,7 @@ export function registerUsers(program: Command): void {
     (cmd) => cmd.argument('<username>', 'user name'),
     async (ctx, [username]) => {
       const api = await ctx.api();
-      await printObject(ctx.io, ctx.output(), await findUser(api, username!), userDetailColumns(ctx.serverFlavor()));
+      await printObject(ctx.io, ctx.output(), await findUser(api, username), userDetailColumns(ctx.serverFlavor()));
     },
   );
 
@@ -189,9 +189,9 @@ export function registerUsers(program: Command): void {
     async (ctx, [username], o) => {
       const body = userBody(o, 'add');
       const api = await ctx.api();
-      body.password = await readNewPassword(ctx, o.passwordStdin, username!);
-      const res = await api.users.action(username!, 'add', body);
-      await reportUser(ctx, api, username!, res.data);
+      body.password = await readNewPassword(ctx, o.passwordStdin, username);
+      const res = await api.users.action(username, 'add', body);
+      await reportUser(ctx, api, username, res.data);
     },
   );
 
@@ -224,9 +224,9 @@ export function registerUsers(program: Command): void {
         throw new UsageError('nothing to change: pass at least one of --email, --fullname, --environment, --admin/--no-admin, --service/--no-service, --api/--no-api, --set-password, --password-stdin');
       }
       const api = await ctx.api();
-      if (o.setPassword || o.passwordStdin) body.password = await readNewPassword(ctx, o.passwordStdin, username!);
-      const res = await api.users.action(username!, 'edit', body);
-      await reportUser(ctx, api, username!, res.data);
+      if (o.setPassword || o.passwordStdin) body.password = await readNewPassword(ctx, o.passwordStdin, username);
+      const res = await api.users.action(username, 'edit', body);
+      await reportUser(ctx, api, username, res.data);
     },
   );
 
@@ -243,7 +243,7 @@ export function registerUsers(program: Command): void {
     async (ctx, [username], o) => {
       await confirmDestructive(ctx, o.yes, `Remove user ${username}?`);
       const api = await ctx.api();
-      const res = await api.users.action(username!, 'remove');
+      const res = await api.users.action(username, 'remove');
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { username, removed: true, message: res.data });
       else ctx.io.err(`${safeText(capitalize(res.data))}.\n`);
     },

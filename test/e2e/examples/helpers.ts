@@ -94,7 +94,7 @@ export function firstLiveAgent(world: World): string {
 }
 
 // A configuration part is free-form JSON (osquery's schema): fixtures edit it by key.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+ 
 type Part = Record<string, any>;
 
 /** Changes one part of an environment's osquery configuration (schedule, packs, ...) through the API. */
