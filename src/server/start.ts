@@ -452,7 +452,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await app.close();
         await store.close();
         faults.stop();
-        if (metricsServer) await new Promise((r) => metricsServer!.close(r));
+        if (metricsServer) await new Promise((r) => metricsServer.close(r));
         if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });
       },
     };

@@ -136,7 +136,7 @@ describe('fleetctl logs', () => {
     await send(n, 'result', [added('follow_q', { v: 'before' }, 0)]);
     const p = execa('node', [BIN, 'logs', '--follow', '--node', 'follow-0001'], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, buffer: false });
     let out = '';
-    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await eventually(async () => (out.includes('"before"') ? true : undefined), 'the backlog line');
     await send(n, 'result', [added('follow_q', { v: 'live' }, 1)]);
     await eventually(async () => (out.includes('"live"') ? true : undefined), 'the new line');
@@ -151,12 +151,12 @@ describe('fleetctl logs', () => {
     const p = execa('node', [BIN, 'logs', '--follow', '--node', 'restart-0001', '--timeout', '10s'], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, buffer: false });
     let out = '';
     let err = '';
-    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
     await eventually(async () => (out.includes('"one"') ? true : undefined), 'the first line');
     // The same ports again: the follower's URL and the agents' flags stay right.
     const port = new URL(server.url).port;
-    const agentPort = flags.hostname.split(':')[1]!;
+    const agentPort = flags.hostname.split(':')[1];
     await server.stop();
     await eventually(async () => (/connection lost/.test(err) ? true : undefined), 'the follower noticing');
     server = await startServerProcess([...serverArgs, '--listen', `127.0.0.1:${port}`, '--agent-listen', `127.0.0.1:${agentPort}`], { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });

@@ -60,7 +60,7 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
     const p = execa('node', [BIN, 'logs', '--follow', '--query', 'real_time', '--limit', '1'], { env: baseEnv(srv.cli.configDir), extendEnv: false, reject: false, buffer: false });
     const seen: { line: { id: number; name: string; received_at: string; entry: unknown }; at: number }[] = [];
     let buf = '';
-    p.stdout!.on('data', (d: Buffer) => {
+    p.stdout.on('data', (d: Buffer) => {
       buf += d.toString();
       for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         seen.push({ line: JSON.parse(buf.slice(0, i)), at: Date.now() });

@@ -21,7 +21,7 @@ export interface LoggingNode {
 
 /** Nodes of the environment whose enroll flags, secret and agent certificate are given. */
 export function logAgent(flags: Flags, secret: string, ca: string) {
-  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep]!, body, { ca });
+  const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
   return {
     async enroll(hostname = `logs-${randomUUID().slice(0, 8)}`): Promise<LoggingNode> {
       const uuid = randomUUID();

@@ -24,7 +24,7 @@ it('bytes bound as an id, and time as an id', async () => {
       t.server.deps.now = () => new Date(base + k * 60_000);
       await t.server.spool.append(
         Array.from({ length: 10 }, (_, i) => ({
-          environmentId: env.id, nodeId: n.id, hostIdentifier: n.uuid, hostname: n.hostname, logType: (i % 3 ? 'result' : 'status') as 'result' | 'status',
+          environmentId: env.id, nodeId: n.id, hostIdentifier: n.uuid, hostname: n.hostname, logType: (i % 3 ? 'result' : 'status'),
           name: i % 3 ? 'q' : null, line: JSON.stringify({ k, i, pad: 'x'.repeat(100 + i) }),
         })),
       );

@@ -21,7 +21,7 @@ let token: string;
 let viaA: ReturnType<typeof logAgent>;
 let viaB: ReturnType<typeof logAgent>;
 
-const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1]!;
+const agentAddress = (s: ServerProcess) => /Agent API \(osquery TLS\) listening on https:\/\/(\S+);/.exec(s.output())![1];
 /** The flags as replica `s` would hand them out: the same paths, its own agent listener. */
 const flagsOf = (f: Flags, s: ServerProcess): Flags => ({ ...f, hostname: agentAddress(s) });
 

@@ -82,14 +82,14 @@ describe('log lines as table rows', () => {
   });
   it('a status line shows its severity and where osquery said it', () => {
     const [r] = logRows(line({ severity: '1', filename: 'scheduler.cpp', line: '84', message: 'Error executing scheduled query q: no such table: nope' }, { log_type: 'status', name: undefined }));
-    expect([r!.action, r!.row, r!.name]).toEqual(['warning', 'scheduler.cpp:84 Error executing scheduled query q: no such table: nope', '']);
+    expect([r.action, r.row, r.name]).toEqual(['warning', 'scheduler.cpp:84 Error executing scheduled query q: no such table: nope', '']);
     expect([0, '2', 3, 'x', undefined].map(severityName)).toEqual(['info', 'error', 'fatal', undefined, undefined]);
   });
   it('quotes values with spaces, quotes or equals signs, and empty ones', () => {
     expect(pairsText({ a: 'x y', b: '', c: 'k=v', d: 'plain', e: 5 })).toBe('a="x y" b="" c="k=v" d=plain e=5');
   });
   it('an entry it does not know is shown whole, never hidden', () => {
-    expect(logRows(line({ something: 'else' }))[0]!.row).toBe('{"something":"else"}');
+    expect(logRows(line({ something: 'else' }))[0].row).toBe('{"something":"else"}');
   });
 });
 
@@ -105,6 +105,6 @@ describe('what the real osqueryd 5.23.0 sent (test/fixtures/osquery/logs-5.23.0.
   it('status lines: severities as numbers, lines as numbers', () => {
     const rows = real.status.flatMap((entry) => logRows(line(entry, { log_type: 'status', name: undefined })));
     expect(rows.map((r) => r.action)).toEqual(['info', 'warning', 'info', 'error']);
-    expect(rows[1]!.row).toBe('options.cpp:101 Cannot set unknown or invalid flag: bogus_option_xyz');
+    expect(rows[1].row).toBe('options.cpp:101 Cannot set unknown or invalid flag: bogus_option_xyz');
   });
 });

@@ -15,7 +15,7 @@ const REAL = {
 
 describe('osctrl log lines', () => {
   it('a status row becomes the API line, severity and line as osctrl keeps them (strings)', () => {
-    expect(lineFromOsctrl(REAL.items[0]!, 'status', 'prod', 'web-prod-1')).toEqual({
+    expect(lineFromOsctrl(REAL.items[0], 'status', 'prod', 'web-prod-1')).toEqual({
       id: 36, environment: 'prod', node_uuid: '81B1C24E-333C-4F2F-867A-42F163BF3C8C', hostname: 'web-prod-1', log_type: 'status',
       received_at: '2026-11-26T04:18:05.334Z',
       entry: { severity: '0', filename: 'config.cpp', line: '997', message: 'Calling configure for logger tls', version: '5.23.0' },

@@ -137,7 +137,7 @@ export function registerCarves(program: Command): void {
     (cmd) => cmd.argument('<name>', 'carve name'),
     async (ctx, [name]) => {
       const api = await ctx.api();
-      const detail = await api.carves.get(ctx.requireEnv(), name!);
+      const detail = await api.carves.get(ctx.requireEnv(), name);
       if (ctx.wantsData() || ctx.output().fields) {
         await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).CarveDetail }, detail);
         return;
@@ -175,7 +175,7 @@ export function registerCarves(program: Command): void {
         const api = await ctx.api();
         if (a.action === 'archive') api.need('carve-archive');
         if (a.action === 'delete') api.need('carve-delete');
-        const r = await api.carves.action(env, a.action, name!);
+        const r = await api.carves.action(env, a.action, name);
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
         // delete: the server's message says what was removed (files, blocks).
         else ctx.io.err(a.action === 'delete' ? `${safeText(r.message.charAt(0).toUpperCase() + r.message.slice(1))} (environment ${env})\n` : `${a.done} carve ${name} in ${env}\n`);

@@ -126,7 +126,7 @@ export function registerNodes(program: Command): void {
         .option('--show-secret', "include the node's node_key (its credential; env admins only), hidden by default"),
     async (ctx, [ref], o: { showSecret?: boolean }) => {
       const api = await ctx.api();
-      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref!, { statusProblems: true }), o.showSecret);
+      const node = withoutNodeKey(await api.nodes.get(ctx.requireEnv(), ref, { statusProblems: true }), o.showSecret);
       const out = { ...ctx.output(), schema: (await import('../../api/index.js')).Node };
       if (ctx.io.stdoutIsTTY && !ctx.wantsData() && !out.fields) ctx.io.out(renderNodeView(node, colorsFor(ctx.io)));
       else await printObject(ctx.io, out, node);
@@ -175,8 +175,9 @@ export function registerNodes(program: Command): void {
       }
       if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'hostname' }, { key: 'deleted' }, { key: 'error' }]);
       if (firstError) {
-        if (unique.length === 1) throw firstError;
         const m = mapError(firstError);
+        // One node: its own error, exactly as a single delete reports it (exit code and hint).
+        if (unique.length === 1) throw firstError instanceof Error ? firstError : new CliError(m.message, m.exitCode, m.hint);
         throw new CliError(`${results.filter((r) => !r.deleted).length} of ${unique.length} deletions failed`, m.exitCode, m.hint);
       }
     },

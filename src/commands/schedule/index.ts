@@ -161,6 +161,6 @@ export function registerSchedule(program: Command): void {
         .option('--node <node>', 'only this node (UUID, hostname or local name)')
         .addOption(new Option('--limit <n>', 'at most N nodes').argParser(intArg(1)).conflicts('all'))
         .option('--all', 'every node (a stream of pages)'),
-    async (ctx, [env, name], o) => (await import('./report.js')).report(ctx, env!, name!, o),
+    async (ctx, [env, name], o) => (await import('./report.js')).report(ctx, env, name, o),
   );
 }
