@@ -138,14 +138,14 @@ describe('--log', () => {
   it('every line on stderr is one JSON object: the start, requests of both doors, a reload, the shutdown', async () => {
     const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '20', '--dev-agents', '1', '--listen', '127.0.0.1:0', '--workers', '1', '--log'], { reject: false, buffer: true });
     let err = '';
-    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
     let out = '';
-    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     // Waited for, not timed (the test's timeout ends a hang).
     const logged = (re: RegExp, what: string) => eventually(() => Promise.resolve(re.test(err) ? true : undefined), what);
     // The banner too is an event of the log (stdout is for a stdout sink).
     await logged(/Simulated agents: 1 of 1 enrolled/, 'the simulated agent to enroll');
-    const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(err)![1]!;
+    const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(err)![1];
     const c = newCli();
     await c.login(url);
     expect((await c.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
@@ -269,7 +269,7 @@ describe('server backup and restore, migrate, a newer schema', () => {
   it('migrate brings a database an older release left to this schema, as a step of its own', async () => {
     const db = join(dir, 'old.db');
     const names = await migrationNames();
-    const previous = names[names.indexOf('015_production') - 1]!;
+    const previous = names[names.indexOf('015_production') - 1];
     const k = new Kysely<any>({ dialect: new SqliteDialect({ database: new Database(db) }) });
     const m = await new Migrator({ db: k, provider: migrationProvider('sqlite') }).migrateTo(previous);
     expect(m.error).toBeUndefined();

@@ -102,7 +102,7 @@ describe('live query targets: status_list, health_list, risk_list', () => {
       [{ status_list: ['active'] }, active.length],
       [{ health_list: ['unhealthy'] }, unhealthy.length],
       [{ risk_list: ['high'], health_list: ['unhealthy'] }, new Set([...high, ...unhealthy].map((n) => n.uuid)).size],
-      [{ risk_list: ['high'], uuid_list: [active[0]!.uuid] }, new Set([...high, active[0]!].map((n) => n.uuid)).size],
+      [{ risk_list: ['high'], uuid_list: [active[0].uuid] }, new Set([...high, active[0]].map((n) => n.uuid)).size],
     ];
     for (const [lists, expected] of cases) {
       const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1', ...lists } });
@@ -117,7 +117,7 @@ describe('live query targets: status_list, health_list, risk_list', () => {
 
 describe('expiry and online targets', () => {
   const expiresIn = async (body: Record<string, unknown>) => {
-    const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1', uuid_list: [all[0]!.uuid], ...body } });
+    const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1', uuid_list: [all[0].uuid], ...body } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const q = (await t.call('GET', `/api/v1/queries/prod/${r.body.query_name}`, { token: admin })).body;
     return q.expiration.startsWith('0001') ? 0 : Math.round((Date.parse(q.expiration) - Date.parse(q.created_at)) / 1000);
@@ -139,7 +139,7 @@ describe('expiry and online targets', () => {
     expect(page).toMatchObject({ expected: all.length, answered: 0, online: 0, online_pending: 0 });
     expect(page.hostname_width).toBe(Math.max(...all.map((n) => n.hostname.length)));
     // A node seen just now is online and owes its answer.
-    const one = all[0]!;
+    const one = all[0];
     await setSeen(t.server.deps.db, one.id, { last_seen: new Date().toISOString() });
     const again = (await t.call('GET', `/api/v1/queries/prod/results/${r.body.query_name}`, { token: admin })).body;
     expect(again).toMatchObject({ online: 1, online_pending: 1 });

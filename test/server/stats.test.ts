@@ -48,7 +48,7 @@ async function expectedFor(envName: string, hours: number): Promise<Expected> {
       count(case when lower(platform) in (${inList(DARWIN)}) then 1 end) as darwin,
       count(case when lower(platform) in (${inList(WINDOWS)}) then 1 end) as windows
     from nodes join node_seen on node_seen.node_id = nodes.id where nodes.environment_id = ${env.id}`.execute(db());
-  const n = rows[0]!;
+  const n = rows[0];
   const { rows: q } = await sql<{ n: number }>`select count(*) as n from queries where environment_id = ${env.id}
     and type = 'query' and active = 1 and completed = 0 and deleted = 0 and expired = 0`.execute(db());
   // A running carve: flagged active and not finished, and its files (if any) not all COMPLETED.
@@ -73,7 +73,7 @@ async function expectedFor(envName: string, hours: number): Promise<Expected> {
   const darwin = Number(n.darwin);
   const windows = Number(n.windows);
   return {
-    uuid: env.uuid, name: env.name, total, active, inactive: total - active, active_queries: Number(q[0]!.n), active_carves: activeCarves,
+    uuid: env.uuid, name: env.name, total, active, inactive: total - active, active_queries: Number(q[0].n), active_carves: activeCarves,
     platform_counts: { linux, darwin, windows, other: total - linux - darwin - windows },
     // Issue 27: closed when enrolls are off or the window ended, closing within a day, else open.
     enrollment: !env.accept_enrolls ? 'closed' : env.enroll_expire.startsWith('0001-') ? 'open' : Date.parse(env.enroll_expire) <= Date.now() ? 'closed' : Date.parse(env.enroll_expire) - Date.now() < 86_400_000 ? 'closing' : 'open',
@@ -179,7 +179,7 @@ describe('GET /api/v1/stats', () => {
     const ms = performance.now() - started;
     expect(r.status).toBe(200);
     const expected = await Promise.all(['bulk', 'dev', 'prod', 'staging'].map((n) => expectedFor(n, 72)));
-    expect(expected[0]!.total).toBe(20_000);
+    expect(expected[0].total).toBe(20_000);
     expectTotals(r.body, expected);
     const all = Number((await db().selectFrom('nodes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
     expect(r.body.total_nodes).toBe(all);

@@ -1,7 +1,7 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Deps, Caller } from '../../context.js';
-import type { DB, EnvironmentRow, NodeRow } from '../../store/schema.js';
+import type { DB, EnvironmentRow, NodeRow, TagRow } from '../../store/schema.js';
 import {
   NodeSorts, NodeStatuses, Platforms, SortOrders, LogTypes, HealthStatuses, RiskLevels, NEVER,
   type Node, type NodesQuery, type NodeSort, type Page, type Tag, SystemInfo,
@@ -182,7 +182,7 @@ const parseSystemInfo = (r: NodeRow): SystemInfo => {
   const src = (raw && typeof raw === 'object' ? raw : {}) as Record<string, Record<string, unknown> | undefined>;
   const out: Record<string, Record<string, string>> = {};
   for (const [group, schema] of Object.entries(SystemInfo.properties)) {
-    const given = src[group] && typeof src[group] === 'object' ? src[group] : {};
+    const given = src[group] && typeof src[group] === 'object' ? src[group]! : {};
     // NUL padding from older rows (osquery pads cpu_brand with NULs) never reaches a client (issue 26).
     out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : columnText(given[k]).replace(/\0+/g, '').trim()]));
   }
@@ -205,7 +205,7 @@ async function tagsByNode(deps: Deps, nodeIds: number[]): Promise<Map<number, Ta
     .execute();
   for (const r of rows) {
     const list = out.get(r.node_id) ?? [];
-    list.push(toTag(r));
+    list.push(toTag(r as TagRow));
     out.set(r.node_id, list);
   }
   return out;
@@ -291,7 +291,7 @@ function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number
     .whereRef('nodes.id', '=', 'node_tags.node_id')
     .where('node_tags.tag_id', '=', p.tagId)
     .where('nodes.environment_id', '=', env.id);
-  return applyFilters(deps, base, { ...p, tagId: undefined }, cutoffIso);
+  return applyFilters(deps, base as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
 }
 
 /** The tag's id in the environment; undefined when the environment has no tag of that name. */
@@ -552,7 +552,7 @@ async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cuto
 
 /** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
 function movedRanges(...moves: [string, string][]): [string, string][] {
-  const ranges = moves.map(([a, b]): [string, string] => (a < b ? [a, b] : [b, a])).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+  const ranges = moves.map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string]).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
   const out: [string, string][] = [];
   for (const r of ranges) {
     const last = out[out.length - 1];
@@ -576,7 +576,7 @@ async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq:
   // Its nodes change with any change to a node (content), and with one back across a window (seen).
   const generation = `${gens.content}/${gens.seen}`;
   let cache = DERIVED_PAGES.get(deps.db);
-  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: number; bounds: HealthBounds; page: Promise<PageRows> }>()));
+  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>()));
   const { bounds, ...rest } = p;
   const b1 = bounds!;
   const key = JSON.stringify([env.id, rest, pageReq.page, pageReq.pageSize, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
@@ -679,7 +679,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     const uuids = rows.map((r) => r.uuid);
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
-  const row = rows[0];
+  const row = rows[0]!;
   const ctx = await shapeContext(deps, env, caller.generations ?? (await readGenerations(deps.db)));
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
