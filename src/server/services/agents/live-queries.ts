@@ -12,7 +12,7 @@ import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { writeAudit } from '../audit/audit.js';
 import { carveFilesWithHost, toCarveQuery } from './carves.js';
 import { recordCarveIds } from './carve-uploads.js';
-import { healthBoundsOf } from '../fleet/nodes.js';
+import { healthBoundsOf } from '../fleet/node-shape.js';
 import { healthWhere, onSeen, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
 
 export interface LiveQueryRequest {

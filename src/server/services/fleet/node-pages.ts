@@ -1,0 +1,231 @@
+// Pages of a node list: read, shaped and cached per change generation, and the totals of filters
+// derived from health (outdated, risk) kept moving with the cutoff rather than recounted.
+import { sql } from 'kysely';
+import type { Deps } from '../../context.js';
+import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
+import {
+  type Node, type Page, type Tag, SystemInfo,
+} from '../../../api/index.js';
+import { type PageRequest } from '../../lib/pagination.js';
+import { type Generations } from '../../store/node-index.js';
+import { cachedCount } from './node-counts.js';
+import { type HealthBounds } from './node-filters.js';
+import { tagsByNode, parseSystemInfo, type ShapeContext } from './node-shape.js';
+import { type Crossed, type Filters, type NodeQuery, SEEN_FIELDS, SORT_COLUMNS, applyFilters, countOf, matching, nodesFor, nodesWithSeen, tagDriven } from './node-query.js';
+
+export interface PageRows {
+  rows: NodeRow[];
+  systemInfo: SystemInfo[];
+  tags: Map<number, Tag[]>;
+  /** The check-ins counter the rows' node_seen fields were read at (fresh(): read again when it moved). */
+  checkins?: number;
+  /** The page shaped into API nodes, reusable while no node's health can have changed. */
+  shaped?: { key: string; validUntil: number; checkins?: number; nodes: Node[]; page?: Page<Node> };
+}
+
+/**
+ * The page's rows with their node_seen fields as of now: a cached page (its nodes and order) is
+ * kept across check-ins, which change only node_seen (migration 017_node_seen); when the check-ins counter
+ * moved since its rows were read, their last_seen, bytes and config time are read again, by id.
+ */
+export async function fresh(deps: Deps, page: PageRows, checkins: number): Promise<PageRows> {
+  if (page.checkins === checkins || page.rows.length === 0) return page;
+  const seen = await deps.db
+    .selectFrom('node_seen')
+    .select(['node_id', 'last_seen', 'bytes_received', 'config_fetched_at'])
+    .where('node_id', 'in', page.rows.map((r) => r.id))
+    .execute();
+  const byId = new Map(seen.map((r) => [r.node_id, r]));
+  for (const r of page.rows) {
+    const now = byId.get(r.id);
+    if (now) Object.assign(r, { last_seen: now.last_seen || null, bytes_received: now.bytes_received, config_fetched_at: now.config_fetched_at });
+  }
+  page.checkins = checkins;
+  return page;
+}
+
+/**
+ * The last instant at which the page's derived fields (health, posture) are still what they
+ * are at `nowMs`: each node's health changes only when the clock passes its last check-in plus
+ * the inactive window, or plus three config intervals (stale). Uptime depends on the row alone.
+ */
+export function shapedUntil(rows: NodeRow[], ctx: ShapeContext): number {
+  let until = Number.POSITIVE_INFINITY;
+  for (const r of rows) {
+    if (!r.last_seen) continue;
+    const seen = Date.parse(r.last_seen);
+    for (const t of [seen + ctx.inactiveHours * 3600_000, seen + 3 * ctx.env.config_interval * 1000]) if (t >= ctx.nowMs && t < until) until = t;
+  }
+  return until;
+}
+
+/** Pages up to this size are cached (the dashboard's first pages); --all's 500-node pages are not. */
+export const CACHED_PAGE_SIZE = 100;
+/** At most 64 pages of 100 nodes (about 12 MiB) are kept. */
+export const PAGE_CACHE = { name: 'pages', entries: 64 };
+
+/**
+ * One page of rows with their tags and parsed system_info. Cached per content generation (any
+ * change to a node or its tags); a status-filtered page also stays valid while no node crossed
+ * the activity cutoff since it was read (then the filtered set, hence the page, is the same).
+ * Health and uptime depend on the clock: toNode derives them per request.
+ */
+/** One page of rows, with tags and parsed system_info (fromTag: read from the tag's end, see listNodes). */
+export async function readPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, fromTag = false): Promise<PageRows> {
+  const ordered = (q: NodeQuery) => {
+    const col = SORT_COLUMNS[p.sort].includes('.') ? SORT_COLUMNS[p.sort] : `nodes.${SORT_COLUMNS[p.sort]}`;
+    return q
+      .orderBy(sql.ref(col), p.order)
+      // The tie-break on the id of the table whose index gives the order (the same value).
+      .orderBy(col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id', p.order)
+      .limit(pageReq.pageSize)
+      .offset(pageReq.offset);
+  };
+  // The page's ids first (walking an index of the sort and the filters, skipping the offset's
+  // entries without reading their rows), then the rows of those ids with their node_seen.
+  const from = fromTag && p.tagId !== undefined ? tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff) : applyFilters(deps, nodesFor(deps, env, p), p, cutoff);
+  const ids = (await ordered(from).select('nodes.id').execute()).map((r) => r.id);
+  const byId = new Map((ids.length ? await nodesWithSeen(deps.db).selectAll('nodes').select(SEEN_FIELDS).where('nodes.id', 'in', ids).execute() : []).map((r) => [r.id, r]));
+  const rows = ids.map((id) => byId.get(id)).filter((r): r is NodeRow => r !== undefined);
+  return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
+}
+
+/**
+ * `gens`: content (any change to a node or its tags), seen (a node back across a window: a
+ * status-filtered page is read again softly, as its total) and checkins (every batch: the order of
+ * a last_seen sort; other pages only read their node_seen fields again, fresh()).
+ */
+export async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed, fromTag: boolean): Promise<PageRows> {
+  const read = () => readPage(deps, env, p, pageReq, cutoff, fromTag).then((r) => ({ ...r, checkins: gens.checkins }));
+  if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
+  const timed = p.status === 'active' || p.status === 'inactive';
+  // Sorted by last_seen, the order itself moves with every batch of check-ins.
+  const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize, p.sort === 'lastseen' ? gens.checkins : 0]);
+  const page = await cachedCount(deps.db, key, gens.content, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE, timed ? gens.seen : undefined);
+  return fresh(deps, page, gens.checkins);
+}
+
+export interface DerivedEntry {
+  generation: number;
+  /** The seen counter it was counted at; when it moved, the total is recounted in the background (as node-counts.ts `soft`). */
+  soft: number;
+  bounds: HealthBounds;
+  total: number;
+  recounting?: boolean;
+}
+export const DERIVED = new WeakMap<object, Map<string, DerivedEntry>>();
+
+/**
+ * The total of a health- or risk-filtered list, exact at every instant without a recount per
+ * request. Cached per counts generation with the bounds it was counted at; when the clock has
+ * moved the two cutoffs (inactive, stale), only the nodes last seen between the old and the new
+ * cutoffs can have changed class, so the total is moved by counting just those, under the old
+ * bounds and under the new ones (two short ranges of the node_seen_env_health index).
+ */
+export const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+/** One derivedTotal at a time per list: two requests must not both move the same total. */
+export function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: ShapeContext): Promise<DerivedEntry> {
+  let turns = DERIVED_TURNS.get(deps.db);
+  if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map<string, Promise<unknown>>()));
+  const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
+  const prev = turns.get(key) ?? Promise.resolve();
+  const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, soft, ctx));
+  const settled = next.catch(() => undefined);
+  turns.set(key, settled);
+  void settled.then(() => {
+    if (turns.get(key) === settled) turns.delete(key);
+  });
+  return next;
+}
+
+export async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: ShapeContext): Promise<DerivedEntry> {
+  let cache = DERIVED.get(deps.db);
+  if (!cache) DERIVED.set(deps.db, (cache = new Map<string, DerivedEntry>()));
+  const { bounds, sort: _s, order: _o, ...filters } = p;
+  void _s;
+  void _o;
+  const b1 = bounds!;
+  const key = JSON.stringify([env.id, env.name, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const hit = cache.get(key);
+  if (hit && hit.generation === generation && hit.soft !== soft && !hit.recounting) {
+    // A node came back across a window: recounted in the background, this total answered meanwhile.
+    hit.recounting = true;
+    const entries = cache;
+    countOf(matching(deps, env, p, cutoff)).then(
+      (total) => {
+        if (entries.get(key) === hit) entries.set(key, { generation, soft, bounds: b1, total });
+      },
+      () => (hit.recounting = false),
+    );
+  }
+  if (hit && hit.generation === generation) {
+    const b0 = hit.bounds;
+    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
+    const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
+    const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
+    const [was, is] = await Promise.all([
+      countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore))),
+      countOf(inRanges(matching(deps, env, p, cutoff))),
+    ]);
+    hit.total += is - was;
+    hit.bounds = b1;
+    return hit;
+  }
+  const entry: DerivedEntry = { generation, soft, bounds: b1, total: await countOf(matching(deps, env, p, cutoff)) };
+  if (!hit && cache.size >= 256) cache.clear();
+  cache.set(key, entry);
+  return entry;
+}
+
+/** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
+export function movedRanges(...moves: [string, string][]): [string, string][] {
+  const ranges = moves.map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string]).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+  const out: [string, string][] = [];
+  for (const r of ranges) {
+    const last = out[out.length - 1];
+    if (last && r[0] <= last[1]) last[1] = r[1] > last[1] ? r[1] : last[1];
+    else out.push([...r]);
+  }
+  return out;
+}
+
+export const DERIVED_PAGES = new WeakMap<object, Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>>();
+
+/**
+ * A page of a health- or risk-filtered list (issue 21: read per request, it cost 20-40 ms at
+ * 100,000 nodes). Cached per content generation (the nodes it shows), with the bounds it was read
+ * at; when the clock has moved the cutoffs, it is still the page while no node of the
+ * environment was last seen between the old and the new cutoffs (one probe of the (environment,
+ * last_seen) index), since a node changes health or risk class only by crossing one. Requests
+ * for the same page while it is read share the read.
+ */
+export async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, ctx: ShapeContext): Promise<PageRows> {
+  // Its nodes change with any change to a node (content), and with one back across a window (seen).
+  const generation = `${gens.content}/${gens.seen}`;
+  let cache = DERIVED_PAGES.get(deps.db);
+  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>()));
+  const { bounds, ...rest } = p;
+  const b1 = bounds!;
+  const key = JSON.stringify([env.id, rest, pageReq.page, pageReq.pageSize, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const hit = cache.get(key);
+  if (hit && hit.generation === generation) {
+    const b0 = hit.bounds;
+    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit.page;
+    const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
+    const crossed = await deps.db
+      .selectFrom('node_seen')
+      .select('node_id')
+      .where('environment_id', '=', env.id)
+      .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
+      .limit(1)
+      .executeTakeFirst();
+    if (!crossed) return hit.page;
+  }
+  const page = readPage(deps, env, p, pageReq, cutoff);
+  if (!hit && cache.size >= 256) cache.clear();
+  const entry = { generation, bounds: b1, page };
+  cache.set(key, entry);
+  page.catch(() => cache.get(key) === entry && cache.delete(key));
+  return page;
+}

@@ -1,0 +1,265 @@
+// The SQL of a node list: its parameters, filters, sorts and totals (moved exactly as the activity
+// cutoff moves, cached per change generation: node-counts.ts).
+import { sql, type SelectQueryBuilder } from 'kysely';
+import type { Deps } from '../../context.js';
+import type { DB, EnvironmentRow } from '../../store/schema.js';
+import {
+  NodeSorts, NodeStatuses, Platforms, SortOrders, HealthStatuses, RiskLevels,
+  type NodesQuery, type NodeSort, } from '../../../api/index.js';
+import { badRequest } from '../../errors.js';
+import { searchMatch } from '../../store/node-index.js';
+import { between, cachedCount, COUNTS } from './node-counts.js';
+import { healthWhere, onSeen, riskWhere, type HealthBounds, type HealthStatus, type RiskLevel } from './node-filters.js';
+
+/** A node and its node_seen row (migration 017_node_seen): every list, count and read joins the two. */
+export const nodesWithSeen = (db: Deps['db']) => db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id');
+/**
+ * The nodes of an environment with their node_seen rows. Sorted by last_seen, the environment is
+ * named on node_seen too (the same value), so its (environment, last_seen) index drives the
+ * query; otherwise not: the planner multiplied the two conditions as if independent and, its row
+ * estimates halved, sorted a deep page's rows in memory instead of walking an index.
+ */
+export const nodesOfEnv = (deps: Deps, env: EnvironmentRow, bySeen = false): NodeQuery => {
+  const q = nodesWithSeen(deps.db).where('nodes.environment_id', '=', env.id);
+  return bySeen ? q.where('node_seen.environment_id', '=', env.id) : q;
+};
+
+/** Whether p needs node_seen's columns: a time filter (status, health, risk), the config filter, or the last_seen sort. */
+export const usesSeen = (p: Filters) => !!(p.status || p.health || p.risk || p.config || p.sort === 'lastseen');
+
+/**
+ * The environment's nodes for a page of p: joined to node_seen only when p needs its columns, so a
+ * page sorted by a nodes column walks that column's index alone (typed as the join; it names
+ * nodes' columns only).
+ */
+export const nodesFor = (deps: Deps, env: EnvironmentRow, p: Filters): NodeQuery =>
+  usesSeen(p) ? nodesOfEnv(deps, env, p.sort === 'lastseen') : deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id);
+/** What a shaped node needs from node_seen, besides the nodes row. */
+export const SEEN_FIELDS = [sql<string | null>`nullif(node_seen.last_seen, '')`.as('last_seen'), 'node_seen.bytes_received', 'node_seen.config_fetched_at'] as const;
+
+export const SORT_COLUMNS: Record<NodeSort, string> = {
+  hostname: 'hostname',
+  localname: 'localname',
+  uuid: 'uuid',
+  ip: 'ip_address',
+  platform: 'platform',
+  version: 'platform_version',
+  osquery: 'osquery_version_key',
+  lastseen: 'node_seen.last_seen',
+  firstseen: 'created_at',
+};
+
+export function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined || value === '') return undefined;
+  const v = value.toLowerCase();
+  if (!(allowed as readonly string[]).includes(v)) throw badRequest(`invalid ${name} "${value}"; valid values: ${allowed.join(', ')}`);
+  return v as T;
+}
+
+export interface NodeListParams {
+  status?: (typeof NodeStatuses)[number];
+  platform?: (typeof Platforms)[number];
+  q?: string;
+  /** Only nodes carrying the tag of this name (issue 10: `nodes list --tag`). */
+  tag?: string;
+  /** Issue 22: nodes not (stale) or already (current) on the configuration whose hash is configHash. */
+  config?: 'stale' | 'current';
+  configHash?: string;
+  /** Issue 20: derived health.status / posture.risk_level (node-filters.ts), with the bounds they compare to. */
+  health?: HealthStatus;
+  risk?: RiskLevel;
+  bounds?: HealthBounds;
+  sort: NodeSort;
+  order: 'asc' | 'desc';
+}
+
+export function parseNodeQuery(q: NodesQuery): NodeListParams {
+  const sort = oneOf('sort', q.sort, NodeSorts) ?? 'lastseen';
+  const order =
+    oneOf('order', q.order ?? q.dir, SortOrders) ?? (sort === 'lastseen' || sort === 'firstseen' ? 'desc' : 'asc');
+  return {
+    status: oneOf('status', q.status, NodeStatuses),
+    platform: oneOf('platform', q.platform, Platforms),
+    q: q.q === undefined || q.q === '' ? undefined : q.q,
+    tag: q.tag === undefined || q.tag === '' ? undefined : q.tag,
+    config: oneOf('config', q.config, ['stale', 'current'] as const),
+    health: oneOf('health', q.health, HealthStatuses),
+    risk: oneOf('risk', q.risk, RiskLevels),
+    sort,
+    order,
+  };
+}
+
+export type NodeQuery = SelectQueryBuilder<DB, 'nodes' | 'node_seen', object>;
+
+/** The list's filters with the tag resolved to its id (the tag of that name in the environment). */
+export interface Filters extends NodeListParams {
+  tagId?: number;
+  /** A short q read in one pass over the environment's search text (node-index.ts: searchMatch). */
+  qScan?: boolean;
+}
+
+export function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): NodeQuery {
+  if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
+  if (p.platform) q = q.where('nodes.platform_bucket', '=', p.platform);
+  if (p.q) q = q.where(searchMatch(deps.dialect, p.q, p.qScan));
+  // A probe of node_tags' primary key (node_id, tag_id) per node the outer index visits: the
+  // plan for a tag on many nodes, read in the sort's order. tagDriven() below is the other one.
+  if (p.tagId !== undefined) {
+    const tagId = p.tagId;
+    q = q.where((eb) => eb.exists(eb.selectFrom('node_tags').select('node_tags.node_id').whereRef('node_tags.node_id', '=', 'nodes.id').where('node_tags.tag_id', '=', tagId)));
+  }
+  // A node is on the current configuration once it fetched it: its recorded hash is the env's.
+  if (p.config === 'stale') {
+    const hash = p.configHash ?? '';
+    q = q.where((eb) => eb.or([eb('node_seen.config_fetched_at', 'is', null), eb('nodes.config_hash', '!=', hash)]));
+  }
+  if (p.config === 'current') q = q.where('node_seen.config_fetched_at', 'is not', null).where('nodes.config_hash', '=', p.configHash ?? '');
+  const bounds = p.bounds;
+  if (p.health && bounds) {
+    const health = p.health;
+    q = q.where((eb) => healthWhere(onSeen(eb), health, bounds));
+  }
+  if (p.risk && bounds) {
+    const risk = p.risk;
+    q = q.where((eb) => riskWhere(onSeen(eb), risk, bounds));
+  }
+  return q;
+}
+
+/** Filters that node_seen answers alone (status, platform, health, risk): counted without visiting nodes. */
+export const seenOnly = (p: Filters) => !p.q && p.tagId === undefined && !p.config;
+
+/**
+ * The environment's node_seen rows matching p (seenOnly(p)): status, platform, health and risk on
+ * its own columns and indexes. Typed as the join the other queries are: it names node_seen's
+ * columns only, which both have, so counting code is shared.
+ */
+export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery {
+  let q = deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id);
+  if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
+  if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
+  if (p.platform) q = q.where('node_seen.platform_bucket', '=', p.platform);
+  const bounds = p.bounds;
+  if (p.health && bounds) {
+    const health = p.health;
+    q = q.where((eb) => healthWhere(eb, health, bounds));
+  }
+  if (p.risk && bounds) {
+    const risk = p.risk;
+    q = q.where((eb) => riskWhere(eb, risk, bounds));
+  }
+  return q;
+}
+
+/** The rows of the environment matching p: from node_seen alone when it can answer (counts), else the join. */
+export const matching = (deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery =>
+  seenOnly(p) ? seenRows(deps, env, p, cutoffIso) : applyFilters(deps, nodesOfEnv(deps, env), p, cutoffIso);
+
+/**
+ * The nodes of a tag, read from the tag's node_tags range (node_tags_tag_node) and joined to
+ * nodes by primary key: the plan for a tag on few nodes, or a page deep into a tag's list, where
+ * walking the sort index would visit many nodes per match. CROSS JOIN keeps SQLite from
+ * reordering the two (PostgreSQL treats it as an inner join and plans it by its statistics).
+ */
+export function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number }, cutoffIso: string): NodeQuery {
+  const tagged = deps.db.selectFrom('node_tags').crossJoin('nodes');
+  // node_seen only when p needs its columns (as nodesFor).
+  const base = (usesSeen(p) ? tagged.innerJoin('node_seen', 'node_seen.node_id', 'nodes.id') : tagged)
+    .whereRef('nodes.id', '=', 'node_tags.node_id')
+    .where('node_tags.tag_id', '=', p.tagId)
+    .where('nodes.environment_id', '=', env.id);
+  return applyFilters(deps, base as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
+}
+
+/** The tag's id in the environment; undefined when the environment has no tag of that name. */
+export async function tagIdOf(deps: Deps, env: EnvironmentRow, name: string): Promise<number | undefined> {
+  const row = await deps.db.selectFrom('tags').select('id').where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  return row?.id;
+}
+
+/** How many nodes carry the tag: one range of the covering (tag_id, node_id) index. */
+export function taggedCount(deps: Deps, tagId: number, generation: number): Promise<number> {
+  return cachedCount(deps.db, JSON.stringify(['tagged', tagId]), generation, '', async () => {
+    const row = await deps.db.selectFrom('node_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('tag_id', '=', tagId).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  });
+}
+
+export async function countOf(q: NodeQuery): Promise<number> {
+  const row = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
+export async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from: string, to: string): Promise<number> {
+  const { lo, hi, sign } = between(from, to);
+  return sign * (await countOf(matching(deps, env, { ...p, status: undefined }, to).where('node_seen.last_seen', '>=', lo).where('node_seen.last_seen', '<', hi)));
+}
+
+export type Crossed = (from: string, to: string) => Promise<number>;
+
+/**
+ * Where the next node of a filter crosses the activity cutoff: the earliest last_seen at or after
+ * `from`, per filter and node generation. Until the cutoff reaches it no node can change side,
+ * so most requests need no query to move their counts and pages along with the clock.
+ */
+export const QUIET = new WeakMap<object, Map<string, { generation: number; from: string; next: string | null }>>();
+
+/** crossed() for one request: counted once for the total and the page, skipped while quiet. */
+export function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: number): Crossed {
+  const seen = new Map<string, Promise<number>>();
+  let quiet = QUIET.get(deps.db);
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, { generation: number; from: string; next: string | null }>()));
+  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
+  const count = async (from: string, to: string): Promise<number> => {
+    if (from < to) {
+      let q = quiet.get(key);
+      if (!q || q.generation !== generation || from < q.from) {
+        const row = await matching(deps, env, { ...p, status: undefined }, to)
+          .where('node_seen.last_seen', '>=', from)
+          .select((eb) => eb.fn.min<string>('node_seen.last_seen').as('next'))
+          .executeTakeFirst();
+        q = { generation, from, next: row?.next ?? null };
+        if (quiet.size >= 1000) quiet.clear();
+        quiet.set(key, q);
+      }
+      if (q.next === null || to <= q.next) return 0;
+    }
+    return crossed(deps, env, p, from, to);
+  };
+  return (from, to) => {
+    const k = `${from} ${to}`;
+    let n = seen.get(k);
+    if (!n) seen.set(k, (n = count(from, to)));
+    return n;
+  };
+}
+
+/** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
+/** `seen`: the seen counter (a status-filtered total is recounted softly when it moves: node-counts.ts). */
+export function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, cross: Crossed, seen?: number): Promise<number> {
+  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
+  const timed = p.status === 'active' || p.status === 'inactive';
+  return cachedCount(
+    deps.db,
+    key,
+    generation,
+    timed ? cutoff : '',
+    // A tag's count joins its node_tags range to nodes: at most the tagged nodes are visited.
+    () => {
+      const f = { ...p, qScan: true };
+      if (f.tagId === undefined) return countOf(matching(deps, env, f, cutoff));
+      // Every node of a tag is a node of the tag's environment (tags.ts tags only those).
+      if (!f.status && !f.platform && !f.q && !f.config) return taggedCount(deps, f.tagId, generation);
+      return countOf(tagDriven(deps, env, { ...f, tagId: f.tagId }, cutoff));
+    },
+    async (n, from, to) => {
+      const moved = await cross(from, to);
+      return p.status === 'active' ? n - moved : n + moved;
+    },
+    COUNTS,
+    timed ? seen : undefined,
+  );
+}
