@@ -25,10 +25,19 @@ process.on('message', async (m) => {
   try {
     if (m.type === 'init') {
       sim = new Simulator({
-        flags: m.flags, secret: m.secret, seed: m.seed, ca: m.ca, connect: m.connect, intervals: m.intervals,
+        flags: m.flags,
+        secret: m.secret,
+        seed: m.seed,
+        ca: m.ca,
+        connect: m.connect,
+        intervals: m.intervals,
         // No bound of ours on requests in flight: a real fleet has none (each agent waits for its own).
-        maxInFlight: 1_000_000, spread: false, timeoutMs: m.timeoutMs,
-        perAgentConnections: true, latencyFromSend: true, localAddresses: m.localAddresses,
+        maxInFlight: 1_000_000,
+        spread: false,
+        timeoutMs: m.timeoutMs,
+        perAgentConnections: true,
+        latencyFromSend: true,
+        localAddresses: m.localAddresses,
       });
       process.send({ type: 'ready' });
     } else if (m.type === 'add') {
@@ -38,8 +47,17 @@ process.on('message', async (m) => {
       const used = process.cpuUsage(cpu);
       cpu = process.cpuUsage();
       const out = {
-        type: 'sample', id: m.id, ...taken, enrolled: sim.enrolled, agents: sim.agents.length, gaveUp: sim.gaveUp, connections: sim.connections,
-        loopDelayP99: delay.percentile(99) / 1e6, loopDelayMax: delay.max / 1e6, lateMax: Math.max(lagMax, sim.lagMs), cpuMs: (used.user + used.system) / 1000,
+        type: 'sample',
+        id: m.id,
+        ...taken,
+        enrolled: sim.enrolled,
+        agents: sim.agents.length,
+        gaveUp: sim.gaveUp,
+        connections: sim.connections,
+        loopDelayP99: delay.percentile(99) / 1e6,
+        loopDelayMax: delay.max / 1e6,
+        lateMax: Math.max(lagMax, sim.lagMs),
+        cpuMs: (used.user + used.system) / 1000,
         rssMiB: process.memoryUsage().rss / 1048576,
       };
       delay.reset();

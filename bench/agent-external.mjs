@@ -53,8 +53,13 @@ export async function startProxy({ dir, upstream, env, paths, cert, key, keepali
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const ours = {
-    enroll: env.enroll_path, config: env.config_path, log: env.log_path, read: env.query_read_path, write: env.query_write_path,
-    carve_init: env.carver_init_path, carve_block: env.carver_block_path,
+    enroll: env.enroll_path,
+    config: env.config_path,
+    log: env.log_path,
+    read: env.query_read_path,
+    write: env.query_write_path,
+    carve_init: env.carver_init_path,
+    carve_block: env.carver_block_path,
   };
   const clean = (p) => p.replace(/^\/+/, '');
   const locations = Object.entries(ours)
@@ -137,7 +142,15 @@ function kindOf(uri, byPath) {
  */
 export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, seed, withFileLimit, children }) {
   const byPath = new Map();
-  const ours = { enroll: env.enroll_path, config: env.config_path, log: env.log_path, read: env.query_read_path, write: env.query_write_path, carve_init: env.carver_init_path, carve_block: env.carver_block_path };
+  const ours = {
+    enroll: env.enroll_path,
+    config: env.config_path,
+    log: env.log_path,
+    read: env.query_read_path,
+    write: env.query_write_path,
+    carve_init: env.carver_init_path,
+    carve_block: env.carver_block_path,
+  };
   for (const [ep, p] of Object.entries(ours)) byPath.set(paths === 'fleet' ? FLEET_PATHS[ep] : `/${env.uuid}/${p.replace(/^\/+/, '')}`, ep);
   const started = [];
   let agents = 0;
@@ -189,7 +202,8 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
       closeSync(out);
       children.push(child);
       child.on('exit', (code, signal) => {
-        if (!child.stopping) lastError = `the agent command exited (${signal ?? `exit ${code}`}); see ${join(dir, `agent-command-${n}.log`)}`;
+        if (!child.stopping)
+          lastError = `the agent command exited (${signal ?? `exit ${code}`}); see ${join(dir, `agent-command-${n}.log`)}`;
       });
       started.push(child);
       agents += count;
@@ -213,13 +227,30 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
           lastError = `HTTP ${code} on ${kind}`;
         }
       }
-      return { lat, errors, lastError, enrolled, agents, gaveUp: 0, connections: 0, loopDelayP99: 0, lateMax: 0, driverCpuMs: 0, driverRssMiB: 0 };
+      return {
+        lat,
+        errors,
+        lastError,
+        enrolled,
+        agents,
+        gaveUp: 0,
+        connections: 0,
+        loopDelayP99: 0,
+        lateMax: 0,
+        driverCpuMs: 0,
+        driverRssMiB: 0,
+      };
     },
     /** The last lines each copy of the command printed (its own view: connection errors never reach nginx's log). */
     tails(lines = 6) {
       return started.map((_, n) => {
         try {
-          return readFileSync(join(dir, `agent-command-${n}.log`), 'utf8').trimEnd().split('\n').slice(-lines).map((l) => l.slice(0, 400)).join('\n');
+          return readFileSync(join(dir, `agent-command-${n}.log`), 'utf8')
+            .trimEnd()
+            .split('\n')
+            .slice(-lines)
+            .map((l) => l.slice(0, 400))
+            .join('\n');
         } catch {
           return '';
         }

@@ -36,18 +36,65 @@ const PASSWORD = 'bench-password-1';
 const { Simulator, parseAgentFlags, percentile } = await import(join(root, 'dist', 'agent-sim.js'));
 const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-faults-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
 
 const key = join(tmp, 'agent.key');
 const cert = join(tmp, 'agent.crt');
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  ],
+  { stdio: 'ignore' },
+);
 
 async function startServer(extra) {
   const server = spawn(
     process.execPath,
-    [bin, 'server', '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key, '--create-env', 'prod',
-      '--admin-password-stdin', '--api-rate-limit', '1000000', '--login-rate-limit', '1000', '--sink-dir', tmp, '--metrics-listen', '127.0.0.1:0', ...extra],
+    [
+      bin,
+      'server',
+      '--listen',
+      '127.0.0.1:0',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      cert,
+      '--agent-tls-key',
+      key,
+      '--create-env',
+      'prod',
+      '--admin-password-stdin',
+      '--api-rate-limit',
+      '1000000',
+      '--login-rate-limit',
+      '1000',
+      '--sink-dir',
+      tmp,
+      '--metrics-listen',
+      '127.0.0.1:0',
+      ...extra,
+    ],
     // As the README recommends for a server on glibc: two malloc arenas instead of eight per core,
     // so memory freed by the worker and zlib threads goes back instead of staying in their arenas.
     { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' } },
@@ -70,7 +117,11 @@ async function startServer(extra) {
   });
   let exited = false;
   server.on('exit', () => (exited = true));
-  const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  const login = await fetch(`${urls.api}/api/v1/login/prod`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  });
   const { token } = await login.json();
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const api = async (method, path, body) => {
@@ -81,7 +132,12 @@ async function startServer(extra) {
   const secret = String((await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data).trim();
   const agentUrl = new URL(urls.agents);
   return {
-    proc: server, urls, api, flags, secret, stderr: () => err,
+    proc: server,
+    urls,
+    api,
+    flags,
+    secret,
+    stderr: () => err,
     exited: () => exited,
     connect: { host: agentUrl.hostname, port: Number(agentUrl.port) },
     metric: async (re) => Number(re.exec(await (await fetch(urls.metrics)).text())?.[1] ?? NaN),
@@ -96,7 +152,18 @@ async function startServer(extra) {
 // --per-agent: each agent keeps a TLS connection of its own (as osquery does) instead of sharing 64.
 const PER_AGENT = process.argv.includes('--per-agent');
 function simulator(s, o) {
-  return new Simulator({ flags: s.flags, secret: s.secret, ca: readFileSync(cert), connect: s.connect, connections: 64, maxInFlight: 512, spread: true, timeoutMs: 60_000, perAgentConnections: PER_AGENT, ...o });
+  return new Simulator({
+    flags: s.flags,
+    secret: s.secret,
+    ca: readFileSync(cert),
+    connect: s.connect,
+    connections: 64,
+    maxInFlight: 512,
+    spread: true,
+    timeoutMs: 60_000,
+    perAgentConnections: PER_AGENT,
+    ...o,
+  });
 }
 
 const until = async (what, check, maxMs) => {
@@ -116,14 +183,24 @@ async function pgRestart() {
   const cluster = await startCluster({ maxConnections: 100 });
   const s = await startServer(['--db', await cluster.createDatabase('bench'), '--db-pool', '10', '--shutdown-grace', '2']);
   try {
-    for (const [name, source] of [['status-file', 'status'], ['result-file', 'result']]) {
-      const r = await s.api('POST', '/api/v1/log-sinks', { name, type: 'file', source, environment_id: 0, config: { path: `${source}.jsonl` } });
+    for (const [name, source] of [
+      ['status-file', 'status'],
+      ['result-file', 'result'],
+    ]) {
+      const r = await s.api('POST', '/api/v1/log-sinks', {
+        name,
+        type: 'file',
+        source,
+        environment_id: 0,
+        config: { path: `${source}.jsonl` },
+      });
       if (r.status !== 200) throw new Error(`sink: ${JSON.stringify(r.body)}`);
     }
     const acked = new Map();
     let ackedSince = new Set();
     const sim = simulator(s, {
-      seed: 'pg-restart', intervals: { config: 10_000, log: 4_000, distributed: 10_000 },
+      seed: 'pg-restart',
+      intervals: { config: 10_000, log: 4_000, distributed: 10_000 },
       onLogs: (uuid, _type, data) => {
         ackedSince.add(uuid);
         for (const e of data) {
@@ -143,7 +220,10 @@ async function pgRestart() {
     const probe = (async () => {
       while (probing) {
         probes++;
-        await fetch(`${s.urls.api}/healthz`).then((r) => r.arrayBuffer(), () => down++);
+        await fetch(`${s.urls.api}/healthz`).then(
+          (r) => r.arrayBuffer(),
+          () => down++,
+        );
         await sleep(500);
       }
     })();
@@ -175,24 +255,34 @@ async function pgRestart() {
     };
     let missing = 0;
     let total = 0;
-    await until('the sinks to catch up', () => {
-      const have = new Map([...count(join(tmp, 'status.jsonl'))]);
-      for (const [k, v] of count(join(tmp, 'result.jsonl'))) have.set(k, (have.get(k) ?? 0) + v);
-      missing = 0;
-      total = 0;
-      for (const [k, c] of acked) {
-        total += c;
-        missing += Math.max(0, c - (have.get(k) ?? 0));
-      }
-      return missing === 0;
-    }, 60_000).catch(() => undefined);
+    await until(
+      'the sinks to catch up',
+      () => {
+        const have = new Map([...count(join(tmp, 'status.jsonl'))]);
+        for (const [k, v] of count(join(tmp, 'result.jsonl'))) have.set(k, (have.get(k) ?? 0) + v);
+        missing = 0;
+        total = 0;
+        for (const [k, c] of acked) {
+          total += c;
+          missing += Math.max(0, c - (have.get(k) ?? 0));
+        }
+        return missing === 0;
+      },
+      60_000,
+    ).catch(() => undefined);
     const enrolls = (during.enroll?.requests ?? 0) + (sim.stats.summary().enroll?.requests ?? 0);
     const reenrolled = sim.agents.filter((a, i) => a.nodeKey !== keys[i]).length;
     const invalid = await s.metric(/fleetctl_agent_node_invalid_total (\d+)/);
-    console.log(`  outage ${outage.toFixed(1)} s; check-ins during and after it: ${during.checkin?.requests ?? 0} (${during.checkin?.errors ?? 0} answered 5xx or failed)`);
-    console.log(`  agents re-enrolled: ${reenrolled} of ${AGENTS} (node keys changed; enroll requests after the outage began: ${enrolls}); node_invalid answers (server metric): ${invalid}`);
+    console.log(
+      `  outage ${outage.toFixed(1)} s; check-ins during and after it: ${during.checkin?.requests ?? 0} (${during.checkin?.errors ?? 0} answered 5xx or failed)`,
+    );
+    console.log(
+      `  agents re-enrolled: ${reenrolled} of ${AGENTS} (node keys changed; enroll requests after the outage began: ${enrolls}); node_invalid answers (server metric): ${invalid}`,
+    );
     console.log(`  acknowledged log lines: ${total}; missing from the sink files: ${missing}`);
-    console.log(`  server up throughout: ${!s.exited() && down === 0 ? 'yes' : 'NO'} (${probes} liveness probes, ${down} unanswered; process ${s.exited() ? 'exited' : 'running'})`);
+    console.log(
+      `  server up throughout: ${!s.exited() && down === 0 ? 'yes' : 'NO'} (${probes} liveness probes, ${down} unanswered; process ${s.exited() ? 'exited' : 'running'})`,
+    );
     console.log(`  every agent acknowledged again ${recovered.toFixed(1)} s after PostgreSQL started; ${uptime()}`);
   } finally {
     await s.stop();
@@ -212,7 +302,13 @@ async function flood() {
   await new Promise((r) => sink.listen(0, '127.0.0.1', r));
   const s = await startServer(['--db', join(tmp, 'fleet.db')]);
   try {
-    const r = await s.api('POST', '/api/v1/log-sinks', { name: 'slow-http', type: 'http', source: 'result', environment_id: 0, config: { url: `http://127.0.0.1:${sink.address().port}/` } });
+    const r = await s.api('POST', '/api/v1/log-sinks', {
+      name: 'slow-http',
+      type: 'http',
+      source: 'result',
+      environment_id: 0,
+      config: { url: `http://127.0.0.1:${sink.address().port}/` },
+    });
     if (r.status !== 200) throw new Error(JSON.stringify(r.body));
     const sim = simulator(s, { seed: 'flood', intervals: { config: 30_000, log: 4_000, distributed: 10_000 } });
     console.log(`flood: 1 agent flooding ${SECONDS} s into a slow HTTP sink (200 ms a batch), ${AGENTS} other agents; ${uptime()}`);
@@ -220,7 +316,9 @@ async function flood() {
     await until('every agent enrolled', () => sim.enrolled === AGENTS + 1, 300_000);
     const flooder = sim.agents[AGENTS];
     const entry = { name: 'pack_flood', columns: { blob: 'x'.repeat(100_000) } };
-    const body = gzipSync(JSON.stringify({ node_key: flooder.nodeKey, log_type: 'result', data: Array.from({ length: 160 }, () => entry) }));
+    const body = gzipSync(
+      JSON.stringify({ node_key: flooder.nodeKey, log_type: 'result', data: Array.from({ length: 160 }, () => entry) }),
+    );
     const base = rss(s.proc.pid);
     let peak = base;
     const sampler = setInterval(() => (peak = Math.max(peak, rss(s.proc.pid))), 200);
@@ -230,7 +328,14 @@ async function flood() {
     const send = () =>
       new Promise((resolve) => {
         const req = request(
-          { host: s.connect.host, port: s.connect.port, path: s.flags.logger, method: 'POST', ca: readFileSync(cert), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length } },
+          {
+            host: s.connect.host,
+            port: s.connect.port,
+            path: s.flags.logger,
+            method: 'POST',
+            ca: readFileSync(cert),
+            headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length },
+          },
           (res) => {
             statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
             res.resume();
@@ -244,16 +349,24 @@ async function flood() {
         req.end(body);
       });
     // Four connections flooding back to back (the agent's requests, as fast as the server answers).
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (Date.now() < end) await send();
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (Date.now() < end) await send();
+      }),
+    );
     clearInterval(sampler);
     const c = sim.stats.summary(true).checkin;
     await sim.stop(5000);
     const sent = Object.values(statuses).reduce((a, b) => a + b, 0);
-    console.log(`  flood requests: ${sent} (${JSON.stringify(statuses)}), ${(body.length / 1024).toFixed(1)} KB gzip each, ${(sent * 16).toLocaleString('en')} MB of log lines offered; the sink received ${(received / 1048576).toFixed(0)} MB`);
-    console.log(`  server RSS: ${(base / 1048576).toFixed(0)} MiB before, peak ${(peak / 1048576).toFixed(0)} MiB during the flood (goal < 512 MiB)`);
-    console.log(`  other agents' check-ins during the flood: ${c?.requests ?? 0} requests, ${c?.errors ?? 0} errors, p50 ${c?.p50_ms} ms, p99 ${c?.p99_ms} ms (goal < 200 ms); ${uptime()}`);
+    console.log(
+      `  flood requests: ${sent} (${JSON.stringify(statuses)}), ${(body.length / 1024).toFixed(1)} KB gzip each, ${(sent * 16).toLocaleString('en')} MB of log lines offered; the sink received ${(received / 1048576).toFixed(0)} MB`,
+    );
+    console.log(
+      `  server RSS: ${(base / 1048576).toFixed(0)} MiB before, peak ${(peak / 1048576).toFixed(0)} MiB during the flood (goal < 512 MiB)`,
+    );
+    console.log(
+      `  other agents' check-ins during the flood: ${c?.requests ?? 0} requests, ${c?.errors ?? 0} errors, p50 ${c?.p50_ms} ms, p99 ${c?.p99_ms} ms (goal < 200 ms); ${uptime()}`,
+    );
   } finally {
     await s.stop();
     sink.close();
@@ -270,7 +383,9 @@ async function overload() {
     const intervals = { config: 300_000, log: 4_000, distributed: 60_000 };
     const stay = simulator(s, { seed: 'stay', intervals });
     const leave = simulator(s, { seed: 'leave', intervals });
-    console.log(`overload: ${PEAK} agents enrolling at once (${cpus().length} CPUs), held ${HOLD_S} s, then ${PEAK - AFTER} leave; ${uptime()}`);
+    console.log(
+      `overload: ${PEAK} agents enrolling at once (${cpus().length} CPUs), held ${HOLD_S} s, then ${PEAK - AFTER} leave; ${uptime()}`,
+    );
     // The admin door beside the flood: a nodes page every 250 ms (its own budget, issue 18).
     const adminMs = [];
     let probing = true;
@@ -295,7 +410,9 @@ async function overload() {
       const a = stay.stats.summary(true).checkin;
       const b = leave.stats.summary(true).checkin;
       const shed = await s.metric(/fleetctl_http_shed_total\{door="agent"\} (\d+)/);
-      console.log(`  t=${((Date.now() - t0) / 1000).toFixed(0)} s at peak: enrolled ${stay.enrolled + leave.enrolled}/${PEAK}, check-in p99 ${Math.max(a?.p99_ms ?? 0, b?.p99_ms ?? 0)} ms, errors ${(a?.errors ?? 0) + (b?.errors ?? 0)}, shed so far ${Number.isNaN(shed) ? 0 : shed}, admin nodes-page p99 ${adminP99()} ms, load ${load()}`);
+      console.log(
+        `  t=${((Date.now() - t0) / 1000).toFixed(0)} s at peak: enrolled ${stay.enrolled + leave.enrolled}/${PEAK}, check-in p99 ${Math.max(a?.p99_ms ?? 0, b?.p99_ms ?? 0)} ms, errors ${(a?.errors ?? 0) + (b?.errors ?? 0)}, shed so far ${Number.isNaN(shed) ? 0 : shed}, admin nodes-page p99 ${adminP99()} ms, load ${load()}`,
+      );
     }
     await leave.stop(2000);
     const d0 = Date.now();
@@ -304,11 +421,15 @@ async function overload() {
       await sleep(10_000);
       const a = stay.stats.summary(true).checkin;
       const t = (Date.now() - d0) / 1000;
-      console.log(`  +${t.toFixed(0)} s after the drop: ${AFTER} agents (enrolled ${stay.enrolled}), check-ins ${a?.requests ?? 0}, errors ${a?.errors ?? 0}, p50 ${a?.p50_ms} ms, p99 ${a?.p99_ms} ms, admin p99 ${adminP99()} ms, load ${load()}`);
+      console.log(
+        `  +${t.toFixed(0)} s after the drop: ${AFTER} agents (enrolled ${stay.enrolled}), check-ins ${a?.requests ?? 0}, errors ${a?.errors ?? 0}, p50 ${a?.p50_ms} ms, p99 ${a?.p99_ms} ms, admin p99 ${adminP99()} ms, load ${load()}`,
+      );
       if (backAt === undefined && a && a.requests > 0 && a.p99_ms < 100 && a.errors === 0) backAt = t;
       if (backAt !== undefined && t >= backAt + 20) break;
     }
-    console.log(`  p99 back under 100 ms: ${backAt === undefined ? 'NOT within 3 minutes' : `within ${backAt.toFixed(0)} s of the drop (the first 10 s window under 100 ms with no errors)`} (goal: within 2 minutes); gave up enrolling: ${stay.gaveUp + leave.gaveUp}; ${uptime()}`);
+    console.log(
+      `  p99 back under 100 ms: ${backAt === undefined ? 'NOT within 3 minutes' : `within ${backAt.toFixed(0)} s of the drop (the first 10 s window under 100 ms with no errors)`} (goal: within 2 minutes); gave up enrolling: ${stay.gaveUp + leave.gaveUp}; ${uptime()}`,
+    );
     probing = false;
     await probe;
     await stay.stop(2000);
@@ -326,7 +447,9 @@ try {
   else if (scenario === 'overload') await overload();
   else if (spool[scenario]) await spool[scenario]();
   else {
-    console.error('usage: node bench/agent-faults.mjs pg-restart|flood|overload|kill9-backlog|sink-down|replicas|disk-full [--agents N] [--outage S] [--seconds S] [--peak N] [--after N] [--lines N] [--rate N] [--minutes M] [--pg] [--dir D]');
+    console.error(
+      'usage: node bench/agent-faults.mjs pg-restart|flood|overload|kill9-backlog|sink-down|replicas|disk-full [--agents N] [--outage S] [--seconds S] [--peak N] [--after N] [--lines N] [--rate N] [--minutes M] [--pg] [--dir D]',
+    );
     process.exitCode = 2;
   }
 } finally {

@@ -86,7 +86,10 @@ const PROFILES = {
   osquery: {
     intervals: { config: 300_000, distributed: 60_000, log: 4_000 },
     // A pack, not the schedule: osquery runs both alike, and Fleet's osquery-perf reads only packs.
-    schedule: { uptime: { query: 'SELECT * FROM uptime', interval: 60, snapshot: true }, processes: { query: 'SELECT pid, name, path, uid FROM processes', interval: 300 } },
+    schedule: {
+      uptime: { query: 'SELECT * FROM uptime', interval: 60, snapshot: true },
+      processes: { query: 'SELECT pid, name, path, uid FROM processes', interval: 300 },
+    },
   },
   fast: {
     intervals: { config: 60_000, distributed: 6_000, log: 4_000 },
@@ -126,7 +129,7 @@ function treeCpuSeconds(pid) {
     }
   }
   const tree = new Set([pid]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [p, s] of stats) {
       if (!tree.has(p) && tree.has(s.ppid)) {
@@ -142,7 +145,29 @@ function treeCpuSeconds(pid) {
 
 const key = join(tmp, 'agent.key');
 const cert = join(tmp, 'agent.crt');
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  ],
+  { stdio: 'ignore' },
+);
 let cluster;
 if (PG) {
   const { startCluster } = await import('../scripts/pg-cluster.mjs');
@@ -152,8 +177,28 @@ if (PG) {
 /** A fresh `fleetctl server` with an agent listener on a fresh database. */
 async function startFleetServer(workers, name) {
   const db = PG ? await cluster.createDatabase(name) : join(tmp, `${name}.db`);
-  const args = [bin, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key,
-    '--create-env', 'prod', '--admin-password-stdin', '--api-rate-limit', '100000000', '--login-rate-limit', '1000', ...(workers ? ['--workers', String(workers)] : [])];
+  const args = [
+    bin,
+    'server',
+    '--db',
+    db,
+    '--listen',
+    '127.0.0.1:0',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    cert,
+    '--agent-tls-key',
+    key,
+    '--create-env',
+    'prod',
+    '--admin-password-stdin',
+    '--api-rate-limit',
+    '100000000',
+    '--login-rate-limit',
+    '1000',
+    ...(workers ? ['--workers', String(workers)] : []),
+  ];
   const [cmd, cmdArgs] = withFileLimit(process.execPath, [...SERVER_NODE_ARGS, ...args]);
   // The banner is on stderr (stdout is for a stdout sink's NDJSON): read, then the rest passed through.
   const server = spawn(cmd, cmdArgs, { stdio: ['pipe', 'inherit', 'pipe'] });
@@ -174,7 +219,9 @@ async function startFleetServer(workers, name) {
   server.stderr.pipe(process.stderr);
   const processes = Number(/Workers: (\d+)/.exec(out)?.[1] ?? 1);
   return {
-    server, urls, processes,
+    server,
+    urls,
+    processes,
     async stop() {
       server.kill('SIGTERM');
       await Promise.race([new Promise((r) => server.once('exit', r)), sleep(30_000)]);
@@ -188,7 +235,10 @@ async function startDrivers(init) {
   for (let d = 0; d < DRIVERS; d++) {
     const [dc, da] = withFileLimit(process.execPath, [join(root, 'bench', 'agent-driver.mjs')]);
     // prlimit execs node itself: the IPC channel is inherited through it.
-    const child = dc === 'prlimit' ? spawn(dc, da, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }) : fork(join(root, 'bench', 'agent-driver.mjs'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child =
+      dc === 'prlimit'
+        ? spawn(dc, da, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+        : fork(join(root, 'bench', 'agent-driver.mjs'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     children.push(child);
     const waiters = new Map();
     child.on('message', (m) => {
@@ -227,8 +277,17 @@ async function startDrivers(init) {
       }
       const sum = (f) => parts.reduce((s, p) => s + f(p), 0);
       return {
-        lat, errors, lastError, enrolled: sum((p) => p.enrolled), agents: sum((p) => p.agents), gaveUp: sum((p) => p.gaveUp), connections: sum((p) => p.connections),
-        loopDelayP99: Math.max(...parts.map((p) => p.loopDelayP99)), lateMax: Math.max(...parts.map((p) => p.lateMax)), driverCpuMs: sum((p) => p.cpuMs), driverRssMiB: sum((p) => p.rssMiB),
+        lat,
+        errors,
+        lastError,
+        enrolled: sum((p) => p.enrolled),
+        agents: sum((p) => p.agents),
+        gaveUp: sum((p) => p.gaveUp),
+        connections: sum((p) => p.connections),
+        loopDelayP99: Math.max(...parts.map((p) => p.loopDelayP99)),
+        lateMax: Math.max(...parts.map((p) => p.lateMax)),
+        driverCpuMs: sum((p) => p.cpuMs),
+        driverRssMiB: sum((p) => p.rssMiB),
       };
     },
     async stop() {
@@ -248,26 +307,40 @@ async function serverLoop(api, headers) {
     // 50 ms): the delay is what exceeds the shortest interval seen.
     const min = value('nodejs_eventloop_lag_min_seconds');
     const delay = (name) => Math.max(0, (value(name) - min) * 1000);
-    return { p99: delay('nodejs_eventloop_lag_p99_seconds'), max: delay('nodejs_eventloop_lag_max_seconds'), invalid: value('agent_node_invalid_total') || 0 };
+    return {
+      p99: delay('nodejs_eventloop_lag_p99_seconds'),
+      max: delay('nodejs_eventloop_lag_max_seconds'),
+      invalid: value('agent_node_invalid_total') || 0,
+    };
   } catch {
     return { p99: NaN, max: NaN, invalid: 0 };
   }
 }
 
-const head = 'phase   agents  req/s  req/agent/min  p50/p99/max ms  errors  list p99/max  stats p99/max  loop p99/max  server CPU  CPU ms/req (marginal)  load gen: delay p99/late, CPU  load';
+const head =
+  'phase   agents  req/s  req/agent/min  p50/p99/max ms  errors  list p99/max  stats p99/max  loop p99/max  server CPU  CPU ms/req (marginal)  load gen: delay p99/late, CPU  load';
 const line = (m, verdict) => {
-  const gen = m.external ? `CPU ${(m.genCpu * 100).toFixed(0)}%` : `${f1(m.driverDelayP99)}/${f1(m.driverLateMax)}, CPU ${(m.genCpu * 100).toFixed(0)}%`;
+  const gen = m.external
+    ? `CPU ${(m.genCpu * 100).toFixed(0)}%`
+    : `${f1(m.driverDelayP99)}/${f1(m.driverLateMax)}, CPU ${(m.genCpu * 100).toFixed(0)}%`;
   console.log(
     `${(m.phase ?? '').padEnd(6)}  ${String(m.agents).padStart(6)}  ${m.rps.toFixed(0).padStart(5)}  ${m.perAgentMin.toFixed(2).padStart(13)}  ${`${f1(m.p50)}/${f1(m.p99)}/${f1(m.max)}`.padStart(14)}  ${String(m.errors).padStart(6)}  ${`${f1(m.listP99)}/${f1(m.listMax)}`.padStart(12)}  ${`${f1(m.statsP99)}/${f1(m.statsMax)}`.padStart(13)}  ${`${f1(m.loopP99)}/${f1(m.loopMax)}`.padStart(12)}  ${`${(m.serverCpu * 100).toFixed(0)}%`.padStart(10)}  ${`${m.cpuMsPerRequest.toFixed(3)} (${m.marginalCpuMsPerRequest.toFixed(3)})`.padStart(21)}  ${gen.padStart(29)}  ${m.load}  ${verdict}`,
   );
   // Which requests failed and how, under the row: "errors 19" alone does not say whether the
   // server shed, timed out or the driver gave up.
-  if (m.errors) console.log(`        errors by request: ${Object.entries(m.errorKinds).map(([k, n]) => `${k} ${n}`).join(', ')}; last: ${m.lastError ?? '?'}`);
+  if (m.errors)
+    console.log(
+      `        errors by request: ${Object.entries(m.errorKinds)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}; last: ${m.lastError ?? '?'}`,
+    );
 };
 const judge = (m) => {
   if (m.driverDelayP99 > DRIVER_DELAY_LIMIT_MS) return 'drivers saturated';
   if (m.enrolled < m.agents * 0.995) return 'not all enrolled';
-  return m.p99 <= P99_GOAL_MS && m.max <= MAX_GOAL_MS && m.errors === 0 && m.listMax < ADMIN_GOAL_MS && m.statsMax < ADMIN_GOAL_MS ? 'ok' : 'over the goal';
+  return m.p99 <= P99_GOAL_MS && m.max <= MAX_GOAL_MS && m.errors === 0 && m.listMax < ADMIN_GOAL_MS && m.statsMax < ADMIN_GOAL_MS
+    ? 'ok'
+    : 'over the goal';
 };
 
 /** Sets the bench's configuration: its queries as a pack, and a file sink for their results. */
@@ -276,9 +349,19 @@ async function configure(api, headers) {
   const packs = { bench: { queries: SCHEDULE } };
   const put = await fetch(`${api}/api/v1/environments/prod/config/packs`, { method: 'PUT', headers: json, body: JSON.stringify(packs) });
   if (!put.ok) throw new Error(`setting the pack: HTTP ${put.status} ${await put.text()}`);
-  const env = (await (await fetch(`${api}/api/v1/environments/prod`, { headers })).json());
+  const env = await (await fetch(`${api}/api/v1/environments/prod`, { headers })).json();
   for (const source of ['result', 'status']) {
-    const r = await fetch(`${api}/api/v1/log-sinks`, { method: 'POST', headers: json, body: JSON.stringify({ name: `bench-${source}`, type: 'file', source, environment_id: env.id, config: { path: `bench-${source}.log` } }) });
+    const r = await fetch(`${api}/api/v1/log-sinks`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({
+        name: `bench-${source}`,
+        type: 'file',
+        source,
+        environment_id: env.id,
+        config: { path: `bench-${source}.log` },
+      }),
+    });
     if (!r.ok) throw new Error(`adding a file sink: HTTP ${r.status} ${await r.text()}`);
   }
   return env;
@@ -295,12 +378,21 @@ async function run(workers, name) {
   const out = { workers: workers ?? 'default', processes: srv.processes, rungs: [], sustain: [] };
   let agents;
   try {
-    const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+    const login = await fetch(`${urls.api}/api/v1/login/prod`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+    });
     const { token } = await login.json();
     const headers = { authorization: `Bearer ${token}` };
     // The event-loop figures come from /metrics of the API, which serves them once the setting says so.
-    await fetch(`${urls.api}/api/v1/settings/api/service_metrics`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ boolean: true }) });
-    const enrollValue = async (target) => (await (await fetch(`${urls.api}/api/v1/environments/prod/enroll/${target}`, { headers })).json()).data;
+    await fetch(`${urls.api}/api/v1/settings/api/service_metrics`, {
+      method: 'PATCH',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ boolean: true }),
+    });
+    const enrollValue = async (target) =>
+      (await (await fetch(`${urls.api}/api/v1/environments/prod/enroll/${target}`, { headers })).json()).data;
     const env = await configure(urls.api, headers);
     const secret = String(await enrollValue('secret')).trim();
     const agentUrl = new URL(urls.agents);
@@ -314,20 +406,55 @@ async function run(workers, name) {
       const c1 = treeCpuSeconds(srv.server.pid);
       const loop = await serverLoop(urls.api, headers);
       out.idle = { cpu: (c1.cpu - c0.cpu) / ((Date.now() - w0) / 1000), loopP99: loop.p99, loopMax: loop.max, seconds: IDLE_S };
-      console.log(`idle server (${srv.processes} process(es), ${IDLE_S} s, no agent): ${(out.idle.cpu * 100).toFixed(2)}% of a core, event loop p99 ${f1(loop.p99)} ms, max ${f1(loop.max)} ms`);
+      console.log(
+        `idle server (${srv.processes} process(es), ${IDLE_S} s, no agent): ${(out.idle.cpu * 100).toFixed(2)}% of a core, event loop p99 ${f1(loop.p99)} ms, max ${f1(loop.max)} ms`,
+      );
     }
     const idleCpu = out.idle?.cpu ?? 0;
 
     if (AGENT_COMMAND) {
       const { startProxy, externalAgents } = await import('./agent-external.mjs');
       const dir = join(tmp, `proxy-${name}`);
-      const proxy = await startProxy({ dir, upstream: { host: agentUrl.hostname, port: Number(agentUrl.port) }, env, paths: AGENT_PATHS, cert, key, keepaliveS: PROXY_KEEPALIVE_S, withFileLimit, fileLimit, children });
-      agents = externalAgents({ command: AGENT_COMMAND, proxy, env, paths: AGENT_PATHS, secret, ramp: RAMP, dir, seed: t0 % 1_000_000, withFileLimit, children });
-      console.log(`agents: ${AGENT_COMMAND.split(' ')[0]} through nginx at ${proxy.url} (${AGENT_PATHS === 'fleet' ? "Fleet's /api/osquery paths" : 'our paths'} -> ${urls.agents}); its log and output in ${dir}`);
+      const proxy = await startProxy({
+        dir,
+        upstream: { host: agentUrl.hostname, port: Number(agentUrl.port) },
+        env,
+        paths: AGENT_PATHS,
+        cert,
+        key,
+        keepaliveS: PROXY_KEEPALIVE_S,
+        withFileLimit,
+        fileLimit,
+        children,
+      });
+      agents = externalAgents({
+        command: AGENT_COMMAND,
+        proxy,
+        env,
+        paths: AGENT_PATHS,
+        secret,
+        ramp: RAMP,
+        dir,
+        seed: t0 % 1_000_000,
+        withFileLimit,
+        children,
+      });
+      console.log(
+        `agents: ${AGENT_COMMAND.split(' ')[0]} through nginx at ${proxy.url} (${AGENT_PATHS === 'fleet' ? "Fleet's /api/osquery paths" : 'our paths'} -> ${urls.agents}); its log and output in ${dir}`,
+      );
     } else {
       const { parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
       const flags = parseAgentFlags(await enrollValue('flags'));
-      agents = await startDrivers({ flags, secret, seed: `bench-${t0}-${name}`, ca: readFileSync(cert, 'utf8'), connect: { host: agentUrl.hostname, port: Number(agentUrl.port) }, intervals: INTERVALS, timeoutMs: 30_000, localAddresses: LOCAL_ADDRESSES });
+      agents = await startDrivers({
+        flags,
+        secret,
+        seed: `bench-${t0}-${name}`,
+        ca: readFileSync(cert, 'utf8'),
+        connect: { host: agentUrl.hostname, port: Number(agentUrl.port) },
+        intervals: INTERVALS,
+        timeoutMs: 30_000,
+        localAddresses: LOCAL_ADDRESSES,
+      });
     }
     const genCpuSeconds = () => agents.pids().reduce((a, p) => a + treeCpuSeconds(p).cpu, 0);
 
@@ -340,7 +467,9 @@ async function run(workers, name) {
         for (let i = 0; on; i++) {
           const isList = i % 2 === 0;
           const s = performance.now();
-          const r = await fetch(`${urls.api}${isList ? `/api/v1/nodes/prod?page_size=50&page=${1 + (i % 5)}` : '/api/v1/stats'}`, { headers });
+          const r = await fetch(`${urls.api}${isList ? `/api/v1/nodes/prod?page_size=50&page=${1 + (i % 5)}` : '/api/v1/stats'}`, {
+            headers,
+          });
           await r.arrayBuffer();
           (isList ? lists : stats).push(r.ok ? performance.now() - s : Infinity);
           await sleep(500);
@@ -393,24 +522,51 @@ async function run(workers, name) {
       const admin = await probe.stop();
       enrolledSoFar = s.enrolled;
       gaveUpSoFar = s.gaveUp;
-      const all = Object.entries(s.lat).filter(([k]) => k !== 'enroll').flatMap(([, v]) => v).sort((a, b) => a - b);
+      const all = Object.entries(s.lat)
+        .filter(([k]) => k !== 'enroll')
+        .flatMap(([, v]) => v)
+        .sort((a, b) => a - b);
       const errorCount = Object.values(s.errors).reduce((a, b) => a + b, 0);
       const requests = Object.values(s.lat).reduce((a, v) => a + v.length, 0) + errorCount;
       const cpuS = c1.cpu - c0.cpu;
-      const kinds = Object.fromEntries(Object.entries(s.lat).map(([k, v]) => {
-        const sorted = v.sort((a, b) => a - b);
-        return [k, { requests: v.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 }];
-      }));
+      const kinds = Object.fromEntries(
+        Object.entries(s.lat).map(([k, v]) => {
+          const sorted = v.sort((a, b) => a - b);
+          return [k, { requests: v.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 }];
+        }),
+      );
       const m = {
-        agents: target, enrolled: s.enrolled, connections: s.connections, seconds: secs, requests, rps: requests / secs, perAgentMin: ((requests / secs) * 60) / Math.max(1, s.enrolled),
-        p50: percentile(all, 50), p99: percentile(all, 99), max: all.at(-1) ?? 0, errors: errorCount, errorKinds: s.errors, lastError: s.lastError, kinds,
+        agents: target,
+        enrolled: s.enrolled,
+        connections: s.connections,
+        seconds: secs,
+        requests,
+        rps: requests / secs,
+        perAgentMin: ((requests / secs) * 60) / Math.max(1, s.enrolled),
+        p50: percentile(all, 50),
+        p99: percentile(all, 99),
+        max: all.at(-1) ?? 0,
+        errors: errorCount,
+        errorKinds: s.errors,
+        lastError: s.lastError,
+        kinds,
         nodeInvalid: loop.invalid - invalid0,
-        listP99: percentile(admin.lists, 99), listMax: admin.lists.at(-1) ?? 0, statsP99: percentile(admin.stats, 99), statsMax: admin.stats.at(-1) ?? 0,
-        loopP99: loop.p99, loopMax: loop.max,
-        serverCpu: cpuS / secs, serverProcesses: c1.processes, cpuMsPerRequest: requests ? (cpuS * 1000) / requests : 0,
+        listP99: percentile(admin.lists, 99),
+        listMax: admin.lists.at(-1) ?? 0,
+        statsP99: percentile(admin.stats, 99),
+        statsMax: admin.stats.at(-1) ?? 0,
+        loopP99: loop.p99,
+        loopMax: loop.max,
+        serverCpu: cpuS / secs,
+        serverProcesses: c1.processes,
+        cpuMsPerRequest: requests ? (cpuS * 1000) / requests : 0,
         marginalCpuMsPerRequest: requests ? (Math.max(0, cpuS - idleCpu * secs) * 1000) / requests : 0,
-        external: !!agents.external, genCpu: (g1 - g0) / secs,
-        driverDelayP99: s.loopDelayP99, driverLateMax: s.lateMax, driverCpuMsPerRequest: requests ? s.driverCpuMs / requests : 0, driverRssMiB: s.driverRssMiB,
+        external: !!agents.external,
+        genCpu: (g1 - g0) / secs,
+        driverDelayP99: s.loopDelayP99,
+        driverLateMax: s.lateMax,
+        driverCpuMsPerRequest: requests ? s.driverCpuMs / requests : 0,
+        driverRssMiB: s.driverRssMiB,
         load: `${load0} -> ${uptime()}`,
       };
       c0 = c1;
@@ -477,7 +633,9 @@ async function run(workers, name) {
       out.sustain.push(m);
       line(m, judge(m));
       const r = m.reader;
-      console.log(`        readers: ${r.kind}${r.requests ? `: ${r.requests} reads of ${r.kind === 'report' ? 'the whole report' : 'the log'}, ${r.lines} ${r.kind === 'report' ? 'node reports' : 'lines'}, p50/p99/max ${f1(r.p50)}/${f1(r.p99)}/${f1(r.max)} ms` : ''}`);
+      console.log(
+        `        readers: ${r.kind}${r.requests ? `: ${r.requests} reads of ${r.kind === 'report' ? 'the whole report' : 'the log'}, ${r.lines} ${r.kind === 'report' ? 'node reports' : 'lines'}, p50/p99/max ${f1(r.p50)}/${f1(r.p99)}/${f1(r.max)} ms` : ''}`,
+      );
     };
 
     /** Windows back to back until `until()` says stop (the ramp's own windows of --sustain). */
@@ -530,7 +688,8 @@ async function run(workers, name) {
       if (verdict !== 'ok' && !KEEP_GOING) break;
     }
   } finally {
-    if (agents?.tails) for (const [n, tail] of agents.tails().entries()) console.log(`\nlast output of the agent command (copy ${n + 1}):\n${tail}`);
+    if (agents?.tails)
+      for (const [n, tail] of agents.tails().entries()) console.log(`\nlast output of the agent command (copy ${n + 1}):\n${tail}`);
     await agents?.stop();
     await srv.stop();
   }
@@ -557,19 +716,41 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const results = { machine: { cpus: cpus().length, model: cpus()[0]?.model, fileLimit }, options: { LADDER, WINDOW_S, SETTLE_S, RAMP, DRIVERS, PROFILE, PG, INTERVALS, SCHEDULE }, runs: [] };
+const results = {
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, fileLimit },
+  options: { LADDER, WINDOW_S, SETTLE_S, RAMP, DRIVERS, PROFILE, PG, INTERVALS, SCHEDULE },
+  runs: [],
+};
 try {
-  console.log(`fleetctl agent load benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${uptime()}; ${PG ? 'PostgreSQL' : 'SQLite'}; open files per process ${fileLimit}`);
-  if (AGENT_COMMAND) console.log(`agents: the external command (its own intervals), ramp ${RAMP}/s; a pack of ${Object.entries(SCHEDULE).map(([n, q]) => `${n}/${q.interval}s`).join(', ')}; latency is nginx's request time`);
-  else console.log(`agents (--profile ${PROFILE}): ${DRIVERS} driver processes, one TLS connection each, ramp ${RAMP}/s; intervals config ${INTERVALS.config / 1000} s, distributed ${INTERVALS.distributed / 1000} s, logger ${INTERVALS.log / 1000} s; a pack of ${Object.entries(SCHEDULE).map(([n, q]) => `${n}/${q.interval}s`).join(', ')}; latency from the moment each request is sent`);
-  console.log(`window ${WINDOW_S} s${SUSTAIN ? ', from the first enrollment' : ` after ${SETTLE_S} s settling`}; goal: agent p99 <= ${P99_GOAL_MS} ms, max <= ${MAX_GOAL_MS} ms, no errors, nodes list and stats < ${ADMIN_GOAL_MS} ms; file sinks for results and status logs`);
+  console.log(
+    `fleetctl agent load benchmark: ${cpus().length} CPUs (${cpus()[0]?.model}), load ${uptime()}; ${PG ? 'PostgreSQL' : 'SQLite'}; open files per process ${fileLimit}`,
+  );
+  if (AGENT_COMMAND)
+    console.log(
+      `agents: the external command (its own intervals), ramp ${RAMP}/s; a pack of ${Object.entries(SCHEDULE)
+        .map(([n, q]) => `${n}/${q.interval}s`)
+        .join(', ')}; latency is nginx's request time`,
+    );
+  else
+    console.log(
+      `agents (--profile ${PROFILE}): ${DRIVERS} driver processes, one TLS connection each, ramp ${RAMP}/s; intervals config ${INTERVALS.config / 1000} s, distributed ${INTERVALS.distributed / 1000} s, logger ${INTERVALS.log / 1000} s; a pack of ${Object.entries(
+        SCHEDULE,
+      )
+        .map(([n, q]) => `${n}/${q.interval}s`)
+        .join(', ')}; latency from the moment each request is sent`,
+    );
+  console.log(
+    `window ${WINDOW_S} s${SUSTAIN ? ', from the first enrollment' : ` after ${SETTLE_S} s settling`}; goal: agent p99 <= ${P99_GOAL_MS} ms, max <= ${MAX_GOAL_MS} ms, no errors, nodes list and stats < ${ADMIN_GOAL_MS} ms; file sinks for results and status logs`,
+  );
   if (COMPARE) {
     for (const w of COMPARE) results.runs.push(await run(Number(w), `w${w}`));
     console.log('\nworkers   carried at the goal (agents, req/s)   CPU ms/req there');
     const base = carried(results.runs[0]);
     for (const r of results.runs) {
       const c = carried(r);
-      console.log(`${String(r.workers).padStart(7)}   ${c ? `${c.agents} agents, ${c.rps.toFixed(0)} req/s` : 'none'}${c && base && r !== results.runs[0] ? ` = ${(c.rps / base.rps).toFixed(2)}x of --workers ${results.runs[0].workers}` : ''}   ${c ? c.cpuMsPerRequest.toFixed(3) : '-'}`);
+      console.log(
+        `${String(r.workers).padStart(7)}   ${c ? `${c.agents} agents, ${c.rps.toFixed(0)} req/s` : 'none'}${c && base && r !== results.runs[0] ? ` = ${(c.rps / base.rps).toFixed(2)}x of --workers ${results.runs[0].workers}` : ''}   ${c ? c.cpuMsPerRequest.toFixed(3) : '-'}`,
+      );
     }
   } else {
     const r = await run(WORKERS ? Number(WORKERS) : undefined, 'main');
@@ -582,8 +763,13 @@ try {
       const cpuMs = all.reduce((a, m) => a + m.cpuMsPerRequest * m.requests, 0);
       const marginalMs = all.reduce((a, m) => a + m.marginalCpuMsPerRequest * m.requests, 0);
       const ramp = r.sustain.filter((m) => m.phase === 'ramp');
-      if (ramp.length) console.log(`\nramp (${ramp.length} window(s)): worst p99 ${f1(Math.max(...ramp.map((m) => m.p99)))} ms, max ${f1(Math.max(...ramp.map((m) => m.max)))} ms, errors ${ramp.reduce((a, m) => a + m.errors, 0)}, event loop max ${f1(Math.max(...ramp.map((m) => m.loopMax)))} ms`);
-      console.log(`${ramp.length ? '' : '\n'}steady ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, max ${f1(worst((m) => m.max))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, node_invalid ${all.reduce((a, m) => a + m.nodeInvalid, 0)}, event loop p99 <= ${f1(worst((m) => m.loopP99))} ms, longest pause ${f1(worst((m) => m.loopMax))} ms, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(cpuMs / Math.max(1, requests)).toFixed(3)} ms per agent request (${(marginalMs / Math.max(1, requests)).toFixed(3)} marginal, over ${requests} requests): ${ok ? 'GOAL MET' : 'goal missed'}`);
+      if (ramp.length)
+        console.log(
+          `\nramp (${ramp.length} window(s)): worst p99 ${f1(Math.max(...ramp.map((m) => m.p99)))} ms, max ${f1(Math.max(...ramp.map((m) => m.max)))} ms, errors ${ramp.reduce((a, m) => a + m.errors, 0)}, event loop max ${f1(Math.max(...ramp.map((m) => m.loopMax)))} ms`,
+        );
+      console.log(
+        `${ramp.length ? '' : '\n'}steady ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, max ${f1(worst((m) => m.max))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, node_invalid ${all.reduce((a, m) => a + m.nodeInvalid, 0)}, event loop p99 <= ${f1(worst((m) => m.loopP99))} ms, longest pause ${f1(worst((m) => m.loopMax))} ms, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(cpuMs / Math.max(1, requests)).toFixed(3)} ms per agent request (${(marginalMs / Math.max(1, requests)).toFixed(3)} marginal, over ${requests} requests): ${ok ? 'GOAL MET' : 'goal missed'}`,
+      );
       results.sustainOk = ok;
       if (READERS) {
         // Each kind of window against the windows without readers: the agents' p99 and CPU per request.
@@ -595,17 +781,25 @@ try {
           if (!ms.length || !base.length) continue;
           const p99 = mean(ms, (m) => m.p99) / mean(base, (m) => m.p99);
           const cpu = mean(ms, (m) => m.cpuMsPerRequest) / mean(base, (m) => m.cpuMsPerRequest);
-          console.log(`with ${kind === 'follower' ? 'a follower attached' : 'the report of every node read every second'} (${ms.length} windows against ${base.length} without): agent p99 ${f1(mean(ms, (m) => m.p99))} ms vs ${f1(mean(base, (m) => m.p99))} ms (x${p99.toFixed(2)}), server CPU ${mean(ms, (m) => m.cpuMsPerRequest).toFixed(3)} vs ${mean(base, (m) => m.cpuMsPerRequest).toFixed(3)} ms per agent request (x${cpu.toFixed(2)})`);
+          console.log(
+            `with ${kind === 'follower' ? 'a follower attached' : 'the report of every node read every second'} (${ms.length} windows against ${base.length} without): agent p99 ${f1(mean(ms, (m) => m.p99))} ms vs ${f1(mean(base, (m) => m.p99))} ms (x${p99.toFixed(2)}), server CPU ${mean(ms, (m) => m.cpuMsPerRequest).toFixed(3)} vs ${mean(base, (m) => m.cpuMsPerRequest).toFixed(3)} ms per agent request (x${cpu.toFixed(2)})`,
+          );
         }
       }
     } else if (r.rungs.length) {
       const best = carried(r);
       const last = r.rungs.at(-1);
-      console.log(`\nsustained: ${best ? best.agents : 0} agents with agent p99 <= ${P99_GOAL_MS} ms, no errors, admin reads < ${ADMIN_GOAL_MS} ms`);
-      console.log(`server CPU per agent request: ${last.cpuMsPerRequest.toFixed(3)} ms at ${last.agents} agents (${last.rps.toFixed(0)} req/s, ${last.perAgentMin.toFixed(2)} requests per agent per minute)`);
+      console.log(
+        `\nsustained: ${best ? best.agents : 0} agents with agent p99 <= ${P99_GOAL_MS} ms, no errors, admin reads < ${ADMIN_GOAL_MS} ms`,
+      );
+      console.log(
+        `server CPU per agent request: ${last.cpuMsPerRequest.toFixed(3)} ms at ${last.agents} agents (${last.rps.toFixed(0)} req/s, ${last.perAgentMin.toFixed(2)} requests per agent per minute)`,
+      );
       if (last.cpuMsPerRequest > 0) {
         const perCore = 1000 / last.cpuMsPerRequest;
-        console.log(`projection: one core answers ~${perCore.toFixed(0)} agent requests/s = ~${Math.round((perCore * 60) / last.perAgentMin).toLocaleString('en')} agents at these intervals; 100,000 agents need ~${(((100_000 * last.perAgentMin) / 60) * last.cpuMsPerRequest / 1000).toFixed(2)} cores of server CPU`);
+        console.log(
+          `projection: one core answers ~${perCore.toFixed(0)} agent requests/s = ~${Math.round((perCore * 60) / last.perAgentMin).toLocaleString('en')} agents at these intervals; 100,000 agents need ~${((((100_000 * last.perAgentMin) / 60) * last.cpuMsPerRequest) / 1000).toFixed(2)} cores of server CPU`,
+        );
       }
       results.sustained = best?.agents ?? 0;
     }

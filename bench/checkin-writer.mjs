@@ -45,7 +45,10 @@ if (/^postgres(ql)?:\/\//.test(target)) {
   const Database = (await import('better-sqlite3')).default;
   const db = new Database(target);
   db.pragma('busy_timeout = 5000');
-  run = async (statements) => db.transaction(() => { for (const [text, params] of statements) db.prepare(text).run(...params); })();
+  run = async (statements) =>
+    db.transaction(() => {
+      for (const [text, params] of statements) db.prepare(text).run(...params);
+    })();
   rowsOf = async (text, params) => db.prepare(text).all(...params);
   close = async () => db.close();
 }
@@ -56,12 +59,22 @@ const rowsJson = (keys) =>
     ? `jsonb_to_recordset($1::jsonb) as c(${keys.map(([k, t]) => `${k} ${t}`).join(', ')})`
     : `(select ${keys.map(([k]) => `value ->> '$.${k}' as ${k}`).join(', ')} from json_each(?)) as c`;
 const CROSSING = `update node_generation set generation = generation + 1 where id = 9 and exists (select 1 from ${rowsJson([['id', 'int']])} join node_seen on node_seen.node_id = c.id where node_seen.last_seen < ${p(2)})`;
-const SEEN = `update node_seen set bytes_received = node_seen.bytes_received + c.b, last_seen = case when node_seen.last_seen < c.s then c.s else node_seen.last_seen end from ${rowsJson([['id', 'int'], ['b', 'bigint'], ['s', 'text']])} where node_seen.node_id = c.id`;
+const SEEN = `update node_seen set bytes_received = node_seen.bytes_received + c.b, last_seen = case when node_seen.last_seen < c.s then c.s else node_seen.last_seen end from ${rowsJson(
+  [
+    ['id', 'int'],
+    ['b', 'bigint'],
+    ['s', 'text'],
+  ],
+)} where node_seen.node_id = c.id`;
 const CONTENT = 'update node_generation set generation = generation + 1 where id = 2';
 
 const checkIn = async (ids, now) => {
   const json = JSON.stringify(ids.map((id) => ({ id, b: 1000, s: now.toISOString() })));
-  await run([[CROSSING, [json, new Date(now.getTime() - HORIZON_MS).toISOString()]], [SEEN, [json]], [CONTENT, []]]);
+  await run([
+    [CROSSING, [json, new Date(now.getTime() - HORIZON_MS).toISOString()]],
+    [SEEN, [json]],
+    [CONTENT, []],
+  ]);
 };
 
 const cutoff = new Date(Date.now() - ALIVE_MS).toISOString();
@@ -72,7 +85,9 @@ for (let i = 0; i < alive.length; i += 5000) await checkIn(alive.slice(i, i + 50
 
 let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
-process.stdout.write(`writing: ${alive.length} agents checking in, ${RATE} a second; ${WAKEUPS} of ${asleep.length} others waking a second\n`);
+process.stdout.write(
+  `writing: ${alive.length} agents checking in, ${RATE} a second; ${WAKEUPS} of ${asleep.length} others waking a second\n`,
+);
 while (!stopping) {
   const started = Date.now();
   try {

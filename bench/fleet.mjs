@@ -58,7 +58,10 @@ function startProcess(args, label) {
   // The URL line: a server's banner is on stderr (its stdout is for a stdout sink's NDJSON), the
   // bare baseline's on stdout. Both read until it shows, then passed through, except the slow-query
   // log's JSON lines on stderr, which are kept (explainMisses).
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FLEETCTL_SLOW_QUERY_MS: String(SLOW_QUERY_MS) } });
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, FLEETCTL_SLOW_QUERY_MS: String(SLOW_QUERY_MS) },
+  });
   children.push(child);
   let out = '';
   let partial = '';
@@ -78,7 +81,10 @@ function startProcess(args, label) {
     }
   };
   const url = new Promise((resolve, reject) => {
-    for (const [stream, pass] of [[child.stdout, (d) => process.stdout.write(d)], [child.stderr, passStderr]]) {
+    for (const [stream, pass] of [
+      [child.stdout, (d) => process.stdout.write(d)],
+      [child.stderr, passStderr],
+    ]) {
       stream.on('data', (d) => {
         if (/(?:URL:\s+|listening on )http/.test(out)) return void pass(d);
         out += d;
@@ -116,7 +122,10 @@ function timePair(a, b, env, runs = RUNS) {
 function timedRss(args, env) {
   const file = join(tmp, `rss-${Math.random()}`);
   const s = performance.now();
-  const r = spawnSync(process.execPath, ['--import', join(root, 'bench', 'rss-probe.mjs'), ...args], { env: { ...env, BENCH_RSS_FILE: file }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const r = spawnSync(process.execPath, ['--import', join(root, 'bench', 'rss-probe.mjs'), ...args], {
+    env: { ...env, BENCH_RSS_FILE: file },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}`);
   return { ms: performance.now() - s, mib: Number(readFileSync(file, 'utf8')) / 1024 };
 }
@@ -146,7 +155,10 @@ function cpuMs(pid) {
  * swings with the neighbours' load, CPU per request much less.
  */
 async function pairedLoad([urlA, headersA, pidA], [urlB, headersB, pidB], connections, rounds = 3) {
-  const cpu = new Map([[urlA, 0], [urlB, 0]]);
+  const cpu = new Map([
+    [urlA, 0],
+    [urlB, 0],
+  ]);
   const run = async (url, headers, pid) => {
     const before = cpuMs(pid);
     const r = await autocannon({ url, connections, duration: DURATION / rounds, headers });
@@ -188,7 +200,11 @@ const f2 = (x) => x.toFixed(2);
 console.log(`fleetctl benchmark: ${NODES} nodes, ${cpus().length} CPUs, ${DURATION} s per load run, ${RUNS} runs per CLI figure`);
 /** Logs in as the demo super-admin; returns the Authorization header. */
 async function authHeaders(url) {
-  const login = await fetch(`${url}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  const login = await fetch(`${url}/api/v1/login/prod`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  });
   const { token } = await login.json();
   return { token, headers: { authorization: `Bearer ${token}` } };
 }
@@ -203,9 +219,20 @@ function nodeListQueries() {
   for (const sort of ['lastseen', 'firstseen', 'hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery'])
     for (const order of ['asc', 'desc']) out.push({ label: `sort=${sort}&order=${order}`, query: `sort=${sort}&order=${order}` });
   for (const query of [
-    'status=active', 'status=inactive', 'platform=darwin', 'platform=windows&sort=version&order=desc',
-    'tag=pci', 'tag=quarantine', 'tag=servers', 'tag=pci&sort=hostname', 'q=web', 'q=we', 'q=web&sort=hostname',
-    'tag=laptops&q=alice', 'tag=servers&status=active&platform=linux&sort=ip', 'status=inactive&q=db&sort=osquery',
+    'status=active',
+    'status=inactive',
+    'platform=darwin',
+    'platform=windows&sort=version&order=desc',
+    'tag=pci',
+    'tag=quarantine',
+    'tag=servers',
+    'tag=pci&sort=hostname',
+    'q=web',
+    'q=we',
+    'q=web&sort=hostname',
+    'tag=laptops&q=alice',
+    'tag=servers&status=active&platform=linux&sort=ip',
+    'status=inactive&q=db&sort=osquery',
   ])
     out.push({ label: query, query });
   out.push({ label: 'sort=hostname, pages 500-504', query: 'sort=hostname', first: 500 });
@@ -247,7 +274,10 @@ async function seedAudit(target, n) {
     const client = new pg.Client({ connectionString: target });
     await client.connect();
     const cat = (...xs) => `(${xs.map((x) => `(${x})::text`).join(' || ')})`;
-    await client.query(`insert into audit_logs (${cols}) select $1, '', (n % 3) + 1, ${line('n', cat, 'to_hex(n::bigint * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from generate_series(1, $2::int) n`, [now, n]);
+    await client.query(
+      `insert into audit_logs (${cols}) select $1, '', (n % 3) + 1, ${line('n', cat, 'to_hex(n::bigint * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from generate_series(1, $2::int) n`,
+      [now, n],
+    );
     await client.query('analyze audit_logs');
     await client.end();
   } else {
@@ -255,7 +285,9 @@ async function seedAudit(target, n) {
     const db = new Database(target);
     db.pragma('busy_timeout = 10000');
     const cat = (...xs) => `(${xs.join(' || ')})`;
-    db.prepare(`with recursive s(n) as (select 1 union all select n + 1 from s where n < ?) insert into audit_logs (${cols}) select ?, '', (n % 3) + 1, ${line('n', cat, 'hex(n * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from s`).run(n, now);
+    db.prepare(
+      `with recursive s(n) as (select 1 union all select n + 1 from s where n < ?) insert into audit_logs (${cols}) select ?, '', (n % 3) + 1, ${line('n', cat, 'hex(n * 7919)')}, n % 6, n % 4, ${service('n')}, '10.1.' || (n % 250) || '.' || (n % 200), ${user('n')}, 1 from s`,
+    ).run(n, now);
     db.pragma('analysis_limit = 1000');
     db.pragma('optimize = 0x10002');
     db.close();
@@ -266,19 +298,27 @@ async function seedAudit(target, n) {
 /** The slow statements logged since `since` (ms), each text once with its slowest time and plan, for a missed figure. */
 function explainMisses(since) {
   const seen = new Map();
-  for (const q of slowQueries) if (q.at >= since && (!seen.has(q.sql) || seen.get(q.sql).slow_query_ms < q.slow_query_ms)) seen.set(q.sql, q);
+  for (const q of slowQueries)
+    if (q.at >= since && (!seen.has(q.sql) || seen.get(q.sql).slow_query_ms < q.slow_query_ms)) seen.set(q.sql, q);
   const top = [...seen.values()].sort((a, b) => b.slow_query_ms - a.slow_query_ms).slice(0, 3);
-  for (const q of top) console.log(`      ${q.slow_query_ms} ms: ${q.sql.slice(0, 400)}\n        ${(q.plan ?? [q.plan_error]).join('\n        ')}`);
+  for (const q of top)
+    console.log(`      ${q.slow_query_ms} ms: ${q.sql.slice(0, 400)}\n        ${(q.plan ?? [q.plan_error]).join('\n        ')}`);
   if (top.length === 0) console.log(`      (no statement over ${SLOW_QUERY_MS} ms: the time is in waiting, not in one query)`);
 }
 
 /** autocannon at 20 connections over pages first..first+4 of `path?query`, picked at random per request. */
 async function pagedLoad(origin, path, query, first, headers) {
   const pathFor = () => `${path}?${query}${query ? '&' : ''}page=${first + Math.floor(Math.random() * 5)}`;
-  const opts = { url: origin, connections: 20, headers, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: pathFor() }) }] };
+  const opts = {
+    url: origin,
+    connections: 20,
+    headers,
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: pathFor() }) }],
+  };
   await autocannon({ ...opts, duration: 0.5 }); // warm-up
   const r = await autocannon({ ...opts, duration: LIST_DURATION });
-  if (r.non2xx || r.errors || r.requests.total === 0) throw new Error(`${path}?${query}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+  if (r.non2xx || r.errors || r.requests.total === 0)
+    throw new Error(`${path}?${query}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
 }
 
@@ -289,8 +329,12 @@ async function pagedLoad(origin, path, query, first, headers) {
 async function listRows(prefix, origin, headers, dbTarget) {
   console.log(`\n${prefix}audit rows: seeding ${AUDIT_ROWS.toLocaleString('en')}...`);
   const seeded = await seedAudit(dbTarget, AUDIT_ROWS);
-  console.log(`${prefix}${AUDIT_ROWS.toLocaleString('en')} audit rows written in ${f1(seeded)} s; check-ins: ${CHECKINS} nodes a second from a second process`);
-  const writer = spawn(process.execPath, [join(root, 'bench', 'checkin-writer.mjs'), dbTarget, String(CHECKINS), String(WAKEUPS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  console.log(
+    `${prefix}${AUDIT_ROWS.toLocaleString('en')} audit rows written in ${f1(seeded)} s; check-ins: ${CHECKINS} nodes a second from a second process`,
+  );
+  const writer = spawn(process.execPath, [join(root, 'bench', 'checkin-writer.mjs'), dbTarget, String(CHECKINS), String(WAKEUPS)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(writer);
   console.log(`${prefix}check-in writer: ${String(await new Promise((resolve) => writer.stdout.once('data', resolve))).trim()}`);
   const results = { nodes: [], audit: [] };
@@ -299,14 +343,28 @@ async function listRows(prefix, origin, headers, dbTarget) {
       const since = Date.now();
       const r = await pagedLoad(origin, '/api/v1/nodes/prod', query, first, headers);
       results.nodes.push({ label, ...r });
-      row(`${prefix}nodes list ${label}: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+      row(
+        `${prefix}nodes list ${label}: p50 / p99`,
+        `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`,
+        '',
+        '',
+        'p99 <= 50 ms',
+        r.p99 <= 50,
+      );
       if (r.p99 > 50) explainMisses(since);
     }
     for (const { label, query, first = 1 } of AUDIT_QUERIES) {
       const since = Date.now();
       const r = await pagedLoad(origin, '/api/v1/audit-logs', query, first, headers);
       results.audit.push({ label, ...r });
-      row(`${prefix}audit list ${label}, ${AUDIT_ROWS / 1e6}M rows: p50 / p99`, `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`, '', '', 'p99 <= 50 ms', r.p99 <= 50);
+      row(
+        `${prefix}audit list ${label}, ${AUDIT_ROWS / 1e6}M rows: p50 / p99`,
+        `${r.p50} / ${r.p99} ms (${Math.round(r.rps)} req/s)`,
+        '',
+        '',
+        'p99 <= 50 ms',
+        r.p99 <= 50,
+      );
       if (r.p99 > 50) explainMisses(since);
     }
   } finally {
@@ -317,7 +375,26 @@ async function listRows(prefix, origin, headers, dbTarget) {
 
 async function sqliteRows() {
   const dbFile = join(tmp, 'fleet.db');
-  const server = startProcess([bin, 'server', '--dev', '--db', dbFile, '--dev-nodes', String(NODES), '--dev-password', PASSWORD, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'], 'server');
+  const server = startProcess(
+    [
+      bin,
+      'server',
+      '--dev',
+      '--db',
+      dbFile,
+      '--dev-nodes',
+      String(NODES),
+      '--dev-password',
+      PASSWORD,
+      '--listen',
+      '127.0.0.1:0',
+      '--api-rate-limit',
+      '100000000',
+      '--login-rate-limit',
+      '1000',
+    ],
+    'server',
+  );
   const url = await server.url;
   seedSeconds = (Date.now() - started) / 1000;
   counts = Object.fromEntries([...server.output().matchAll(/(\w+) \((\d+) nodes\)/g)].map((m) => [m[1], Number(m[2])]));
@@ -329,15 +406,40 @@ async function sqliteRows() {
     server.child.kill('SIGTERM');
     return;
   }
-  const env = { ...process.env, FLEETCTL_CONFIG_DIR: join(tmp, 'config'), FLEETCTL_URL: url, FLEETCTL_TOKEN: token, DBUS_SESSION_BUS_ADDRESS: 'disabled:', NO_COLOR: '1' };
+  const env = {
+    ...process.env,
+    FLEETCTL_CONFIG_DIR: join(tmp, 'config'),
+    FLEETCTL_URL: url,
+    FLEETCTL_TOKEN: token,
+    DBUS_SESSION_BUS_ADDRESS: 'disabled:',
+    NO_COLOR: '1',
+  };
   const node = process.execPath;
 
   console.log('CLI');
   const [version, nodeFloor] = timePair([node, [bin, '--version']], [node, ['-e', '0']], env);
-  row('fleetctl --version / node -e 0', `${f1(version)} ms`, `${f1(nodeFloor)} ms`, `${f2(version / nodeFloor)}x`, '<= 1.3x', version / nodeFloor <= 1.3);
+  row(
+    'fleetctl --version / node -e 0',
+    `${f1(version)} ms`,
+    `${f1(nodeFloor)} ms`,
+    `${f2(version / nodeFloor)}x`,
+    '<= 1.3x',
+    version / nodeFloor <= 1.3,
+  );
 
-  const [onePage, fetchPage] = timePair([node, [bin, 'nodes', 'list', '--json', '--env', 'prod']], [node, [join(root, 'bench/baselines/fetch-page.mjs'), 'prod']], env);
-  row('nodes list --json (one page) / 5-line fetch script', `${f1(onePage)} ms`, `${f1(fetchPage)} ms`, `${f2(onePage / fetchPage)}x`, '<= 1.3x', onePage / fetchPage <= 1.3);
+  const [onePage, fetchPage] = timePair(
+    [node, [bin, 'nodes', 'list', '--json', '--env', 'prod']],
+    [node, [join(root, 'bench/baselines/fetch-page.mjs'), 'prod']],
+    env,
+  );
+  row(
+    'nodes list --json (one page) / 5-line fetch script',
+    `${f1(onePage)} ms`,
+    `${f1(fetchPage)} ms`,
+    `${f2(onePage / fetchPage)}x`,
+    '<= 1.3x',
+    onePage / fetchPage <= 1.3,
+  );
 
   // Best of three interleaved runs each: single long runs swing with a shared machine's load.
   let streamProd;
@@ -361,7 +463,14 @@ async function sqliteRows() {
   );
   row(`  same, CLI peak RSS`, `${f1(streamProd.mib)} MiB`, '', '', '<= 100 MiB', streamProd.mib <= 100);
   const flat = streamProd.mib / streamDev.mib;
-  row(`  same, peak RSS ${counts.prod} nodes / ${counts.dev} nodes`, `${f1(streamProd.mib)} MiB`, `${f1(streamDev.mib)} MiB`, `${f2(flat)}x`, '<= 1.15x (flat)', flat <= 1.15);
+  row(
+    `  same, peak RSS ${counts.prod} nodes / ${counts.dev} nodes`,
+    `${f1(streamProd.mib)} MiB`,
+    `${f1(streamDev.mib)} MiB`,
+    `${f2(flat)}x`,
+    '<= 1.15x (flat)',
+    flat <= 1.15,
+  );
 
   console.log(`\nserver (${NODES} nodes, 20 connections unless said)`);
   const listUrl = `${url}/api/v1/nodes/prod?status=active`;
@@ -370,30 +479,91 @@ async function sqliteRows() {
   const bare = startProcess([join(root, 'bench/baselines/bare-fastify.mjs'), pageFile], 'bare fastify');
   const bareUrl = await bare.url;
   // Interleaved rounds, so a busy neighbour on a shared machine slows both sides alike.
-  const [bareLoad, list] = await pairedLoad([`${bareUrl}/api/v1/nodes/prod?status=active`, {}, bare.child.pid], [listUrl, headers, server.child.pid], 20);
+  const [bareLoad, list] = await pairedLoad(
+    [`${bareUrl}/api/v1/nodes/prod?status=active`, {}, bare.child.pid],
+    [listUrl, headers, server.child.pid],
+    20,
+  );
   bare.child.kill('SIGTERM');
   const share = list.rps / bareLoad.rps;
-  row('GET /nodes/prod?status=active req/s / bare Fastify, same page', `${Math.round(list.rps)} req/s`, `${Math.round(bareLoad.rps)} req/s`, `${Math.round(share * 100)}%`, '>= 60%', share >= 0.6);
+  row(
+    'GET /nodes/prod?status=active req/s / bare Fastify, same page',
+    `${Math.round(list.rps)} req/s`,
+    `${Math.round(bareLoad.rps)} req/s`,
+    `${Math.round(share * 100)}%`,
+    '>= 60%',
+    share >= 0.6,
+  );
   const cpuShare = bareLoad.cpuMsPerRequest / list.cpuMsPerRequest;
-  row('  same, server CPU per request (bare / fleetctl server)', `${f2(list.cpuMsPerRequest)} ms`, `${f2(bareLoad.cpuMsPerRequest)} ms`, `${Math.round(cpuShare * 100)}%`, '>= 60%', cpuShare >= 0.6);
+  row(
+    '  same, server CPU per request (bare / fleetctl server)',
+    `${f2(list.cpuMsPerRequest)} ms`,
+    `${f2(bareLoad.cpuMsPerRequest)} ms`,
+    `${Math.round(cpuShare * 100)}%`,
+    '>= 60%',
+    cpuShare >= 0.6,
+  );
   row('  same, p99', `${list.p99} ms`, '', '', '<= 25 ms', list.p99 <= 25);
 
   const search = await load(`${url}/api/v1/nodes/prod?q=web`, 20, headers);
-  row('GET /nodes/prod?q=web p50 / p99', `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s${search.timeouts ? `, ${search.timeouts} requests timed out after 10 s` : ''})`, '', '', 'p99 <= 50 ms', search.p99 <= 50);
+  row(
+    'GET /nodes/prod?q=web p50 / p99',
+    `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s${search.timeouts ? `, ${search.timeouts} requests timed out after 10 s` : ''})`,
+    '',
+    '',
+    'p99 <= 50 ms',
+    search.p99 <= 50,
+  );
 
   // Issue 20: the security filters, derived from check-ins, on the nodes_env_health index.
   const risk = await load(`${url}/api/v1/nodes/prod?risk=high`, 20, headers);
-  row('GET /nodes/prod?risk=high p50 / p99', `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', risk.p99 <= 50);
+  row(
+    'GET /nodes/prod?risk=high p50 / p99',
+    `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`,
+    '',
+    '',
+    'p99 <= 50 ms',
+    risk.p99 <= 50,
+  );
   const healthy = await load(`${url}/api/v1/nodes/prod?health=healthy`, 20, headers);
-  row('GET /nodes/prod?health=healthy p50 / p99', `${healthy.p50} / ${healthy.p99} ms (${healthy.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', healthy.p99 <= 50);
+  row(
+    'GET /nodes/prod?health=healthy p50 / p99',
+    `${healthy.p50} / ${healthy.p99} ms (${healthy.rps.toFixed(1)} req/s)`,
+    '',
+    '',
+    'p99 <= 50 ms',
+    healthy.p99 <= 50,
+  );
 
   const stats1 = await load(`${url}/api/v1/stats`, 1, headers);
   const stats20 = await load(`${url}/api/v1/stats`, 20, headers);
   row('GET /stats p99 at 20 connections', `${stats20.p99} ms`, '', '', '<= 30 ms', stats20.p99 <= 30);
   const scale = stats20.rps / stats1.rps;
-  row('GET /stats req/s at 20 / at 1 connection', `${Math.round(stats20.rps)} req/s`, `${Math.round(stats1.rps)} req/s`, `${f2(scale)}x`, '>= 0.9x (does not fall)', scale >= 0.9);
+  row(
+    'GET /stats req/s at 20 / at 1 connection',
+    `${Math.round(stats20.rps)} req/s`,
+    `${Math.round(stats1.rps)} req/s`,
+    `${f2(scale)}x`,
+    '>= 0.9x (does not fall)',
+    scale >= 0.9,
+  );
 
-  Object.assign(raw, { version, nodeFloor, onePage, fetchPage, streamProd, rawProd, streamDev, bare: bareLoad, list, search, risk, healthy, stats1, stats20 });
+  Object.assign(raw, {
+    version,
+    nodeFloor,
+    onePage,
+    fetchPage,
+    streamProd,
+    rawProd,
+    streamDev,
+    bare: bareLoad,
+    list,
+    search,
+    risk,
+    healthy,
+    stats1,
+    stats20,
+  });
   if (LISTS) raw.lists = await listRows('', url, headers, dbFile);
   server.child.kill('SIGTERM');
 }
@@ -411,7 +581,10 @@ async function postgresRows() {
     const db = await cluster.createDatabase('bench');
     const t0 = Date.now();
     const common = ['--db', db, '--listen', '127.0.0.1:0', '--api-rate-limit', '100000000', '--login-rate-limit', '1000'];
-    const a = startProcess([bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, ...common], 'postgres replica A');
+    const a = startProcess(
+      [bin, 'server', '--dev', '--dev-nodes', String(NODES), '--dev-password', PASSWORD, ...common],
+      'postgres replica A',
+    );
     const urlA = await a.url;
     const pgSeed = (Date.now() - t0) / 1000;
     console.log(`\nPostgreSQL (${NODES} nodes seeded in ${f1(pgSeed)} s; 20 connections unless said)`);
@@ -423,13 +596,41 @@ async function postgresRows() {
       return;
     }
     const list = await load(`${urlA}/api/v1/nodes/prod?status=active`, 20, headers);
-    row('PostgreSQL: GET /nodes/prod?status=active req/s, p99', `${Math.round(list.rps)} req/s, p99 ${list.p99} ms`, '', '', 'p99 <= 25 ms', list.p99 <= 25);
+    row(
+      'PostgreSQL: GET /nodes/prod?status=active req/s, p99',
+      `${Math.round(list.rps)} req/s, p99 ${list.p99} ms`,
+      '',
+      '',
+      'p99 <= 25 ms',
+      list.p99 <= 25,
+    );
     const search = await load(`${urlA}/api/v1/nodes/prod?q=web`, 20, headers);
-    row('PostgreSQL: GET /nodes/prod?q=web p50 / p99', `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', search.p99 <= 50);
+    row(
+      'PostgreSQL: GET /nodes/prod?q=web p50 / p99',
+      `${search.p50} / ${search.p99} ms (${search.rps.toFixed(1)} req/s)`,
+      '',
+      '',
+      'p99 <= 50 ms',
+      search.p99 <= 50,
+    );
     const risk = await load(`${urlA}/api/v1/nodes/prod?risk=high`, 20, headers);
-    row('PostgreSQL: GET /nodes/prod?risk=high p50 / p99', `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`, '', '', 'p99 <= 50 ms', risk.p99 <= 50);
+    row(
+      'PostgreSQL: GET /nodes/prod?risk=high p50 / p99',
+      `${risk.p50} / ${risk.p99} ms (${risk.rps.toFixed(1)} req/s)`,
+      '',
+      '',
+      'p99 <= 50 ms',
+      risk.p99 <= 50,
+    );
     const stats20 = await load(`${urlA}/api/v1/stats`, 20, headers);
-    row('PostgreSQL: GET /stats p99 at 20 connections', `${stats20.p99} ms (${Math.round(stats20.rps)} req/s)`, '', '', '<= 30 ms', stats20.p99 <= 30);
+    row(
+      'PostgreSQL: GET /stats p99 at 20 connections',
+      `${stats20.p99} ms (${Math.round(stats20.rps)} req/s)`,
+      '',
+      '',
+      '<= 30 ms',
+      stats20.p99 <= 30,
+    );
 
     const b = startProcess([bin, 'server', ...common], 'postgres replica B');
     const urlB = await b.url;
@@ -440,7 +641,14 @@ async function postgresRows() {
     const both = ra.rps + rb.rps;
     // Reported, not judged: on one machine the replicas, PostgreSQL and the load generator share
     // the same cores, so a second replica adds no CPU; it shows the replicas share the work.
-    row('PostgreSQL: list req/s, two replicas (20 connections each) / one', `${Math.round(both)} req/s (p99 ${Math.max(ra.p99, rb.p99)} ms)`, `${Math.round(one.rps)} req/s`, `${f2(both / one.rps)}x`, 'reported (one machine)', null);
+    row(
+      'PostgreSQL: list req/s, two replicas (20 connections each) / one',
+      `${Math.round(both)} req/s (p99 ${Math.max(ra.p99, rb.p99)} ms)`,
+      `${Math.round(one.rps)} req/s`,
+      `${f2(both / one.rps)}x`,
+      'reported (one machine)',
+      null,
+    );
     Object.assign(raw, { pg: { seedSeconds: pgSeed, list, search, risk, stats20, one, twoReplicas: [ra, rb] } });
     b.child.kill('SIGTERM');
     if (LISTS) raw.pgLists = await listRows('PostgreSQL: ', urlA, headers, db);

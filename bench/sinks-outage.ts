@@ -24,13 +24,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 /** A line's identity: host, query, counter and time (a result line of one agent is unique by them). */
-const identity = (l: any) => `${l.hostIdentifier}|${l.name}|${l.counter}|${l.unixTime}|${l.action}|${JSON.stringify(l.columns ?? l.snapshot ?? null)}`;
+const identity = (l: any) =>
+  `${l.hostIdentifier}|${l.name}|${l.counter}|${l.unixTime}|${l.action}|${JSON.stringify(l.columns ?? l.snapshot ?? null)}`;
 
-export async function outageRun(o: { startBenchServer: (dir: string, extra?: string[]) => Promise<BenchServer>; tmp: string }): Promise<void> {
+export async function outageRun(o: {
+  startBenchServer: (dir: string, extra?: string[]) => Promise<BenchServer>;
+  tmp: string;
+}): Promise<void> {
   const AGENTS = Number(arg('--agents', '1000'));
   const OUTAGE_S = Number(arg('--outage-seconds', '60'));
   const SEARCH = arg('--search', 'elasticsearch') as SearchKind;
-  if (SEARCH !== 'elasticsearch' && SEARCH !== 'opensearch') throw new Error(`--search: elasticsearch or opensearch, not ${String(SEARCH)}`);
+  if (SEARCH !== 'elasticsearch' && SEARCH !== 'opensearch')
+    throw new Error(`--search: elasticsearch or opensearch, not ${String(SEARCH)}`);
   const SEARCH_NAME = SEARCH === 'elasticsearch' ? 'Elasticsearch' : 'OpenSearch';
   const { Simulator, parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
   const kafka = await startKafka();
@@ -39,10 +44,15 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
   const acked = new Map<string, number>();
   let sim: any;
   try {
-    const put = await s.api('PUT', '/api/v1/environments/prod/config/schedule', { procs: { query: 'SELECT pid, name FROM processes LIMIT 3', interval: 10 } });
+    const put = await s.api('PUT', '/api/v1/environments/prod/config/schedule', {
+      procs: { query: 'SELECT pid, name FROM processes LIMIT 3', interval: 10 },
+    });
     if (put.status !== 200) throw new Error(`schedule: ${put.status} ${JSON.stringify(put.body)}`);
     const sinks: Record<string, number> = {};
-    for (const [name, type, config] of [['outage-kafka', 'kafka', { brokers: [kafka.plaintext], topic: 'outage' }], ['outage-search', 'elastic', { url: os.url, index: 'outage' }]] as const) {
+    for (const [name, type, config] of [
+      ['outage-kafka', 'kafka', { brokers: [kafka.plaintext], topic: 'outage' }],
+      ['outage-search', 'elastic', { url: os.url, index: 'outage' }],
+    ] as const) {
       const r = await s.api('POST', '/api/v1/log-sinks', { name, type, source: 'result', environment_id: 0, config });
       if (r.status !== 200) throw new Error(`sink ${name}: ${r.status} ${JSON.stringify(r.body)}`);
       sinks[name] = r.body.id;
@@ -67,11 +77,14 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
         }
       },
     });
-    console.log(`bench:sinks --outage: ${AGENTS} agents, result logs to kafka (Apache Kafka ${kafka.version}) and elastic (${SEARCH_NAME} ${os.version}) sinks, each stopped ${OUTAGE_S} s in turn; load ${load()}`);
+    console.log(
+      `bench:sinks --outage: ${AGENTS} agents, result logs to kafka (Apache Kafka ${kafka.version}) and elastic (${SEARCH_NAME} ${os.version}) sinks, each stopped ${OUTAGE_S} s in turn; load ${load()}`,
+    );
     sim.add(AGENTS);
     type SinkState = { delivered: number; rejected?: number; backlog_entries: number; last_error?: string | null };
     const state = async (id: number): Promise<SinkState | undefined> =>
-      ((await s.api('GET', '/api/v1/log-sinks?environment_id=0')).body as { id: number; state?: SinkState }[]).find((x) => x.id === id)?.state;
+      ((await s.api('GET', '/api/v1/log-sinks?environment_id=0')).body as { id: number; state?: SinkState }[]).find((x) => x.id === id)
+        ?.state;
     const t0 = Date.now();
     while (sim.enrolled < AGENTS || acked.size === 0) {
       if (Date.now() - t0 > 300_000) throw new Error(`only ${sim.enrolled} agents enrolled`);
@@ -90,13 +103,17 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
       await start();
       const st = await state(id);
       const target = Number(st?.delivered) + Number(st?.backlog_entries);
-      console.log(`  ${peer} stopped ${((starting - down) / 1000).toFixed(0)} s (serving again ${((Date.now() - starting) / 1000).toFixed(0)} s after its start): ${acked.size - before} distinct result lines acknowledged to agents meanwhile; its sink's backlog then: ${st?.backlog_entries} entries, last error: ${st?.last_error ?? '-'}`);
+      console.log(
+        `  ${peer} stopped ${((starting - down) / 1000).toFixed(0)} s (serving again ${((Date.now() - starting) / 1000).toFixed(0)} s after its start): ${acked.size - before} distinct result lines acknowledged to agents meanwhile; its sink's backlog then: ${st?.backlog_entries} entries, last error: ${st?.last_error ?? '-'}`,
+      );
       for (;;) {
         const now = await state(id);
         if (Number(now?.delivered) + Number(now?.rejected ?? 0) >= target) break;
         await sleep(200);
       }
-      console.log(`  ${peer}'s sink delivered that backlog ${((Date.now() - starting) / 1000).toFixed(1)} s after the peer's start (its start included); load ${load()}`);
+      console.log(
+        `  ${peer}'s sink delivered that backlog ${((Date.now() - starting) / 1000).toFixed(1)} s after the peer's start (its start included); load ${load()}`,
+      );
     }
     await sim.stop(10_000);
     sim = undefined;
@@ -108,13 +125,15 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
     let kafkaCount = 0;
     await consumer.connect();
     await consumer.subscribe({ topic: 'outage', fromBeginning: true });
-    await consumer.run({ eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) {
-        kafkaCount++;
-        const k = identity(JSON.parse(m.value!.toString()));
-        inKafka.set(k, (inKafka.get(k) ?? 0) + 1);
-      }
-    } });
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          kafkaCount++;
+          const k = identity(JSON.parse(m.value!.toString()));
+          inKafka.set(k, (inKafka.get(k) ?? 0) + 1);
+        }
+      },
+    });
     const k0 = Date.now();
     let last = -1;
     while (kafkaCount !== last || Date.now() - k0 < 10_000) {
@@ -128,12 +147,17 @@ export async function outageRun(o: { startBenchServer: (dir: string, extra?: str
       const k = identity(d);
       inOs.set(k, (inOs.get(k) ?? 0) + 1);
     }
-    for (const [peer, got] of [['Kafka', inKafka], [SEARCH_NAME, inOs]] as const) {
+    for (const [peer, got] of [
+      ['Kafka', inKafka],
+      [SEARCH_NAME, inOs],
+    ] as const) {
       let lost = 0;
       let dup = 0;
       for (const [k, n] of acked) lost += Math.max(0, n - (got.get(k) ?? 0));
       for (const [k, n] of got) dup += Math.max(0, n - (acked.get(k) ?? 0));
-      console.log(`  ${peer}: ${total} acknowledged result lines; lost ${lost}; duplicates ${dup} (lines at the peer: ${[...got.values()].reduce((a, b) => a + b, 0)})`);
+      console.log(
+        `  ${peer}: ${total} acknowledged result lines; lost ${lost}; duplicates ${dup} (lines at the peer: ${[...got.values()].reduce((a, b) => a + b, 0)})`,
+      );
     }
     console.log(`  load ${load()}`);
   } finally {

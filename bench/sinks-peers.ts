@@ -4,7 +4,14 @@
 // holds afterwards, counted at the peer.
 import { gunzipSync } from 'node:zlib';
 import { Kafka, logLevel } from 'kafkajs';
-import { CreateStreamCommand, DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand, KinesisClient, ListShardsCommand } from '@aws-sdk/client-kinesis';
+import {
+  CreateStreamCommand,
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  KinesisClient,
+  ListShardsCommand,
+} from '@aws-sdk/client-kinesis';
 import { CreateDeliveryStreamCommand, FirehoseClient } from '@aws-sdk/client-firehose';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
@@ -56,7 +63,12 @@ function search(kind: SearchKind): PeerSetup {
   };
 }
 
-const aws = (endpoint: string) => ({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, requestHandler: new NodeHttpHandler() });
+const aws = (endpoint: string) => ({
+  endpoint,
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+  requestHandler: new NodeHttpHandler(),
+});
 
 export function peerSetups(): PeerSetup[] {
   return [
@@ -103,11 +115,27 @@ export function peerSetups(): PeerSetup[] {
       async start() {
         const gw = await startVersitygw();
         gw.createBucket('bench');
-        const base = { bucket: 'bench', region: 'us-east-1', force_path_style: true, access_key_id: S3_ACCESS_KEY, secret_access_key: S3_SECRET_KEY, max_object_seconds: 1 };
+        const base = {
+          bucket: 'bench',
+          region: 'us-east-1',
+          force_path_style: true,
+          access_key_id: S3_ACCESS_KEY,
+          secret_access_key: S3_SECRET_KEY,
+          max_object_seconds: 1,
+        };
         return {
           config: { ...base, endpoint: gw.endpoint },
           closedConfig: { ...base, endpoint: `http://127.0.0.1:${await freePort()}` },
-          count: async (run) => [...gw.objects('bench').values()].reduce((n, b) => n + gunzipSync(b).toString('utf8').split('\n').filter((l) => hasRun(l, run)).length, 0),
+          count: async (run) =>
+            [...gw.objects('bench').values()].reduce(
+              (n, b) =>
+                n +
+                gunzipSync(b)
+                  .toString('utf8')
+                  .split('\n')
+                  .filter((l) => hasRun(l, run)).length,
+              0,
+            ),
           stop: () => gw.stop(),
         };
       },
@@ -120,7 +148,8 @@ export function peerSetups(): PeerSetup[] {
         const moto = await startMoto();
         const k = new KinesisClient(aws(moto.endpoint));
         await k.send(new CreateStreamCommand({ StreamName: 'bench', ShardCount: 4 }));
-        while ((await k.send(new DescribeStreamCommand({ StreamName: 'bench' }))).StreamDescription?.StreamStatus !== 'ACTIVE') await new Promise((r) => setTimeout(r, 200));
+        while ((await k.send(new DescribeStreamCommand({ StreamName: 'bench' }))).StreamDescription?.StreamStatus !== 'ACTIVE')
+          await new Promise((r) => setTimeout(r, 200));
         const base = { stream: 'bench', region: 'us-east-1', access_key_id: 'testing', secret_access_key: 'testing' };
         return {
           config: { ...base, endpoint: moto.endpoint },
@@ -128,7 +157,11 @@ export function peerSetups(): PeerSetup[] {
           async count(run) {
             let n = 0;
             for (const shard of (await k.send(new ListShardsCommand({ StreamName: 'bench' }))).Shards ?? []) {
-              let it = (await k.send(new GetShardIteratorCommand({ StreamName: 'bench', ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }))).ShardIterator;
+              let it = (
+                await k.send(
+                  new GetShardIteratorCommand({ StreamName: 'bench', ShardId: shard.ShardId!, ShardIteratorType: 'TRIM_HORIZON' }),
+                )
+              ).ShardIterator;
               for (;;) {
                 const r = await k.send(new GetRecordsCommand({ ShardIterator: it!, Limit: 10_000 }));
                 n += (r.Records ?? []).filter((x) => hasRun(Buffer.from(x.Data!).toString('utf8'), run)).length;
@@ -154,7 +187,17 @@ export function peerSetups(): PeerSetup[] {
         const s3 = new S3Client({ ...aws(moto.endpoint), forcePathStyle: true });
         await s3.send(new CreateBucketCommand({ Bucket: 'bench-fh' }));
         const fh = new FirehoseClient(aws(moto.endpoint));
-        await fh.send(new CreateDeliveryStreamCommand({ DeliveryStreamName: 'bench', DeliveryStreamType: 'DirectPut', ExtendedS3DestinationConfiguration: { BucketARN: 'arn:aws:s3:::bench-fh', RoleARN: 'arn:aws:iam::123456789012:role/firehose', Prefix: 'b/' } }));
+        await fh.send(
+          new CreateDeliveryStreamCommand({
+            DeliveryStreamName: 'bench',
+            DeliveryStreamType: 'DirectPut',
+            ExtendedS3DestinationConfiguration: {
+              BucketARN: 'arn:aws:s3:::bench-fh',
+              RoleARN: 'arn:aws:iam::123456789012:role/firehose',
+              Prefix: 'b/',
+            },
+          }),
+        );
         fh.destroy();
         const base = { delivery_stream: 'bench', region: 'us-east-1', access_key_id: 'testing', secret_access_key: 'testing' };
         return {
@@ -165,7 +208,10 @@ export function peerSetups(): PeerSetup[] {
             let token: string | undefined;
             do {
               const page = await s3.send(new ListObjectsV2Command({ Bucket: 'bench-fh', ContinuationToken: token }));
-              for (const o of page.Contents ?? []) n += (await (await s3.send(new GetObjectCommand({ Bucket: 'bench-fh', Key: o.Key! }))).Body!.transformToString()).split('\n').filter((l) => hasRun(l, run)).length;
+              for (const o of page.Contents ?? [])
+                n += (await (await s3.send(new GetObjectCommand({ Bucket: 'bench-fh', Key: o.Key! }))).Body!.transformToString())
+                  .split('\n')
+                  .filter((l) => hasRun(l, run)).length;
               token = page.NextContinuationToken;
             } while (token);
             return n;
@@ -194,7 +240,7 @@ export function peerSetups(): PeerSetup[] {
     {
       type: 'graylog',
       name: 'graylog',
-      peer: "go-gelf reader (UDP)",
+      peer: 'go-gelf reader (UDP)',
       async start() {
         const r = await startGelfReader();
         return {

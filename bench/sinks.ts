@@ -34,7 +34,29 @@ const PER_REQUEST = 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-sinks-'));
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(tmp, 'agent.key'), '-out', join(tmp, 'agent.crt'), '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    join(tmp, 'agent.key'),
+    '-out',
+    join(tmp, 'agent.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+  ],
+  { stdio: 'ignore' },
+);
 const CA = readFileSync(join(tmp, 'agent.crt'));
 
 export interface BenchServer {
@@ -50,10 +72,35 @@ export interface BenchServer {
 }
 
 export async function startBenchServer(dir: string, extra: string[] = []): Promise<BenchServer> {
-  const args = [bin, 'server', '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', join(tmp, 'agent.crt'), '--agent-tls-key', join(tmp, 'agent.key'),
-    '--create-env', 'prod', '--admin-password-stdin', '--api-rate-limit', '1000000', '--login-rate-limit', '1000', '--db', join(dir, 'fleet.db'), '--sink-dir', dir, ...extra];
+  const args = [
+    bin,
+    'server',
+    '--listen',
+    '127.0.0.1:0',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    join(tmp, 'agent.crt'),
+    '--agent-tls-key',
+    join(tmp, 'agent.key'),
+    '--create-env',
+    'prod',
+    '--admin-password-stdin',
+    '--api-rate-limit',
+    '1000000',
+    '--login-rate-limit',
+    '1000',
+    '--db',
+    join(dir, 'fleet.db'),
+    '--sink-dir',
+    dir,
+    ...extra,
+  ];
   // One core: the server process on CPU 0, the peer and this driver on the rest.
-  const proc = spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
+  const proc = spawn('taskset', ['-c', '0', process.execPath, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+  });
   proc.stdin.end(PASSWORD);
   // The banner is on stderr (stdout belongs to stdout sinks); both are read.
   let out = '';
@@ -68,10 +115,18 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
     proc.stderr.on('data', read);
     proc.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
   });
-  const login = await fetch(`${urls.api}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  const login = await fetch(`${urls.api}/api/v1/login/prod`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  });
   const { token } = (await login.json()) as { token: string };
   const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(urls.api + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(urls.api + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json().catch(() => undefined)) as any };
   };
   const flagsText = String((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
@@ -82,11 +137,21 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
   const agentPost = (path: string, body: unknown) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
       const data = Buffer.from(JSON.stringify(body));
-      const req = request({ host: agentUrl.hostname, port: Number(agentUrl.port), path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));
-      });
+      const req = request(
+        {
+          host: agentUrl.hostname,
+          port: Number(agentUrl.port),
+          path,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': data.length },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));
+        },
+      );
       req.on('error', reject);
       req.end(data);
     });
@@ -115,15 +180,36 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
 /** A result line as osquery writes it. */
 function resultLine(host: string, uuid: string, run: string, seq: number): Record<string, unknown> {
   const t = Math.floor(Date.now() / 1000);
-  return { name: 'pack_bench_processes', hostIdentifier: uuid, calendarTime: new Date(t * 1000).toUTCString(), unixTime: t, epoch: 0, counter: seq, numerics: false,
-    decorations: { host_uuid: uuid, hostname: host }, columns: { pid: String(1000 + (seq % 30000)), name: 'osqueryd', path: '/opt/osquery/bin/osqueryd', cmdline: '/opt/osquery/bin/osqueryd --flagfile=/etc/osquery/osquery.flags', run, seq: String(seq) }, action: 'added' };
+  return {
+    name: 'pack_bench_processes',
+    hostIdentifier: uuid,
+    calendarTime: new Date(t * 1000).toUTCString(),
+    unixTime: t,
+    epoch: 0,
+    counter: seq,
+    numerics: false,
+    decorations: { host_uuid: uuid, hostname: host },
+    columns: {
+      pid: String(1000 + (seq % 30000)),
+      name: 'osqueryd',
+      path: '/opt/osquery/bin/osqueryd',
+      cmdline: '/opt/osquery/bin/osqueryd --flagfile=/etc/osquery/osquery.flags',
+      run,
+      seq: String(seq),
+    },
+    action: 'added',
+  };
 }
 
 async function fill(s: BenchServer, run: string, lines: number): Promise<void> {
   const keys: { key: string; uuid: string; host: string }[] = [];
   for (let h = 0; h < HOSTS; h++) {
     const uuid = `bench-${run}-${h}`;
-    const r = await s.agentPost(s.flags.enroll, { enroll_secret: s.secret, host_identifier: uuid, host_details: { system_info: { hostname: `host-${h}`, uuid } } });
+    const r = await s.agentPost(s.flags.enroll, {
+      enroll_secret: s.secret,
+      host_identifier: uuid,
+      host_details: { system_info: { hostname: `host-${h}`, uuid } },
+    });
     if (r.status !== 200 || !r.body?.node_key) throw new Error(`enroll: ${r.status} ${JSON.stringify(r.body)}`);
     keys.push({ key: r.body.node_key, uuid, host: `host-${h}` });
   }
@@ -155,7 +241,13 @@ async function benchType(setup: PeerSetup): Promise<string> {
   const peer = await setup.start();
   const s = await startBenchServer(dir);
   try {
-    const created = await s.api('POST', '/api/v1/log-sinks', { name: `bench-${setup.type}`, type: setup.type, source: 'result', environment_id: 0, config: peer.closedConfig });
+    const created = await s.api('POST', '/api/v1/log-sinks', {
+      name: `bench-${setup.type}`,
+      type: setup.type,
+      source: 'result',
+      environment_id: 0,
+      config: peer.closedConfig,
+    });
     if (created.status !== 200) throw new Error(`create sink: ${created.status} ${JSON.stringify(created.body)}`);
     const id = created.body.id as number;
     const run = `${setup.type}-${Date.now()}`;
@@ -196,7 +288,9 @@ async function main(): Promise<void> {
   }
   const types = arg('--types')?.split(',');
   const setups = peerSetups().filter((p) => !types || types.includes(p.type) || types.includes(p.name));
-  console.log(`bench:sinks: ${LINES.toLocaleString('en')} result lines per type, server pinned to CPU 0 (taskset), ${HOSTS} hosts posting ${PER_REQUEST} lines a request; load ${load()}`);
+  console.log(
+    `bench:sinks: ${LINES.toLocaleString('en')} result lines per type, server pinned to CPU 0 (taskset), ${HOSTS} hosts posting ${PER_REQUEST} lines a request; load ${load()}`,
+  );
   console.log('| type | peer | lines | lines/s | server CPU ms / 1,000 lines | at the peer | load (1/5/15 min) before -> after |');
   console.log('|---|---|---|---|---|---|---|');
   for (const setup of setups) {

@@ -63,18 +63,32 @@ async function posters(s, ca, n) {
   const post = (path, body, at = s.connect) =>
     new Promise((resolve) => {
       const data = Buffer.from(JSON.stringify(body));
-      const req = request({ host: at.host, port: at.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
-      });
+      const req = request(
+        {
+          host: at.host,
+          port: at.port,
+          path,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': data.length },
+        },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
+        },
+      );
       req.on('error', (e) => resolve({ status: 0, body: e.message }));
       req.end(data);
     });
   const keys = [];
   for (let i = 0; i < n; i++) {
     const uuid = randomUUID();
-    const r = await post(s.flags.enroll, { enroll_secret: s.secret, host_identifier: uuid, host_details: { system_info: { hostname: `spool-${i}`, uuid }, osquery_info: { version: '5.12.1' } } });
+    const r = await post(s.flags.enroll, {
+      enroll_secret: s.secret,
+      host_identifier: uuid,
+      host_details: { system_info: { hostname: `spool-${i}`, uuid }, osquery_info: { version: '5.12.1' } },
+    });
     keys.push(JSON.parse(r.body).node_key);
   }
   let next = 0;
@@ -83,7 +97,12 @@ async function posters(s, ca, n) {
     async send(a, count, at) {
       const from = next;
       next += count;
-      const data = Array.from({ length: count }, (_, k) => ({ name: 'pack_spool_bench', unixTime: Math.floor(Date.now() / 1000), columns: { i: String(from + k), pad: 'x'.repeat(200) }, action: 'added' }));
+      const data = Array.from({ length: count }, (_, k) => ({
+        name: 'pack_spool_bench',
+        unixTime: Math.floor(Date.now() / 1000),
+        columns: { i: String(from + k), pad: 'x'.repeat(200) },
+        action: 'added',
+      }));
       const r = await post(s.flags.logger, { node_key: keys[a % keys.length], log_type: 'result', data }, at);
       return { status: r.status, from, count };
     },
@@ -100,7 +119,7 @@ class Acked {
     if (r.status === 200) {
       this.ranges.push([r.from, r.count]);
       this.count += r.count;
-    }    else this.refused++;
+    } else this.refused++;
   }
   /** Acknowledged lines the destination has not got. */
   missing(d) {
@@ -114,15 +133,17 @@ class Acked {
 async function fill(p, lines, batch, agents = 8) {
   const acked = new Acked();
   let reserved = 0;
-  await Promise.all(Array.from({ length: agents }, async (_, a) => {
-    while (reserved < lines) {
-      const n = Math.min(batch, lines - reserved);
-      reserved += n;
-      const r = await p.send(a, n);
-      acked.add(r);
-      if (r.status !== 200) reserved -= n;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: agents }, async (_, a) => {
+      while (reserved < lines) {
+        const n = Math.min(batch, lines - reserved);
+        reserved += n;
+        const r = await p.send(a, n);
+        acked.add(r);
+        if (r.status !== 200) reserved -= n;
+      }
+    }),
+  );
   return acked;
 }
 
@@ -136,7 +157,7 @@ async function delivered(d, acked, sleep) {
     if (d.total !== last) {
       last = d.total;
       since = Date.now();
-    }    else if (Date.now() - since > 60_000) return missing;
+    } else if (Date.now() - since > 60_000) return missing;
     await sleep(500);
   }
 }
@@ -161,15 +182,25 @@ export function spoolScenarios(h) {
     const { db, stop } = await database('kill9');
     let s = await startServer(['--db', db, '--workers', '1']);
     try {
-      const sink = await s.api('POST', '/api/v1/log-sinks', { name: 'down', type: 'http', source: 'result', environment_id: 0, config: { url: d.url } });
+      const sink = await s.api('POST', '/api/v1/log-sinks', {
+        name: 'down',
+        type: 'http',
+        source: 'result',
+        environment_id: 0,
+        config: { url: d.url },
+      });
       if (sink.status !== 200) throw new Error(JSON.stringify(sink.body));
-      console.log(`kill9-backlog: ${LINES.toLocaleString('en')} lines acknowledged while the sink's destination is down, then kill -9; ${process.argv.includes('--pg') ? 'PostgreSQL' : 'SQLite'}; ${uptime()}`);
+      console.log(
+        `kill9-backlog: ${LINES.toLocaleString('en')} lines acknowledged while the sink's destination is down, then kill -9; ${process.argv.includes('--pg') ? 'PostgreSQL' : 'SQLite'}; ${uptime()}`,
+      );
       const p = await posters(s, ca, 8);
       const t0 = Date.now();
       const f = await fill(p, LINES, BATCH);
       p.close();
       const state = (await s.api('GET', '/api/v1/log-sinks')).body.find((x) => x.name === 'down').state;
-      console.log(`  acknowledged ${f.count.toLocaleString('en')} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s (${f.refused} requests refused); the sink's backlog: ${state.backlog_entries.toLocaleString('en')} entries, ${(state.backlog_bytes / 1048576).toFixed(1)} MiB`);
+      console.log(
+        `  acknowledged ${f.count.toLocaleString('en')} lines in ${((Date.now() - t0) / 1000).toFixed(1)} s (${f.refused} requests refused); the sink's backlog: ${state.backlog_entries.toLocaleString('en')} entries, ${(state.backlog_bytes / 1048576).toFixed(1)} MiB`,
+      );
       s.proc.kill('SIGKILL');
       await new Promise((r) => (s.exited() ? r() : s.proc.once('exit', r)));
       d.up = true;
@@ -178,7 +209,9 @@ export function spoolScenarios(h) {
       const missing = await delivered(d, f, h.sleep);
       const drained = (Date.now() - t1) / 1000;
       await h.sleep(3000);
-      console.log(`  after kill -9 and a restart: ${missing} of ${f.count.toLocaleString('en')} acknowledged lines lost, ${dups(d)} duplicates; the backlog delivered in ${drained.toFixed(1)} s from the restart (start included), ${(f.count / drained).toFixed(0)} lines/s; ${uptime()}`);
+      console.log(
+        `  after kill -9 and a restart: ${missing} of ${f.count.toLocaleString('en')} acknowledged lines lost, ${dups(d)} duplicates; the backlog delivered in ${drained.toFixed(1)} s from the restart (start included), ${(f.count / drained).toFixed(0)} lines/s; ${uptime()}`,
+      );
     } finally {
       await s.stop();
       d.server.close();
@@ -251,17 +284,23 @@ export function spoolScenarios(h) {
           minute++;
           tail();
           const down = (await s.api('GET', '/api/v1/log-sinks')).body.find((x) => x.name === 'down').state;
-          console.log(`  ${window(`minute ${minute}: acked ${acked.count.toLocaleString('en')}`)}; down sink backlog ${down.backlog_entries.toLocaleString('en')} (${(down.backlog_bytes / 1048576).toFixed(0)} MiB), retrying since ${down.retrying_since}; load ${uptime().split('load average: ')[1]}`);
+          console.log(
+            `  ${window(`minute ${minute}: acked ${acked.count.toLocaleString('en')}`)}; down sink backlog ${down.backlog_entries.toLocaleString('en')} (${(down.backlog_bytes / 1048576).toFixed(0)} MiB), retrying since ${down.retrying_since}; load ${uptime().split('load average: ')[1]}`,
+          );
         }
         await h.sleep(Math.max(0, 100 - (Date.now() - tick)));
       }
       await until('the file sink to have every line', () => (tail(), seen >= acked.count), 120_000);
       clearInterval(tailer);
-      console.log(`  ${window('the rest (the last minute and the file sink catching up)')}; over the whole run: max ${worst} ms, ${over5s} of ${seen.toLocaleString('en')} lines over 5 s`);
+      console.log(
+        `  ${window('the rest (the last minute and the file sink catching up)')}; over the whole run: max ${worst} ms, ${over5s} of ${seen.toLocaleString('en')} lines over 5 s`,
+      );
       d.up = true;
       const t1 = Date.now();
       const missing = await delivered(d, acked, h.sleep);
-      console.log(`  ${acked.count.toLocaleString('en')} lines acknowledged (${acked.refused} requests refused): file sink ${seen.toLocaleString('en')} lines; the sink that was down: ${missing} lost, ${dups(d)} duplicates, its backlog delivered in ${((Date.now() - t1) / 1000).toFixed(1)} s once its destination was back; ${uptime()}`);
+      console.log(
+        `  ${acked.count.toLocaleString('en')} lines acknowledged (${acked.refused} requests refused): file sink ${seen.toLocaleString('en')} lines; the sink that was down: ${missing} lost, ${dups(d)} duplicates, its backlog delivered in ${((Date.now() - t1) / 1000).toFixed(1)} s once its destination was back; ${uptime()}`,
+      );
       p.close();
     } finally {
       await s.stop();
@@ -278,38 +317,52 @@ export function spoolScenarios(h) {
     const db = await cluster.createDatabase('replicas');
     const servers = [await startServer(['--db', db, '--workers', '1']), await startServer(['--db', db, '--workers', '1'])];
     try {
-      const sink = await servers[0].api('POST', '/api/v1/log-sinks', { name: 'shared', type: 'http', source: 'result', environment_id: 0, config: { url: d.url } });
+      const sink = await servers[0].api('POST', '/api/v1/log-sinks', {
+        name: 'shared',
+        type: 'http',
+        source: 'result',
+        environment_id: 0,
+        config: { url: d.url },
+      });
       if (sink.status !== 200) throw new Error(JSON.stringify(sink.body));
-      console.log(`replicas: 2 server processes on one PostgreSQL database, ${LINES.toLocaleString('en')} lines posted to both, one http sink; halfway the replica delivering it is killed (kill -9); ${uptime()}`);
+      console.log(
+        `replicas: 2 server processes on one PostgreSQL database, ${LINES.toLocaleString('en')} lines posted to both, one http sink; halfway the replica delivering it is killed (kill -9); ${uptime()}`,
+      );
       const p = await posters(servers[0], ca, 8);
       const acked = new Acked();
       let killed = false;
       let reserved = 0;
-      await Promise.all(Array.from({ length: 8 }, async (_, a) => {
-        while (reserved < LINES) {
-          if (!killed && acked.count >= LINES / 2) {
-            killed = true;
-            const st = (await servers[1].api('GET', '/api/v1/log-sinks')).body.find((x) => x.name === 'shared').state;
-            const pid = Number(st.delivered_by.split(':')[1]);
-            const victim = servers.find((x) => x.proc.pid === pid) ?? servers[0];
-            console.log(`  at ${acked.count.toLocaleString('en')} acknowledged: kill -9 of the replica delivering the sink (${st.delivered_by}), a new replica started`);
-            victim.proc.kill('SIGKILL');
-            servers.splice(servers.indexOf(victim), 1);
-            servers.push(await startServer(['--db', db, '--workers', '1']));
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, a) => {
+          while (reserved < LINES) {
+            if (!killed && acked.count >= LINES / 2) {
+              killed = true;
+              const st = (await servers[1].api('GET', '/api/v1/log-sinks')).body.find((x) => x.name === 'shared').state;
+              const pid = Number(st.delivered_by.split(':')[1]);
+              const victim = servers.find((x) => x.proc.pid === pid) ?? servers[0];
+              console.log(
+                `  at ${acked.count.toLocaleString('en')} acknowledged: kill -9 of the replica delivering the sink (${st.delivered_by}), a new replica started`,
+              );
+              victim.proc.kill('SIGKILL');
+              servers.splice(servers.indexOf(victim), 1);
+              servers.push(await startServer(['--db', db, '--workers', '1']));
+            }
+            const via = servers[a % servers.length];
+            if (via.exited()) continue;
+            const n = Math.min(BATCH, LINES - reserved);
+            reserved += n;
+            const r = await p.send(a, n, via.connect);
+            acked.add(r);
+            if (r.status !== 200) reserved -= n;
           }
-          const via = servers[a % servers.length];
-          if (via.exited()) continue;
-          const n = Math.min(BATCH, LINES - reserved);
-          reserved += n;
-          const r = await p.send(a, n, via.connect);
-          acked.add(r);
-          if (r.status !== 200) reserved -= n;
-        }
-      }));
+        }),
+      );
       p.close();
       const missing = await delivered(d, acked, h.sleep);
       await h.sleep(3000);
-      console.log(`  ${acked.count.toLocaleString('en')} acknowledged (${acked.refused} requests refused or cut by the kill, sent again), ${missing} of them lost; ${d.got.size.toLocaleString('en')} distinct lines at the sink (a request cut by the kill may have been committed), ${dups(d)} duplicates; ${uptime()}`);
+      console.log(
+        `  ${acked.count.toLocaleString('en')} acknowledged (${acked.refused} requests refused or cut by the kill, sent again), ${missing} of them lost; ${d.got.size.toLocaleString('en')} distinct lines at the sink (a request cut by the kill may have been committed), ${dups(d)} duplicates; ${uptime()}`,
+      );
     } finally {
       for (const x of servers) await x.stop();
       d.server.close();
@@ -325,10 +378,18 @@ export function spoolScenarios(h) {
     const s = await startServer(['--db', join(dir, 'fleet.db'), '--workers', '1']);
     const filler = join(dir, 'filler');
     try {
-      const sink = await s.api('POST', '/api/v1/log-sinks', { name: 'after-full', type: 'http', source: 'result', environment_id: 0, config: { url: d.url } });
+      const sink = await s.api('POST', '/api/v1/log-sinks', {
+        name: 'after-full',
+        type: 'http',
+        source: 'result',
+        environment_id: 0,
+        config: { url: d.url },
+      });
       if (sink.status !== 200) throw new Error(JSON.stringify(sink.body));
       const fs = statfsSync(dir);
-      console.log(`disk-full: the SQLite database on ${dir} (${((fs.blocks * fs.bsize) / 1048576).toFixed(0)} MiB), agents posting, then the file system filled; ${uptime()}`);
+      console.log(
+        `disk-full: the SQLite database on ${dir} (${((fs.blocks * fs.bsize) / 1048576).toFixed(0)} MiB), agents posting, then the file system filled; ${uptime()}`,
+      );
       const p = await posters(s, ca, 4);
       const before = await fill(p, 5000, 100, 4);
       // Fill the file system (what is left, in 1 MiB writes, until ENOSPC).
@@ -350,14 +411,18 @@ export function spoolScenarios(h) {
         during.add(r);
       }
       const health = await fetch(`${s.urls.api}/healthz`);
-      console.log(`  full (${free.bavail * free.bsize} bytes free): 40 log requests answered ${JSON.stringify(statuses)}; /healthz ${health.status} ${(await health.text()).slice(0, 120)}; server up: ${!s.exited()}`);
+      console.log(
+        `  full (${free.bavail * free.bsize} bytes free): 40 log requests answered ${JSON.stringify(statuses)}; /healthz ${health.status} ${(await health.text()).slice(0, 120)}; server up: ${!s.exited()}`,
+      );
       rmSync(filler);
       const after = await fill(p, 5000, 100, 4);
       p.close();
       const all = new Acked();
       for (const a of [before, during, after]) for (const r of a.ranges) all.add({ status: 200, from: r[0], count: r[1] });
       const missing = await delivered(d, all, h.sleep);
-      console.log(`  space again: ${after.count} more acknowledged (${after.refused} refused); of all ${all.count.toLocaleString('en')} acknowledged lines ${missing} lost, ${dups(d)} duplicates at the sink; ${uptime()}`);
+      console.log(
+        `  space again: ${after.count} more acknowledged (${after.refused} refused); of all ${all.count.toLocaleString('en')} acknowledged lines ${missing} lost, ${dups(d)} duplicates at the sink; ${uptime()}`,
+      );
     } finally {
       rmSync(filler, { force: true });
       await s.stop();

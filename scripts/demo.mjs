@@ -28,12 +28,27 @@ const cleanup = () => {
   rmSync(downloads, { recursive: true, force: true });
 };
 
-say(`==> Starting the reference server with a demo fleet and ${AGENTS} simulated osquery agents (fleetctl server --dev --dev-agents ${AGENTS})`);
-const server = spawn(process.execPath, [bin, 'server', '--dev', `--dev-password=${password}`, '--dev-agents', String(AGENTS), '--listen', process.env.DEMO_LISTEN ?? '127.0.0.1:0'], {
-  env,
-  // The banner is on stderr (stdout is for a stdout sink's NDJSON).
-  stdio: ['ignore', 'inherit', 'pipe'],
-});
+say(
+  `==> Starting the reference server with a demo fleet and ${AGENTS} simulated osquery agents (fleetctl server --dev --dev-agents ${AGENTS})`,
+);
+const server = spawn(
+  process.execPath,
+  [
+    bin,
+    'server',
+    '--dev',
+    `--dev-password=${password}`,
+    '--dev-agents',
+    String(AGENTS),
+    '--listen',
+    process.env.DEMO_LISTEN ?? '127.0.0.1:0',
+  ],
+  {
+    env,
+    // The banner is on stderr (stdout is for a stdout sink's NDJSON).
+    stdio: ['ignore', 'inherit', 'pipe'],
+  },
+);
 let banner = '';
 let ready = false;
 const url = await new Promise((resolve) => {
@@ -82,7 +97,9 @@ try {
   say(`\n==> A live query, answered by the ${AGENTS} simulated agents (the rest of the demo fleet are records with no agent behind them)`);
   fleetctl(['query', 'run', 'SELECT name, version, platform FROM os_version', '--target', 'tag:live-agents']);
   say('\n==> A carve: /etc/hosts from one agent, then the archive downloaded and checked');
-  const host = fleetctl(['nodes', 'list', '--tag', 'live-agents', '--limit', '1', '--fields', 'hostname', '--no-headers'], { capture: true }).trim();
+  const host = fleetctl(['nodes', 'list', '--tag', 'live-agents', '--limit', '1', '--fields', 'hostname', '--no-headers'], {
+    capture: true,
+  }).trim();
   const carve = fleetctl(['carves', 'run', '/etc/hosts', '--target', host], { capture: true }).trim();
   fleetctl(['carves', 'show', carve]);
   fleetctl(['carves', 'download', carve], { cwd: downloads });

@@ -13,7 +13,9 @@ import { join } from 'node:path';
 export function postgresBinDir() {
   const base = '/usr/lib/postgresql';
   if (existsSync(base)) {
-    const versions = readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(base)
+      .filter((v) => existsSync(join(base, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions.length) return join(base, versions[0], 'bin');
   }
   const r = spawnSync('sh', ['-c', 'command -v pg_ctl && command -v initdb'], { encoding: 'utf8' });
@@ -35,7 +37,8 @@ function freePort() {
 function ownerOf() {
   if (process.getuid?.() !== 0) return undefined;
   const r = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('running as root, and there is no postgres user to run the test cluster as (install the Debian package postgresql)');
+  if (r.status !== 0)
+    throw new Error('running as root, and there is no postgres user to run the test cluster as (install the Debian package postgresql)');
   const g = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
   return { user: 'postgres', uid: Number(r.stdout), gid: Number(g.stdout) };
 }
@@ -43,7 +46,10 @@ function ownerOf() {
 function run(owner, cmd, args) {
   const [c, a] = owner ? ['runuser', ['-u', owner.user, '--', cmd, ...args]] : [cmd, args];
   const r = spawnSync(c, a, { encoding: 'utf8', cwd: tmpdir() });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}): ${(r.stderr || r.stdout || '').trim().split('\n').slice(-3).join(' / ')}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${(r.stderr || r.stdout || '').trim().split('\n').slice(-3).join(' / ')}`,
+    );
   return r.stdout;
 }
 
@@ -53,7 +59,10 @@ function run(owner, cmd, args) {
  */
 export async function startCluster(opts = {}) {
   const bin = postgresBinDir();
-  if (!bin) throw new Error('PostgreSQL server binaries not found (install the Debian packages postgresql and postgresql-contrib: node scripts/test-deps.mjs)');
+  if (!bin)
+    throw new Error(
+      'PostgreSQL server binaries not found (install the Debian packages postgresql and postgresql-contrib: node scripts/test-deps.mjs)',
+    );
   const owner = ownerOf();
   const dir = mkdtempSync(join(tmpdir(), 'fleetctl-pg-'));
   if (owner) chownSync(dir, owner.uid, owner.gid);
@@ -61,8 +70,14 @@ export async function startCluster(opts = {}) {
   const port = opts.port ?? (await freePort());
   run(owner, join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
   const settings = [
-    '-c listen_addresses=127.0.0.1', `-p ${port}`, `-k ${dir}`, '-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off',
-    `-c max_connections=${opts.maxConnections ?? 400}`, '-c shared_buffers=256MB',
+    '-c listen_addresses=127.0.0.1',
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    `-c max_connections=${opts.maxConnections ?? 400}`,
+    '-c shared_buffers=256MB',
   ].join(' ');
   run(owner, join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', settings, 'start']);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

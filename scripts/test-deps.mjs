@@ -31,7 +31,12 @@ const NEEDS = [
   ['man', { cmd: 'man' }, 'man-db', 'man page tests'],
   ['groff', { cmd: 'groff' }, 'groff-base', 'man page tests'],
   ['less', { cmd: 'less' }, 'less', 'the pager tests (a real less at a real terminal)'],
-  ['PostgreSQL server', { glob: ['/usr/lib/postgresql', 'bin/initdb'] }, 'postgresql', 'the server suite on PostgreSQL (a throwaway cluster)'],
+  [
+    'PostgreSQL server',
+    { glob: ['/usr/lib/postgresql', 'bin/initdb'] },
+    'postgresql',
+    'the server suite on PostgreSQL (a throwaway cluster)',
+  ],
   ['pg_trgm', { glob: ['/usr/share/postgresql', 'extension/pg_trgm.control'] }, 'postgresql-contrib', 'search on PostgreSQL'],
   // The sink tests' real peers (issue 28) and what installs the ones below (PEERS).
   ['rsyslogd', { cmd: 'rsyslogd' }, 'rsyslog', 'the syslog sink tests (a real rsyslog; apt does not start its service here)'],
@@ -40,7 +45,7 @@ const NEEDS = [
   ['mvn', { cmd: 'mvn' }, 'maven', 'fetches Kafka, OpenSearch and Elasticsearch from Maven Central'],
   ['unzip', { cmd: 'unzip' }, 'unzip', 'unpacks the OpenSearch and Elasticsearch zips'],
   ['python3 venv', { run: 'python3 -c "import ensurepip, venv"' }, 'python3-venv', 'moto (Kinesis, Firehose) in a venv of its own'],
-  ['go', { cmd: 'go' }, 'golang-go', 'builds versitygw (S3) and the GELF reader (needs Go >= 1.24: the machine\'s own Go)'],
+  ['go', { cmd: 'go' }, 'golang-go', "builds versitygw (S3) and the GELF reader (needs Go >= 1.24: the machine's own Go)"],
 ];
 
 /**
@@ -49,12 +54,51 @@ const NEEDS = [
  * on the 2-core machine: kafka 22 s, opensearch 10 s, elasticsearch 15 s, moto 40 s, versitygw 3 min.
  */
 const PEERS = [
-  { name: 'kafka', version: '4.4.0', kind: 'maven-jars', artifact: 'org.apache.kafka:kafka_2.13:4.4.0', why: 'the kafka sink (KRaft, one node)' },
-  { name: 'opensearch', version: '2.19.6', kind: 'maven-zip', artifact: 'org.opensearch.distribution.integ-test-zip:opensearch:2.19.6', why: 'the elastic sink against OpenSearch' },
-  { name: 'elasticsearch', version: '8.19.2', kind: 'maven-zip', artifact: 'org.elasticsearch.distribution.integ-test-zip:elasticsearch:8.19.2', why: 'the elastic sink against Elasticsearch' },
-  { name: 'moto', version: '5.2.5', kind: 'pip', requirement: 'moto[server]==5.2.5', module: 'moto.server', why: 'the kinesis and firehose sinks (an emulator: there is no real Kinesis here)' },
-  { name: 'versitygw', version: '1.8.0', kind: 'go-install', module: 'github.com/versity/versitygw/cmd/versitygw@v1.8.0', bin: 'versitygw', why: 'the s3 sink (an S3 gateway that checks signatures)' },
-  { name: 'gelf-reader', version: 'go-gelf 1550ee647df0', kind: 'go-build', source: 'test/tools/gelf-reader', bin: 'gelf-reader', why: "the graylog sink over UDP (Graylog's own go-gelf reader)" },
+  {
+    name: 'kafka',
+    version: '4.4.0',
+    kind: 'maven-jars',
+    artifact: 'org.apache.kafka:kafka_2.13:4.4.0',
+    why: 'the kafka sink (KRaft, one node)',
+  },
+  {
+    name: 'opensearch',
+    version: '2.19.6',
+    kind: 'maven-zip',
+    artifact: 'org.opensearch.distribution.integ-test-zip:opensearch:2.19.6',
+    why: 'the elastic sink against OpenSearch',
+  },
+  {
+    name: 'elasticsearch',
+    version: '8.19.2',
+    kind: 'maven-zip',
+    artifact: 'org.elasticsearch.distribution.integ-test-zip:elasticsearch:8.19.2',
+    why: 'the elastic sink against Elasticsearch',
+  },
+  {
+    name: 'moto',
+    version: '5.2.5',
+    kind: 'pip',
+    requirement: 'moto[server]==5.2.5',
+    module: 'moto.server',
+    why: 'the kinesis and firehose sinks (an emulator: there is no real Kinesis here)',
+  },
+  {
+    name: 'versitygw',
+    version: '1.8.0',
+    kind: 'go-install',
+    module: 'github.com/versity/versitygw/cmd/versitygw@v1.8.0',
+    bin: 'versitygw',
+    why: 'the s3 sink (an S3 gateway that checks signatures)',
+  },
+  {
+    name: 'gelf-reader',
+    version: 'go-gelf 1550ee647df0',
+    kind: 'go-build',
+    source: 'test/tools/gelf-reader',
+    bin: 'gelf-reader',
+    why: "the graylog sink over UDP (Graylog's own go-gelf reader)",
+  },
 ];
 
 const PACKAGES = [...new Set(NEEDS.map((n) => n[2]))];

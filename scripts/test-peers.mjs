@@ -46,7 +46,10 @@ function run(cmd, args, opts = {}) {
 /** A pom whose only job is to name the artifacts Maven should fetch. */
 function pom(deps) {
   const d = deps
-    .map(([g, a, v, type]) => `<dependency><groupId>${g}</groupId><artifactId>${a}</artifactId><version>${v}</version>${type ? `<type>${type}</type>` : ''}</dependency>`)
+    .map(
+      ([g, a, v, type]) =>
+        `<dependency><groupId>${g}</groupId><artifactId>${a}</artifactId><version>${v}</version>${type ? `<type>${type}</type>` : ''}</dependency>`,
+    )
     .join('\n    ');
   return `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>

@@ -95,7 +95,11 @@ export class Context {
   requireUrl(): string {
     const url = this.url();
     if (!url) {
-      throw this.unknownProfile() ?? this.notLoggedIn() ?? new CliError('no server URL: pass --url or set FLEETCTL_URL', ExitCode.auth, 'run `fleetctl login --url URL`');
+      throw (
+        this.unknownProfile() ??
+        this.notLoggedIn() ??
+        new CliError('no server URL: pass --url or set FLEETCTL_URL', ExitCode.auth, 'run `fleetctl login --url URL`')
+      );
     }
     return url;
   }
@@ -107,7 +111,10 @@ export class Context {
 
   requireEnv(): string {
     const env = this.envName();
-    if (!env) throw this.unknownProfile() ?? this.notLoggedIn() ?? new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env');
+    if (!env)
+      throw (
+        this.unknownProfile() ?? this.notLoggedIn() ?? new UsageError('no environment: pass --env, set FLEETCTL_ENV, or log in with --env')
+      );
     return env;
   }
 
@@ -178,7 +185,15 @@ export class Context {
   async api(o: { check?: boolean; stored?: boolean } = {}): Promise<FleetApi> {
     const url = this.requireUrl();
     const cred = await this.credential({ stored: o.stored });
-    if (!cred) throw this.unknownProfile() ?? new CliError(`not logged in (profile "${this.profileName}")`, ExitCode.auth, 'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN');
+    if (!cred)
+      throw (
+        this.unknownProfile() ??
+        new CliError(
+          `not logged in (profile "${this.profileName}")`,
+          ExitCode.auth,
+          'run `fleetctl login` to sign in, or set FLEETCTL_TOKEN',
+        )
+      );
     const saved = this.profile()?.url;
     const fromEnv = !o.stored && Boolean(this.env.FLEETCTL_TOKEN);
     if (!fromEnv && saved && normalizeServerUrl(saved) !== normalizeServerUrl(url)) {

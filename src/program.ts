@@ -17,7 +17,7 @@ export function buildProgram(groups: Register[]): Command {
   const program = new Command('fleetctl')
     .description('Administer a fleet of osquery endpoint agents through the Fleet Management API.')
     .version(VERSION, '-V, --version')
-    .option('--url <url>', 'server URL (env FLEETCTL_URL; default: the profile\'s)')
+    .option('--url <url>', "server URL (env FLEETCTL_URL; default: the profile's)")
     .option('--env <env>', 'environment name or UUID (env FLEETCTL_ENV)')
     .option('--profile <name>', 'profile to use (env FLEETCTL_PROFILE)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'wide', 'json', 'jsonl', 'yaml', 'csv']))
@@ -25,7 +25,13 @@ export function buildProgram(groups: Register[]): Command {
     .option('--fields <list>', 'comma-separated fields to show (dotted paths allowed)')
     .option('--jq <expr>', 'filter JSON output with a jq expression (built in)')
     .option('--no-headers', 'omit table and csv headers')
-    .addOption(new Option('--time <style>', 'times in tables: relative (default), local clock, or rfc3339').choices(['relative', 'local', 'rfc3339']))
+    .addOption(
+      new Option('--time <style>', 'times in tables: relative (default), local clock, or rfc3339').choices([
+        'relative',
+        'local',
+        'rfc3339',
+      ]),
+    )
     .option('--no-color', 'disable colors (also NO_COLOR)')
     .option('--timeout <duration>', 'HTTP timeout per request (30s, 2m)', '30s')
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust')
@@ -48,7 +54,12 @@ export function buildProgram(groups: Register[]): Command {
       const globals = program.opts();
       const ctx = new Context({ ...globals, timeout: COMPLETION_TIMEOUT });
       const values = await completeValues(ctx, kind, prefix).catch(() => []);
-      process.stdout.write(values.filter((v) => v.startsWith(prefix)).map((v) => `${v}\n`).join(''));
+      process.stdout.write(
+        values
+          .filter((v) => v.startsWith(prefix))
+          .map((v) => `${v}\n`)
+          .join(''),
+      );
     });
   program
     .command('options')

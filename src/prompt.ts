@@ -63,6 +63,7 @@ export async function readStdinSecretLines(io: IO, names: readonly string[]): Pr
   for (const [i, name] of names.entries()) {
     if (!lines[i]) throw new UsageError(`${name} is missing on stdin (expected ${names.length} lines: ${names.join(', then ')})`);
   }
-  if (lines.length > names.length) throw new UsageError(`expected ${names.length} lines on stdin (${names.join(', then ')}), got ${lines.length}`);
+  if (lines.length > names.length)
+    throw new UsageError(`expected ${names.length} lines on stdin (${names.join(', then ')}), got ${lines.length}`);
   return lines.slice(0, names.length);
 }

@@ -20,7 +20,15 @@ export interface AgentEnv {
   /** Called with every batch of log entries the server acknowledged (200), for loss checks. */
   onLogs?: (uuid: string, type: 'status' | 'result', data: object[]) => void;
   /** Called with every archive uploaded (to record it). */
-  onCarve?: (c: { requestId: string; name: string; uuid: string; hostname: string; sessionId: string; path: string; archive: Buffer }) => void | Promise<void>;
+  onCarve?: (c: {
+    requestId: string;
+    name: string;
+    uuid: string;
+    hostname: string;
+    sessionId: string;
+    path: string;
+    archive: Buffer;
+  }) => void | Promise<void>;
   /**
    * Latency from the moment the request is sent, not from when its task was due: with one
    * connection per agent nothing queues in the client, and the load benchmark must not count
@@ -151,8 +159,15 @@ export class SimAgent {
   private status(message: string, severity = 0): void {
     const now = this.env.now();
     this.statusLogs.push({
-      hostIdentifier: this.host.uuid, calendarTime: calendarTime(now), unixTime: Math.floor(now / 1000),
-      severity, filename: 'sim.cpp', line: 1, message, version: this.host.osqueryInfo.version, ...this.decorated(),
+      hostIdentifier: this.host.uuid,
+      calendarTime: calendarTime(now),
+      unixTime: Math.floor(now / 1000),
+      severity,
+      filename: 'sim.cpp',
+      line: 1,
+      message,
+      version: this.host.osqueryInfo.version,
+      ...this.decorated(),
     });
     if (this.statusLogs.length > 1000) this.statusLogs.splice(0, this.statusLogs.length - 1000);
   }
@@ -163,7 +178,12 @@ export class SimAgent {
       enroll_secret: this.env.secret,
       host_identifier: h.uuid,
       platform_type: h.platformType,
-      host_details: { os_version: h.osVersion, osquery_info: h.osqueryInfo, system_info: h.systemInfo, ...(h.platformInfo ? { platform_info: h.platformInfo } : {}) },
+      host_details: {
+        os_version: h.osVersion,
+        osquery_info: h.osqueryInfo,
+        system_info: h.systemInfo,
+        ...(h.platformInfo ? { platform_info: h.platformInfo } : {}),
+      },
     });
     if (typeof res?.node_key !== 'string' || res.node_key === '') throw new TransportError('enroll: no node_key in the answer');
     this.nodeKey = res.node_key;
@@ -190,7 +210,10 @@ export class SimAgent {
     const h = this.host;
     const shard = machineShard(h.hostname);
     const schedule: ScheduledQuery[] = [];
-    const excluded = (q: any) => !platformMatches(q?.platform, h) || (Number(q?.shard) > 0 && Number(q.shard) < shard) || (typeof q?.version === 'string' && newer(q.version, h.osqueryInfo.version));
+    const excluded = (q: any) =>
+      !platformMatches(q?.platform, h) ||
+      (Number(q?.shard) > 0 && Number(q.shard) < shard) ||
+      (typeof q?.version === 'string' && newer(q.version, h.osqueryInfo.version));
     const add = (prefix: string, queries: unknown) => {
       if (!queries || typeof queries !== 'object') return;
       for (const [name, q] of Object.entries(queries as Record<string, any>)) {
@@ -200,8 +223,14 @@ export class SimAgent {
         const full = prefix + name;
         const old = this.schedule.find((s) => s.name === full && s.query === q.query && s.interval === interval);
         schedule.push({
-          name: full, query: q.query, interval, snapshot: q.snapshot === true, removed: q.removed !== false,
-          due: old?.due ?? now + interval * 1000, last: old?.last, counter: old?.counter ?? 0,
+          name: full,
+          query: q.query,
+          interval,
+          snapshot: q.snapshot === true,
+          removed: q.removed !== false,
+          due: old?.due ?? now + interval * 1000,
+          last: old?.last,
+          counter: old?.counter ?? 0,
         });
       }
     };
@@ -243,7 +272,15 @@ export class SimAgent {
       const a = answer(s.query, this.host, now);
       if (a.kind !== 'rows') continue;
       ran++;
-      const base = { name: s.name, hostIdentifier: this.host.uuid, calendarTime: calendarTime(now), unixTime: Math.floor(now / 1000), epoch: 0, numerics: false, ...this.decorated() };
+      const base = {
+        name: s.name,
+        hostIdentifier: this.host.uuid,
+        calendarTime: calendarTime(now),
+        unixTime: Math.floor(now / 1000),
+        epoch: 0,
+        numerics: false,
+        ...this.decorated(),
+      };
       if (s.snapshot) {
         this.resultLogs.push({ ...base, counter: 0, snapshot: a.rows, action: 'snapshot' });
         continue;
@@ -251,7 +288,8 @@ export class SimAgent {
       const rows = new Set(a.rows.map((r) => JSON.stringify(r)));
       const counter = s.counter++;
       for (const r of rows) if (!s.last?.has(r)) this.resultLogs.push({ ...base, counter, columns: JSON.parse(r), action: 'added' });
-      if (s.removed && s.last) for (const r of s.last) if (!rows.has(r)) this.resultLogs.push({ ...base, counter, columns: JSON.parse(r), action: 'removed' });
+      if (s.removed && s.last)
+        for (const r of s.last) if (!rows.has(r)) this.resultLogs.push({ ...base, counter, columns: JSON.parse(r), action: 'removed' });
       s.last = rows;
     }
     if (this.resultLogs.length > 10_000) this.resultLogs.splice(0, this.resultLogs.length - 10_000);
@@ -262,7 +300,10 @@ export class SimAgent {
   async log(): Promise<boolean> {
     if (!this.env.flags.logger) return false;
     let sent = false;
-    for (const [type, buf] of [['status', this.statusLogs], ['result', this.resultLogs]] as const) {
+    for (const [type, buf] of [
+      ['status', this.statusLogs],
+      ['result', this.resultLogs],
+    ] as const) {
       if (buf.length === 0) continue;
       const data = buf.splice(0, buf.length);
       try {
@@ -287,7 +328,13 @@ export class SimAgent {
     const queries = res?.queries && typeof res.queries === 'object' ? (res.queries as Record<string, unknown>) : {};
     const names = Object.keys(queries).filter((n) => typeof queries[n] === 'string');
     if (names.length === 0) return 0;
-    const out = { queries: {} as Record<string, Row[]>, statuses: {} as Record<string, number>, messages: {} as Record<string, string>, stats: {} as Record<string, object>, node_key: this.nodeKey };
+    const out = {
+      queries: {} as Record<string, Row[]>,
+      statuses: {} as Record<string, number>,
+      messages: {} as Record<string, string>,
+      stats: {} as Record<string, object>,
+      node_key: this.nodeKey,
+    };
     const carves: { name: string; path: string; guid: string; requestId: string }[] = [];
     const now = this.env.now();
     for (const name of names) {
@@ -308,7 +355,18 @@ export class SimAgent {
         // carries those two, never the query's name (issue 26).
         const guid = randomUUID();
         const requestId = randomUUID();
-        out.queries[name] = [{ time: String(Math.floor(now / 1000)), sha256: '', size: '-1', path: a.path, status: 'SCHEDULED', carve_guid: guid, request_id: requestId, carve: '1' }];
+        out.queries[name] = [
+          {
+            time: String(Math.floor(now / 1000)),
+            sha256: '',
+            size: '-1',
+            path: a.path,
+            status: 'SCHEDULED',
+            carve_guid: guid,
+            request_id: requestId,
+            carve: '1',
+          },
+        ];
         out.statuses[name] = 0;
         carves.push({ name, path: a.path, guid, requestId });
       }
@@ -324,7 +382,8 @@ export class SimAgent {
     const seed = createHash('sha256').update(`${this.host.uuid}\0${path}`).digest();
     const lines: string[] = [];
     const count = 20 + (seed.readUInt16BE(0) % 200);
-    for (let i = 0; i < count; i++) lines.push(`${i}\tsimulated content of ${path} on ${this.host.hostname}\t${seed.toString('hex', 0, 8)}`);
+    for (let i = 0; i < count; i++)
+      lines.push(`${i}\tsimulated content of ${path} on ${this.host.hostname}\t${seed.toString('hex', 0, 8)}`);
     return Buffer.from(lines.join('\n') + '\n');
   }
 
@@ -343,7 +402,12 @@ export class SimAgent {
     const blockSize = Math.max(1, f.carverBlockSize);
     const blockCount = Math.ceil(archive.length / blockSize);
     const start = await this.call('carve', f.carverStart, {
-      block_count: blockCount, block_size: blockSize, carve_size: archive.length, carve_id: carveId, request_id: requestId, node_key: this.nodeKey,
+      block_count: blockCount,
+      block_size: blockSize,
+      carve_size: archive.length,
+      carve_id: carveId,
+      request_id: requestId,
+      node_key: this.nodeKey,
     });
     const sessionId = start?.session_id;
     if (typeof sessionId !== 'string' || sessionId === '') throw new TransportError('carver start: no session_id in the answer');

@@ -20,7 +20,11 @@ async function getJson(url: string, init: { method?: 'GET' | 'POST'; token?: str
   const headers: Record<string, string> = { accept: 'application/json' };
   if (init.token) headers.authorization = `Bearer ${init.token}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await request(url, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+  const res = await request(url, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`${url}: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
   return JSON.parse(text);
@@ -42,7 +46,16 @@ export async function startDevAgents(o: DevAgentsOptions): Promise<{ sim: Simula
   const flags = parseAgentFlags((await getJson(`${api}/api/v1/environments/${env}/enroll/flags`, { token })).data);
   const secret = String((await getJson(`${api}/api/v1/environments/${env}/enroll/secret`, { token })).data).trim();
   const seed = `dev-${o.env}`;
-  const sim = new Simulator({ flags, secret, seed, ca: o.ca, connections: Math.min(16, o.count), spread: o.count > 1, log: o.log, intervals: DEV_INTERVALS });
+  const sim = new Simulator({
+    flags,
+    secret,
+    seed,
+    ca: o.ca,
+    connections: Math.min(16, o.count),
+    spread: o.count > 1,
+    log: o.log,
+    intervals: DEV_INTERVALS,
+  });
   sim.add(o.count);
   // Enrolled, then tagged (through the admin API, as an operator would), before the server says so.
   const deadline = Date.now() + 120_000;
@@ -51,7 +64,11 @@ export async function startDevAgents(o: DevAgentsOptions): Promise<{ sim: Simula
   const enrolled = sim.agents.filter((a) => a.nodeKey).length;
   if (enrolled > 0) {
     try {
-      await getJson(`${api}/api/v1/tags/${env}/add`, { method: 'POST', token, body: { name: LIVE_TAG, description: 'The simulated agents of fleetctl server --dev-agents', color: '#2e7d32' } });
+      await getJson(`${api}/api/v1/tags/${env}/add`, {
+        method: 'POST',
+        token,
+        body: { name: LIVE_TAG, description: 'The simulated agents of fleetctl server --dev-agents', color: '#2e7d32' },
+      });
     } catch (e) {
       if (!/HTTP 409/.test((e as Error).message)) throw e; // there already (a database seeded before)
     }
@@ -63,7 +80,9 @@ export async function startDevAgents(o: DevAgentsOptions): Promise<{ sim: Simula
     const until = Date.now() + 10_000;
     while (Date.now() < until) {
       const page = await getJson(`${api}/api/v1/nodes/${env}?tag=${LIVE_TAG}&page_size=${Math.max(50, uuids.length)}`, { token });
-      const fetched = (page.items ?? []).filter((n: { config_fetched_at?: string }) => n.config_fetched_at && n.config_fetched_at !== NEVER).length;
+      const fetched = (page.items ?? []).filter(
+        (n: { config_fetched_at?: string }) => n.config_fetched_at && n.config_fetched_at !== NEVER,
+      ).length;
       if (fetched >= uuids.length) break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -254,8 +254,7 @@ export class Simulator {
       if (item.task === 'config') {
         await agent.config();
         this.scheduleQueries(item.agent);
-      }
-      else if (item.task === 'log') await agent.log();
+      } else if (item.task === 'log') await agent.log();
       else this.answered += await agent.distributed();
     } catch (e) {
       if (e instanceof NodeInvalid) {
@@ -283,7 +282,8 @@ export class Simulator {
   async stop(graceMs = 5000): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    if (this.inFlight > 0) await Promise.race([new Promise<void>((r) => this.idle.push(r)), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    if (this.inFlight > 0)
+      await Promise.race([new Promise<void>((r) => this.idle.push(r)), new Promise((r) => setTimeout(r, graceMs).unref())]);
     await this.transport.close().catch(() => {});
   }
 }

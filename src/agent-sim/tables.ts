@@ -5,10 +5,7 @@ import type { SimHost } from './hosts.js';
 
 export type Row = Record<string, string>;
 
-export type Answer =
-  | { kind: 'rows'; rows: Row[] }
-  | { kind: 'error'; message: string }
-  | { kind: 'carve'; path: string };
+export type Answer = { kind: 'rows'; rows: Row[] } | { kind: 'error'; message: string } | { kind: 'carve'; path: string };
 
 const PROCESS_NAMES: Record<string, string[]> = {
   linux: ['systemd', 'sshd', 'osqueryd', 'nginx', 'postgres', 'cron', 'rsyslogd'],
@@ -30,7 +27,15 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
       return h.platformInfo ? [h.platformInfo] : [];
     case 'uptime': {
       const s = Math.max(0, Math.floor(now / 1000) - h.startTime);
-      return [{ days: String(Math.floor(s / 86400)), hours: String(Math.floor(s / 3600) % 24), minutes: String(Math.floor(s / 60) % 60), seconds: String(s % 60), total_seconds: String(s) }];
+      return [
+        {
+          days: String(Math.floor(s / 86400)),
+          hours: String(Math.floor(s / 3600) % 24),
+          minutes: String(Math.floor(s / 60) % 60),
+          seconds: String(s % 60),
+          total_seconds: String(s),
+        },
+      ];
     }
     case 'time': {
       const d = new Date(now);
@@ -38,30 +43,76 @@ function tableRows(table: string, h: SimHost, now: number): Row[] | undefined {
     }
     case 'processes':
       return PROCESS_NAMES[family(h)].map((name, i) => ({
-        pid: String(i === 0 ? 1 : 100 + i * 37), name, path: family(h) === 'windows' ? `C:\\Windows\\System32\\${name}` : `/usr/sbin/${name}`,
-        cmdline: name, state: 'S', parent: String(i === 0 ? 0 : 1), uid: i < 3 ? '0' : '1000', resident_size: String(4_000_000 + i * 1_234_567),
+        pid: String(i === 0 ? 1 : 100 + i * 37),
+        name,
+        path: family(h) === 'windows' ? `C:\\Windows\\System32\\${name}` : `/usr/sbin/${name}`,
+        cmdline: name,
+        state: 'S',
+        parent: String(i === 0 ? 0 : 1),
+        uid: i < 3 ? '0' : '1000',
+        resident_size: String(4_000_000 + i * 1_234_567),
         start_time: String(h.startTime + i),
       }));
     case 'users': {
-      const users = family(h) === 'windows' ? [['Administrator', '500'], ['alice', '1001']] : [['root', '0'], ['daemon', '1'], ['alice', '1000'], ['bob', '1001']];
+      const users =
+        family(h) === 'windows'
+          ? [
+              ['Administrator', '500'],
+              ['alice', '1001'],
+            ]
+          : [
+              ['root', '0'],
+              ['daemon', '1'],
+              ['alice', '1000'],
+              ['bob', '1001'],
+            ];
       return users.map(([username, uid]) => ({
-        uid: uid, gid: uid, username: username, description: '', directory: family(h) === 'windows' ? `C:\\Users\\${username}` : username === 'root' ? '/root' : `/home/${username}`,
-        shell: family(h) === 'windows' ? 'C:\\Windows\\system32\\cmd.exe' : '/bin/bash', uuid: '',
+        uid: uid,
+        gid: uid,
+        username: username,
+        description: '',
+        directory: family(h) === 'windows' ? `C:\\Users\\${username}` : username === 'root' ? '/root' : `/home/${username}`,
+        shell: family(h) === 'windows' ? 'C:\\Windows\\system32\\cmd.exe' : '/bin/bash',
+        uuid: '',
       }));
     }
     case 'listening_ports': {
       // What the processes above listen on (osquery's listening_ports, on every platform).
       const ports: [string, string, string][] =
-        family(h) === 'windows' ? [['lsass.exe', '445', '0.0.0.0'], ['svchost.exe', '135', '0.0.0.0']] : family(h) === 'darwin' ? [['launchd', '22', '0.0.0.0']] : [['sshd', '22', '0.0.0.0'], ['nginx', '443', '0.0.0.0'], ['postgres', '5432', '127.0.0.1']];
+        family(h) === 'windows'
+          ? [
+              ['lsass.exe', '445', '0.0.0.0'],
+              ['svchost.exe', '135', '0.0.0.0'],
+            ]
+          : family(h) === 'darwin'
+            ? [['launchd', '22', '0.0.0.0']]
+            : [
+                ['sshd', '22', '0.0.0.0'],
+                ['nginx', '443', '0.0.0.0'],
+                ['postgres', '5432', '127.0.0.1'],
+              ];
       const procs = tableRows('processes', h, now)!;
       return ports.map(([name, port, address]) => ({
-        pid: procs.find((p) => p.name === name)?.pid ?? '1', port, protocol: '6', family: '2', address, fd: '3', socket: String(10_000 + Number(port)), path: '', net_namespace: '0',
+        pid: procs.find((p) => p.name === name)?.pid ?? '1',
+        port,
+        protocol: '6',
+        family: '2',
+        address,
+        fd: '3',
+        socket: String(10_000 + Number(port)),
+        path: '',
+        net_namespace: '0',
       }));
     }
     case 'interface_addresses':
       return [
         { interface: 'lo', address: '127.0.0.1', mask: '255.0.0.0', type: 'manual' },
-        { interface: family(h) === 'darwin' ? 'en0' : 'eth0', address: `10.${h.systemInfo.hardware_serial.charCodeAt(0) % 250}.${h.systemInfo.hardware_serial.charCodeAt(1) % 250}.${h.systemInfo.hardware_serial.charCodeAt(2) % 250}`, mask: '255.255.0.0', type: 'dhcp' },
+        {
+          interface: family(h) === 'darwin' ? 'en0' : 'eth0',
+          address: `10.${h.systemInfo.hardware_serial.charCodeAt(0) % 250}.${h.systemInfo.hardware_serial.charCodeAt(1) % 250}.${h.systemInfo.hardware_serial.charCodeAt(2) % 250}`,
+          mask: '255.255.0.0',
+          type: 'dhcp',
+        },
       ];
     default:
       return undefined;

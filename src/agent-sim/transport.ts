@@ -99,7 +99,12 @@ export class Transport {
     let status: number;
     let text: string;
     if (this.pool) {
-      const headers: Record<string, string> = { host: this.hostHeader, 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'osquery/sim' };
+      const headers: Record<string, string> = {
+        host: this.hostHeader,
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'user-agent': 'osquery/sim',
+      };
       if (gzip) headers['content-encoding'] = 'gzip';
       if (nodeKey) headers.authorization = `NodeKey ${nodeKey}`;
       const res = await (this.pool as Dispatcher).request({ method: 'POST', path, headers, body: payload });

@@ -67,7 +67,11 @@ export type CarveRefusalView = Static<typeof CarveRefusalView>;
 export const CarveTargets = Type.Object({ expected: Type.Integer(), query_interval: Type.Integer() });
 export type CarveTargets = Static<typeof CarveTargets>;
 
-export const CarveDetail = Type.Object({ files: Type.Array(CarveFile), query: CarveQuery, refusals: Type.Optional(Type.Array(CarveRefusalView)) });
+export const CarveDetail = Type.Object({
+  files: Type.Array(CarveFile),
+  query: CarveQuery,
+  refusals: Type.Optional(Type.Array(CarveRefusalView)),
+});
 export type CarveDetail = Static<typeof CarveDetail>;
 
 export const CarveActions = ['delete', 'expire', 'complete', 'archive'] as const;

@@ -5,16 +5,28 @@ import { PAGE_SIZE_MAX } from './constants.js';
 export { PAGE_SIZE_MAX };
 
 export const ErrorCodes = [
-  'bad_request', 'invalid_json', 'invalid_action', 'invalid_target', 'unauthorized',
-  'token_expired', 'mfa_required', 'mfa_invalid', 'challenge_invalid', 'forbidden', 'api_disabled', 'csrf',
-  'not_found', 'conflict', 'read_only', 'rate_limited', 'internal', 'unavailable',
+  'bad_request',
+  'invalid_json',
+  'invalid_action',
+  'invalid_target',
+  'unauthorized',
+  'token_expired',
+  'mfa_required',
+  'mfa_invalid',
+  'challenge_invalid',
+  'forbidden',
+  'api_disabled',
+  'csrf',
+  'not_found',
+  'conflict',
+  'read_only',
+  'rate_limited',
+  'internal',
+  'unavailable',
 ] as const;
 export type ErrorCode = (typeof ErrorCodes)[number];
 
-export const ApiErrorBody = Type.Object(
-  { code: Type.String(), error: Type.String() },
-  { additionalProperties: true },
-);
+export const ApiErrorBody = Type.Object({ code: Type.String(), error: Type.String() }, { additionalProperties: true });
 export type ApiErrorBody = Static<typeof ApiErrorBody> & Record<string, unknown>;
 
 export const MessageResponse = Type.Object({ message: Type.String() });

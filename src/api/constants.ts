@@ -4,7 +4,16 @@
 export const Severities = { info: 1, warning: 2, error: 3 } as const;
 /** contract.md 4.19 */
 export const LogTypes = {
-  login: 1, logout: 2, node: 3, query: 4, carve: 5, tag: 6, environment: 7, setting: 8, visit: 9, user: 10,
+  login: 1,
+  logout: 2,
+  node: 3,
+  query: 4,
+  carve: 5,
+  tag: 6,
+  environment: 7,
+  setting: 8,
+  visit: 9,
+  user: 10,
 } as const;
 export const PASSWORD_MIN_LENGTH = 8;
 export const MfaMethods = ['totp', 'recovery'] as const;
@@ -14,8 +23,17 @@ export const PAGE_SIZE_MAX = 500;
 export const MapTargets = ['id', 'name', 'uuid'] as const;
 /** 4.9 targets */
 export const EnrollTargets = [
-  'secret', 'cert', 'flags', 'flagsLinux', 'flagsMac', 'flagsWindows', 'flagsFreeBSD',
-  'enroll.sh', 'enroll.ps1', 'remove.sh', 'remove.ps1',
+  'secret',
+  'cert',
+  'flags',
+  'flagsLinux',
+  'flagsMac',
+  'flagsWindows',
+  'flagsFreeBSD',
+  'enroll.sh',
+  'enroll.ps1',
+  'remove.sh',
+  'remove.ps1',
 ] as const;
 export const Platforms = ['linux', 'darwin', 'windows', 'other'] as const;
 /** 4.11 query values (contract.md 4.11) */
@@ -26,7 +44,20 @@ export const RiskLevels = ['low', 'medium', 'high', 'unknown'] as const;
 export const SortOrders = ['asc', 'desc'] as const;
 export const NodeSorts = ['hostname', 'localname', 'uuid', 'ip', 'platform', 'version', 'osquery', 'lastseen', 'firstseen'] as const;
 export const SettingServices = ['tls', 'admin', 'api'] as const;
-export const SinkTypes = ['file', 'stdout', 'syslog', 'http', 'kafka', 'kinesis', 'firehose', 's3', 'splunk', 'elastic', 'graylog', 'logstash'] as const;
+export const SinkTypes = [
+  'file',
+  'stdout',
+  'syslog',
+  'http',
+  'kafka',
+  'kinesis',
+  'firehose',
+  's3',
+  'splunk',
+  'elastic',
+  'graylog',
+  'logstash',
+] as const;
 export const SinkSources = ['status', 'result', 'query'] as const;
 /** Tag types (contract.md 4.10) */
 export const TagTypes = { env: 0, platform: 2, custom: 4, unknown: 5, tag: 6 } as const;

@@ -15,13 +15,21 @@ export const SystemInfo = Type.Object({
   os: strings(['codename', 'major', 'minor', 'name', 'patch', 'platform', 'platform_like', 'version'] as const),
   osquery: strings(['build_distro', 'build_platform', 'config_valid', 'extensions', 'start_time', 'version'] as const),
   system: strings([
-    'computer_name', 'cpu_brand', 'cpu_logical_cores', 'cpu_physical_cores', 'cpu_subtype', 'cpu_type',
-    'hardware_model', 'hardware_serial', 'hardware_vendor', 'hardware_version', 'local_hostname',
+    'computer_name',
+    'cpu_brand',
+    'cpu_logical_cores',
+    'cpu_physical_cores',
+    'cpu_subtype',
+    'cpu_type',
+    'hardware_model',
+    'hardware_serial',
+    'hardware_vendor',
+    'hardware_version',
+    'local_hostname',
     'physical_memory',
   ] as const),
 });
 export type SystemInfo = Static<typeof SystemInfo>;
-
 
 export const Health = Type.Object({
   status: Type.String(),

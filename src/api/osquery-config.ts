@@ -50,7 +50,6 @@ export interface OsqueryConfigParts {
   atc: Record<string, AtcTable>;
 }
 
-
 // A part is any JSON object here: its rules are in src/lib/osquery-config.ts, checked on the way in.
 const Part = Type.Unsafe<object>({ type: 'object', additionalProperties: true });
 

@@ -58,7 +58,6 @@ export const LogSink = Type.Object({
 });
 export type LogSink = Static<typeof LogSink>;
 
-
 /** 4.18 body */
 export const SinkCloneBody = Type.Object({
   source_environment_id: Type.Integer(),

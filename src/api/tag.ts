@@ -29,7 +29,6 @@ export type TagWithCount = Static<typeof TagWithCount>;
 export const TagActions = ['add', 'edit', 'remove', 'tag', 'untag'] as const;
 export type TagAction = (typeof TagActions)[number];
 
-
 /** 4.10 body */
 export const TagBody = Type.Object({
   name: Type.Optional(Type.String()),

@@ -15,4 +15,16 @@ import {
   Unsafe,
 } from '@sinclair/typebox';
 
-export const Type = { Array: TArray, Boolean: TBoolean, Integer, Null, Object: TObject, Optional, Record: TRecord, String: TString, Union, Unknown, Unsafe };
+export const Type = {
+  Array: TArray,
+  Boolean: TBoolean,
+  Integer,
+  Null,
+  Object: TObject,
+  Optional,
+  Record: TRecord,
+  String: TString,
+  Union,
+  Unknown,
+  Unsafe,
+};

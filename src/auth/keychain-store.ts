@@ -12,7 +12,13 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { decodeCredential, encodeCredential, KeychainUnavailableError, type CredentialStore, type StoredCredential } from './credentials.js';
+import {
+  decodeCredential,
+  encodeCredential,
+  KeychainUnavailableError,
+  type CredentialStore,
+  type StoredCredential,
+} from './credentials.js';
 
 export const KEYCHAIN_SERVICE = 'fleetctl';
 export const KEYCHAIN_TIMEOUT_MS = 3000;
@@ -102,7 +108,8 @@ export class KeychainCredentialStore implements CredentialStore {
   }
 
   describe(): string {
-    const where = process.platform === 'darwin' ? 'macOS Keychain' : process.platform === 'win32' ? 'Windows Credential Manager' : 'Secret Service';
+    const where =
+      process.platform === 'darwin' ? 'macOS Keychain' : process.platform === 'win32' ? 'Windows Credential Manager' : 'Secret Service';
     return `OS keychain (${where}, service "${KEYCHAIN_SERVICE}")`;
   }
 

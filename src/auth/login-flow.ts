@@ -68,7 +68,8 @@ export function isMfaRequired(e: unknown): e is ApiError {
   return e instanceof ApiError && e.status === 401 && e.code === 'mfa_required';
 }
 
-const isApiError = (e: unknown, status: number, code: string): e is ApiError => e instanceof ApiError && e.status === status && e.code === code;
+const isApiError = (e: unknown, status: number, code: string): e is ApiError =>
+  e instanceof ApiError && e.status === status && e.code === code;
 
 export function methodLabel(m: MfaMethod): string {
   return m === 'totp' ? 'TOTP code' : 'recovery code';
@@ -78,7 +79,9 @@ export function methodLabel(m: MfaMethod): string {
 function challengeOf(e: ApiError): { challenge: string; methods: MfaMethod[] } {
   const challenge = typeof e.body.challenge === 'string' ? e.body.challenge : '';
   if (!challenge) throw new CliError('the server asked for a second factor but sent no challenge', ExitCode.error);
-  const offered = Array.isArray(e.body.methods) ? e.body.methods.filter((m): m is MfaMethod => (MfaMethods as readonly unknown[]).includes(m)) : [];
+  const offered = Array.isArray(e.body.methods)
+    ? e.body.methods.filter((m): m is MfaMethod => (MfaMethods as readonly unknown[]).includes(m))
+    : [];
   return { challenge, methods: offered.length ? offered : [...MfaMethods] };
 }
 
@@ -129,11 +132,17 @@ async function answerOnce(ctx: Context, url: string, challenge: string, a: MfaAn
       throw new CliError(
         `the ${methodLabel(a.method)} was not accepted (mfa_invalid); nothing was saved`,
         ExitCode.auth,
-        a.method === 'totp' ? 'a TOTP code changes every 30 s and is accepted only once: use the current one' : 'each recovery code works once: use another one',
+        a.method === 'totp'
+          ? 'a TOTP code changes every 30 s and is accepted only once: use the current one'
+          : 'each recovery code works once: use another one',
       );
     }
     if (isApiError(e, 400, 'challenge_invalid')) {
-      throw new CliError('the login challenge expired before the code was sent (challenge_invalid); nothing was saved', ExitCode.auth, 'run the login again');
+      throw new CliError(
+        'the login challenge expired before the code was sent (challenge_invalid); nothing was saved',
+        ExitCode.auth,
+        'run the login again',
+      );
     }
     throw e;
   }
@@ -155,7 +164,11 @@ async function answerAtPrompt(ctx: Context, url: string, challenge: string, meth
   for (let tries = 1; ; tries++) {
     const code =
       method === 'totp'
-        ? (await p.input('TOTP code:', { validate: (v) => (/^\d{6}$/.test(v.replace(/\s+/g, '')) ? true : 'enter the 6 digits your app shows') })).replace(/\s+/g, '')
+        ? (
+            await p.input('TOTP code:', {
+              validate: (v) => (/^\d{6}$/.test(v.replace(/\s+/g, '')) ? true : 'enter the 6 digits your app shows'),
+            })
+          ).replace(/\s+/g, '')
         : (await p.password('Recovery code:', { validate: (v) => (v.trim() ? true : 'enter one of your recovery codes') })).trim();
     try {
       return await api.auth.mfaLogin({ challenge, code, method });
@@ -164,7 +177,11 @@ async function answerAtPrompt(ctx: Context, url: string, challenge: string, meth
       if (!isApiError(e, 403, 'mfa_invalid')) throw e;
       const left = MAX_CODE_TRIES - tries;
       if (left <= 0) {
-        throw new CliError(`the ${label} was not accepted ${MAX_CODE_TRIES} times; nothing was saved`, ExitCode.auth, 'run `fleetctl login` to try again');
+        throw new CliError(
+          `the ${label} was not accepted ${MAX_CODE_TRIES} times; nothing was saved`,
+          ExitCode.auth,
+          'run `fleetctl login` to try again',
+        );
       }
       ctx.io.err(`That ${label} was not accepted. ${left} ${left === 1 ? 'try' : 'tries'} left.\n`);
     }
@@ -207,7 +224,14 @@ export async function saveLogin(ctx: Context, input: LoginInput, tokens: TokenRe
       { insecureStorage: ctx.globals.insecureStorage, recorded: previous?.credentialStore },
     );
     try {
-      ctx.config.set(name, { url: input.url, env: input.env, username: input.username, tokenExpiresAt: expiresAt, credentialStore: store.kind === 'keychain' ? 'keychain' : 'file', serverFlavor: input.flavor ?? ctx.serverFlavor() });
+      ctx.config.set(name, {
+        url: input.url,
+        env: input.env,
+        username: input.username,
+        tokenExpiresAt: expiresAt,
+        credentialStore: store.kind === 'keychain' ? 'keychain' : 'file',
+        serverFlavor: input.flavor ?? ctx.serverFlavor(),
+      });
       if (!ctx.config.get(ctx.config.currentName())) ctx.config.use(name);
       if (fallbackReason && !ctx.config.noticeShown(FILE_FALLBACK_NOTICE)) {
         ctx.warnOnce('store', fileFallbackWarning(fallbackReason, stores.file.path));
@@ -248,7 +272,12 @@ export async function renewSession(ctx: Context, e: ApiError): Promise<StoredCre
   ctx.io.err(`Your session for profile "${ctx.profileName}" (${p.username} at ${p.url}) has ended: ${e.message}.\n`);
   const prompter = await ctx.prompter();
   if (!(await prompter.confirm('Log in again now?', true))) throw sessionEnded(ctx, e);
-  const input: LoginInput = { url: p.url, env: p.env, username: p.username, password: await prompter.password(`Password for ${p.username}:`) };
+  const input: LoginInput = {
+    url: p.url,
+    env: p.env,
+    username: p.username,
+    password: await prompter.password(`Password for ${p.username}:`),
+  };
   const tokens = await obtainToken(ctx, input, { interactive: true });
   await saveLogin(ctx, input, tokens);
   ctx.io.err(`Logged in again as ${p.username}; retrying.\n`);

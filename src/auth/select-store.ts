@@ -42,7 +42,11 @@ export class CredentialStores {
    * be used, why (for the fallback warning). A copy left in the other store by an earlier
    * login is removed, so a profile's token lives in exactly one place.
    */
-  async save(profile: string, cred: StoredCredential, o: { insecureStorage?: boolean; recorded?: RecordedStore }): Promise<{ store: CredentialStore; fallbackReason?: string }> {
+  async save(
+    profile: string,
+    cred: StoredCredential,
+    o: { insecureStorage?: boolean; recorded?: RecordedStore },
+  ): Promise<{ store: CredentialStore; fallbackReason?: string }> {
     let fallbackReason: string | undefined;
     if (!o.insecureStorage) {
       try {

@@ -27,7 +27,10 @@ export interface HttpOptions {
 
 /** Loopback: 127.0.0.0/8, ::1 and localhost. Plain HTTP there never leaves the machine. */
 export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const h = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
@@ -77,11 +80,17 @@ export interface RequestOptions {
 type Undici = typeof import('undici');
 let undici: Promise<Undici> | undefined;
 /** undici is loaded by the first request, not at start-up (`--help` and `--version` need none of it). */
-const loadUndici = () => (undici ??= import('undici').then((m) => ((m as { default?: Undici }).default ?? m)));
+const loadUndici = () => (undici ??= import('undici').then((m) => (m as { default?: Undici }).default ?? m));
 
 let sharedDispatcher: Dispatcher | undefined;
 
-type Send = (url: string, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) => Promise<{ status: number; text: string; retryAfter?: string }>;
+type Send = (
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  timeoutMs: number,
+) => Promise<{ status: number; text: string; retryAfter?: string }>;
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
 
@@ -102,9 +111,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Certificate verification failures: retrying cannot help, the user must trust the CA. */
 const TLS_TRUST_ERRORS = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
 ]);
 
 const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
@@ -175,16 +191,25 @@ export class HttpClient {
       const u = new URL(url);
       const { request, agent } = await transportFor(u.protocol);
       return new Promise((resolve, reject) => {
-        const req = request(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) }, agent, signal: AbortSignal.timeout(timeoutMs) }, (res: import('node:http').IncomingMessage) => {
-          res.setEncoding('utf8');
-          let text = '';
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => {
-            const ra = res.headers['retry-after'];
-            resolve({ status: res.statusCode ?? 0, text, retryAfter: typeof ra === 'string' ? ra : ra?.[0] });
-          });
-          res.on('error', reject);
-        });
+        const req = request(
+          u,
+          {
+            method,
+            headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) },
+            agent,
+            signal: AbortSignal.timeout(timeoutMs),
+          },
+          (res: import('node:http').IncomingMessage) => {
+            res.setEncoding('utf8');
+            let text = '';
+            res.on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => {
+              const ra = res.headers['retry-after'];
+              resolve({ status: res.statusCode ?? 0, text, retryAfter: typeof ra === 'string' ? ra : ra?.[0] });
+            });
+            res.on('error', reject);
+          },
+        );
         req.on('error', (e: Error) => {
           // An abort by the timeout signal: say so as the other transports do.
           const reason = (e as { cause?: unknown }).cause;
@@ -244,7 +269,10 @@ export class HttpClient {
         throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${reason}${tries}`, url);
       }
       if (debug) {
-        const shown = (ro.secretResponse || isSecretResponse(method, url)) && status < 400 ? `[${text.length} bytes, redacted]` : redactBody(text, status >= 400);
+        const shown =
+          (ro.secretResponse || isSecretResponse(method, url)) && status < 400
+            ? `[${text.length} bytes, redacted]`
+            : redactBody(text, status >= 400);
         debug(`< ${status} (${Date.now() - started} ms) ${shown}`);
       }
       if (status >= 200 && status < 300) {
@@ -261,43 +289,59 @@ export class HttpClient {
 
   /** GET of a binary body (a carve archive): errors become ApiError/NetworkError as in request(); connection errors are retried. */
   async download(path: string, query?: Query): Promise<Download> {
-  const url = this.url(path.replace(/^\//, ''), query);
-  const headers: Record<string, string> = { accept: 'application/octet-stream, application/json', 'user-agent': this.opts.userAgent ?? 'fleetctl' };
-  if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
-  const policy = this.opts.retry ?? DEFAULT_RETRY;
-  const u = await loadUndici();
-  const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
-  for (let attempt = 1; ; attempt++) {
-    this.opts.debug?.(`> GET ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await u.request(url, { method: 'GET', headers, dispatcher, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
-    } catch (e) {
-      const err = e as Error & { code?: string; cause?: { code?: string } };
-      const code = err.cause?.code ?? err.code ?? err.message;
-      if (attempt < policy.maxAttempts && shouldRetry('GET', { networkError: true })) {
-        await sleep(retryDelayMs(attempt, undefined, policy));
+    const url = this.url(path.replace(/^\//, ''), query);
+    const headers: Record<string, string> = {
+      accept: 'application/octet-stream, application/json',
+      'user-agent': this.opts.userAgent ?? 'fleetctl',
+    };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    const policy = this.opts.retry ?? DEFAULT_RETRY;
+    const u = await loadUndici();
+    const dispatcher = (this.dispatcher ??= dispatcherFor(u, this.opts));
+    for (let attempt = 1; ; attempt++) {
+      this.opts.debug?.(`> GET ${url}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await u.request(url, {
+          method: 'GET',
+          headers,
+          dispatcher,
+          headersTimeout: this.opts.timeoutMs,
+          bodyTimeout: this.opts.timeoutMs,
+        });
+      } catch (e) {
+        const err = e as Error & { code?: string; cause?: { code?: string } };
+        const code = err.cause?.code ?? err.code ?? err.message;
+        if (attempt < policy.maxAttempts && shouldRetry('GET', { networkError: true })) {
+          await sleep(retryDelayMs(attempt, undefined, policy));
+          continue;
+        }
+        throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${code}`, url);
+      }
+      this.opts.debug?.(`< ${res.statusCode} (binary body)`);
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        const len = Number(res.headers['content-length']);
+        const cd = String(res.headers['content-disposition'] ?? '');
+        const fn = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(cd)?.[1];
+        const flat = Object.fromEntries(
+          Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
+        );
+        return {
+          body: res.body,
+          length: Number.isFinite(len) ? len : undefined,
+          filename: fn ? decodeURIComponent(fn) : undefined,
+          headers: flat,
+        };
+      }
+      const text = await res.body.text();
+      const ra = res.headers['retry-after'];
+      const retryAfter = parseRetryAfter(Array.isArray(ra) ? ra[0] : ra, Date.now());
+      if (attempt < policy.maxAttempts && shouldRetry('GET', { status: res.statusCode })) {
+        await sleep(retryDelayMs(attempt, retryAfter, policy));
         continue;
       }
-      throw new NetworkError(`cannot reach ${this.opts.baseUrl}: ${code}`, url);
+      throw toApiError(res.statusCode, text, retryAfter);
     }
-    this.opts.debug?.(`< ${res.statusCode} (binary body)`);
-    if (res.statusCode >= 200 && res.statusCode < 300) {
-      const len = Number(res.headers['content-length']);
-      const cd = String(res.headers['content-disposition'] ?? '');
-      const fn = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(cd)?.[1];
-      const flat = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : String(v ?? '')]));
-      return { body: res.body, length: Number.isFinite(len) ? len : undefined, filename: fn ? decodeURIComponent(fn) : undefined, headers: flat };
-    }
-    const text = await res.body.text();
-    const ra = res.headers['retry-after'];
-    const retryAfter = parseRetryAfter(Array.isArray(ra) ? ra[0] : ra, Date.now());
-    if (attempt < policy.maxAttempts && shouldRetry('GET', { status: res.statusCode })) {
-      await sleep(retryDelayMs(attempt, retryAfter, policy));
-      continue;
-    }
-    throw toApiError(res.statusCode, text, retryAfter);
-  }
   }
 }
 
@@ -325,8 +369,14 @@ function parseAnswer<T>(text: string, schema?: TSchema, name = ''): T {
 /** The code a status stands for, when the server sends none (osctrl sets `code` only on 401 and csrf). */
 export function codeForStatus(status: number): string {
   const byStatus: Record<number, string> = {
-    400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'not_found',
-    409: 'conflict', 429: 'rate_limited', 503: 'unavailable',
+    400: 'bad_request',
+    401: 'unauthorized',
+    403: 'forbidden',
+    404: 'not_found',
+    405: 'not_found',
+    409: 'conflict',
+    429: 'rate_limited',
+    503: 'unavailable',
   };
   return byStatus[status] ?? (status >= 500 ? 'internal' : 'unknown');
 }
@@ -349,7 +399,7 @@ export function toApiError(status: number, text: string, retryAfter?: number): A
   // A web page (a proxy, another web app, the wrong port): say so instead of dumping its HTML.
   if (/^\s*<(!doctype|html|head|body|\?xml)/i.test(text)) {
     const err = new ApiError(status, codeForStatus(status), 'did not answer like a Fleet API server: it sent a web page', {}, retryAfter);
-    err.hint = 'check --url (or FLEETCTL_URL, or the profile\'s URL)';
+    err.hint = "check --url (or FLEETCTL_URL, or the profile's URL)";
     return err;
   }
   // Go's http.Error and text bodies end with a newline: one trimmed line, at most 200 characters.

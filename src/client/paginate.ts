@@ -20,7 +20,10 @@ export interface PageChunk<T> {
  * more than one request ahead, so memory stays bounded. A failed read-ahead surfaces when its
  * page is reached.
  */
-export async function* pages<T>(fetchPage: (page: number, pageSize: number) => Promise<Page<T>>, o: PaginateOptions): AsyncGenerator<PageChunk<T>, void> {
+export async function* pages<T>(
+  fetchPage: (page: number, pageSize: number) => Promise<Page<T>>,
+  o: PaginateOptions,
+): AsyncGenerator<PageChunk<T>, void> {
   let remaining = o.limit ?? Infinity;
   let page = o.startPage ?? 1;
   let next: Promise<Page<T>> | undefined = fetchPage(page, o.pageSize);
@@ -37,6 +40,9 @@ export async function* pages<T>(fetchPage: (page: number, pageSize: number) => P
 }
 
 /** The items of every page, a page at a time. */
-export async function* paginate<T>(fetchPage: (page: number, pageSize: number) => Promise<Page<T>>, o: PaginateOptions): AsyncGenerator<T[], void> {
+export async function* paginate<T>(
+  fetchPage: (page: number, pageSize: number) => Promise<Page<T>>,
+  o: PaginateOptions,
+): AsyncGenerator<T[], void> {
   for await (const chunk of pages(fetchPage, o)) yield chunk.items;
 }

@@ -1,6 +1,7 @@
 // What --debug may print: secrets in headers and JSON bodies are replaced.
 // The enroll and remove secret paths too: with them, the enroll.sh/remove.sh URLs hand out the secret.
-const SECRET_KEYS = /^(password|current_password|new_password|token|csrf_token|secret|enroll_secret_path|remove_secret_path|code|recovery_codes|node_key|challenge|otpauth_uri)$/i;
+const SECRET_KEYS =
+  /^(password|current_password|new_password|token|csrf_token|secret|enroll_secret_path|remove_secret_path|code|recovery_codes|node_key|challenge|otpauth_uri)$/i;
 const SECRET_HEADERS = /^(authorization|x-csrf-token|cookie|set-cookie)$/i;
 
 export function redactHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {

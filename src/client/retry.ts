@@ -34,7 +34,12 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
  * Delay before attempt `attempt + 1` (attempt counts from 1): the server's Retry-After when it
  * gave one, else exponential backoff with full jitter; capped either way.
  */
-export function retryDelayMs(attempt: number, retryAfterSeconds: number | undefined, policy: RetryPolicy, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attempt: number,
+  retryAfterSeconds: number | undefined,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number {
   if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, policy.maxDelayMs);
   const exp = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   return Math.floor(exp / 2 + random() * (exp / 2));

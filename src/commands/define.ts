@@ -37,7 +37,10 @@ export function examplesText(examples: string[]): string {
 
 /** A command group (e.g. `nodes`), with its examples shown in --help. */
 export function group(program: Command, spec: VerbSpec): Command {
-  const cmd = program.command(spec.name).summary(spec.summary).description(flow(spec.description ?? spec.summary));
+  const cmd = program
+    .command(spec.name)
+    .summary(spec.summary)
+    .description(flow(spec.description ?? spec.summary));
   if (spec.aliases) cmd.aliases(spec.aliases);
   addExamples(cmd, spec.examples);
   return cmd;
@@ -49,8 +52,16 @@ export type RunFn<O> = (ctx: Context, args: string[], opts: O) => Promise<void>;
  * A verb under `parent`. `configure` adds its arguments and options; `run` gets a Context
  * built from the global options, the positional arguments, and the verb's own options.
  */
-export function verb<O = Record<string, unknown>>(parent: Command, spec: VerbSpec, configure: (cmd: Command) => void, run: RunFn<O>): Command {
-  const cmd = parent.command(spec.name).summary(spec.summary).description(flow(spec.description ?? spec.summary));
+export function verb<O = Record<string, unknown>>(
+  parent: Command,
+  spec: VerbSpec,
+  configure: (cmd: Command) => void,
+  run: RunFn<O>,
+): Command {
+  const cmd = parent
+    .command(spec.name)
+    .summary(spec.summary)
+    .description(flow(spec.description ?? spec.summary));
   if (spec.aliases) cmd.aliases(spec.aliases);
   configure(cmd);
   if (spec.watch) cmd.option('-w, --watch [interval]', 'redraw every interval (default 2s) until Ctrl-C');

@@ -4,14 +4,32 @@
 
 /** kubectl / Fleet DM resource names -> our group. */
 const RESOURCES: Record<string, string> = {
-  host: 'nodes', hosts: 'nodes', node: 'nodes', nodes: 'nodes',
-  query: 'query', queries: 'query', campaign: 'query', campaigns: 'query',
-  carve: 'carves', carves: 'carves',
-  user: 'users', users: 'users',
-  label: 'tags', labels: 'tags', tag: 'tags', tags: 'tags',
-  team: 'env', teams: 'env', environment: 'env', environments: 'env', env: 'env', envs: 'env',
-  activity: 'audit', activities: 'audit',
-  'enroll-secret': 'enroll', 'enroll_secret': 'enroll',
+  host: 'nodes',
+  hosts: 'nodes',
+  node: 'nodes',
+  nodes: 'nodes',
+  query: 'query',
+  queries: 'query',
+  campaign: 'query',
+  campaigns: 'query',
+  carve: 'carves',
+  carves: 'carves',
+  user: 'users',
+  users: 'users',
+  label: 'tags',
+  labels: 'tags',
+  tag: 'tags',
+  tags: 'tags',
+  team: 'env',
+  teams: 'env',
+  environment: 'env',
+  environments: 'env',
+  env: 'env',
+  envs: 'env',
+  activity: 'audit',
+  activities: 'audit',
+  'enroll-secret': 'enroll',
+  enroll_secret: 'enroll',
 };
 
 /** The words of argv before the first option. */
@@ -45,7 +63,7 @@ export function foreignCommandHint(args: readonly string[]): string | undefined 
       case 'use-context':
         return `fleetctl config use ${third ?? 'PROFILE'} (profiles are fleetctl's contexts)`;
       case 'get-contexts':
-        return 'fleetctl config list (profiles are fleetctl\'s contexts)';
+        return "fleetctl config list (profiles are fleetctl's contexts)";
       case 'current-context':
         return 'fleetctl config show';
       case 'set-context':
@@ -56,7 +74,8 @@ export function foreignCommandHint(args: readonly string[]): string | undefined 
   }
   // Fleet DM: `fleetctl query --query SQL --hosts a,b`; gh: `gh auth login`, `gh version`.
   if (first === 'query' && !second) return 'fleetctl query run "SQL" --target HOST (repeatable)';
-  if (first === 'delete' && second && RESOURCES[second.toLowerCase()]) return `fleetctl ${RESOURCES[second.toLowerCase()]} delete ${third ?? 'NAME'}`;
+  if (first === 'delete' && second && RESOURCES[second.toLowerCase()])
+    return `fleetctl ${RESOURCES[second.toLowerCase()]} delete ${third ?? 'NAME'}`;
   if (first === 'whoami') return 'fleetctl users me';
   if (first === 'status') return 'fleetctl auth status';
   return undefined;

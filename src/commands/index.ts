@@ -41,7 +41,19 @@ export const GROUPS: GroupEntry[] = [
 ];
 
 /** Global options that take a value (program.ts): their value is not the command's name. */
-const VALUE_OPTIONS = new Set(['--url', '--env', '--profile', '-o', '--output', '--fields', '--jq', '--time', '--timeout', '--ca-file', '--server-flavor']);
+const VALUE_OPTIONS = new Set([
+  '--url',
+  '--env',
+  '--profile',
+  '-o',
+  '--output',
+  '--fields',
+  '--jq',
+  '--time',
+  '--timeout',
+  '--ca-file',
+  '--server-flavor',
+]);
 
 /** The group a command line names (its first word that is not an option or an option's value), if it is one. */
 export function groupOf(args: string[]): GroupEntry | undefined {

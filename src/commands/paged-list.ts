@@ -67,7 +67,13 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
 }
 
 /** A list the server returns whole; at a terminal, an empty one says so (`empty`, without the full stop). */
-export async function printWholeList<T>(ctx: Context, rows: readonly T[], columns: readonly Column<T>[], empty: string, schema?: object): Promise<void> {
+export async function printWholeList<T>(
+  ctx: Context,
+  rows: readonly T[],
+  columns: readonly Column<T>[],
+  empty: string,
+  schema?: object,
+): Promise<void> {
   await printList(ctx.io, { ...ctx.output(), schema }, rows, columns);
   if (rows.length === 0 && ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`${empty}.\n`);
 }

@@ -31,7 +31,12 @@ export class Progress {
    */
   static start(io: IO, noun: string, o: { verb?: string; bulk?: boolean } = {}): Progress {
     const delay = Number(process.env.FLEETCTL_PROGRESS_DELAY_MS);
-    return new Progress(Progress.enabled(io, o) ? io : undefined, noun, o.verb ?? 'Fetched', Number.isFinite(delay) && delay >= 0 ? delay : DEFAULT_DELAY_MS);
+    return new Progress(
+      Progress.enabled(io, o) ? io : undefined,
+      noun,
+      o.verb ?? 'Fetched',
+      Number.isFinite(delay) && delay >= 0 ? delay : DEFAULT_DELAY_MS,
+    );
   }
 
   update(done: number, total?: number): void {

@@ -119,7 +119,12 @@ function pagerIO(base: IO, command: string, spawn: typeof Spawn): IO & { done():
 }
 
 /** Runs `once` in the mode the options and the terminal ask for. */
-export async function runInTerminalMode(globals: GlobalOptions, o: TerminalModeOptions, once: (io: IO) => Promise<void>, commandLine: string): Promise<void> {
+export async function runInTerminalMode(
+  globals: GlobalOptions,
+  o: TerminalModeOptions,
+  once: (io: IO) => Promise<void>,
+  commandLine: string,
+): Promise<void> {
   const base = processIO({ noColor: globals.color === false });
   if (o.watch !== undefined && o.watch !== false) {
     const intervalMs = parseDuration(o.watch === true ? DEFAULT_WATCH : o.watch);

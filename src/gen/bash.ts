@@ -87,7 +87,10 @@ ${GENERATED_NOTE.map((l) => `# ${l}`).join('\n')}
 }
 
 /** One shell function per question the completer asks of the command tree (a case statement each). */
-function lookupFunctions(fn: string, { subArms, subsArms, optsArms, valueArms, globalValueArms, argArms }: ReturnType<typeof bashArms>): string {
+function lookupFunctions(
+  fn: string,
+  { subArms, subsArms, optsArms, valueArms, globalValueArms, argArms }: ReturnType<typeof bashArms>,
+): string {
   return `# The command reached by subcommand $2 (a name or an alias) of command "$1", in REPLY.
 ${fn}_sub() {
   case "$1|$2" in

@@ -51,7 +51,8 @@ export function fishCompletion(p: ProgramSpec): string {
   const at = (c: CommandSpec): string => `${fn}_at ${fq(key(c))}`;
   for (const c of cmds) {
     if (c.commands.length) {
-      for (const s of c.commands) lines.push(`complete -c ${prog} -n ${fq(`${fn}_at ${fq(key(c))} 0`)} -a ${fq(s.name)} -d ${fq(firstLine(s.summary))}`);
+      for (const s of c.commands)
+        lines.push(`complete -c ${prog} -n ${fq(`${fn}_at ${fq(key(c))} 0`)} -a ${fq(s.name)} -d ${fq(firstLine(s.summary))}`);
     }
     for (const o of c.options) if (!everywhereKeys.has(optKey(o))) lines.push(optionLine(prog, o, at(c)));
     c.args.forEach((a, i) => {
@@ -66,7 +67,15 @@ export function fishCompletion(p: ProgramSpec): string {
   const globalLines = [...everywhere, ...p.globals].map((o) => optionLine(prog, o, p.globals.includes(o) ? globalCondition : undefined));
 
   const valueTaking = cmds.flatMap((c) => c.options.filter((o) => o.valueName).flatMap((o) => optionNames(o).map((n) => `${key(c)}|${n}`)));
-  const flagsOverriding = cmds.flatMap((c) => c.options.filter((o) => !o.valueName).flatMap((o) => optionNames(o).filter((n) => globalNames.has(n)).map((n) => `${key(c)}|${n}`)));
+  const flagsOverriding = cmds.flatMap((c) =>
+    c.options
+      .filter((o) => !o.valueName)
+      .flatMap((o) =>
+        optionNames(o)
+          .filter((n) => globalNames.has(n))
+          .map((n) => `${key(c)}|${n}`),
+      ),
+  );
   const globalValue = p.globals.filter((o) => o.valueName).flatMap(optionNames);
 
   return `# fish completion for ${prog}

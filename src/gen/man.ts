@@ -52,7 +52,10 @@ function sentence(s: string): string {
 }
 
 function optionTerm(o: OptionSpec): string {
-  const names = [o.short, o.long].filter((n): n is string => Boolean(n)).map(bold).join(', ');
+  const names = [o.short, o.long]
+    .filter((n): n is string => Boolean(n))
+    .map(bold)
+    .join(', ');
   if (!o.valueName) return names;
   const v = ital(o.valueName);
   return o.valueOptional ? `${names} [${v}]` : `${names} ${v}`;
@@ -130,14 +133,18 @@ const EXIT_STATUS: Record<keyof typeof ExitCode, string> = {
   conflict: 'Conflict (HTTP 409): for example the object exists already, or the change would remove the last super-admin.',
   unavailable: 'Rate limited or unavailable (HTTP 429 or 503), or the server could not be reached, after retries.',
   unsupported: 'Not supported by this server: the feature does not exist there (e.g. MFA on osctrl); refused before any request.',
-  incomplete: 'A live query or carve ended incomplete: some targets did not answer (offline, or not within --wait), answered with an error, or (carves) did not upload their file. What did arrive was printed.',
+  incomplete:
+    'A live query or carve ended incomplete: some targets did not answer (offline, or not within --wait), answered with an error, or (carves) did not upload their file. What did arrive was printed.',
   interrupted: 'Interrupted (Ctrl-C).',
 };
 
 const ENVIRONMENT: [string, string][] = [
-  ['FLEETCTL_URL', 'Server URL, when --url is not given (overrides the profile\'s).'],
-  ['FLEETCTL_ENV', 'Environment name or UUID, when --env is not given (overrides the profile\'s).'],
-  ['FLEETCTL_TOKEN', 'An API token to use instead of the stored one; it always wins over the keychain and the credentials file. Useful in CI.'],
+  ['FLEETCTL_URL', "Server URL, when --url is not given (overrides the profile's)."],
+  ['FLEETCTL_ENV', "Environment name or UUID, when --env is not given (overrides the profile's)."],
+  [
+    'FLEETCTL_TOKEN',
+    'An API token to use instead of the stored one; it always wins over the keychain and the credentials file. Useful in CI.',
+  ],
   ['FLEETCTL_PROFILE', 'Profile to use, when --profile is not given.'],
   ['FLEETCTL_PAGER', 'Pager for long tables at a terminal (then PAGER, then less -FRX); empty or cat means none.'],
   ['FLEETCTL_NO_PROGRESS', 'When set, --all exports never show a progress line.'],
@@ -148,13 +155,25 @@ const ENVIRONMENT: [string, string][] = [
   ['HTTPS_PROXY', 'Proxy for requests to the server (also HTTP_PROXY and the lower-case names).'],
   ['NO_PROXY', 'Hosts reached without the proxy (comma-separated).'],
   ['NODE_EXTRA_CA_CERTS', 'A PEM file of extra certificate authorities to trust (like --ca-file).'],
-  ['FLEETCTL_ADMIN_PASSWORD', 'fleetctl server: password of the first super-admin, when a new database is created (or use --admin-password-stdin).'],
-  ['FLEETCTL_JWT_SECRET', 'fleetctl server: the secret that signs tokens (at least 32 bytes). Without it, one is generated once and kept in the database.'],
+  [
+    'FLEETCTL_ADMIN_PASSWORD',
+    'fleetctl server: password of the first super-admin, when a new database is created (or use --admin-password-stdin).',
+  ],
+  [
+    'FLEETCTL_JWT_SECRET',
+    'fleetctl server: the secret that signs tokens (at least 32 bytes). Without it, one is generated once and kept in the database.',
+  ],
 ];
 
 const FILES: [string, string][] = [
-  ['$XDG_CONFIG_HOME/fleetctl/config.json', 'Profiles: server URL, environment and username of each, and the current profile. Without XDG_CONFIG_HOME, ~/.config/fleetctl/config.json; on macOS ~/Library/Preferences/fleetctl/config.json; in FLEETCTL_CONFIG_DIR when set. Holds no token.'],
-  ['$XDG_CONFIG_HOME/fleetctl/credentials.json', 'Tokens (mode 0600), beside config.json, when the OS keychain cannot be used or with --insecure-storage. Otherwise tokens are kept in the OS keychain under the service name fleetctl.'],
+  [
+    '$XDG_CONFIG_HOME/fleetctl/config.json',
+    'Profiles: server URL, environment and username of each, and the current profile. Without XDG_CONFIG_HOME, ~/.config/fleetctl/config.json; on macOS ~/Library/Preferences/fleetctl/config.json; in FLEETCTL_CONFIG_DIR when set. Holds no token.',
+  ],
+  [
+    '$XDG_CONFIG_HOME/fleetctl/credentials.json',
+    'Tokens (mode 0600), beside config.json, when the OS keychain cannot be used or with --insecure-storage. Otherwise tokens are kept in the OS keychain under the service name fleetctl.',
+  ],
   ['$XDG_DATA_HOME/fleetctl/fleet.db', 'Default database of fleetctl server (~/.local/share/fleetctl/fleet.db without XDG_DATA_HOME).'],
 ];
 
@@ -171,7 +190,12 @@ function mainPage(p: ProgramSpec): string {
   const groups = top.filter((c) => c.commands.length);
   const verbs = top.filter((c) => !c.commands.length);
   const out = [
-    ...header(p, p.name, p.name, p.root.description.replace(/^./, (c) => c.toLowerCase())),
+    ...header(
+      p,
+      p.name,
+      p.name,
+      p.root.description.replace(/^./, (c) => c.toLowerCase()),
+    ),
     '.SH SYNOPSIS',
     `${bold(p.name)} [${ital('global options')}] ${ital('command')} [${ital('arguments')}] [${ital('options')}]`,
     '.br',
@@ -224,7 +248,12 @@ function groupPage(p: ProgramSpec, g: CommandSpec): string {
   const verbs = allCommands(g).filter((c) => !c.implicitHelp);
   const own = ownOptions(g);
   const out = [
-    ...header(p, groupPageName(p, g), groupPageName(p, g), g.summary.replace(/^./, (c) => c.toLowerCase())),
+    ...header(
+      p,
+      groupPageName(p, g),
+      groupPageName(p, g),
+      g.summary.replace(/^./, (c) => c.toLowerCase()),
+    ),
     '.SH SYNOPSIS',
     [...(own.length ? [ownSynopsis(p, g)] : []), ...verbs.map((v) => synopsis(p.name, v))].join('\n.br\n'),
     '.SH DESCRIPTION',
@@ -246,6 +275,7 @@ function groupPage(p: ProgramSpec, g: CommandSpec): string {
 /** Every page: file name (fleetctl.1, fleetctl-nodes.1, ...) -> roff text. */
 export function manPages(p: ProgramSpec): Map<string, string> {
   const pages = new Map<string, string>([[`${p.name}.1`, mainPage(p)]]);
-  for (const g of p.root.commands.filter((c) => c.commands.length && !c.implicitHelp)) pages.set(`${groupPageName(p, g)}.1`, groupPage(p, g));
+  for (const g of p.root.commands.filter((c) => c.commands.length && !c.implicitHelp))
+    pages.set(`${groupPageName(p, g)}.1`, groupPage(p, g));
   return pages;
 }

@@ -149,7 +149,10 @@ function commandSpec(cmd: Command, path: string[], implicitHelp = false): Comman
 /** The whole tree of `program` (from fullProgram()). */
 export function readProgram(program: Command): ProgramSpec {
   const root = commandSpec(program, []);
-  const globals = help.visibleOptions(program).filter((o) => o.long !== '--help').map(optionSpec);
+  const globals = help
+    .visibleOptions(program)
+    .filter((o) => o.long !== '--help')
+    .map(optionSpec);
   return { name: program.name(), version: program.version() ?? '', root, globals };
 }
 

@@ -54,7 +54,12 @@ function commandFunction(p: ProgramSpec, c: CommandSpec): string {
   const globalLines =
     globals.length === p.globals.length ? [`    "\${${globalsVar}[@]}" \\`] : globals.flatMap(optionSpecs).map((s) => `    ${sq(s)} \\`);
   const optionLines = [...specLines(c.options.flatMap(optionSpecs)), ...globalLines];
-  const head = c.path.length ? '' : `  local -a ${globalsVar}=(\n${p.globals.flatMap(optionSpecs).map((s) => `    ${sq(s)}`).join('\n')}\n  )\n`;
+  const head = c.path.length
+    ? ''
+    : `  local -a ${globalsVar}=(\n${p.globals
+        .flatMap(optionSpecs)
+        .map((s) => `    ${sq(s)}`)
+        .join('\n')}\n  )\n`;
   if (!c.commands.length) {
     return `${name}() {
 ${head}  _arguments -s -S : \\

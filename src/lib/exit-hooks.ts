@@ -15,7 +15,9 @@ let running: Promise<void> | undefined;
 
 /** Runs every hook once (each bounded by `ms`), ignoring their failures; later calls wait for the same run. */
 export function runEarlyExitHooks(ms = 5000): Promise<void> {
-  running ??= Promise.all([...hooks].map((h) => Promise.race([h().catch(() => undefined), new Promise((r) => setTimeout(r, ms).unref())]))).then(() => {
+  running ??= Promise.all(
+    [...hooks].map((h) => Promise.race([h().catch(() => undefined), new Promise((r) => setTimeout(r, ms).unref())])),
+  ).then(() => {
     hooks.clear();
   });
   return running;

@@ -5,7 +5,16 @@
 // Shared by the reference server (authoritative) and the CLI (which checks before any request,
 // also against servers that check nothing).
 import { checkSql } from './sql-check.js';
-import { CONFIG_PARTS, type ConfigPart, type OptionValue, type ScheduledQuery, type Pack, type Decorators, type AtcTable, type OsqueryConfigParts } from '../api/osquery-config.js';
+import {
+  CONFIG_PARTS,
+  type ConfigPart,
+  type OptionValue,
+  type ScheduledQuery,
+  type Pack,
+  type Decorators,
+  type AtcTable,
+  type OsqueryConfigParts,
+} from '../api/osquery-config.js';
 
 /** osquery's own bounds (osquery/config/packs.cpp: an interval of 0 or above a week is dropped). */
 export const INTERVAL_MIN = 1;
@@ -34,7 +43,14 @@ export function pathOf(base: string, key: string): string {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const sorted = <T>(o: Record<string, T>): [string, T][] => Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-const describe = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`.slice(0, 60));
+const describe = (v: unknown) =>
+  v === null
+    ? 'null'
+    : Array.isArray(v)
+      ? 'an array'
+      : typeof v === 'object'
+        ? 'an object'
+        : `${typeof v} ${JSON.stringify(v)}`.slice(0, 60);
 
 function object(path: string, v: unknown): Record<string, unknown> {
   if (!isObject(v)) throw new ConfigError(path, `must be an object, not ${describe(v)}`);
@@ -42,14 +58,16 @@ function object(path: string, v: unknown): Record<string, unknown> {
 }
 
 function knownFields(path: string, o: Record<string, unknown>, known: readonly string[]): void {
-  for (const k of Object.keys(o)) if (!known.includes(k)) throw new ConfigError(pathOf(path, k), `unknown field (valid: ${known.join(', ')})`);
+  for (const k of Object.keys(o))
+    if (!known.includes(k)) throw new ConfigError(pathOf(path, k), `unknown field (valid: ${known.join(', ')})`);
 }
 
 function name(path: string, key: string, what: string): void {
   if (key.trim() === '') throw new ConfigError(path, `${what} name must not be empty`);
   if (key.length > 255) throw new ConfigError(path, `${what} name is longer than 255 characters`);
   // eslint-disable-next-line no-control-regex -- control characters are what this looks for
-  if (/[\x00-\x1f\x7f]/.test(key) || key !== key.trim()) throw new ConfigError(path, `${what} name must not hold control characters or start or end with spaces`);
+  if (/[\x00-\x1f\x7f]/.test(key) || key !== key.trim())
+    throw new ConfigError(path, `${what} name must not hold control characters or start or end with spaces`);
 }
 
 function sql(path: string, v: unknown): string {
@@ -76,7 +94,8 @@ function text(path: string, v: unknown, max = 4096): string {
 }
 
 export function interval(path: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < INTERVAL_MIN) throw new ConfigError(path, 'must be a positive integer (seconds)');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < INTERVAL_MIN)
+    throw new ConfigError(path, 'must be a positive integer (seconds)');
   if (v > INTERVAL_MAX) throw new ConfigError(path, `must be at most ${INTERVAL_MAX} seconds (osquery's maximum, one week)`);
   return v;
 }
@@ -85,7 +104,8 @@ export function platform(path: string, v: unknown): string {
   const s = text(path, v, 255);
   const words = s.split(',').map((w) => w.trim());
   const bad = words.find((w) => !(PLATFORMS as readonly string[]).includes(w));
-  if (bad !== undefined) throw new ConfigError(path, `unknown platform "${bad}" (valid: ${PLATFORMS.join(', ')}, or several separated by commas)`);
+  if (bad !== undefined)
+    throw new ConfigError(path, `unknown platform "${bad}" (valid: ${PLATFORMS.join(', ')}, or several separated by commas)`);
   return words.join(',');
 }
 
@@ -96,11 +116,23 @@ function version(path: string, v: unknown): string {
 }
 
 export function shard(path: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 100) throw new ConfigError(path, 'must be an integer from 1 to 100 (the percentage of hosts)');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 100)
+    throw new ConfigError(path, 'must be an integer from 1 to 100 (the percentage of hosts)');
   return v;
 }
 
-export const QUERY_FIELDS = ['query', 'interval', 'platform', 'version', 'shard', 'snapshot', 'removed', 'denylist', 'description', 'value'] as const;
+export const QUERY_FIELDS = [
+  'query',
+  'interval',
+  'platform',
+  'version',
+  'shard',
+  'snapshot',
+  'removed',
+  'denylist',
+  'description',
+  'value',
+] as const;
 
 /** One scheduled query (in `schedule` or a pack's `queries`), fields in canonical order. */
 export function scheduledQuery(path: string, v: unknown): ScheduledQuery {
@@ -139,7 +171,9 @@ const INTERVAL_OPTIONS: Record<string, 'query' | 'log'> = { distributed_interval
  */
 export function optionWarnings(options: Record<string, unknown>): string[] {
   return 'host_identifier' in options
-    ? [`options.host_identifier (${JSON.stringify(options.host_identifier)}) overrides every host's own --host_identifier: hosts enrolled with another identifier send results under this one and re-enroll as new nodes after a restart; leave it to the flags unless every host uses it`]
+    ? [
+        `options.host_identifier (${JSON.stringify(options.host_identifier)}) overrides every host's own --host_identifier: hosts enrolled with another identifier send results under this one and re-enroll as new nodes after a restart; leave it to the flags unless every host uses it`,
+      ]
     : [];
 }
 
@@ -149,9 +183,14 @@ function options(v: unknown): Record<string, OptionValue> {
     const p = pathOf('options', k);
     if (!/^[A-Za-z0-9_]{1,128}$/.test(k)) throw new ConfigError(p, 'is not an osquery flag name (letters, digits and _)');
     const interval = INTERVAL_OPTIONS[k];
-    if (interval) throw new ConfigError(p, `is the environment's ${interval} interval, which the server puts in the options agents receive: set it with fleetctl env intervals ENV --${interval} N`);
+    if (interval)
+      throw new ConfigError(
+        p,
+        `is the environment's ${interval} interval, which the server puts in the options agents receive: set it with fleetctl env intervals ENV --${interval} N`,
+      );
     if (typeof val === 'number' && !Number.isFinite(val)) throw new ConfigError(p, 'must be a finite number');
-    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') throw new ConfigError(p, `must be a string, number or boolean, not ${describe(val)}`);
+    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean')
+      throw new ConfigError(p, `must be a string, number or boolean, not ${describe(val)}`);
     if (typeof val === 'string' && val.length > 4096) throw new ConfigError(p, 'is longer than 4096 characters');
     out[k] = val;
   }
@@ -173,7 +212,7 @@ function packs(v: unknown): Record<string, Pack | string> {
     }
     const o = object(p, val);
     knownFields(p, o, PACK_FIELDS);
-    if (o.queries === undefined) throw new ConfigError(`${p}.queries`, 'required (the pack\'s scheduled queries)');
+    if (o.queries === undefined) throw new ConfigError(`${p}.queries`, "required (the pack's scheduled queries)");
     const pack: Pack = { queries: queries(`${p}.queries`, o.queries, 'query') };
     if (o.discovery !== undefined) pack.discovery = sqlList(`${p}.discovery`, o.discovery);
     if (o.platform !== undefined) pack.platform = platform(`${p}.platform`, o.platform);
@@ -217,9 +256,11 @@ function atc(v: unknown): Record<string, AtcTable> {
     for (const f of ['query', 'path', 'columns'] as const) if (o[f] === undefined) throw new ConfigError(`${p}.${f}`, 'required');
     const path = text(`${p}.path`, o.path, 1024);
     if (path.trim() === '') throw new ConfigError(`${p}.path`, 'must name the SQLite file on the agent');
-    if (!Array.isArray(o.columns) || o.columns.length === 0) throw new ConfigError(`${p}.columns`, 'must be a non-empty list of column names');
+    if (!Array.isArray(o.columns) || o.columns.length === 0)
+      throw new ConfigError(`${p}.columns`, 'must be a non-empty list of column names');
     const columns = o.columns.map((c, i) => {
-      if (typeof c !== 'string' || !IDENT.test(c)) throw new ConfigError(`${p}.columns[${i}]`, 'must be a column name (letters, digits and _)');
+      if (typeof c !== 'string' || !IDENT.test(c))
+        throw new ConfigError(`${p}.columns[${i}]`, 'must be a column name (letters, digits and _)');
       return c;
     });
     const dup = columns.find((c, i) => columns.indexOf(c) !== i);

@@ -5,7 +5,24 @@ import type { Platforms } from '../api/constants.js';
 type Platform = (typeof Platforms)[number];
 
 const BUCKETS: Record<Exclude<Platform, 'other'>, string[]> = {
-  linux: ['linux', 'ubuntu', 'debian', 'centos', 'rhel', 'fedora', 'arch', 'amzn', 'amazon', 'opensuse', 'sles', 'alpine', 'rocky', 'oracle', 'almalinux', 'kali'],
+  linux: [
+    'linux',
+    'ubuntu',
+    'debian',
+    'centos',
+    'rhel',
+    'fedora',
+    'arch',
+    'amzn',
+    'amazon',
+    'opensuse',
+    'sles',
+    'alpine',
+    'rocky',
+    'oracle',
+    'almalinux',
+    'kali',
+  ],
   darwin: ['darwin', 'macos', 'mac'],
   windows: ['windows', 'win', 'win32', 'win64'],
 };

@@ -11,9 +11,7 @@ export const PARSER_MODULE = '@appland/sql-parser';
  * not say), or why it could not parse it at all.
  */
 export type ParseOutcome =
-  | { variants: (string | undefined)[] }
-  | { error: { line: number; column: number; offset: number } | null }
-  | { problem: string };
+  { variants: (string | undefined)[] } | { error: { line: number; column: number; offset: number } | null } | { problem: string };
 
 // Loaded on first use: only the commands and routes that check SQL pay for the grammar.
 let parser: ((sql: string) => unknown) | undefined;
@@ -93,7 +91,10 @@ function describe(sql: string, o: ParseOutcome): string | undefined {
   if ('error' in o) {
     const at = o.error;
     if (!at) return 'SQL syntax error';
-    const near = sql.slice(at.offset, at.offset + 24).split('\n')[0].trim();
+    const near = sql
+      .slice(at.offset, at.offset + 24)
+      .split('\n')[0]
+      .trim();
     return `SQL syntax error at line ${at.line}, column ${at.column}${near ? ` near "${near}"` : ' (at the end)'}`;
   }
   if (o.variants.length === 0) return 'must not be empty (the SQL to run)';

@@ -26,7 +26,9 @@ export function parseTimeArg(s: string, flag: string, now: Date = new Date()): s
     t = Date.parse(text.replace(' ', 'T'));
   } else t = NaN;
   if (Number.isNaN(t)) {
-    throw new UsageError(`invalid ${flag} "${s}": give an age (30s, 10m, 1h, 2d, 1w) or a time (2026-11-25T10:00:00Z, 2026-11-25 10:00, 2026-11-25)`);
+    throw new UsageError(
+      `invalid ${flag} "${s}": give an age (30s, 10m, 1h, 2d, 1w) or a time (2026-11-25T10:00:00Z, 2026-11-25 10:00, 2026-11-25)`,
+    );
   }
   return new Date(t).toISOString();
 }

@@ -26,7 +26,10 @@ function lookupSegs(value: unknown, segs: readonly string[]): { found: boolean; 
     const seg = segs[i];
     if (Array.isArray(cur) && !INDEX.test(seg)) {
       const rest = segs.slice(i);
-      const values = cur.map((el) => lookupSegs(el, rest)).filter((r) => r.found).map((r) => r.value);
+      const values = cur
+        .map((el) => lookupSegs(el, rest))
+        .filter((r) => r.found)
+        .map((r) => r.value);
       return { found: true, value: values.flat() };
     }
     if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, seg)) return { found: false, value: undefined };
@@ -41,7 +44,14 @@ export function getPath(value: unknown, path: string): unknown {
 
 /** `"uuid, hostname,,health.status"` -> `["uuid", "hostname", "health.status"]` (deduplicated). */
 export function parseFields(s: string): string[] {
-  return [...new Set(s.split(',').map((f) => f.trim()).filter((f) => f !== ''))];
+  return [
+    ...new Set(
+      s
+        .split(',')
+        .map((f) => f.trim())
+        .filter((f) => f !== ''),
+    ),
+  ];
 }
 
 /** The field names `--fields` accepts: top-level keys of the sample, then declared column keys. */
@@ -83,7 +93,10 @@ export function validateFields(fields: readonly string[], sample: unknown, colum
       if (!isPlainObject(cur)) break; // null, empty array, scalar: other items may differ
       if (!Object.hasOwn(cur, seg)) {
         const prefix = segs.slice(0, i).join('.');
-        throw new FieldError(field, Object.keys(cur).map((k) => `${prefix}.${k}`));
+        throw new FieldError(
+          field,
+          Object.keys(cur).map((k) => `${prefix}.${k}`),
+        );
       }
       cur = cur[seg];
     }
@@ -163,7 +176,10 @@ function checkPath(s: SchemaNode, segs: readonly string[], i: number): PathCheck
 export function validateFieldsBySchema(fields: readonly string[], schema: object, columns: readonly { key: string }[]): void {
   const columnKeys = new Set(columns.map((c) => c.key));
   const root = schema as SchemaNode;
-  const topLevel = [...Object.keys(root.properties ?? {}), ...columns.map((c) => c.key).filter((k) => !Object.hasOwn(root.properties ?? {}, k))];
+  const topLevel = [
+    ...Object.keys(root.properties ?? {}),
+    ...columns.map((c) => c.key).filter((k) => !Object.hasOwn(root.properties ?? {}, k)),
+  ];
   for (const field of fields) {
     if (columnKeys.has(field)) continue;
     if (root.properties && Object.hasOwn(root.properties, field)) continue; // a key holding dots

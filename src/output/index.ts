@@ -64,14 +64,13 @@ export async function printObject<T>(io: IO, opts: OutputOptions, obj: T, column
         break;
       case 'csv': {
         const cols = resolveColumns(columns, fields, obj);
-        text = (opts.noHeaders ? '' : csvRow(cols.map((c) => c.key))) + csvRow(cols.map((c) => neverAsWord(c.value(obj), c.kind === 'time')));
+        text =
+          (opts.noHeaders ? '' : csvRow(cols.map((c) => c.key))) + csvRow(cols.map((c) => neverAsWord(c.value(obj), c.kind === 'time')));
         break;
       }
       case 'table': {
         const cols = fields || columns.length > 0 ? resolveColumns(columns, fields, obj) : undefined;
-        text = io.stdoutIsTTY
-          ? renderObjectTTY(obj, cols, { colors: colorsFor(io), now: new Date() })
-          : renderObjectPlain(obj, cols);
+        text = io.stdoutIsTTY ? renderObjectTTY(obj, cols, { colors: colorsFor(io), now: new Date() }) : renderObjectPlain(obj, cols);
         break;
       }
     }

@@ -26,7 +26,7 @@ function loadJq(): Promise<RawFn> {
   // require, not import(): jq-web's module.exports is itself a promise, and an ESM namespace
   // with a `then` export cannot be the result of import().
   rawFn ??= (async () => {
-    const mod = (await (createRequire(import.meta.url)('jq-web') as Promise<{ raw?: RawFn }>));
+    const mod = await (createRequire(import.meta.url)('jq-web') as Promise<{ raw?: RawFn }>);
     if (typeof mod.raw !== 'function') throw new Error('jq-web: raw() not found');
     return mod.raw;
   })();

@@ -11,10 +11,10 @@
 
 /** Bidi controls that reorder what follows them on screen. */
 const BIDI = '\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069';
- 
+
 const UNSAFE_ALL = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${BIDI}]`, 'g');
 /** As UNSAFE_ALL, but newline and tab pass (multi-line messages). */
- 
+
 const UNSAFE_KEEP_LINES = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${BIDI}]`, 'g');
 /** What JSON.stringify leaves raw: DEL, C1, bidi. */
 const UNSAFE_IN_JSON = new RegExp(`[\\u007f-\\u009f${BIDI}]`, 'g');

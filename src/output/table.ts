@@ -40,7 +40,11 @@ function fromKey<T>(key: string): ResolvedColumn<T> {
  * The columns a table or csv shows: the --fields (declared columns keep their header, kind and
  * getter), else the declared columns, else the top-level keys of the first row.
  */
-export function resolveColumns<T>(columns: readonly Column<T>[], fields: readonly string[] | undefined, sample: unknown): ResolvedColumn<T>[] {
+export function resolveColumns<T>(
+  columns: readonly Column<T>[],
+  fields: readonly string[] | undefined,
+  sample: unknown,
+): ResolvedColumn<T>[] {
   if (fields && fields.length > 0) {
     // Columns the user named are never dropped.
     return fields.map((f) => {
@@ -112,7 +116,10 @@ export function fitWidths(natural: readonly number[], total: number, shrinkFirst
   if (shrinkFirst && shrinkFirst.some(Boolean) && !shrinkFirst.every(Boolean)) {
     const fixed = natural.reduce((s, w, i) => (shrinkFirst[i] ? s : s + w), 0);
     const idx = natural.map((_, i) => i).filter((i) => shrinkFirst[i]);
-    const fitted = waterFill(idx.map((i) => natural[i] ?? 0), available - fixed);
+    const fitted = waterFill(
+      idx.map((i) => natural[i] ?? 0),
+      available - fixed,
+    );
     if (fitted) {
       const widths = [...natural];
       idx.forEach((i, j) => (widths[i] = fitted[j] ?? 0));
@@ -151,7 +158,13 @@ const READABLE = 8;
  * other columns are cut and, if the identifiers alone are too wide, the line overflows. With
  * `wide`, every column at its full width.
  */
-export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonly TtyCell[][], withHeader: boolean, columns: number, wide = false): number[] {
+export function layoutTable<T>(
+  cols: readonly ResolvedColumn<T>[],
+  rows: readonly TtyCell[][],
+  withHeader: boolean,
+  columns: number,
+  wide = false,
+): number[] {
   const natural = cols.map((c, i) => {
     let w = Math.max(withHeader ? displayWidth(c.header) : 0, c.minWidth ?? 0);
     for (const r of rows) w = Math.max(w, displayWidth(r[i]?.text ?? ''));
@@ -166,7 +179,12 @@ export function layoutTable<T>(cols: readonly ResolvedColumn<T>[], rows: readonl
     .map((d) => d.i);
   for (;;) {
     const idx = cols.map((_, i) => i).filter((i) => shown[i]);
-    const widths = fitShown(idx.map((i) => natural[i]), idx.map((i) => neverCut(cols[i])), idx.map((i) => cols[i].kind === undefined || cols[i].kind === 'text'), columns);
+    const widths = fitShown(
+      idx.map((i) => natural[i]),
+      idx.map((i) => neverCut(cols[i])),
+      idx.map((i) => cols[i].kind === undefined || cols[i].kind === 'text'),
+      columns,
+    );
     const readable = widths.every((w, j) => w >= Math.min(natural[idx[j]], READABLE));
     const fits = widths.reduce((s, w) => s + w, 0) + COLUMN_GAP * (idx.length - 1) <= columns;
     if ((fits && readable) || dropOrder.length === 0) {
@@ -222,7 +240,11 @@ function fitShown(natural: number[], ids: boolean[], shrinkFirst: boolean[], tot
   if (free.length === 0) return natural;
   const idWidth = natural.reduce((s, w, i) => (ids[i] ? s + w : s), 0);
   const room = total - idWidth - COLUMN_GAP * (natural.length - free.length);
-  const fitted = fitWidths(free.map((i) => natural[i]), room, free.map((i) => shrinkFirst[i]));
+  const fitted = fitWidths(
+    free.map((i) => natural[i]),
+    room,
+    free.map((i) => shrinkFirst[i]),
+  );
   const widths = [...natural];
   free.forEach((i, j) => (widths[i] = fitted[j]!));
   return widths;

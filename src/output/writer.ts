@@ -72,7 +72,12 @@ export interface StreamLayout {
   hints?: Record<string, { width?: number; id?: boolean }>;
 }
 
-export function createListWriter<T>(io: IO, opts: OutputOptions, columns: readonly Column<T>[] = [], layout: StreamLayout = {}): ListWriter<T> {
+export function createListWriter<T>(
+  io: IO,
+  opts: OutputOptions,
+  columns: readonly Column<T>[] = [],
+  layout: StreamLayout = {},
+): ListWriter<T> {
   const fields = opts.fields && opts.fields.length > 0 ? opts.fields : undefined;
   const withHeader = !opts.noHeaders;
   const project = (row: T): unknown => (fields ? selectFields(row, fields, columns) : row);
@@ -220,7 +225,14 @@ function tsvSink<T>(columns: readonly Column<T>[], fields: readonly string[] | u
   };
 }
 
-function ttyTableSink<T>(io: IO, columns: readonly Column<T>[], fields: readonly string[] | undefined, withHeader: boolean, wide: boolean, layout: StreamLayout): Sink<T> {
+function ttyTableSink<T>(
+  io: IO,
+  columns: readonly Column<T>[],
+  fields: readonly string[] | undefined,
+  withHeader: boolean,
+  wide: boolean,
+  layout: StreamLayout,
+): Sink<T> {
   const colors = colorsFor(io);
   const now = new Date();
   let cols: ResolvedColumn<T>[] | undefined;

@@ -32,7 +32,8 @@ export interface AppOptions {
 const MAX_PARAM_LENGTH = 8192;
 
 function errorBody(err: FastifyError | HttpError): { status: number; body: Record<string, unknown>; headers?: Record<string, string> } {
-  if (err instanceof HttpError) return { status: err.status, body: { code: err.code, error: err.message, ...err.extra }, headers: err.headers };
+  if (err instanceof HttpError)
+    return { status: err.status, body: { code: err.code, error: err.message, ...err.extra }, headers: err.headers };
   if (err.validation) return { status: 400, body: { code: 'bad_request', error: `invalid request: ${err.message}` } };
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -44,7 +45,8 @@ function errorBody(err: FastifyError | HttpError): { status: number; body: Recor
       return { status: 400, body: { code: 'bad_request', error: 'request body must be JSON (Content-Type: application/json)' } };
   }
   // Only the body parser's SyntaxError is the client's fault; one thrown by our own code is a 500.
-  if (err instanceof SyntaxError && err.statusCode === 400) return { status: 400, body: { code: 'invalid_json', error: `request body is not valid JSON: ${err.message}` } };
+  if (err instanceof SyntaxError && err.statusCode === 400)
+    return { status: 400, body: { code: 'invalid_json', error: `request body is not valid JSON: ${err.message}` } };
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) return { status: 400, body: { code: 'bad_request', error: err.message } };
   return { status: 500, body: { code: 'internal', error: 'internal server error' } };
@@ -106,7 +108,10 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   // limit, checked on every request, syncs its counts once a second instead of per request.
   const clock = () => deps.now().getTime();
   const loginLimiter = new RateLimiter(deps.db, 'login', deps.config.loginRateLimit, 60_000, clock);
-  const apiLimiter = new RateLimiter(deps.db, 'api', deps.config.apiRateLimit, 60_000, clock, { syncMs: 1_000, onError: (e) => void deps.faults.report('api rate-limit sync', e) });
+  const apiLimiter = new RateLimiter(deps.db, 'api', deps.config.apiRateLimit, 60_000, clock, {
+    syncMs: 1_000,
+    onError: (e) => void deps.faults.report('api rate-limit sync', e),
+  });
   const deniedLimiter = new RateLimiter(deps.db, 'denied', deps.config.deniedRateLimit, 60_000, clock);
   apiLimiter.start();
   app.addHook('onClose', async () => apiLimiter.stop());
@@ -122,7 +127,13 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
       const kind = deps.faults.report(`api ${req.method} ${req.routeOptions.url ?? 'request'}`, err);
       if (kind) {
         status = 503;
-        body = { code: 'unavailable', error: kind === 'no_space' ? 'the database is out of space: changes cannot be stored now; reads still work' : 'the database is unavailable; retry shortly' };
+        body = {
+          code: 'unavailable',
+          error:
+            kind === 'no_space'
+              ? 'the database is out of space: changes cannot be stored now; reads still work'
+              : 'the database is unavailable; retry shortly',
+        };
         headers = { 'retry-after': '5' };
       }
     }
@@ -160,7 +171,16 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     const ms = t0 === undefined ? 0 : performance.now() - t0;
     deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
     // --log: the route pattern and the path without its query (no token or secret is in either).
-    deps.log.request({ door: 'admin', method: req.method, route: req.routeOptions.url ?? 'unmatched', path: req.url.split('?')[0], status: reply.statusCode, ms, user: req.caller?.user.username, ip: req.ip });
+    deps.log.request({
+      door: 'admin',
+      method: req.method,
+      route: req.routeOptions.url ?? 'unmatched',
+      path: req.url.split('?')[0],
+      status: reply.statusCode,
+      ms,
+      user: req.caller?.user.username,
+      ip: req.ip,
+    });
   });
 
   // While shutting down, answers in progress end their connection (no more requests on it).
@@ -170,7 +190,12 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
 
   /** Every refusal of the hook is audited in aggregate: one row per client address, username and minute. */
   const audited = async (req: FastifyRequest, err: HttpError, username = '') => {
-    await denials.record({ ip: req.ip, line: `denied ${req.method} ${req.url.split('?')[0]}: ${err.message}`, username, env: req.fleetEnv ?? null });
+    await denials.record({
+      ip: req.ip,
+      line: `denied ${req.method} ${req.url.split('?')[0]}: ${err.message}`,
+      username,
+      env: req.fleetEnv ?? null,
+    });
     return err;
   };
 
@@ -203,7 +228,8 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     }
     req.caller = caller;
     const csrf = req.headers['x-csrf-token'];
-    if (csrf !== undefined && csrf !== caller.csrfToken) throw await deny(req, forbidden('CSRF token does not match this session', 'csrf'), caller.user.username);
+    if (csrf !== undefined && csrf !== caller.csrfToken)
+      throw await deny(req, forbidden('CSRF token does not match this session', 'csrf'), caller.user.username);
     await limit(req, apiLimiter, caller.user.username, undefined, caller.user.username);
     if (rule.superAdmin && !caller.isSuperAdmin) throw await deny(req, forbidden('this needs a super-admin'), caller.user.username);
     if (rule.env) {

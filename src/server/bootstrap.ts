@@ -19,13 +19,25 @@ export const SETTINGS_CATALOGUE: SeedSetting[] = [
   { service: 'api', name: 'service_metrics', type: 'boolean', value: false, info: 'Expose service metrics' },
   { service: 'api', name: 'refresh_envs', type: 'integer', value: 300, info: 'Seconds between environment refreshes' },
   { service: 'api', name: 'refresh_settings', type: 'integer', value: 300, info: 'Seconds between settings refreshes' },
-  { service: 'admin', name: 'inactive_hours', type: 'integer', value: 72, info: 'Hours without a check-in before a node counts as inactive' },
+  {
+    service: 'admin',
+    name: 'inactive_hours',
+    type: 'integer',
+    value: 72,
+    info: 'Hours without a check-in before a node counts as inactive',
+  },
   { service: 'admin', name: 'cleanup_sessions', type: 'integer', value: 300, info: 'Seconds between expired-session clean-ups' },
   { service: 'admin', name: 'cleanup_expired', type: 'integer', value: 900, info: 'Seconds between expired-enrollment clean-ups' },
   { service: 'admin', name: 'node_dashboard', type: 'boolean', value: false, info: 'Show the node dashboard' },
   { service: 'tls', name: 'accelerated_seconds', type: 'integer', value: 5, info: 'Accelerated check-in interval, seconds' },
   { service: 'tls', name: 'refresh_envs', type: 'integer', value: 300, info: 'Seconds between environment refreshes' },
-  { service: 'tls', name: 'oneliner_expiration', type: 'boolean', value: true, info: 'One-liner enroll scripts expire with the enrollment' },
+  {
+    service: 'tls',
+    name: 'oneliner_expiration',
+    type: 'boolean',
+    value: true,
+    info: 'One-liner enroll scripts expire with the enrollment',
+  },
   // Issue 27: retention by age, purged in the background (services/retention/purge.ts).
   ...Object.values(RETENTION_SETTINGS).map((r) => ({ ...r, type: 'integer' as const })),
   // Issue 30: how long agents' log lines are kept for `fleetctl logs` (docs/api.md "Logs and query reports").
@@ -64,7 +76,11 @@ export async function jwtSecret(db: Kysely<DB>, fromEnv: string | undefined): Pr
   const row = await db.selectFrom('server_meta').select('value').where('key', '=', 'jwt_secret').executeTakeFirst();
   if (row) return Buffer.from(row.value, 'hex');
   const secret = randomHex(32);
-  await db.insertInto('server_meta').values({ key: 'jwt_secret', value: secret }).onConflict((oc) => oc.column('key').doNothing()).execute();
+  await db
+    .insertInto('server_meta')
+    .values({ key: 'jwt_secret', value: secret })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
   const kept = await db.selectFrom('server_meta').select('value').where('key', '=', 'jwt_secret').executeTakeFirstOrThrow();
   return Buffer.from(kept.value, 'hex');
 }
@@ -85,7 +101,10 @@ export async function rotateJwtSecret(db: Kysely<DB>): Promise<number> {
 }
 
 export async function userCount(db: Kysely<DB>): Promise<number> {
-  const r = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  const r = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 

@@ -94,7 +94,11 @@ export interface Primary {
  * listens fails the start (its own error is on stderr); one that dies later is restarted, after
  * a pause that doubles while it keeps dying (up to 30 s), so a crash loop cannot spin.
  */
-export async function startWorkers(count: number, setup: Omit<WorkerSetup, 'index' | 'first'>, log: (line: string) => void): Promise<Primary> {
+export async function startWorkers(
+  count: number,
+  setup: Omit<WorkerSetup, 'index' | 'first'>,
+  log: (line: string) => void,
+): Promise<Primary> {
   const { AggregatorRegistry } = await import('prom-client');
   const aggregator = new AggregatorRegistry();
   let stopping = false;
@@ -120,7 +124,12 @@ export async function startWorkers(count: number, setup: Omit<WorkerSetup, 'inde
     for (let i = 0; i < count; i++) {
       const w = fork(i);
       workers.push(w);
-      const onExit = (code: number | null, signal: string | null) => reject(Object.assign(new Error(`worker ${i + 1} of ${count} exited before it listened (${signal ?? `exit ${code}`})`), { exitCode: code ?? 1 }));
+      const onExit = (code: number | null, signal: string | null) =>
+        reject(
+          Object.assign(new Error(`worker ${i + 1} of ${count} exited before it listened (${signal ?? `exit ${code}`})`), {
+            exitCode: code ?? 1,
+          }),
+        );
       w.once('exit', onExit);
       w.on('message', (m: Message) => {
         if (m?.fleetctl !== 'ready') return;

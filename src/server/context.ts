@@ -62,7 +62,13 @@ export interface ServerTimeouts {
   shutdownGraceMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: ServerTimeouts = { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 5_000, agentKeepAliveMs: 75_000, shutdownGraceMs: 5_000 };
+export const DEFAULT_TIMEOUTS: ServerTimeouts = {
+  requestMs: 30_000,
+  headersMs: 10_000,
+  keepAliveMs: 5_000,
+  agentKeepAliveMs: 75_000,
+  shutdownGraceMs: 5_000,
+};
 
 export interface Deps {
   db: Kysely<DB>;

@@ -4,7 +4,16 @@
 import { closeSync, existsSync, openSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ServerSetupError } from './setup-error.js';
-import { appliedMigrations, isPostgresUrl, loadSqlite, migrationNames, openSqlite, pendingMigrations, SchemaTooNewError, type Store } from './store/db.js';
+import {
+  appliedMigrations,
+  isPostgresUrl,
+  loadSqlite,
+  migrationNames,
+  openSqlite,
+  pendingMigrations,
+  SchemaTooNewError,
+  type Store,
+} from './store/db.js';
 import { SERVER_VERSION } from './version.js';
 
 export interface BackupResult {
@@ -33,7 +42,8 @@ export async function backupSqlite(dbPath: string, out: string, now: () => numbe
   try {
     closeSync(openSync(target, 'wx', 0o600));
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new ServerSetupError(`${target} already exists: give a new file name (a backup never overwrites)`);
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new ServerSetupError(`${target} already exists: give a new file name (a backup never overwrites)`);
     throw new ServerSetupError(`cannot create ${target}: ${(e as Error).message}`);
   }
   const db = new Database(source, { fileMustExist: true });
@@ -50,7 +60,8 @@ export async function backupSqlite(dbPath: string, out: string, now: () => numbe
   try {
     const check = copy.pragma('quick_check', { simple: true });
     if (check !== 'ok') throw new ServerSetupError(`the backup ${target} does not pass SQLite's quick_check: ${String(check)}`);
-    const schema = (copy.prepare("select name from kysely_migration order by name desc limit 1").get() as { name?: string } | undefined)?.name ?? '';
+    const schema =
+      (copy.prepare('select name from kysely_migration order by name desc limit 1').get() as { name?: string } | undefined)?.name ?? '';
     const nodes = Number((copy.prepare('select count(*) as n from nodes').get() as { n: number }).n);
     return { source, out: target, bytes: statSync(target).size, schema, nodes, ms: now() - t0 };
   } finally {
@@ -72,7 +83,8 @@ export interface MigrateResult {
  */
 export async function migrateDatabase(db: string, o: { dryRun?: boolean; caFile?: string } = {}): Promise<MigrateResult> {
   const postgres = isPostgresUrl(db);
-  if (!postgres && !existsSync(db)) throw new ServerSetupError(`no database at ${resolve(db)} (a new database is created by the first start of fleetctl server)`);
+  if (!postgres && !existsSync(db))
+    throw new ServerSetupError(`no database at ${resolve(db)} (a new database is created by the first start of fleetctl server)`);
   let store: Store;
   if (postgres) {
     const { openPostgres } = await import('./store/postgres.js');
@@ -84,7 +96,10 @@ export async function migrateDatabase(db: string, o: { dryRun?: boolean; caFile?
     const applied = await appliedMigrations(store.db);
     const known = new Set(await migrationNames(store.dialect));
     const unknown = applied.filter((n) => !known.has(n));
-    if (unknown.length) throw new SchemaTooNewError(`the database's schema is newer than this fleetctl ${SERVER_VERSION} knows (its migration ${unknown[unknown.length - 1]} is not one of ours): run the release that upgraded it`);
+    if (unknown.length)
+      throw new SchemaTooNewError(
+        `the database's schema is newer than this fleetctl ${SERVER_VERSION} knows (its migration ${unknown[unknown.length - 1]} is not one of ours): run the release that upgraded it`,
+      );
     const migrations = o.dryRun ? await pendingMigrations(store.db, store.dialect) : store.migrated;
     return { migrations, schema: applied[applied.length - 1] ?? '', dialect: store.dialect };
   } finally {

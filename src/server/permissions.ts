@@ -2,9 +2,7 @@
 // RULES; the auth hook in app.ts enforces it before the handler runs.
 import type { AccessLevel } from '../api/index.js';
 
-export type Rule =
-  | { auth: false }
-  | { auth: true; superAdmin?: boolean; env?: { param: string; level: AccessLevel; fromQuery?: boolean } };
+export type Rule = { auth: false } | { auth: true; superAdmin?: boolean; env?: { param: string; level: AccessLevel; fromQuery?: boolean } };
 
 const envRule = (level: AccessLevel, param = 'env'): Rule => ({ auth: true, env: { param, level } });
 const authenticated: Rule = { auth: true };

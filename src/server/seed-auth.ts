@@ -23,15 +23,32 @@ export async function seedAuthExtras(db: Kysely<DB>, opts: { now: Date; password
   const { id } = await db
     .insertInto('users')
     .values({
-      username: MFA_DEMO_USER, fullname: 'user with TOTP, env user on prod and staging', email: `${MFA_DEMO_USER}@example.com`,
-      password_hash: await hashPassword(opts.password), admin: 0, service: 0, api: 1, totp_secret: secret,
-      totp_pending_secret: null, totp_last_step: 0, created_at: ts, updated_at: ts, last_login_at: null,
+      username: MFA_DEMO_USER,
+      fullname: 'user with TOTP, env user on prod and staging',
+      email: `${MFA_DEMO_USER}@example.com`,
+      password_hash: await hashPassword(opts.password),
+      admin: 0,
+      service: 0,
+      api: 1,
+      totp_secret: secret,
+      totp_pending_secret: null,
+      totp_last_step: 0,
+      created_at: ts,
+      updated_at: ts,
+      last_login_at: null,
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  const envs = await db.selectFrom('environments').select('id').where('name', 'in', [...MFA_DEMO_ENVS]).execute();
+  const envs = await db
+    .selectFrom('environments')
+    .select('id')
+    .where('name', 'in', [...MFA_DEMO_ENVS])
+    .execute();
   for (const e of envs) {
-    await db.insertInto('user_env_access').values({ user_id: id, environment_id: e.id, user_level: 1, query_level: 0, carve_level: 0, admin_level: 0 }).execute();
+    await db
+      .insertInto('user_env_access')
+      .values({ user_id: id, environment_id: e.id, user_level: 1, query_level: 0, carve_level: 0, admin_level: 0 })
+      .execute();
   }
   const codes = await replaceRecoveryCodes(db, id);
 
@@ -41,7 +58,15 @@ export async function seedAuthExtras(db: Kysely<DB>, opts: { now: Date; password
     const week = new Date(opts.now.getTime() - 7 * 86400_000).toISOString();
     await db
       .insertInto('webauthn_credentials')
-      .values(DEMO_WEBAUTHN.map((name, i) => ({ id: DEMO_WEBAUTHN_IDS[i], user_id: admin.id, name, created_at: week, last_used_at: i === 0 ? ts : null })))
+      .values(
+        DEMO_WEBAUTHN.map((name, i) => ({
+          id: DEMO_WEBAUTHN_IDS[i],
+          user_id: admin.id,
+          name,
+          created_at: week,
+          last_used_at: i === 0 ? ts : null,
+        })),
+      )
       .execute();
   }
 

@@ -31,7 +31,11 @@ export const DEMO_USERS: DemoUser[] = [
   { username: 'prod-admin', description: 'env admin of prod', access: { prod: { admin: true } } },
   { username: 'analyst', description: 'read-only on prod and staging', access: { prod: { user: true }, staging: { user: true } } },
   { username: 'querier', description: 'query access on prod', access: { prod: { user: true, query: true } } },
-  { username: 'carver', description: 'carve access on prod and staging', access: { prod: { user: true, carve: true }, staging: { user: true, carve: true } } },
+  {
+    username: 'carver',
+    description: 'carve access on prod and staging',
+    access: { prod: { user: true, carve: true }, staging: { user: true, carve: true } },
+  },
   { username: 'dev-user', description: 'read-only on dev', access: { dev: { user: true } } },
   { username: 'ci-bot', description: 'service account, env admin of staging', service: true, access: { staging: { admin: true } } },
 ];
@@ -48,7 +52,20 @@ const PLATFORMS: { platform: string; versions: string[]; weight: number }[] = [
   { platform: 'chrome', versions: ['126', '128'], weight: 2 },
 ];
 // Most of the fleet on the newest release, a tail on older ones (the osquery_outdated signal).
-const OSQUERY_VERSIONS = ['5.9.1', '5.10.2', '5.11.0', '5.12.1', '5.12.2', '5.13.1', '5.13.1', '5.13.1', '5.13.1', '5.13.1', '5.13.1', '5.13.1'];
+const OSQUERY_VERSIONS = [
+  '5.9.1',
+  '5.10.2',
+  '5.11.0',
+  '5.12.1',
+  '5.12.2',
+  '5.13.1',
+  '5.13.1',
+  '5.13.1',
+  '5.13.1',
+  '5.13.1',
+  '5.13.1',
+  '5.13.1',
+];
 const ROLES = ['web', 'db', 'api', 'cache', 'worker', 'build', 'laptop', 'desktop', 'vpn', 'bastion'];
 const COUNTRIES = ['US', 'DE', 'GB', 'FR', 'JP', 'BR', 'IN', 'CA'];
 const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy'];
@@ -88,20 +105,70 @@ function demoNode(r: Rand, envName: string, envId: number, i: number, now: numbe
   const lastSeen = age === null ? null : new Date(now - age * 1000).toISOString();
   const hostname = `${envName}-${role}-${String(i + 1).padStart(4, '0')}`;
   const ip = `10.${envId}.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-  const localname = p.platform === 'darwin' ? `${pick(r, USERS)}s-MacBook-Pro` : p.platform === 'windows' ? `DESKTOP-${randomHex(3).toUpperCase()}` : `ip-${ip.replaceAll('.', '-')}`;
+  const localname =
+    p.platform === 'darwin'
+      ? `${pick(r, USERS)}s-MacBook-Pro`
+      : p.platform === 'windows'
+        ? `DESKTOP-${randomHex(3).toUpperCase()}`
+        : `ip-${ip.replaceAll('.', '-')}`;
   const serial = randomHex(6).toUpperCase();
   const uuid = uuidFrom(r);
   const cores = pick(r, [2, 4, 8, 16]);
   const memory = String(pick(r, [4, 8, 16, 32, 64]) * 1024 ** 3);
-  const osName = { ubuntu: 'Ubuntu', debian: 'Debian GNU/Linux', centos: 'CentOS Linux', rhel: 'Red Hat Enterprise Linux', amzn: 'Amazon Linux', darwin: 'macOS', windows: 'Microsoft Windows', freebsd: 'FreeBSD', chrome: 'ChromeOS' }[p.platform] ?? p.platform;
+  const osName =
+    {
+      ubuntu: 'Ubuntu',
+      debian: 'Debian GNU/Linux',
+      centos: 'CentOS Linux',
+      rhel: 'Red Hat Enterprise Linux',
+      amzn: 'Amazon Linux',
+      darwin: 'macOS',
+      windows: 'Microsoft Windows',
+      freebsd: 'FreeBSD',
+      chrome: 'ChromeOS',
+    }[p.platform] ?? p.platform;
   const [major = '', minor = '', patch = ''] = version.split('.');
   const systemInfo = {
-    bios: { address: '0xe8000', date: '03/14/2024', revision: '1.12', size: '65536', vendor: pick(r, ['Dell Inc.', 'LENOVO', 'HP', 'Apple Inc.', 'SeaBIOS']), version: `1.${Math.floor(r() * 20)}.0`, volume_size: '0' },
-    os: { codename: '', major, minor, name: osName, patch, platform: p.platform, platform_like: p.platform === 'ubuntu' ? 'debian' : '', version },
-    osquery: { build_distro: p.platform, build_platform: platformBucket(p.platform), config_valid: r() < 0.97 ? '1' : '0', extensions: 'active', start_time: String(Math.floor((now - 86400_000) / 1000)), version: osq },
+    bios: {
+      address: '0xe8000',
+      date: '03/14/2024',
+      revision: '1.12',
+      size: '65536',
+      vendor: pick(r, ['Dell Inc.', 'LENOVO', 'HP', 'Apple Inc.', 'SeaBIOS']),
+      version: `1.${Math.floor(r() * 20)}.0`,
+      volume_size: '0',
+    },
+    os: {
+      codename: '',
+      major,
+      minor,
+      name: osName,
+      patch,
+      platform: p.platform,
+      platform_like: p.platform === 'ubuntu' ? 'debian' : '',
+      version,
+    },
+    osquery: {
+      build_distro: p.platform,
+      build_platform: platformBucket(p.platform),
+      config_valid: r() < 0.97 ? '1' : '0',
+      extensions: 'active',
+      start_time: String(Math.floor((now - 86400_000) / 1000)),
+      version: osq,
+    },
     system: {
-      computer_name: hostname, cpu_brand: pick(r, ['Intel(R) Xeon(R) Gold 6248R', 'AMD EPYC 7763', 'Apple M2', 'Intel(R) Core(TM) i7-1185G7']), cpu_logical_cores: String(cores * 2), cpu_physical_cores: String(cores), cpu_subtype: '', cpu_type: 'x86_64',
-      hardware_model: pick(r, ['PowerEdge R650', 'ThinkPad X1', 'MacBookPro18,3', 'HVM domU']), hardware_serial: serial, hardware_vendor: pick(r, ['Dell Inc.', 'LENOVO', 'Apple Inc.', 'Xen']), hardware_version: '', local_hostname: localname, physical_memory: memory,
+      computer_name: hostname,
+      cpu_brand: pick(r, ['Intel(R) Xeon(R) Gold 6248R', 'AMD EPYC 7763', 'Apple M2', 'Intel(R) Core(TM) i7-1185G7']),
+      cpu_logical_cores: String(cores * 2),
+      cpu_physical_cores: String(cores),
+      cpu_subtype: '',
+      cpu_type: 'x86_64',
+      hardware_model: pick(r, ['PowerEdge R650', 'ThinkPad X1', 'MacBookPro18,3', 'HVM domU']),
+      hardware_serial: serial,
+      hardware_vendor: pick(r, ['Dell Inc.', 'LENOVO', 'Apple Inc.', 'Xen']),
+      hardware_version: '',
+      local_hostname: localname,
+      physical_memory: memory,
     },
   };
   return {
@@ -149,25 +216,27 @@ export async function insertNodes(db: Kysely<DB>, nodes: DemoNode[]): Promise<vo
   await db.transaction().execute(async (trx) => {
     for (let i = 0; i < nodes.length; i += 200) {
       const batch = nodes.slice(i, i + 200);
-      const ids = await trx
-        .insertInto('nodes')
-        .values(batch.map(nodeRow))
-        .returning(['id', 'uuid'])
-        .execute();
+      const ids = await trx.insertInto('nodes').values(batch.map(nodeRow)).returning(['id', 'uuid']).execute();
       const idOf = new Map(ids.map((r) => [r.uuid, r.id]));
       // Their node_seen rows (made by the insert trigger) get the demo's last check-ins.
       await trx
         .insertInto('node_seen')
-        .values(batch.map((n) => ({
-          node_id: idOf.get(n.uuid)!,
-          environment_id: n.environment_id,
-          platform_bucket: n.platform_bucket ?? '',
-          config_valid: n.config_valid ?? 1,
-          osquery_version_key: n.osquery_version_key ?? '',
-          last_seen: n.last_seen ?? '',
-          bytes_received: n.bytes_received,
-        })))
-        .onConflict((oc) => oc.column('node_id').doUpdateSet((eb) => ({ last_seen: eb.ref('excluded.last_seen'), bytes_received: eb.ref('excluded.bytes_received') })))
+        .values(
+          batch.map((n) => ({
+            node_id: idOf.get(n.uuid)!,
+            environment_id: n.environment_id,
+            platform_bucket: n.platform_bucket ?? '',
+            config_valid: n.config_valid ?? 1,
+            osquery_version_key: n.osquery_version_key ?? '',
+            last_seen: n.last_seen ?? '',
+            bytes_received: n.bytes_received,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .column('node_id')
+            .doUpdateSet((eb) => ({ last_seen: eb.ref('excluded.last_seen'), bytes_received: eb.ref('excluded.bytes_received') })),
+        )
         .execute();
     }
   });
@@ -199,7 +268,10 @@ export function demoNodeCounts(total: number): Record<string, number> {
   return counts;
 }
 
-export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: string; hostname: string; nodes?: number }): Promise<DemoSummary> {
+export async function seedDemo(
+  db: Kysely<DB>,
+  opts: { now: Date; password: string; hostname: string; nodes?: number },
+): Promise<DemoSummary> {
   const now = opts.now;
   const ts = now.toISOString();
   const envIds: Record<string, number> = {};
@@ -217,16 +289,33 @@ export async function seedDemo(db: Kysely<DB>, opts: { now: Date; password: stri
     const { id } = await db
       .insertInto('users')
       .values({
-        username: u.username, fullname: u.description, email: `${u.username}@example.com`, password_hash: hash,
-        admin: u.admin ? 1 : 0, service: u.service ? 1 : 0, api: 1, totp_secret: null, totp_pending_secret: null,
-        totp_last_step: 0, created_at: ts, updated_at: ts, last_login_at: null,
+        username: u.username,
+        fullname: u.description,
+        email: `${u.username}@example.com`,
+        password_hash: hash,
+        admin: u.admin ? 1 : 0,
+        service: u.service ? 1 : 0,
+        api: 1,
+        totp_secret: null,
+        totp_pending_secret: null,
+        totp_last_step: 0,
+        created_at: ts,
+        updated_at: ts,
+        last_login_at: null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
     for (const [envName, lv] of Object.entries(u.access)) {
       await db
         .insertInto('user_env_access')
-        .values({ user_id: id, environment_id: envIds[envName], user_level: lv.user ? 1 : 0, query_level: lv.query ? 1 : 0, carve_level: lv.carve ? 1 : 0, admin_level: lv.admin ? 1 : 0 })
+        .values({
+          user_id: id,
+          environment_id: envIds[envName],
+          user_level: lv.user ? 1 : 0,
+          query_level: lv.query ? 1 : 0,
+          carve_level: lv.carve ? 1 : 0,
+          admin_level: lv.admin ? 1 : 0,
+        })
         .execute();
     }
   }
@@ -256,17 +345,33 @@ async function seedTags(db: Kysely<DB>, envIds: Record<string, number>, now: Dat
     for (const t of DEMO_TAGS) {
       const { id } = await db
         .insertInto('tags')
-        .values({ ...t, environment_id: envId, tag_type: 6, custom_tag: 'tag', auto_tag: 0, cohort: 0, created_by: 'admin', created_at: ts, updated_at: ts })
+        .values({
+          ...t,
+          environment_id: envId,
+          tag_type: 6,
+          custom_tag: 'tag',
+          auto_tag: 0,
+          cohort: 0,
+          created_by: 'admin',
+          created_at: ts,
+          updated_at: ts,
+        })
         .returning('id')
         .executeTakeFirstOrThrow();
       const matches = nodes.filter((n) =>
-        t.name === 'servers' ? /-(web|db|api|cache|worker|build|bastion)-/.test(n.hostname)
-        : t.name === 'laptops' ? /-(laptop|desktop)-/.test(n.hostname)
-        : t.name === 'pci' ? envName === 'prod' && r() < 0.15
-        : r() < 0.01,
+        t.name === 'servers'
+          ? /-(web|db|api|cache|worker|build|bastion)-/.test(n.hostname)
+          : t.name === 'laptops'
+            ? /-(laptop|desktop)-/.test(n.hostname)
+            : t.name === 'pci'
+              ? envName === 'prod' && r() < 0.15
+              : r() < 0.01,
       );
       for (let i = 0; i < matches.length; i += 400) {
-        await db.insertInto('node_tags').values(matches.slice(i, i + 400).map((n) => ({ node_id: n.id, tag_id: id }))).execute();
+        await db
+          .insertInto('node_tags')
+          .values(matches.slice(i, i + 400).map((n) => ({ node_id: n.id, tag_id: id })))
+          .execute();
       }
     }
   }

@@ -3,7 +3,14 @@ import { mkdirSync, mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_CARVE_MAX_BYTES, DEFAULT_DETAIL_REFRESH_SECONDS, DEFAULT_TIMEOUTS, type Deps, type ServerConfig, type ServerTimeouts } from './context.js';
+import {
+  DEFAULT_CARVE_MAX_BYTES,
+  DEFAULT_DETAIL_REFRESH_SECONDS,
+  DEFAULT_TIMEOUTS,
+  type Deps,
+  type ServerConfig,
+  type ServerTimeouts,
+} from './context.js';
 import { isPostgresUrl, openSqlite, type Store } from './store/db.js';
 import { buildApp, type App } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
@@ -147,7 +154,8 @@ export function demoPassword(): string {
 }
 
 /** How the refusal tells the operator to fix a database open to other users. */
-const fixHint = (dbPath: string, dev: boolean | undefined) => (dev ? 'fleetctl server --dev' : `fleetctl server --db ${dbPath} --fix-permissions`);
+const fixHint = (dbPath: string, dev: boolean | undefined) =>
+  dev ? 'fleetctl server --dev' : `fleetctl server --db ${dbPath} --fix-permissions`;
 
 /** GET /metrics on a listener of its own, without authentication (--metrics-listen). */
 export async function listenMetrics(
@@ -174,7 +182,10 @@ export async function listenMetrics(
     server.listen(at.port, at.host, () => resolve());
   });
   const a = server.address();
-  return { server, url: `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${typeof a === 'object' && a ? a.port : at.port}/metrics` };
+  return {
+    server,
+    url: `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${typeof a === 'object' && a ? a.port : at.port}/metrics`,
+  };
 }
 
 /** The database opened, migrated and bootstrapped; what serving it needs next. */
@@ -214,16 +225,25 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
   let store: Store;
   // The server's own trouble (database down or full, a failing task): logged, counted, /healthz.
   // One voice for the server (issue 27): text lines (to `warn` when given, else stderr), or JSON lines under --log.
-  const log = serverLog({ json: !!opts.logJson, write: !opts.logJson && opts.warn ? (text) => opts.warn!(text.replace(/\n$/, '')) : undefined });
+  const log = serverLog({
+    json: !!opts.logJson,
+    write: !opts.logJson && opts.warn ? (text) => opts.warn!(text.replace(/\n$/, '')) : undefined,
+  });
   const warn = (line: string, event = 'warning') => log.event('warn', event, line);
-  const faults = new Faults((line, f) => log.event(f?.level ?? 'warn', f?.event ?? 'fault', line, f ? { ...f, event: undefined, level: undefined } : undefined));
+  const faults = new Faults((line, f) =>
+    log.event(f?.level ?? 'warn', f?.event ?? 'fault', line, f ? { ...f, event: undefined, level: undefined } : undefined),
+  );
   // The primary of --workers serves nothing: no process metrics (their event-loop monitor wakes it).
   const metrics = new Metrics({ processMetrics: serves });
   faults.onFault((where, kind) => metrics.fault(where, kind));
   try {
     if (postgres) {
       const { openPostgres } = await import('./store/postgres.js');
-      store = await openPostgres(dbPath, { pool: opts.dbPool, caFile: opts.dbCaFile, onError: (e) => void faults.report('database connection', e) });
+      store = await openPostgres(dbPath, {
+        pool: opts.dbPool,
+        caFile: opts.dbCaFile,
+        onError: (e) => void faults.report('database connection', e),
+      });
     } else {
       // File modes guard a local file; PostgreSQL guards its data with its own access rules.
       loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev && !seedInto));
@@ -265,34 +285,52 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       detailRefreshSeconds: opts.detailRefreshSeconds ?? DEFAULT_DETAIL_REFRESH_SECONDS,
       sinkDir: resolve(
         opts.sinkDir ??
-          (tempDir ? join(tempDir, 'sinks') : postgres ? (opts.defaultSinkDir ?? join(tmpdir(), 'fleetctl-sinks')) : join(dirname(resolve(dbPath)), 'sinks')),
+          (tempDir
+            ? join(tempDir, 'sinks')
+            : postgres
+              ? (opts.defaultSinkDir ?? join(tmpdir(), 'fleetctl-sinks'))
+              : join(dirname(resolve(dbPath)), 'sinks')),
       ),
     };
     // Only the server's user reaches the logs agents sent (issue 18).
     mkdirSync(config.sinkDir, { recursive: true, mode: 0o700 });
-    const deps = { db: store.db, dialect: store.dialect, now, config, faults, log, outOfSpace: store.outOfSpace, metrics, write: store.write, writeDb: store.writeDb } as Deps;
+    const deps = {
+      db: store.db,
+      dialect: store.dialect,
+      now,
+      config,
+      faults,
+      log,
+      outOfSpace: store.outOfSpace,
+      metrics,
+      write: store.write,
+      writeDb: store.writeDb,
+    } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 
     let demo: RunningServer['demo'];
-    if (!worker) await store.exclusive(async () => {
-      if (opts.dev) {
-        if (seedInto && (await userCount(store.db)) > 0) {
-          throw new ServerSetupError('--dev seeds a demo fleet into a database without users, and this one has users: start other replicas of it without --dev');
+    if (!worker)
+      await store.exclusive(async () => {
+        if (opts.dev) {
+          if (seedInto && (await userCount(store.db)) > 0) {
+            throw new ServerSetupError(
+              '--dev seeds a demo fleet into a database without users, and this one has users: start other replicas of it without --dev',
+            );
+          }
+          const password = opts.devPassword ?? demoPassword();
+          await createSuperAdmin(store.db, 'admin', password, now());
+          const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
+          await store.analyze();
+          demo = { ...summary, password };
+        } else if ((await userCount(store.db)) === 0) {
+          if (!opts.adminPassword) {
+            throw new ServerSetupError(
+              'new database has no users: give the first super-admin a password with --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD',
+            );
+          }
+          await createSuperAdmin(store.db, opts.adminUsername ?? 'admin', opts.adminPassword, now());
         }
-        const password = opts.devPassword ?? demoPassword();
-        await createSuperAdmin(store.db, 'admin', password, now());
-        const summary = await seedDemo(store.db, { now: now(), password, hostname: `${opts.host}:${opts.port}`, nodes: opts.devNodes });
-        await store.analyze();
-        demo = { ...summary, password };
-      } else if ((await userCount(store.db)) === 0) {
-        if (!opts.adminPassword) {
-          throw new ServerSetupError(
-            'new database has no users: give the first super-admin a password with --admin-password-stdin or FLEETCTL_ADMIN_PASSWORD',
-          );
-        }
-        await createSuperAdmin(store.db, opts.adminUsername ?? 'admin', opts.adminPassword, now());
-      }
-    });
+      });
 
     return { store, tempDir, ownsTemp, dbPath, deps, config, faults, metrics, demo, now };
   } catch (e) {
@@ -306,7 +344,14 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
  * For the primary of `--workers N` (server/cluster.ts): migrations and the one-time bootstrap,
  * before any worker opens the database. The temporary directory of --dev stays until `close`.
  */
-export async function bootstrapDatabase(opts: ServerOptions): Promise<{ demo?: RunningServer['demo']; tempDir?: string; dbPath: string; store: Store; closeStore(): Promise<void>; close(): Promise<void> }> {
+export async function bootstrapDatabase(opts: ServerOptions): Promise<{
+  demo?: RunningServer['demo'];
+  tempDir?: string;
+  dbPath: string;
+  store: Store;
+  closeStore(): Promise<void>;
+  close(): Promise<void>;
+}> {
   const o = await openAndBootstrap({ ...opts, worker: undefined }, false);
   let closing: Promise<void> | undefined;
   // The primary needs the database only to bootstrap and print the banner: closed then, so it
@@ -348,7 +393,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const purger = new SessionPurger(adminDeps);
     const cleanup = new ExpiredCleanup(adminDeps);
     const reportPurger = new ReportPurger(adminDeps);
-    const app = await buildApp(adminDeps, { https, lifecycle, denials, trustProxy: opts.trustProxy, maxInFlight: opts.adminMaxInFlight ?? 256 });
+    const app = await buildApp(adminDeps, {
+      https,
+      lifecycle,
+      denials,
+      trustProxy: opts.trustProxy,
+      maxInFlight: opts.adminMaxInFlight ?? 256,
+    });
     const address = await app.listen({ host: opts.host, port: opts.port });
     denials.start();
     purger.start();
@@ -365,15 +416,23 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     delivery.start();
     const agentUrl = opts.agentUrl ? parseAgentUrl(opts.agentUrl) : undefined;
     const agent = opts.agent
-      ? await openAgentDoor(deps, { ...opts.agent, agentHost: agentUrl?.host, selfSignedDir: tempDir, denials, spool, delivery }).catch(async (e) => {
-          await delivery.stop(0);
-          await app.close();
-          throw e;
-        })
+      ? await openAgentDoor(deps, { ...opts.agent, agentHost: agentUrl?.host, selfSignedDir: tempDir, denials, spool, delivery }).catch(
+          async (e) => {
+            await delivery.stop(0);
+            await app.close();
+            throw e;
+          },
+        )
       : undefined;
     let metricsServer: HttpServer | undefined;
     let metricsUrl: string | undefined;
-    if (opts.metricsListen) ({ server: metricsServer, url: metricsUrl } = await listenMetrics(opts.metricsListen, () => metrics.text(), metrics.contentType, (e) => faults.report('metrics', e)));
+    if (opts.metricsListen)
+      ({ server: metricsServer, url: metricsUrl } = await listenMetrics(
+        opts.metricsListen,
+        () => metrics.text(),
+        metrics.contentType,
+        (e) => faults.report('metrics', e),
+      ));
     // The agent door's public identity (issue 27): osquery's --tls_hostname is --agent-url's
     // NAME[:PORT], else the agent listener's address (the command refuses a bind-all address
     // without --agent-url); without an agent door, the admin address (osctrl: the TLS service).
@@ -391,18 +450,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // each run one, and their deletes of the same old rows are harmless).
     const retention = once ? new RetentionPurger(adminDeps, (line) => deps.log.event('info', 'retention', line)) : undefined;
     retention?.start();
-    if (once) await store.exclusive(async () => {
-      for (const name of opts.createEnvs ?? []) {
-        const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
-        if (!exists) {
-          await createEnvironment(store.db, name, { hostname: identity.hostname, certificate: identity.certificate, now: now(), enrollWindowSeconds: deps.config.enrollWindowSeconds });
+    if (once)
+      await store.exclusive(async () => {
+        for (const name of opts.createEnvs ?? []) {
+          const exists = await store.db.selectFrom('environments').select('id').where('name', '=', name).executeTakeFirst();
+          if (!exists) {
+            await createEnvironment(store.db, name, {
+              hostname: identity.hostname,
+              certificate: identity.certificate,
+              now: now(),
+              enrollWindowSeconds: deps.config.enrollWindowSeconds,
+            });
+          }
         }
-      }
-      // Environments that follow the server take its name and anchor (a restart with a renewed
-      // certificate or a new --agent-url is picked up here). Without an agent door there is
-      // nothing to follow.
-      if (agent) await followServer(store.db, identity, now());
-    });
+        // Environments that follow the server take its name and anchor (a restart with a renewed
+        // certificate or a new --agent-url is picked up here). Without an agent door there is
+        // nothing to follow.
+        if (agent) await followServer(store.db, identity, now());
+      });
     const reloadAgentTls = async (): Promise<string> => {
       if (!agent) return 'SIGHUP: no agent listener, nothing to reload';
       const before = agent.tls;
@@ -418,7 +483,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const same = before.leaf.fingerprint256 === tls.leaf.fingerprint256;
       return (
         `SIGHUP: agent certificate ${same ? 'unchanged' : 'reloaded'} (serial ${tls.leaf.serial}, valid until ${tls.leaf.validTo}); ` +
-        (before.anchorPem === tls.anchorPem ? 'trust anchor unchanged' : `trust anchor changed: ${changed.certificates} environment(s) now hand it out`)
+        (before.anchorPem === tls.anchorPem
+          ? 'trust anchor unchanged'
+          : `trust anchor changed: ${changed.certificates} environment(s) now hand it out`)
       );
     };
     return {

@@ -28,12 +28,17 @@ let metricsUrl: string;
 let stall: Server;
 const held: ServerResponse[] = [];
 
-const post = (ep: string, body: unknown, o: { raw?: Buffer; headers?: Record<string, string> } = {}) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca, ...o });
+const post = (ep: string, body: unknown, o: { raw?: Buffer; headers?: Record<string, string> } = {}) =>
+  agentPost(flags.hostname, flags.endpoint[ep], body, { ca, ...o });
 const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
 
 async function enroll() {
   const uuid = randomUUID();
-  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `ops-${uuid.slice(0, 8)}`) });
+  const r = await post('enroll', {
+    enroll_secret: secret,
+    host_identifier: uuid,
+    host_details: hostDetails(uuid, `ops-${uuid.slice(0, 8)}`),
+  });
   return { uuid, key: r.body.node_key as string };
 }
 
@@ -41,7 +46,9 @@ async function enroll() {
 function stalledUpload(path: string): { socket: TLSSocket; answer: Promise<string> } {
   const [host, port] = [flags.hostname.replace(/:\d+$/, ''), Number(/:(\d+)$/.exec(flags.hostname)![1])];
   const socket = connect({ host, port, ca, servername: 'localhost' });
-  socket.write(`POST ${path} HTTP/1.1\r\nHost: ${flags.hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"node_key":`);
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: ${flags.hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"node_key":`,
+  );
   let text = '';
   socket.on('data', (d: Buffer) => (text += d.toString()));
   socket.on('error', () => undefined);
@@ -62,10 +69,32 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => stall.listen(0, '127.0.0.1', r));
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
+    [
+      '--db',
+      join(dir, 'fleet.db'),
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      certFile,
+      '--agent-tls-key',
+      keyFile,
       // One process: the in-flight bound is per server process (two stalled uploads must meet in one).
-      '--sink-dir', dir, '--log', '--metrics-listen', '127.0.0.1:0', '--agent-max-in-flight', '2', '--shutdown-grace', '1', '--workers', '1',
-      '--sink-backlog-size', '40M'],
+      '--sink-dir',
+      dir,
+      '--log',
+      '--metrics-listen',
+      '127.0.0.1:0',
+      '--agent-max-in-flight',
+      '2',
+      '--shutdown-grace',
+      '1',
+      '--workers',
+      '1',
+      '--sink-backlog-size',
+      '40M',
+    ],
     { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
   );
   metricsUrl = await eventually(async () => /Prometheus metrics at (http:\/\/[^\s"]+)/.exec(server.output())?.[1], 'the metrics address');
@@ -107,7 +136,11 @@ describe('the agent door as a service', () => {
     const n = await enroll();
     expect((await post('config', { node_key: n.key })).status).toBe(200);
     const line = await eventually(
-      async () => server.output().split('\n').find((l) => l.includes('"door":"agent"') && l.includes(n.uuid) && l.includes('"endpoint":"config"')),
+      async () =>
+        server
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"door":"agent"') && l.includes(n.uuid) && l.includes('"endpoint":"config"')),
       'the request line',
     );
     expect(JSON.parse(line)).toMatchObject({ door: 'agent', endpoint: 'config', status: 200, node: n.uuid });
@@ -121,15 +154,32 @@ describe('the agent door as a service', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
-    for (const name of ['fleetctl_http_requests_total', 'fleetctl_http_request_duration_seconds_bucket', 'fleetctl_agent_in_flight', 'fleetctl_http_shed_total', 'fleetctl_sink_backlog_bytes', 'fleetctl_sink_delivered_total', 'fleetctl_log_dropped_total', 'fleetctl_agent_node_invalid_total', 'fleetctl_faults_total', 'fleetctl_process_resident_memory_bytes']) {
+    for (const name of [
+      'fleetctl_http_requests_total',
+      'fleetctl_http_request_duration_seconds_bucket',
+      'fleetctl_agent_in_flight',
+      'fleetctl_http_shed_total',
+      'fleetctl_sink_backlog_bytes',
+      'fleetctl_sink_delivered_total',
+      'fleetctl_log_dropped_total',
+      'fleetctl_agent_node_invalid_total',
+      'fleetctl_faults_total',
+      'fleetctl_process_resident_memory_bytes',
+    ]) {
       expect(text, name).toContain(`# TYPE ${name.replace(/_bucket$/, '')} `);
     }
     expect(text).toMatch(/fleetctl_http_requests_total\{door="agent",endpoint="config",status="200"\} [1-9]/);
     expect(await (await fetch(metricsUrl)).text()).toContain('fleetctl_http_requests_total');
   });
 
-  it('a log flood into a sink that stalls: batches are spooled one big body at a time, memory stays bounded, the sink\'s backlog stays within its bound, other agents are served', async () => {
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'stalls', type: 'http', source: 'result', environment_id: 0, config: { url: `http://127.0.0.1:${(stall.address() as { port: number }).port}/` } });
+  it("a log flood into a sink that stalls: batches are spooled one big body at a time, memory stays bounded, the sink's backlog stays within its bound, other agents are served", async () => {
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      name: 'stalls',
+      type: 'http',
+      source: 'result',
+      environment_id: 0,
+      config: { url: `http://127.0.0.1:${(stall.address() as { port: number }).port}/` },
+    });
     expect(sink.status).toBe(200);
     const flooder = await enroll();
     const other = await enroll();
@@ -156,7 +206,7 @@ describe('the agent door as a service', () => {
       const dropped = Number(/fleetctl_log_dropped_total\{sink="stalls",reason="backlog_bytes"\} (\d+)/.exec(m)?.[1] ?? 0);
       const backlog = Number(/fleetctl_sink_backlog_bytes\{sink="stalls",environment="global"\} (\d+)/.exec(m)?.[1] ?? 0);
       return dropped > 0 && backlog > 0 && backlog <= 40 * 1024 * 1024 ? m : undefined;
-    }, 'the stalled sink\'s backlog held to its bound');
+    }, "the stalled sink's backlog held to its bound");
     expect(metrics).toContain('fleetctl_sink_backlog_entries{sink="stalls",environment="global"}');
     expect((await api('DELETE', `/api/v1/log-sinks/${sink.body.id}`)).status).toBe(200);
   });
@@ -171,7 +221,10 @@ describe('the agent door as a service', () => {
     server.proc.kill('SIGTERM');
     // From the first moment of the drain the load balancer hears "not me" (never 200 again).
     await eventually(async () => (/Shutting down/.test(server.output()) ? true : undefined), 'the drain to start');
-    const during = await fetch(`${server.url}/healthz`).then((r) => r.status, () => 'refused');
+    const during = await fetch(`${server.url}/healthz`).then(
+      (r) => r.status,
+      () => 'refused',
+    );
     expect(during).not.toBe(200);
     const answer = await s.answer;
     expect(answer).toMatch(/^HTTP\/1\.1 503/);

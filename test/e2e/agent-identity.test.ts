@@ -48,11 +48,22 @@ async function start(args: string[]): Promise<{ s: ServerProcess; agentPort: num
 function enrollOver(port: number, servername: string, ca: string, path: string, body: unknown): Promise<{ status: number; body: any }> {
   const data = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', servername, ca, headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        servername,
+        ca,
+        headers: { 'content-type': 'application/json', 'content-length': data.length },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
     req.once('error', reject);
     req.end(data);
   });
@@ -73,15 +84,29 @@ describe('a server behind a name, with a private CA', () => {
     copyFileSync(leaf.keyFile, keyFile());
     writeFileSync(caFile(), readFileSync(pki.intFile, 'utf8') + pki.rootPem);
     ({ s, agentPort } = await start([
-      '--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-url', 'https://fleet.test:8443',
-      '--agent-tls-cert', certFile(), '--agent-tls-key', keyFile(), '--agent-ca', caFile(),
+      '--db',
+      join(dir, 'fleet.db'),
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-url',
+      'https://fleet.test:8443',
+      '--agent-tls-cert',
+      certFile(),
+      '--agent-tls-key',
+      keyFile(),
+      '--agent-ca',
+      caFile(),
     ]));
     cli = newCli();
     await cli.login(s.url, 'admin', 'prod', PASSWORD);
   });
 
   it('says where agents connect and what they trust; serves the leaf and the intermediate', async () => {
-    expect(s.output()).toContain('Agents connect to fleet.test:8443 (--tls_hostname) and trust the root CN=fleetctl test root CA (--agent-ca)');
+    expect(s.output()).toContain(
+      'Agents connect to fleet.test:8443 (--tls_hostname) and trust the root CN=fleetctl test root CA (--agent-ca)',
+    );
     const chain = await presentedChain('127.0.0.1', agentPort, 'fleet.test');
     expect(chain.subjects).toEqual(['fleet.test', 'fleetctl test intermediate CA']);
   });
@@ -101,7 +126,11 @@ describe('a server behind a name, with a private CA', () => {
     const flags = parseFlags((await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout);
     const secret = (await cli.run(['enroll', 'show', 'prod', 'secret'])).stdout.trim();
     const id = randomUUID();
-    const r = await enrollOver(agentPort, 'fleet.test', pki.rootPem, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: id, host_details: hostDetails(id, 'web-1') });
+    const r = await enrollOver(agentPort, 'fleet.test', pki.rootPem, flags.endpoint.enroll, {
+      enroll_secret: secret,
+      host_identifier: id,
+      host_details: hostDetails(id, 'web-1'),
+    });
     expect(r).toMatchObject({ status: 200, body: { node_invalid: false } });
   });
 
@@ -110,7 +139,11 @@ describe('a server behind a name, with a private CA', () => {
     copyFileSync(renewed.certFile, certFile());
     copyFileSync(renewed.keyFile, keyFile());
     s.proc.kill('SIGHUP');
-    await waitFor(s, new RegExp(`SIGHUP: agent certificate reloaded \\(serial ${renewed.serial}, valid until [^)]+\\); trust anchor unchanged`, 'i'), 'the reload line');
+    await waitFor(
+      s,
+      new RegExp(`SIGHUP: agent certificate reloaded \\(serial ${renewed.serial}, valid until [^)]+\\); trust anchor unchanged`, 'i'),
+      'the reload line',
+    );
     const chain = await presentedChain('127.0.0.1', agentPort, 'fleet.test');
     expect(chain.serials[0]).toBe(renewed.serial);
     expect((await cli.run(['enroll', 'show', 'prod', 'cert'])).stdout).toBe(pki.rootPem);
@@ -121,7 +154,11 @@ describe('a server behind a name, with a private CA', () => {
     const other = pki.leaf('leaf3', ['fleet.test']);
     copyFileSync(other.certFile, certFile()); // the key file is still leaf2's
     s.proc.kill('SIGHUP');
-    await waitFor(s, /SIGHUP: the agent certificate was not reloaded, the current one stays in use: --agent-tls-key \S+ is not the key of the first certificate/, 'the refusal');
+    await waitFor(
+      s,
+      /SIGHUP: the agent certificate was not reloaded, the current one stays in use: --agent-tls-key \S+ is not the key of the first certificate/,
+      'the refusal',
+    );
     expect((await presentedChain('127.0.0.1', agentPort, 'fleet.test')).serials[0]).toBe(before);
     copyFileSync(other.keyFile, keyFile());
   });
@@ -153,7 +190,18 @@ describe('a server behind a name, with a private CA', () => {
 describe('refusals and warnings at start, in one line', () => {
   it('an agent listener on every address without --agent-url: exit 2, saying what to add', async () => {
     const leaf = pki.leaf('any', ['fleet.test']);
-    const r = await newCli().run(['server', '--dev', '--listen', '127.0.0.1:0', '--agent-listen', '0.0.0.0:8443', '--agent-tls-cert', leaf.chainFile, '--agent-tls-key', leaf.keyFile]);
+    const r = await newCli().run([
+      'server',
+      '--dev',
+      '--listen',
+      '127.0.0.1:0',
+      '--agent-listen',
+      '0.0.0.0:8443',
+      '--agent-tls-cert',
+      leaf.chainFile,
+      '--agent-tls-key',
+      leaf.keyFile,
+    ]);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toBe(
       'error: the agent listener binds every address (0.0.0.0:8443), which agents cannot connect to: add --agent-url https://NAME:8443 (the name agents reach this server by, in its certificate)\n',
@@ -166,17 +214,36 @@ describe('refusals and warnings at start, in one line', () => {
     const base = ['server', '--dev', '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0', '--agent-tls-key', leaf.keyFile];
     const wrongName = await newCli().run([...base, '--agent-tls-cert', leaf.chainFile, '--agent-url', 'https://elsewhere.test']);
     expect(wrongName.exitCode).toBe(1);
-    expect(wrongName.stderr).toBe('error: the agent certificate is not valid for elsewhere.test (--agent-url): its names are DNS:fleet.test; agents would refuse it\n');
+    expect(wrongName.stderr).toBe(
+      'error: the agent certificate is not valid for elsewhere.test (--agent-url): its names are DNS:fleet.test; agents would refuse it\n',
+    );
     const wrongCa = await newCli().run([...base, '--agent-tls-cert', leaf.chainFile, '--agent-ca', other.rootFile]);
     expect(wrongCa.exitCode).toBe(1);
-    expect(wrongCa.stderr).toMatch(/^error: --agent-ca \S+ does not anchor --agent-tls-cert: nothing in either file issued CN=fleetctl test intermediate CA .*\n$/);
+    expect(wrongCa.stderr).toMatch(
+      /^error: --agent-ca \S+ does not anchor --agent-tls-cert: nothing in either file issued CN=fleetctl test intermediate CA .*\n$/,
+    );
   });
 
   it('a CA-issued certificate without an anchor: a warning, and agents pinned to nothing; --agent-ca system: no warning', async () => {
     const leaf = pki.leaf('noanchor', ['fleet.test']);
-    const args = ['--db', join(dir, 'noanchor.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-url', 'https://fleet.test', '--agent-tls-cert', leaf.chainFile, '--agent-tls-key', leaf.keyFile];
+    const args = [
+      '--db',
+      join(dir, 'noanchor.db'),
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-url',
+      'https://fleet.test',
+      '--agent-tls-cert',
+      leaf.chainFile,
+      '--agent-tls-key',
+      leaf.keyFile,
+    ];
     const { s } = await start(args);
-    expect(s.output()).toMatch(/^warning: the agent certificate is issued by CN=fleetctl test root CA and no trust anchor was given: agents are handed no certificate .*--agent-ca ROOT\.pem, for a public one --agent-ca system/m);
+    expect(s.output()).toMatch(
+      /^warning: the agent certificate is issued by CN=fleetctl test root CA and no trust anchor was given: agents are handed no certificate .*--agent-ca ROOT\.pem, for a public one --agent-ca system/m,
+    );
     const cli = newCli();
     await cli.login(s.url, 'admin', 'prod', PASSWORD);
     const flags = (await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout;
@@ -193,13 +260,28 @@ describe('refusals and warnings at start, in one line', () => {
     const leaf = pki.leaf('withroot', ['fleet.test']);
     const full = join(dir, 'full-chain.pem');
     writeFileSync(full, readFileSync(leaf.chainFile, 'utf8') + pki.rootPem);
-    const { s } = await start(['--db', join(dir, 'full.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-url', 'https://fleet.test', '--agent-tls-cert', full, '--agent-tls-key', leaf.keyFile]);
+    const { s } = await start([
+      '--db',
+      join(dir, 'full.db'),
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-url',
+      'https://fleet.test',
+      '--agent-tls-cert',
+      full,
+      '--agent-tls-key',
+      leaf.keyFile,
+    ]);
     expect(s.output()).toContain('trust the root CN=fleetctl test root CA (the last certificate of --agent-tls-cert)');
     const cli = newCli();
     await cli.login(s.url, 'admin', 'prod', PASSWORD);
     expect((await cli.run(['enroll', 'show', 'prod', 'cert'])).stdout).toBe(pki.rootPem);
     // The root is not served: agents have it.
-    expect((await presentedChain('127.0.0.1', Number(/listening on https:\/\/[^:]+:(\d+)/.exec(s.output())![1]), 'fleet.test')).subjects).toEqual(['fleet.test', 'fleetctl test intermediate CA']);
+    expect(
+      (await presentedChain('127.0.0.1', Number(/listening on https:\/\/[^:]+:(\d+)/.exec(s.output())![1]), 'fleet.test')).subjects,
+    ).toEqual(['fleet.test', 'fleetctl test intermediate CA']);
     await s.stop();
   });
 });

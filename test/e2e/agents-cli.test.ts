@@ -40,9 +40,43 @@ beforeAll(async () => {
   carvesDir = join(dir, 'sent');
   const key = join(dir, 'agent.key');
   const cert = join(dir, 'agent.crt');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key],
+    [
+      '--db',
+      join(dir, 'fleet.db'),
+      '--admin-password-stdin',
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      cert,
+      '--agent-tls-key',
+      key,
+    ],
     { input: PASSWORD },
   );
   cli = new Cli();
@@ -55,8 +89,27 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'prod.secret'), secret.stdout);
   agents = execa(
     'node',
-    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', cert, '--count', String(AGENTS),
-      '--distributed-interval', '500ms', '--log-interval', '500ms', '--record-carves', carvesDir, '--duration', '5m'],
+    [
+      BIN,
+      'dev',
+      'agents',
+      '--flags',
+      join(dir, 'prod.flags'),
+      '--secret-file',
+      join(dir, 'prod.secret'),
+      '--certs',
+      cert,
+      '--count',
+      String(AGENTS),
+      '--distributed-interval',
+      '500ms',
+      '--log-interval',
+      '500ms',
+      '--record-carves',
+      carvesDir,
+      '--duration',
+      '5m',
+    ],
     { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
   );
   agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
@@ -102,7 +155,7 @@ describe('simulated agents against fleetctl server (not --dev)', () => {
     expect(r.stderr).toContain(`error: ${AGENTS} of ${AGENTS} answered with an error`);
   });
 
-  it('the simulator refuses the generic flags\' certificate placeholder with a hint (exit 2)', async () => {
+  it("the simulator refuses the generic flags' certificate placeholder with a hint (exit 2)", async () => {
     const r = await cli.run(['dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret')]);
     expect(readFileSync(join(dir, 'prod.flags'), 'utf8')).toMatch(/--tls_server_certs=__CERT_FILE__/);
     expect(r.exitCode).toBe(2);
@@ -157,10 +210,23 @@ describe('fleetctl server --dev --dev-agents N', () => {
   it('gives the demo fleet live agents: they enroll in prod over the dev agent door, tagged live-agents; the demo sinks deliver without errors', async () => {
     // The demo's file sinks write here (--dev alone puts them in its temporary directory).
     const sinkDir = mkdtempSync(join(tmpdir(), 'fleetctl-dev-sinks-'));
-    const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '30', '--dev-agents', '2', '--sink-dir', sinkDir]);
+    const dev = await startServerProcess([
+      '--dev',
+      '--dev-password',
+      DEV_PASSWORD,
+      '--dev-nodes',
+      '30',
+      '--dev-agents',
+      '2',
+      '--sink-dir',
+      sinkDir,
+    ]);
     const c = new Cli();
     try {
-      await until(() => /Simulated agents: 2 of 2 enrolled in prod over https:\/\/127\.0\.0\.1:\d+, tagged live-agents/.test(dev.output()), 'the simulated agents line');
+      await until(
+        () => /Simulated agents: 2 of 2 enrolled in prod over https:\/\/127\.0\.0\.1:\d+, tagged live-agents/.test(dev.output()),
+        'the simulated agents line',
+      );
       await c.login(dev.url);
       const expected = [syntheticHost('dev-prod', 0), syntheticHost('dev-prod', 1)];
       await until(async () => {
@@ -186,9 +252,16 @@ describe('fleetctl server --dev --dev-agents N', () => {
       await until(() => uuids.every((u) => from('prod-status.log').has(u)), 'the status logs of both agents in prod-status-file');
       await until(() => uuids.every((u) => from('prod-queries.log').has(u)), 'the answers of both agents in prod-queries-file');
       // What a sink that cannot deliver writes: "log sink NAME dropped N entries: ..." (severity error), once a minute.
-      const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as { line: string; severity: number }[];
+      const sinkRows = JSON.parse((await c.run(['audit', 'list', '-q', 'log sink', '--all', '--json'])).stdout) as {
+        line: string;
+        severity: number;
+      }[];
       expect(sinkRows.filter((p) => p.severity > 1 || /dropped|fail/.test(p.line)).map((p) => p.line)).toEqual([]);
-      const enabled = JSON.parse((await c.run(['sinks', 'list', 'prod', '-o', 'json'])).stdout) as { name: string; type: string; enabled: boolean }[];
+      const enabled = JSON.parse((await c.run(['sinks', 'list', 'prod', '-o', 'json'])).stdout) as {
+        name: string;
+        type: string;
+        enabled: boolean;
+      }[];
       expect(enabled.filter((s) => s.enabled).every((s) => s.type === 'file')).toBe(true);
     } finally {
       c.cleanup();
@@ -197,7 +270,7 @@ describe('fleetctl server --dev --dev-agents N', () => {
     }
   });
 
-  it('--dev puts the agent listener on --listen\'s port + 1 and says so; a busy one is named in the error', async () => {
+  it("--dev puts the agent listener on --listen's port + 1 and says so; a busy one is named in the error", async () => {
     const port = await freePortPair();
     const dev = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '3', '--listen', `127.0.0.1:${port}`]);
     try {
@@ -211,9 +284,15 @@ describe('fleetctl server --dev --dev-agents N', () => {
     const other = await freePortPair();
     await new Promise<void>((r) => busy.listen(other + 1, '127.0.0.1', r));
     try {
-      const r = await execa('node', [BIN, 'server', '--dev', '--dev-nodes', '3', '--listen', `127.0.0.1:${other}`], { reject: false, stdin: 'ignore', timeout: 60_000 });
+      const r = await execa('node', [BIN, 'server', '--dev', '--dev-nodes', '3', '--listen', `127.0.0.1:${other}`], {
+        reject: false,
+        stdin: 'ignore',
+        timeout: 60_000,
+      });
       expect(r.exitCode).toBe(7);
-      expect(r.stderr).toContain(`address 127.0.0.1:${other + 1} of the agent listener is already in use (--dev's default: --listen's port + 1): choose another with --agent-listen`);
+      expect(r.stderr).toContain(
+        `address 127.0.0.1:${other + 1} of the agent listener is already in use (--dev's default: --listen's port + 1): choose another with --agent-listen`,
+      );
     } finally {
       busy.close();
     }

@@ -41,13 +41,34 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--create-env', 'staging', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
+  serverArgs = [
+    '--db',
+    join(dir, 'fleet.db'),
+    '--create-env',
+    'prod',
+    '--create-env',
+    'staging',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+  ];
   server = await startServerProcess(serverArgs, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   secret = (await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data;
   sinkFile = join(dir, 'status.jsonl');
-  const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: 'status.jsonl' } });
+  const sink = await api('POST', '/api/v1/log-sinks', {
+    name: 'status-file',
+    type: 'file',
+    source: 'status',
+    environment_id: 0,
+    config: { path: 'status.jsonl' },
+  });
   expect(sink.status).toBe(200);
 });
 
@@ -91,14 +112,22 @@ describe('enroll and check-in', () => {
 
   it('enrolls arriving together are each answered with their own key (grouped in one transaction); a re-enroll re-keys the same node', async () => {
     const uuids = Array.from({ length: 30 }, () => randomUUID());
-    const answers = await Promise.all(uuids.map((uuid) => post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `group-${uuid.slice(0, 8)}`) })));
+    const answers = await Promise.all(
+      uuids.map((uuid) =>
+        post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `group-${uuid.slice(0, 8)}`) }),
+      ),
+    );
     const keys = answers.map((a) => a.body.node_key as string);
     expect(new Set(keys).size).toBe(30);
     // Each key is known at once (the config fetch right after the enroll, as osquery does).
     const configs = await Promise.all(keys.map((node_key) => post('config', { node_key })));
     expect(configs.every((c) => c.status === 200 && c.body.node_invalid === false)).toBe(true);
     const first = (await api('GET', `/api/v1/nodes/prod/node/${uuids[0]}`)).body;
-    const again = await post('enroll', { enroll_secret: secret, host_identifier: uuids[0], host_details: hostDetails(uuids[0], 'renamed-host') });
+    const again = await post('enroll', {
+      enroll_secret: secret,
+      host_identifier: uuids[0],
+      host_details: hostDetails(uuids[0], 'renamed-host'),
+    });
     expect(again.body.node_invalid).toBe(false);
     expect(again.body.node_key).not.toBe(keys[0]);
     expect((await post('config', { node_key: keys[0] })).body).toEqual({ node_invalid: true });
@@ -113,7 +142,12 @@ describe('enroll and check-in', () => {
     const n = await enroll();
     const staging = (await api('GET', '/api/v1/environments/staging')).body;
     const stagingSecret = (await api('GET', '/api/v1/environments/staging/enroll/secret')).body.data;
-    const r = await agentPost(flags.hostname, `/${staging.uuid}/${staging.enroll_path}`, { enroll_secret: stagingSecret, host_identifier: n.uuid, host_details: hostDetails(n.uuid, 'moved') }, { ca });
+    const r = await agentPost(
+      flags.hostname,
+      `/${staging.uuid}/${staging.enroll_path}`,
+      { enroll_secret: stagingSecret, host_identifier: n.uuid, host_details: hostDetails(n.uuid, 'moved') },
+      { ca },
+    );
     expect(r.body).toEqual({ node_invalid: true });
     expect((await post('config', { node_key: n.nodeKey })).body.node_invalid).toBe(false);
     expect((await api('GET', `/api/v1/nodes/prod/node/${n.uuid}`)).body.hostname).toBe(n.hostname);
@@ -124,7 +158,11 @@ describe('health follows the configuration', () => {
   it('a node that enrolled before its first config (config_valid "0", as osquery does) is healthy once it fetched one', async () => {
     const uuid = randomUUID();
     const details = hostDetails(uuid, `fresh-${uuid.slice(0, 8)}`);
-    const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: { ...details, osquery_info: { ...details.osquery_info, config_valid: '0' } } });
+    const r = await post('enroll', {
+      enroll_secret: secret,
+      host_identifier: uuid,
+      host_details: { ...details, osquery_info: { ...details.osquery_info, config_valid: '0' } },
+    });
     const fresh = (await api('GET', `/api/v1/nodes/prod/node/${uuid}`)).body;
     expect(fresh.health.signals).toContain('config_invalid');
     expect((await post('config', { node_key: r.body.node_key })).status).toBe(200);
@@ -146,7 +184,11 @@ describe('logs', () => {
       if (!existsSync(sinkFile)) return undefined;
       // Only whole lines: the sink may be appending while we read.
       const text = readFileSync(sinkFile, 'utf8');
-      const rows = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const rows = text
+        .slice(0, text.lastIndexOf('\n') + 1)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       return rows.find((x) => x.entry?.message === line.message);
     }, 'the status line in the file sink');
     expect(found).toMatchObject({ environment: 'prod', node_uuid: n.uuid, log_type: 'status' });
@@ -160,17 +202,32 @@ describe('logs', () => {
 
 describe('file sinks: confined, 0600, rotated by size, bytes_sent exact (issue 18)', () => {
   it('a result sink of max_size_mb 1 rotates into PATH.1; every file 0600; bytes_sent is the bytes written', async () => {
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'rotating', type: 'file', source: 'result', environment_id: 0, config: { path: 'rot/results.jsonl', max_size_mb: 1, max_files: 2 } });
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      name: 'rotating',
+      type: 'file',
+      source: 'result',
+      environment_id: 0,
+      config: { path: 'rot/results.jsonl', max_size_mb: 1, max_files: 2 },
+    });
     expect(sink.status).toBe(200);
     const n = await enroll();
     const marker = randomUUID();
     // 12 batches of ~200 KB: 2.4 MB through a 1 MB file.
     for (let i = 0; i < 12; i++) {
-      const r = await post('log', { node_key: n.nodeKey, log_type: 'result', data: Array.from({ length: 20 }, (_, j) => ({ name: 'pack_rot', marker, i, j, pad: 'p'.repeat(10_000) })) }, { gzip: true });
+      const r = await post(
+        'log',
+        {
+          node_key: n.nodeKey,
+          log_type: 'result',
+          data: Array.from({ length: 20 }, (_, j) => ({ name: 'pack_rot', marker, i, j, pad: 'p'.repeat(10_000) })),
+        },
+        { gzip: true },
+      );
       expect(r.status).toBe(200);
     }
     const file = join(dir, 'rot', 'results.jsonl');
-    const lines = () => [file, `${file}.1`, `${file}.2`].filter(existsSync).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean));
+    const lines = () =>
+      [file, `${file}.1`, `${file}.2`].filter(existsSync).flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean));
     await eventually(async () => (lines().filter((l) => l.includes(marker)).length === 240 ? true : undefined), 'all 240 entries written');
     expect(existsSync(`${file}.1`)).toBe(true);
     for (const f of [file, `${file}.1`, `${file}.2`].filter(existsSync)) {
@@ -188,7 +245,13 @@ describe('file sinks: confined, 0600, rotated by size, bytes_sent exact (issue 1
 
   it.skipIf(!undeliverable)('a sink type this server cannot deliver is refused (400, one line), never accepted and dropped', async () => {
     const before = (await api('GET', '/api/v1/log-sinks')).body.length;
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'to-nowhere', type: undeliverable, source: 'status', environment_id: 0, config: {} });
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      name: 'to-nowhere',
+      type: undeliverable,
+      source: 'status',
+      environment_id: 0,
+      config: {},
+    });
     expect(sink.status).toBe(400);
     expect(sink.body.error).toBe(`sink type ${undeliverable} is not supported by this server (supported: ${deliveredTypes().join(', ')})`);
     expect((await api('GET', '/api/v1/log-sinks')).body.length).toBe(before);
@@ -231,7 +294,9 @@ describe('live queries and carves', () => {
     const read = await post('read', { node_key: n.nodeKey });
     expect(read.body.queries).toEqual({ [name]: 'SELECT * FROM os_version;' });
     const rows = [{ name: 'Ubuntu', version: '22.04' }];
-    expect((await post('write', { node_key: n.nodeKey, queries: { [name]: rows }, statuses: { [name]: 0 } })).body).toEqual({ node_invalid: false });
+    expect((await post('write', { node_key: n.nodeKey, queries: { [name]: rows }, statuses: { [name]: 0 } })).body).toEqual({
+      node_invalid: false,
+    });
     expect((await post('read', { node_key: n.nodeKey })).body.queries).toEqual({});
     const results = await api('GET', `/api/v1/queries/prod/results/${name}`);
     expect(results.body).toMatchObject({ expected: 1, answered: 1, query_status: 'COMPLETED', total_items: 1 });
@@ -251,10 +316,22 @@ describe('live queries and carves', () => {
     const content = randomBytes(2500);
     const blockSize = 1000;
     const blocks = [0, 1, 2].map((i) => content.subarray(i * blockSize, (i + 1) * blockSize));
-    const s = await post('carveStart', { node_key: n.nodeKey, block_count: 3, block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
+    const s = await post('carveStart', {
+      node_key: n.nodeKey,
+      block_count: 3,
+      block_size: blockSize,
+      carve_size: content.length,
+      carve_id: randomUUID(),
+      request_id: name,
+    });
     expect(s.body.session_id).toMatch(/^[0-9a-f]{32}$/);
     for (const i of [2, 0, 1]) {
-      const b = await post('carveBlock', { block_id: i, session_id: s.body.session_id, request_id: name, data: blocks[i].toString('base64') });
+      const b = await post('carveBlock', {
+        block_id: i,
+        session_id: s.body.session_id,
+        request_id: name,
+        data: blocks[i].toString('base64'),
+      });
       expect(b.body).toEqual({ success: true });
     }
     const res = await fetch(`${server.url}/api/v1/carves/prod/archive/${name}`, { headers: { authorization: `Bearer ${token}` } });
@@ -277,12 +354,29 @@ describe("carves run's default wait follows the targets' cadence (issue 26)", ()
       const n = await enroll(); // its flags say 200 s
       // Lowered, and the node has not fetched its configuration since: it still polls every 200 s.
       expect((await cli.run(['env', 'intervals', 'prod', '--query', '5'])).exitCode).toBe(0);
-      const run = execa('node', [BIN, 'carves', 'run', '/etc/hosts', '--target', n.uuid], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, stdin: 'ignore' });
+      const run = execa('node', [BIN, 'carves', 'run', '/etc/hosts', '--target', n.uuid], {
+        env: baseEnv(cli.configDir),
+        extendEnv: false,
+        reject: false,
+        stdin: 'ignore',
+      });
       // The node picks the carve up and uploads it (as osquery before 4.7 did: by the query name).
-      const name = await eventually(async () => Object.keys(((await post('read', { node_key: n.nodeKey })).body.queries ?? {}) as Record<string, string>)[0], 'the carve in the node\'s read');
+      const name = await eventually(
+        async () => Object.keys(((await post('read', { node_key: n.nodeKey })).body.queries ?? {}) as Record<string, string>)[0],
+        "the carve in the node's read",
+      );
       const content = randomBytes(100);
-      const s = await post('carveStart', { node_key: n.nodeKey, block_count: 1, block_size: 100, carve_size: 100, carve_id: randomUUID(), request_id: name });
-      expect((await post('carveBlock', { block_id: 0, session_id: s.body.session_id, request_id: name, data: content.toString('base64') })).body).toEqual({ success: true });
+      const s = await post('carveStart', {
+        node_key: n.nodeKey,
+        block_count: 1,
+        block_size: 100,
+        carve_size: 100,
+        carve_id: randomUUID(),
+        request_id: name,
+      });
+      expect(
+        (await post('carveBlock', { block_id: 0, session_id: s.body.session_id, request_id: name, data: content.toString('base64') })).body,
+      ).toEqual({ success: true });
       const r = await run;
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout.trim()).toBe(name);
@@ -317,10 +411,17 @@ describe('restart', () => {
 describe('agent listener flags', () => {
   it('outside --dev the agent listener needs a certificate and key (exit 2, nothing started)', async () => {
     const db = join(dir, 'other.db');
-    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0'], { reject: false, stdin: 'ignore', env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--agent-listen', '127.0.0.1:0'], {
+      reject: false,
+      stdin: 'ignore',
+      env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD },
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('--agent-listen needs --agent-tls-cert and --agent-tls-key');
-    const half = await execa('node', [BIN, 'server', '--db', db, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', 'x.pem'], { reject: false, stdin: 'ignore' });
+    const half = await execa('node', [BIN, 'server', '--db', db, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', 'x.pem'], {
+      reject: false,
+      stdin: 'ignore',
+    });
     expect(half.exitCode).toBe(2);
     expect(existsSync(db)).toBe(false);
   });

@@ -12,7 +12,8 @@ let cli: Cli;
 let token: string;
 let dir: string;
 
-const tag = async (name: string) => ((await apiCall(server.url, 'GET', '/api/v1/tags/prod', { token })).body as TagWithCount[]).find((t) => t.name === name);
+const tag = async (name: string) =>
+  ((await apiCall(server.url, 'GET', '/api/v1/tags/prod', { token })).body as TagWithCount[]).find((t) => t.name === name);
 
 beforeAll(async () => {
   ({ server, cli, token } = await startAdminSession());
@@ -44,12 +45,14 @@ describe('fleetctl api GET', () => {
     const page = JSON.parse(r.stdout) as Page<Node>;
     expect(page.page_size).toBe(5);
     expect(page.items.length).toBe(5);
-    const direct = (await apiCall(server.url, 'GET', '/api/v1/nodes/prod?status=inactive&platform=other&page_size=5', { token })).body as Page<Node>;
+    const direct = (await apiCall(server.url, 'GET', '/api/v1/nodes/prod?status=inactive&platform=other&page_size=5', { token }))
+      .body as Page<Node>;
     expect(page).toEqual(direct);
   });
 
   it('--paginate prints every item of every page as one array', async () => {
-    const total = ((await apiCall(server.url, 'GET', '/api/v1/nodes/prod?status=inactive&page_size=1', { token })).body as Page<Node>).total_items;
+    const total = ((await apiCall(server.url, 'GET', '/api/v1/nodes/prod?status=inactive&page_size=1', { token })).body as Page<Node>)
+      .total_items;
     expect(total).toBeGreaterThan(20);
     const r = await cli.run(['api', '/api/v1/nodes/prod', '-f', 'status=inactive', '-f', 'page_size=20', '--paginate']);
     expect(r.exitCode).toBe(0);
@@ -65,13 +68,35 @@ describe('fleetctl api GET', () => {
 
 describe('fleetctl api with a body', () => {
   it('-f/-F fields make the JSON body: a tag is created and applied', async () => {
-    const add = await cli.run(['api', 'POST', '/api/v1/tags/prod/add', '-f', 'name=via-api', '-f', 'description=made by api', '-F', 'tagtype=4', '-f', 'custom=42']);
+    const add = await cli.run([
+      'api',
+      'POST',
+      '/api/v1/tags/prod/add',
+      '-f',
+      'name=via-api',
+      '-f',
+      'description=made by api',
+      '-F',
+      'tagtype=4',
+      '-f',
+      'custom=42',
+    ]);
     expect(add.exitCode).toBe(0);
     expect(JSON.parse(add.stdout)).toHaveProperty('data');
     expect(await tag('via-api')).toMatchObject({ description: 'made by api', tag_type: 4, custom_tag: '42' });
 
     const nodes = ((await apiCall(server.url, 'GET', '/api/v1/nodes/prod?page_size=2', { token })).body as Page<Node>).items;
-    const apply = await cli.run(['api', 'POST', 'api/v1/tags/prod/tag', '-f', 'name=via-api', '-f', `uuids[]=${nodes[0].uuid}`, '-f', `uuids[]=${nodes[1].uuid}`]);
+    const apply = await cli.run([
+      'api',
+      'POST',
+      'api/v1/tags/prod/tag',
+      '-f',
+      'name=via-api',
+      '-f',
+      `uuids[]=${nodes[0].uuid}`,
+      '-f',
+      `uuids[]=${nodes[1].uuid}`,
+    ]);
     expect(apply.exitCode).toBe(0);
     expect((await tag('via-api'))?.node_count).toBe(2);
   });
@@ -81,12 +106,16 @@ describe('fleetctl api with a body', () => {
     writeFileSync(file, JSON.stringify({ name: 'from-file', description: 'file body' }));
     expect((await cli.run(['api', 'POST', '/api/v1/tags/prod/add', '--input', file])).exitCode).toBe(0);
     expect(await tag('from-file')).toMatchObject({ description: 'file body' });
-    const r = await cli.run(['api', 'POST', '/api/v1/tags/prod/edit', '--input', '-'], { input: '{"name":"from-file","description":"stdin body"}' });
+    const r = await cli.run(['api', 'POST', '/api/v1/tags/prod/edit', '--input', '-'], {
+      input: '{"name":"from-file","description":"stdin body"}',
+    });
     expect(r.exitCode).toBe(0);
     expect(await tag('from-file')).toMatchObject({ description: 'stdin body' });
     const text = join(dir, 'description.txt');
     writeFileSync(text, 'read by -F @file');
-    expect((await cli.run(['api', 'POST', '/api/v1/tags/prod/edit', '-f', 'name=from-file', '-F', `description=@${text}`])).exitCode).toBe(0);
+    expect((await cli.run(['api', 'POST', '/api/v1/tags/prod/edit', '-f', 'name=from-file', '-F', `description=@${text}`])).exitCode).toBe(
+      0,
+    );
     expect(await tag('from-file')).toMatchObject({ description: 'read by -F @file' });
     const bad = await cli.run(['api', 'POST', '/api/v1/tags/prod/add', '--input', '-'], { input: '{oops' });
     expect(bad.exitCode).toBe(2);

@@ -114,14 +114,24 @@ describe('audit list --follow', () => {
     const newest = (await listJson(['--limit', '2'])).reverse();
     const pty = runInPty(cli, ['audit', 'list', '--follow', '--limit', '2', '--interval', '300ms', '-o', 'json']);
     await pty.expect(new RegExp(`"id":${newest[1].id},`));
-    const backlog = pty.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AuditLogEntry);
+    const backlog = pty
+      .output()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as AuditLogEntry);
     expect(backlog.map((e) => e.id)).toEqual(newest.map((e) => e.id));
 
     // Two new entries: a failed and a good login.
     expect((await apiLogin(server.url, 'analyst', 'wrong-password')).status).toBe(401);
     expect((await apiLogin(server.url, 'querier')).status).toBe(200);
     await pty.expect(/"username":"querier"/);
-    const lines = pty.output().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AuditLogEntry);
+    const lines = pty
+      .output()
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as AuditLogEntry);
     const fresh = lines.slice(2);
     expect(fresh.map((e) => e.username)).toEqual(['analyst', 'querier']);
     expect(fresh[0].severity).toBeGreaterThan(1); // a failed login is not "info"

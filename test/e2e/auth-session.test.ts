@@ -29,7 +29,9 @@ const storedToken = (cli: Cli, profile = 'default') =>
   (JSON.parse(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')) as Record<string, { token: string }>)[profile].token;
 
 async function login(cli: Cli, username = 'analyst', extra: string[] = [], env = 'prod') {
-  const r = await cli.run(['login', '--url', ts.url, '--env', env, '--username', username, '--password-stdin', ...extra], { input: DEV_PASSWORD });
+  const r = await cli.run(['login', '--url', ts.url, '--env', env, '--username', username, '--password-stdin', ...extra], {
+    input: DEV_PASSWORD,
+  });
   expect(r.exitCode).toBe(0);
 }
 
@@ -63,7 +65,9 @@ describe('token expiry warning', () => {
     const r = await cli.run(['nodes', 'list', '--limit', '1', '--json']);
     expect(r.exitCode).toBe(0);
     expect(JSON.parse(r.stdout)).toHaveLength(1);
-    expect(r.stderr).toMatch(/^warning: the token of profile "default" expires in [45] minutes \(\d{4}-\d\d-\d\dT[\d:.]+Z\): run `fleetctl login` to get a new one\n$/);
+    expect(r.stderr).toMatch(
+      /^warning: the token of profile "default" expires in [45] minutes \(\d{4}-\d\d-\d\dT[\d:.]+Z\): run `fleetctl login` to get a new one\n$/,
+    );
   });
 
   it('says nothing while more than 10 minutes are left', async () => {
@@ -83,7 +87,9 @@ describe('401 token_expired without a terminal', () => {
     const r = await cli.run(['nodes', 'list', '--json']);
     expect(r.exitCode).toBe(4);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('error: your session for profile "default" has ended: token expired: log in again (token_expired, HTTP 401)\nhint: run `fleetctl login` to sign in again\n');
+    expect(r.stderr).toBe(
+      'error: your session for profile "default" has ended: token expired: log in again (token_expired, HTTP 401)\nhint: run `fleetctl login` to sign in again\n',
+    );
     const named = await cli.run(['nodes', 'list', '--profile', 'default']);
     expect(named.stderr).toContain('hint: run `fleetctl login --profile default` to sign in again');
   });
@@ -94,7 +100,9 @@ describe('401 token_expired without a terminal', () => {
     await endSessions('querier');
     const r = await cli.run(['nodes', 'list']);
     expect(r.exitCode).toBe(4);
-    expect(r.stderr).toMatch(/^error: your session for profile "default" has ended: session ended \(.*\): log in again \(token_expired, HTTP 401\)\nhint: run `fleetctl login` to sign in again\n$/);
+    expect(r.stderr).toMatch(
+      /^error: your session for profile "default" has ended: session ended \(.*\): log in again \(token_expired, HTTP 401\)\nhint: run `fleetctl login` to sign in again\n$/,
+    );
   });
 
   it('an expired FLEETCTL_TOKEN: exit 4, pointing at the variable', async () => {

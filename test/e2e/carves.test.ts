@@ -90,10 +90,17 @@ describe('carves list', () => {
 describe('carves show', () => {
   it('the carve names and searches in the --help examples exist in the demo fleet, so the examples work as written', async () => {
     let help = '';
-    for (const v of [[], ['list'], ['show'], ['delete'], ['expire'], ['complete'], ['archive']]) help += (await cli.run(['carves', ...v, '--help'])).stdout;
-    const refs = [...help.matchAll(/\$ fleetctl carves (?:show|delete|expire|complete|archive) (\S+)(?:.*--env (\S+))?/g)].map((m) => [m[1], m[2] ?? 'prod'] as const);
+    for (const v of [[], ['list'], ['show'], ['delete'], ['expire'], ['complete'], ['archive']])
+      help += (await cli.run(['carves', ...v, '--help'])).stdout;
+    const refs = [...help.matchAll(/\$ fleetctl carves (?:show|delete|expire|complete|archive) (\S+)(?:.*--env (\S+))?/g)].map(
+      (m) => [m[1], m[2] ?? 'prod'] as const,
+    );
     expect(refs.length).toBeGreaterThan(5);
-    for (const [name, env] of refs) expect((await allCarves(env)).map((c) => c.name), `${name} in ${env}`).toContain(name);
+    for (const [name, env] of refs)
+      expect(
+        (await allCarves(env)).map((c) => c.name),
+        `${name} in ${env}`,
+      ).toContain(name);
     for (const m of help.matchAll(/\$ fleetctl carves list (--status \S+ -q \S+)/g)) {
       const r = await cli.run(['carves', 'list', ...m[1].split(' '), '-o', 'json']);
       expect(r.exitCode).toBe(0);
@@ -174,7 +181,9 @@ describe('carves actions', () => {
     const name = await carveIn('PENDING', 'staging');
     const r = await cli.run(['carves', 'rm', name, '--env', 'staging', '--yes']);
     expect(r.exitCode).toBe(0);
-    expect(r.stderr).toMatch(new RegExp(`^Carve ${name} deleted: \\d+ files? \\(\\d+ blocks?\\) removed from the server \\(environment staging\\)\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(`^Carve ${name} deleted: \\d+ files? \\(\\d+ blocks?\\) removed from the server \\(environment staging\\)\\n$`),
+    );
     expect((await stored(name, 'staging')).query.carve_status).toBe('DELETED');
   });
 
@@ -190,7 +199,9 @@ describe('carves actions', () => {
       expect(readdirSync(cwd).filter((f) => f.endsWith('.tar'))).toHaveLength(files.length);
       const d = await cli.run(['carves', 'delete', name, '--env', 'dev', '--yes']);
       expect(d.exitCode).toBe(0);
-      expect(d.stderr).toBe(`Carve ${name} deleted: ${files.length} file${files.length === 1 ? '' : 's'} (${blocks} blocks) removed from the server (environment dev)\n`);
+      expect(d.stderr).toBe(
+        `Carve ${name} deleted: ${files.length} file${files.length === 1 ? '' : 's'} (${blocks} blocks) removed from the server (environment dev)\n`,
+      );
       const after = await cli.run(['carves', 'download', name, '--env', 'dev', '--force'], { cwd });
       expect(after.exitCode).toBe(3);
       expect(after.stdout).toBe('');

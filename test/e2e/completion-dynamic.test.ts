@@ -74,7 +74,12 @@ describe('in the shells', () => {
     ].join('; ');
     const r = await execa('fish', ['--no-config', '-c', script], { reject: false });
     expect(r.stderr).toBe('');
-    const [envs, tags] = r.stdout.split('---\n').map((b) => b.split('\n').filter(Boolean).map((l) => l.split('\t')[0]));
+    const [envs, tags] = r.stdout.split('---\n').map((b) =>
+      b
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]),
+    );
     expect(envs.sort()).toEqual(['dev', 'prod', 'staging']);
     expect(tags).toContain('pci');
   });

@@ -22,7 +22,9 @@ const credentials = (cli: Cli) => {
 };
 
 async function login(cli: Cli, profile: string, username: string, env: string) {
-  const r = await cli.run(['login', '--profile', profile, '--url', ts.url, '--env', env, '--username', username, '--password-stdin'], { input: DEV_PASSWORD });
+  const r = await cli.run(['login', '--profile', profile, '--url', ts.url, '--env', env, '--username', username, '--password-stdin'], {
+    input: DEV_PASSWORD,
+  });
   expect(r.exitCode).toBe(0);
 }
 
@@ -54,8 +56,24 @@ describe('profiles', () => {
   it('config list shows every profile, the current one marked, and where its token is; never a token', async () => {
     const list = await json(cli, ['config', 'list']);
     expect(list).toEqual([
-      { name: 'default', current: true, url: ts.url, env: 'prod', username: 'admin', credential_store: 'file', token_expires_at: expect.stringMatching(/Z$/) },
-      { name: 'staging', current: false, url: ts.url, env: 'staging', username: 'analyst', credential_store: 'file', token_expires_at: expect.stringMatching(/Z$/) },
+      {
+        name: 'default',
+        current: true,
+        url: ts.url,
+        env: 'prod',
+        username: 'admin',
+        credential_store: 'file',
+        token_expires_at: expect.stringMatching(/Z$/),
+      },
+      {
+        name: 'staging',
+        current: false,
+        url: ts.url,
+        env: 'staging',
+        username: 'analyst',
+        credential_store: 'file',
+        token_expires_at: expect.stringMatching(/Z$/),
+      },
     ]);
     const table = await cli.run(['config', 'list']);
     expect(table.stdout.split('\n')[0]).toBe('CURRENT\tNAME\tURL\tENV\tUSER\tTOKEN STORE\tTOKEN EXPIRES');
@@ -64,11 +82,20 @@ describe('profiles', () => {
   });
 
   it('--profile and FLEETCTL_PROFILE pick a profile for one command; the flag wins', async () => {
-    expect(await json(cli, ['auth', 'status', '--profile', 'staging'])).toMatchObject({ profile: 'staging', username: 'analyst', env: 'staging', logged_in: true });
+    expect(await json(cli, ['auth', 'status', '--profile', 'staging'])).toMatchObject({
+      profile: 'staging',
+      username: 'analyst',
+      env: 'staging',
+      logged_in: true,
+    });
     expect(await json(cli, ['auth', 'status'], { FLEETCTL_PROFILE: 'staging' })).toMatchObject({ profile: 'staging', username: 'analyst' });
-    expect(await json(cli, ['auth', 'status', '--profile', 'default'], { FLEETCTL_PROFILE: 'staging' })).toMatchObject({ profile: 'default', username: 'admin' });
+    expect(await json(cli, ['auth', 'status', '--profile', 'default'], { FLEETCTL_PROFILE: 'staging' })).toMatchObject({
+      profile: 'default',
+      username: 'admin',
+    });
     // Each profile's own token goes to the server: it answers as that profile's user.
-    const me = async (args: string[], env?: Record<string, string>) => JSON.parse((await cli.run(['api', 'api/v1/users/me', ...args], { env })).stdout).username;
+    const me = async (args: string[], env?: Record<string, string>) =>
+      JSON.parse((await cli.run(['api', 'api/v1/users/me', ...args], { env })).stdout).username;
     expect(await me(['--profile', 'staging'])).toBe('analyst');
     expect(await me([], { FLEETCTL_PROFILE: 'staging' })).toBe('analyst');
     expect(await me([])).toBe('admin');
@@ -87,10 +114,16 @@ describe('profiles', () => {
 
   it('a command with --profile or FLEETCTL_PROFILE naming no profile (a typo) says so: exit 3, not "no environment" or "not logged in"', async () => {
     const expected = { exitCode: 3, stdout: '', stderr: 'error: no profile named "stagign"\nhint: see `fleetctl config list`\n' };
-    const pick = (r: { exitCode: number; stdout: string; stderr: string }) => ({ exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr });
+    const pick = (r: { exitCode: number; stdout: string; stderr: string }) => ({
+      exitCode: r.exitCode,
+      stdout: r.stdout,
+      stderr: r.stderr,
+    });
     expect(pick(await cli.run(['nodes', 'list', '--profile', 'stagign']))).toEqual(expected);
     expect(pick(await cli.run(['stats'], { env: { FLEETCTL_PROFILE: 'stagign' } }))).toEqual(expected);
-    expect(pick(await cli.run(['nodes', 'list', '--profile', 'stagign'], { env: { FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' } }))).toEqual(expected);
+    expect(pick(await cli.run(['nodes', 'list', '--profile', 'stagign'], { env: { FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' } }))).toEqual(
+      expected,
+    );
     // FLEETCTL_TOKEN needs no profile: it still works whatever the profile name.
     const ci = { FLEETCTL_TOKEN: await ts.login('analyst', 'prod'), FLEETCTL_URL: ts.url, FLEETCTL_ENV: 'prod' };
     expect((await cli.run(['nodes', 'list', '--limit', '1', '--json', '--profile', 'stagign'], { env: ci })).exitCode).toBe(0);
@@ -111,7 +144,15 @@ describe('profiles', () => {
     expect(set.stderr).toBe(`Profile third: url = ${ts.url}.\n`);
     expect((await cli.run(['config', 'set', 'env', 'dev', '--profile', 'third'])).exitCode).toBe(0);
     expect((await cli.run(['config', 'set', 'username', 'dev-user', '--profile', 'third'])).exitCode).toBe(0);
-    expect(await json(cli, ['config', 'show', 'third'])).toEqual({ name: 'third', current: false, url: ts.url, env: 'dev', username: 'dev-user', credential_store: '', token_expires_at: '' });
+    expect(await json(cli, ['config', 'show', 'third'])).toEqual({
+      name: 'third',
+      current: false,
+      url: ts.url,
+      env: 'dev',
+      username: 'dev-user',
+      credential_store: '',
+      token_expires_at: '',
+    });
     // Its URL, environment and username are used by login: only the password is needed.
     const li = await cli.run(['login', '--profile', 'third', '--password-stdin'], { input: DEV_PASSWORD });
     expect(li.exitCode).toBe(0);
@@ -131,7 +172,9 @@ describe('profiles', () => {
     expect(credentials(cli).third).toBeDefined();
     const r = await cli.run(['config', 'set', 'url', 'https://fleet.example.com', '--profile', 'third']);
     expect(r.exitCode).toBe(0);
-    expect(r.stderr).toBe('Profile third: url = https://fleet.example.com.\nIts token (for the previous url) was removed: run `fleetctl login --profile third` to sign in.\n');
+    expect(r.stderr).toBe(
+      'Profile third: url = https://fleet.example.com.\nIts token (for the previous url) was removed: run `fleetctl login --profile third` to sign in.\n',
+    );
     expect(credentials(cli).third).toBeUndefined();
   });
 
@@ -165,9 +208,18 @@ describe('auth status and auth token', () => {
     expect(r.stdout).toBe(`${credentials(cli).default.token}\n`);
     const s = await json(cli, ['auth', 'status']);
     expect(s).toEqual({
-      profile: 'default', url: ts.url, env: 'prod', username: 'admin', server_flavor: 'fleet', logged_in: true, verified: true, server_version: pkg.version,
-      token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/), token_expired: false,
-      credential_store: 'file', token_location: `file ${join(cli.configDir, 'credentials.json')}`,
+      profile: 'default',
+      url: ts.url,
+      env: 'prod',
+      username: 'admin',
+      server_flavor: 'fleet',
+      logged_in: true,
+      verified: true,
+      server_version: pkg.version,
+      token_expires_at: expect.stringMatching(/^\d{4}-.*Z$/),
+      token_expired: false,
+      credential_store: 'file',
+      token_location: `file ${join(cli.configDir, 'credentials.json')}`,
     });
     expect(JSON.stringify(s)).not.toContain(credentials(cli).default.token);
   });
@@ -194,7 +246,13 @@ describe('FLEETCTL_TOKEN, FLEETCTL_URL, FLEETCTL_ENV (CI)', () => {
     expect(nodes.stderr).toBe('');
     expect(nodes.exitCode).toBe(0);
     expect(JSON.parse(nodes.stdout)).toHaveLength(2);
-    expect(await json(cli, ['auth', 'status'], ci)).toMatchObject({ url: ts.url, env: 'prod', logged_in: true, credential_store: 'env', token_location: 'environment variable FLEETCTL_TOKEN' });
+    expect(await json(cli, ['auth', 'status'], ci)).toMatchObject({
+      url: ts.url,
+      env: 'prod',
+      logged_in: true,
+      credential_store: 'env',
+      token_location: 'environment variable FLEETCTL_TOKEN',
+    });
 
     // With a stored admin login, FLEETCTL_TOKEN (analyst's) is still what the server sees:
     // analyst cannot read prod's settings, admin could.
@@ -205,7 +263,11 @@ describe('FLEETCTL_TOKEN, FLEETCTL_URL, FLEETCTL_ENV (CI)', () => {
     expect(asAnalyst.exitCode).toBe(5);
     // auth token prints the token in use; auth status names the token's user, not the profile's.
     expect((await cli.run(['auth', 'token'], { env: { FLEETCTL_TOKEN: token } })).stdout).toBe(`${token}\n`);
-    expect(await json(cli, ['auth', 'status'], { FLEETCTL_TOKEN: token })).toMatchObject({ profile: 'default', username: 'analyst', credential_store: 'env' });
+    expect(await json(cli, ['auth', 'status'], { FLEETCTL_TOKEN: token })).toMatchObject({
+      profile: 'default',
+      username: 'analyst',
+      credential_store: 'env',
+    });
     expect(await json(cli, ['auth', 'status'])).toMatchObject({ username: 'admin', credential_store: 'file' });
   });
 
@@ -236,7 +298,9 @@ describe('csrf token', () => {
     expect(read.stderr).not.toContain('x-csrf-token');
 
     const creds = credentials(cli);
-    writeFileSync(join(cli.configDir, 'credentials.json'), JSON.stringify({ default: { ...creds.default, csrfToken: '0'.repeat(32) } }), { mode: 0o600 });
+    writeFileSync(join(cli.configDir, 'credentials.json'), JSON.stringify({ default: { ...creds.default, csrfToken: '0'.repeat(32) } }), {
+      mode: 0o600,
+    });
     const refused = await cli.run(['tags', 'add', 'csrf-bad', '--env', 'prod']);
     expect(refused.exitCode).toBe(5);
     expect(refused.stderr).toContain('(csrf, HTTP 403)');

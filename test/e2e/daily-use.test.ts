@@ -39,14 +39,21 @@ describe('help and version', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toBe(`fleetctl ${pkg.version} (node ${process.version}, ${process.platform}-${process.arch})\n`);
     const j = await newCli().run(['version', '-o', 'json']);
-    expect(JSON.parse(j.stdout)).toEqual({ version: pkg.version, node: process.version, platform: `${process.platform}-${process.arch}`, server: null });
+    expect(JSON.parse(j.stdout)).toEqual({
+      version: pkg.version,
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      server: null,
+    });
   });
 });
 
 describe('auth login and auth logout, as gh spells them', () => {
   it('log in and out like the top-level verbs', async () => {
     const c = newCli();
-    const login = await c.run(['auth', 'login', '--url', server.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], { input: DEV_PASSWORD });
+    const login = await c.run(['auth', 'login', '--url', server.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], {
+      input: DEV_PASSWORD,
+    });
     expect(login.exitCode, login.stderr).toBe(0);
     expect(login.stderr).toMatch(/Logged in to .* as analyst/);
     expect((await c.run(['auth', 'status'])).exitCode).toBe(0);
@@ -75,7 +82,9 @@ describe('spellings from kubectl and Fleet DM get a hint naming our command (exi
 describe('--fields is checked against the schema, not the data', () => {
   it('a field below tags is refused even when the listed nodes carry no tags, before any request (exit 2)', async () => {
     // Never-seen nodes of the demo carry no tags; a dead server proves no request is needed.
-    const dead = await newCli().run(['nodes', 'list', '--fields', 'hostname,tags.nope'], { env: { FLEETCTL_URL: 'http://127.0.0.1:9', FLEETCTL_TOKEN: 'x', FLEETCTL_ENV: 'prod' } });
+    const dead = await newCli().run(['nodes', 'list', '--fields', 'hostname,tags.nope'], {
+      env: { FLEETCTL_URL: 'http://127.0.0.1:9', FLEETCTL_TOKEN: 'x', FLEETCTL_ENV: 'prod' },
+    });
     expect(dead.exitCode).toBe(2);
     expect(dead.stderr).toMatch(/unknown field "tags\.nope"; valid fields: tags\.id, tags\.name, /);
     const untagged = await cli.run(['nodes', 'list', '--status', 'inactive', '--limit', '3', '--fields', 'hostname,tags.nope']);
@@ -85,7 +94,7 @@ describe('--fields is checked against the schema, not the data', () => {
     expect(ok.stdout.split('\n')[0]).toBe('HOSTNAME\tTAGS.NAME\tHEALTH'); // a declared column keeps its header
   });
 
-  it('a computed column (audit TYPE) is a valid field; a misspelt one lists the schema\'s fields', async () => {
+  it("a computed column (audit TYPE) is a valid field; a misspelt one lists the schema's fields", async () => {
     expect((await cli.run(['audit', 'list', '--limit', '2', '--fields', 'type,line'])).exitCode).toBe(0);
     const bad = await cli.run(['audit', 'list', '--limit', '2', '--fields', 'lin']);
     expect(bad.exitCode).toBe(2);
@@ -95,7 +104,10 @@ describe('--fields is checked against the schema, not the data', () => {
 
 describe('"never" for the zero time outside JSON', () => {
   it('piped tables, csv and piped show views say never; JSON keeps 0001-01-01T00:00:00Z', async () => {
-    const json = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json', '--fields', 'uuid,last_seen'])).stdout) as { uuid: string; last_seen: string }[];
+    const json = JSON.parse((await cli.run(['nodes', 'list', '--all', '--json', '--fields', 'uuid,last_seen'])).stdout) as {
+      uuid: string;
+      last_seen: string;
+    }[];
     const never = json.find((n) => n.last_seen.startsWith('0001-01-01'));
     expect(never).toBeDefined();
     const tsv = await cli.run(['nodes', 'list', '--all', '--fields', 'uuid,last_seen']);
@@ -110,14 +122,25 @@ describe('"never" for the zero time outside JSON', () => {
 });
 
 describe('security filters (issue 20): --risk and --health on the server, in tags apply, and names from stdin', () => {
-  interface N { uuid: string; hostname: string; posture: { risk_level: string }; health: { status: string }; tags: { name: string }[] }
+  interface N {
+    uuid: string;
+    hostname: string;
+    posture: { risk_level: string };
+    health: { status: string };
+    tags: { name: string }[];
+  }
   const nodes = async (args: string[]) => JSON.parse((await cli.run(['nodes', 'list', '--all', '--json', ...args])).stdout) as N[];
 
   it('nodes list --risk high and --health unhealthy list exactly those nodes (checked against every node)', async () => {
     const all = await nodes([]);
     const high = await nodes(['--risk', 'high']);
     expect(high.length).toBeGreaterThan(0);
-    expect(high.map((n) => n.uuid).sort()).toEqual(all.filter((n) => n.posture.risk_level === 'high').map((n) => n.uuid).sort());
+    expect(high.map((n) => n.uuid).sort()).toEqual(
+      all
+        .filter((n) => n.posture.risk_level === 'high')
+        .map((n) => n.uuid)
+        .sort(),
+    );
     const sick = await nodes(['--health', 'unhealthy', '--platform', 'windows']);
     expect(sick.every((n) => n.health.status === 'unhealthy')).toBe(true);
     const bad = await cli.run(['nodes', 'list', '--risk', 'severe']);

@@ -29,7 +29,9 @@ describe('npm run demo', () => {
       for (const row of rows) expect(row).toMatch(/^[a-z]+-[a-z]+-\d{5}-[0-9a-f]{4}\t.+\t.+\t\w+$/);
       expect(r.stderr).toMatch(/Query query_\w+ started on 5 nodes in prod/);
       // The carve: run, shown with its node, downloaded and checked.
-      expect(r.stderr).toMatch(/Downloaded carve_\w+ of [\w-]+ \(\d+ bytes, \d+ blocks?, size and block count checked\) to carve_\w+_[\w-]+_[0-9a-f]{12}\.tar/);
+      expect(r.stderr).toMatch(
+        /Downloaded carve_\w+ of [\w-]+ \(\d+ bytes, \d+ blocks?, size and block count checked\) to carve_\w+_[\w-]+_[0-9a-f]{12}\.tar/,
+      );
       expect(r.stdout).toMatch(/^NODE\tSESSION\tPATH\tSTATUS/m);
       expect(r.stderr).toContain('Demo done');
       expect(r.stderr).not.toMatch(/demo failed|^error:/m);

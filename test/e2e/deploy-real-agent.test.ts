@@ -99,7 +99,9 @@ describeRealAgent("the README's production section, with the real osquery agent 
     });
     if (!o.allowFail && r.status !== 0) {
       const how = r.status === null ? `${r.signal ?? 'killed'}: still running at spawnSync's timeout` : r.status;
-      throw new Error(`script failed (${how}):\n${body}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n--- server.log, its end\n${serverLog().split('\n').slice(-30).join('\n')}`);
+      throw new Error(
+        `script failed (${how}):\n${body}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}\n--- server.log, its end\n${serverLog().split('\n').slice(-30).join('\n')}`,
+      );
     }
     return r;
   };
@@ -112,7 +114,10 @@ describeRealAgent("the README's production section, with the real osquery agent 
     let waiting = true;
     try {
       onTestFailed(() => {
-        if (waiting) console.error(`was waiting for ${what}\n--- server\n${serverLog().slice(-3000)}\n--- osqueryd\n${existsSync(join(t, 'osqueryd.log')) ? readFileSync(join(t, 'osqueryd.log'), 'utf8').slice(-3000) : ''}`);
+        if (waiting)
+          console.error(
+            `was waiting for ${what}\n--- server\n${serverLog().slice(-3000)}\n--- osqueryd\n${existsSync(join(t, 'osqueryd.log')) ? readFileSync(join(t, 'osqueryd.log'), 'utf8').slice(-3000) : ''}`,
+          );
       });
     } catch {
       // in a hook: no test to report to
@@ -129,7 +134,9 @@ describeRealAgent("the README's production section, with the real osquery agent 
   };
   const nodeJson = () => {
     const r = run(`fleetctl nodes list --all -o json`, { allowFail: true });
-    return r.status === 0 ? (JSON.parse(r.stdout) as { uuid: string; hostname: string; config_hash: string; osquery_version: string; last_seen: string }[]) : [];
+    return r.status === 0
+      ? (JSON.parse(r.stdout) as { uuid: string; hostname: string; config_hash: string; osquery_version: string; last_seen: string }[])
+      : [];
   };
 
   beforeAll(async () => {
@@ -138,9 +145,11 @@ describeRealAgent("the README's production section, with the real osquery agent 
       return;
     }
     // The name agents use: one line, added when missing (never a line changed or removed).
-    if (!/^\s*127\.0\.0\.1\s+(.*\s)?fleet\.test(\s|$)/m.test(readFileSync('/etc/hosts', 'utf8'))) appendFileSync('/etc/hosts', '127.0.0.1 fleet.test\n');
+    if (!/^\s*127\.0\.0\.1\s+(.*\s)?fleet\.test(\s|$)/m.test(readFileSync('/etc/hosts', 'utf8')))
+      appendFileSync('/etc/hosts', '127.0.0.1 fleet.test\n');
     t = mkdtempSync(join(tmpdir(), 'deploy-'));
-    for (const d of ['work', 'cfg', 'var-lib', 'etc', 'backups', 'host/bin', 'host/upper', 'host/ovl-work', 'host/db', 'host/logs']) mkdirSync(join(t, d), { recursive: true, mode: 0o700 });
+    for (const d of ['work', 'cfg', 'var-lib', 'etc', 'backups', 'host/bin', 'host/upper', 'host/ovl-work', 'host/db', 'host/logs'])
+      mkdirSync(join(t, d), { recursive: true, mode: 0o700 });
     apiPort = await freePort();
     agentPort = await freePort();
     blocks = readmeBlocks();
@@ -225,18 +234,23 @@ describeRealAgent("the README's production section, with the real osquery agent 
 
   it.skipIf(Boolean(why))('1. a private CA: root, intermediate, and a certificate for the agent door (the pki block)', () => {
     run(blocks.get('pki')!);
-    for (const f of ['root.pem', 'int.pem', 'agent.pem', 'agent-chain.pem', 'agent.key']) expect(existsSync(join(t, 'work/pki', f)), f).toBe(true);
+    for (const f of ['root.pem', 'int.pem', 'agent.pem', 'agent-chain.pem', 'agent.key'])
+      expect(existsSync(join(t, 'work/pki', f)), f).toBe(true);
   });
 
   it.skipIf(Boolean(why))("2. the service: the install block's files, the unit's ExecStart, --log", async () => {
     expect(blocks.get('install')).toContain('systemctl daemon-reload && systemctl enable --now fleetctl');
     // What the install block does, in the test's directories (no system user here).
-    for (const f of ['agent-chain.pem', 'agent.key']) writeFileSync(join(t, 'etc', f), readFileSync(join(t, 'work/pki', f)), { mode: 0o640 });
+    for (const f of ['agent-chain.pem', 'agent.key'])
+      writeFileSync(join(t, 'etc', f), readFileSync(join(t, 'work/pki', f)), { mode: 0o640 });
     writeFileSync(join(t, 'etc/agent-ca.pem'), readFileSync(join(t, 'work/pki/root.pem')), { mode: 0o640 });
     writeFileSync(join(t, 'etc/fleetctl.env'), `FLEETCTL_ADMIN_PASSWORD=${ADMIN_PW}\n`, { mode: 0o600 });
     run('systemctl daemon-reload && systemctl start fleetctl');
     await eventually('the start event', () => (/"event":"start"/.test(serverLog()) ? true : undefined));
-    const events = serverLog().trim().split('\n').map((l) => JSON.parse(l) as { event: string; agent_host?: string });
+    const events = serverLog()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: string; agent_host?: string });
     expect(events.find((e) => e.event === 'start')).toMatchObject({ agent_host: `fleet.test:${agentPort}` });
   });
 
@@ -254,36 +268,43 @@ describeRealAgent("the README's production section, with the real osquery agent 
     expect(script).toContain(`--tls_hostname=fleet.test:${agentPort}`);
   });
 
-  it.skipIf(Boolean(why))('4. a host runs enroll.sh as printed, and the real osqueryd enrolls through the name, trusting the root', async () => {
-    // The host: its own mount and UTS namespaces (a hostname of its own), /etc as an overlay
-    // (enroll.sh's /etc/osquery lands in the test's directory), osqueryd on PATH. The shell then
-    // stays, holding the namespaces, so the test can rename the host later.
-    const setup = [
-      `mount -t overlay overlay -o lowerdir=/etc,upperdir=${sh(join(t, 'host/upper'))},workdir=${sh(join(t, 'host/ovl-work'))} /etc`,
-      'hostname web-before',
-      `PATH=${sh(join(t, 'host/bin'))}:$PATH sh ${sh(join(t, 'work/enroll.sh'))} > ${sh(join(t, 'host/enroll.out'))} 2>&1`,
-      `echo done > ${sh(join(t, 'host/enrolled'))}`,
-      'exec sleep 100000',
-    ].join(' && ');
-    const p = execFileSync('sh', ['-c', `setsid unshare -mu sh -c ${sh(setup)} > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' });
-    holder = Number(p.trim());
-    await eventually('enroll.sh to finish', () => (existsSync(join(t, 'host/enrolled')) ? true : undefined));
-    expect(readFileSync(join(t, 'host/calls.log'), 'utf8')).toBe('systemctl enable osqueryd\nsystemctl restart osqueryd\n');
-    expect(readFileSync(join(t, 'host/enroll.out'), 'utf8')).toContain('done: this node enrolls in prod at its next check-in');
-    // The flags osqueryd runs with are the ones printed, unchanged.
-    expect(readFileSync(join(t, 'host/upper/osquery/osquery.flags'), 'utf8')).toBe(run('fleetctl enroll show prod flagsLinux').stdout);
-    const n = await eventually('the host to enroll and fetch its configuration', () => nodeJson().find((x) => x.hostname === 'web-before' && x.config_hash !== ''));
-    hostId = n.uuid;
-    expect(n.osquery_version).toMatch(/^5\./);
-    expect(run(blocks.get('check')!).stdout).toContain('web-before');
-    expect(readFileSync(join(t, 'osqueryd.log'), 'utf8')).not.toMatch(/certificate verify failed/);
-  });
+  it.skipIf(Boolean(why))(
+    '4. a host runs enroll.sh as printed, and the real osqueryd enrolls through the name, trusting the root',
+    async () => {
+      // The host: its own mount and UTS namespaces (a hostname of its own), /etc as an overlay
+      // (enroll.sh's /etc/osquery lands in the test's directory), osqueryd on PATH. The shell then
+      // stays, holding the namespaces, so the test can rename the host later.
+      const setup = [
+        `mount -t overlay overlay -o lowerdir=/etc,upperdir=${sh(join(t, 'host/upper'))},workdir=${sh(join(t, 'host/ovl-work'))} /etc`,
+        'hostname web-before',
+        `PATH=${sh(join(t, 'host/bin'))}:$PATH sh ${sh(join(t, 'work/enroll.sh'))} > ${sh(join(t, 'host/enroll.out'))} 2>&1`,
+        `echo done > ${sh(join(t, 'host/enrolled'))}`,
+        'exec sleep 100000',
+      ].join(' && ');
+      const p = execFileSync('sh', ['-c', `setsid unshare -mu sh -c ${sh(setup)} > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' });
+      holder = Number(p.trim());
+      await eventually('enroll.sh to finish', () => (existsSync(join(t, 'host/enrolled')) ? true : undefined));
+      expect(readFileSync(join(t, 'host/calls.log'), 'utf8')).toBe('systemctl enable osqueryd\nsystemctl restart osqueryd\n');
+      expect(readFileSync(join(t, 'host/enroll.out'), 'utf8')).toContain('done: this node enrolls in prod at its next check-in');
+      // The flags osqueryd runs with are the ones printed, unchanged.
+      expect(readFileSync(join(t, 'host/upper/osquery/osquery.flags'), 'utf8')).toBe(run('fleetctl enroll show prod flagsLinux').stdout);
+      const n = await eventually('the host to enroll and fetch its configuration', () =>
+        nodeJson().find((x) => x.hostname === 'web-before' && x.config_hash !== ''),
+      );
+      hostId = n.uuid;
+      expect(n.osquery_version).toMatch(/^5\./);
+      expect(run(blocks.get('check')!).stdout).toContain('web-before');
+      expect(readFileSync(join(t, 'osqueryd.log'), 'utf8')).not.toMatch(/certificate verify failed/);
+    },
+  );
 
   it.skipIf(Boolean(why))('5. a live query is answered; a detail refresh brings the renamed host under its new name', async () => {
     const q = run(`fleetctl query run "SELECT hostname FROM system_info" --target ${hostId} --exit --wait 3m -o json`);
     expect(JSON.parse(q.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ rows: [{ hostname: 'web-before' }] })]));
     onHost('hostname web-after');
-    const renamed = await eventually('the detail refresh to report the new hostname', () => nodeJson().find((x) => x.uuid === hostId && x.hostname === 'web-after'));
+    const renamed = await eventually('the detail refresh to report the new hostname', () =>
+      nodeJson().find((x) => x.uuid === hostId && x.hostname === 'web-after'),
+    );
     expect(renamed.uuid).toBe(hostId);
     expect(run('fleetctl nodes show web-after -o json').stdout).toContain(hostId);
   });

@@ -24,7 +24,10 @@ describe('the enroll one-liner with the real curl', () => {
   });
 
   const oneLiner = () => /^# One-liner \(where the environment's TLS service serves this script\): (curl .*) \| sh$/m.exec(script)?.[1];
-  const withCa = () => /^# Where this host does not trust the listener's certificate yet: save it \(fleetctl enroll show prod cert > fleetctl\.crt\), then: (curl .*) \| sh$/m.exec(script)?.[1];
+  const withCa = () =>
+    /^# Where this host does not trust the listener's certificate yet: save it \(fleetctl enroll show prod cert > fleetctl\.crt\), then: (curl .*) \| sh$/m.exec(
+      script,
+    )?.[1];
   const argv = (cmd: string) => cmd.split(' ').slice(1);
 
   it('the one-liner is curl -fsS: against an untrusted listener curl fails and says why', async () => {

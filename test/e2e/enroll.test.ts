@@ -150,7 +150,9 @@ describe('enroll extend / expire / notexpire / rotate', () => {
     const expired = (await storedEnv('staging')).enroll_expire;
     expect(Math.abs(hoursFromNow(expired))).toBeLessThan(0.05);
     // one line, past tense, and the command that reopens it
-    expect(r.stderr).toBe(`Enrollment of staging expired at ${expired} (just now): new nodes cannot enrol until \`fleetctl enroll extend staging\`.\n`);
+    expect(r.stderr).toBe(
+      `Enrollment of staging expired at ${expired} (just now): new nodes cannot enrol until \`fleetctl enroll extend staging\`.\n`,
+    );
     const script = await cli.run(['enroll', 'show', 'staging', 'enroll.sh']);
     expect(script.exitCode).toBe(0);
     expect(script.stdout).toMatch(/^# EXPIRED.*\(fleetctl enroll extend staging\)\.$/m);
@@ -202,11 +204,30 @@ describe('enroll extend / expire / notexpire / rotate', () => {
 describe('enroll update', () => {
   it('sets the package URLs given and keeps the others', async () => {
     const before = await storedEnv('prod');
-    const r = await cli.run(['enroll', 'update', 'prod', '--deb-url', 'https://pkg.example.com/osquery.deb', '--msi-url', 'osquery.msi', '-o', 'json']);
+    const r = await cli.run([
+      'enroll',
+      'update',
+      'prod',
+      '--deb-url',
+      'https://pkg.example.com/osquery.deb',
+      '--msi-url',
+      'osquery.msi',
+      '-o',
+      'json',
+    ]);
     expect(r.exitCode).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'prod', deb_package: 'https://pkg.example.com/osquery.deb', msi_package: 'osquery.msi' });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      name: 'prod',
+      deb_package: 'https://pkg.example.com/osquery.deb',
+      msi_package: 'osquery.msi',
+    });
     const after = await storedEnv('prod');
-    expect(after).toMatchObject({ deb_package: 'https://pkg.example.com/osquery.deb', msi_package: 'osquery.msi', rpm_package: before.rpm_package, pkg_package: before.pkg_package });
+    expect(after).toMatchObject({
+      deb_package: 'https://pkg.example.com/osquery.deb',
+      msi_package: 'osquery.msi',
+      rpm_package: before.rpm_package,
+      pkg_package: before.pkg_package,
+    });
   });
 
   it('sets the certificate from a PEM file; `enroll show ENV cert` prints it', async () => {

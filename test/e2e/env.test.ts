@@ -45,11 +45,21 @@ describe('env list', () => {
   it('prints name, uuid, hostname, intervals and enroll expiry as TSV when piped', async () => {
     const r = await cli.run(['env', 'list']);
     expect(r.exitCode).toBe(0);
-    const lines = r.stdout.trimEnd().split('\n').map((l) => l.split('\t'));
+    const lines = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(lines[0]).toEqual(['NAME', 'UUID', 'HOSTNAME', 'CONFIG', 'LOG', 'QUERY', 'ENROLLMENT', 'ENROLL EXPIRES']);
     const prod = await storedEnv('prod');
     expect(lines.find((l) => l[0] === 'prod')).toEqual([
-      'prod', prod.uuid, prod.hostname, String(prod.config_interval), String(prod.log_interval), String(prod.query_interval), 'open', 'never',
+      'prod',
+      prod.uuid,
+      prod.hostname,
+      String(prod.config_interval),
+      String(prod.log_interval),
+      String(prod.query_interval),
+      'open',
+      'never',
     ]);
     expect(prod.enroll_expire).toBe('0001-01-01T00:00:00Z');
   });
@@ -67,7 +77,7 @@ describe('env list', () => {
 });
 
 describe('env show', () => {
-  it('shows an environment by name or UUID, the profile\'s by default', async () => {
+  it("shows an environment by name or UUID, the profile's by default", async () => {
     const prod = await storedEnv('prod');
     const byName = await cli.run(['env', 'show', 'prod', '--json']);
     expect(byName.exitCode).toBe(0);
@@ -83,10 +93,21 @@ describe('env show', () => {
   it('the table view is key/value lines of the main fields', async () => {
     const r = await cli.run(['env', 'show', 'staging']);
     expect(r.exitCode).toBe(0);
-    const kv = Object.fromEntries(r.stdout.trimEnd().split('\n').map((l) => l.split('\t')));
+    const kv = Object.fromEntries(
+      r.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split('\t')),
+    );
     const staging = await storedEnv('staging');
     // Issue 27: new environments take enrolls until someone closes them.
-    expect(kv).toMatchObject({ name: 'staging', uuid: staging.uuid, config_interval: String(staging.config_interval), enroll_expire: 'never', enrollment: 'open until closed' });
+    expect(kv).toMatchObject({
+      name: 'staging',
+      uuid: staging.uuid,
+      config_interval: String(staging.config_interval),
+      enroll_expire: 'never',
+      enrollment: 'open until closed',
+    });
     expect(kv.secret).toBeUndefined();
   });
 
@@ -102,7 +123,13 @@ describe('env intervals', () => {
     const before = await storedEnv('staging');
     const r = await cli.run(['env', 'intervals', 'staging', '--config', '900', '--query', '45', '-o', 'json']);
     expect(r.exitCode).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ name: 'staging', uuid: before.uuid, config_interval: 900, log_interval: before.log_interval, query_interval: 45 });
+    expect(JSON.parse(r.stdout)).toEqual({
+      name: 'staging',
+      uuid: before.uuid,
+      config_interval: 900,
+      log_interval: before.log_interval,
+      query_interval: 45,
+    });
     const after = await storedEnv('staging');
     expect(after).toMatchObject({ config_interval: 900, log_interval: before.log_interval, query_interval: 45 });
   });

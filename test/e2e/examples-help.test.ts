@@ -18,7 +18,11 @@ beforeAll(async () => {
 
 describe('the examples are one set', () => {
   it('the man pages show exactly the examples of --help', () => {
-    expect(manExamples().map((e) => e.text).sort()).toEqual(examples.map((e) => e.text).sort());
+    expect(
+      manExamples()
+        .map((e) => e.text)
+        .sort(),
+    ).toEqual(examples.map((e) => e.text).sort());
   });
 
   it('every fixture belongs to an example that exists (help, man or README)', async () => {

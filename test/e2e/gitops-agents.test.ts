@@ -78,32 +78,106 @@ interface SinkLine {
 
 const nodes = async () => JSON.parse((await cli.run(['nodes', 'list', '--all', '--json'])).stdout) as NodeView[];
 const agentHash = async () => JSON.parse((await cli.run(['env', 'config', 'prod', '--agent', '-o', 'json'])).stdout).hash as string;
-const sinkLines = (): SinkLine[] => (existsSync(sinkFile) ? readFileSync(sinkFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as SinkLine) : []);
+const sinkLines = (): SinkLine[] =>
+  existsSync(sinkFile)
+    ? readFileSync(sinkFile, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as SinkLine)
+    : [];
 const configAudit = async () =>
-  (JSON.parse((await cli.run(['audit', 'list', '--all', '--json'])).stdout) as { line: string; username: string; created_at: string }[]).filter((a) =>
-    a.line.startsWith('osquery configuration of prod'),
-  );
+  (
+    JSON.parse((await cli.run(['audit', 'list', '--all', '--json'])).stdout) as { line: string; username: string; created_at: string }[]
+  ).filter((a) => a.line.startsWith('osquery configuration of prod'));
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-gitops-'));
   sinkFile = join(dir, 'results.jsonl');
   const key = join(dir, 'agent.key');
   const cert = join(dir, 'agent.crt');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', cert, '--agent-tls-key', key, '--sink-dir', dir],
+    [
+      '--db',
+      join(dir, 'fleet.db'),
+      '--admin-password-stdin',
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      cert,
+      '--agent-tls-key',
+      key,
+      '--sink-dir',
+      dir,
+    ],
     { input: PASSWORD },
   );
   cli = new Cli();
   await cli.login(server.url, 'admin', 'prod', PASSWORD);
-  const sink = await cli.run(['sinks', 'add', 'prod', '--name', 'results', '--type', 'file', '--source', 'result', '--config', JSON.stringify({ path: sinkFile })]);
+  const sink = await cli.run([
+    'sinks',
+    'add',
+    'prod',
+    '--name',
+    'results',
+    '--type',
+    'file',
+    '--source',
+    'result',
+    '--config',
+    JSON.stringify({ path: sinkFile }),
+  ]);
   expect(sink.exitCode, sink.stderr).toBe(0);
   writeFileSync(join(dir, 'prod.flags'), (await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout);
   writeFileSync(join(dir, 'prod.secret'), (await cli.run(['enroll', 'show', 'prod', 'secret'])).stdout);
   agents = execa(
     'node',
-    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', cert, '--count', String(AGENTS),
-      '--config-interval', '1s', '--log-interval', '1s', '--distributed-interval', '5s', '--duration', '5m'],
+    [
+      BIN,
+      'dev',
+      'agents',
+      '--flags',
+      join(dir, 'prod.flags'),
+      '--secret-file',
+      join(dir, 'prod.secret'),
+      '--certs',
+      cert,
+      '--count',
+      String(AGENTS),
+      '--config-interval',
+      '1s',
+      '--log-interval',
+      '1s',
+      '--distributed-interval',
+      '5s',
+      '--duration',
+      '5m',
+    ],
     { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
   );
   agents.all!.on('data', (d: Buffer) => (agentsOut += d.toString()));
@@ -124,7 +198,10 @@ describe('apply -f to an environment with agents', () => {
     writeFileSync(file, DOC);
     // Before: every agent is on the empty configuration, nothing scheduled, no results.
     const before = await agentHash();
-    await until(async () => ((await nodes()).filter((n) => n.config_hash === before).length === AGENTS ? true : undefined), 'every agent on the first configuration');
+    await until(
+      async () => ((await nodes()).filter((n) => n.config_hash === before).length === AGENTS ? true : undefined),
+      'every agent on the first configuration',
+    );
     expect(sinkLines()).toEqual([]);
     const diffBefore = await cli.run(['diff', '-f', file]);
     expect(diffBefore.exitCode, diffBefore.stderr).toBe(1);

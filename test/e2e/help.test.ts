@@ -20,7 +20,19 @@ describe('help', () => {
   it('`fleetctl options` lists every global flag', async () => {
     const r = await cli.run(['options']);
     expect(r.exitCode).toBe(0);
-    for (const flag of ['--url', '--env', '--profile', '--output', '--json', '--fields', '--jq', '--no-headers', '--timeout', '--insecure', '--debug']) {
+    for (const flag of [
+      '--url',
+      '--env',
+      '--profile',
+      '--output',
+      '--json',
+      '--fields',
+      '--jq',
+      '--no-headers',
+      '--timeout',
+      '--insecure',
+      '--debug',
+    ]) {
       expect(r.stdout).toContain(flag);
     }
   });
@@ -62,7 +74,9 @@ describe('help', () => {
     const paths: string[] = [];
     const stub = createServer((req, res) => {
       paths.push(req.url ?? '');
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ items: [], page: 1, page_size: 50, total_items: 0, total_pages: 0 }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ items: [], page: 1, page_size: 50, total_items: 0, total_pages: 0 }));
     });
     await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
     try {
@@ -81,9 +95,22 @@ describe('help', () => {
 describe('a first run, before any login', () => {
   // Every verb that talks to the server, from a fresh config directory with no FLEETCTL_* variable.
   const verbs = [
-    ['nodes', 'list'], ['nodes', 'show', 'x'], ['stats'], ['users', 'list'], ['users', 'me'], ['env', 'list'], ['env', 'show', 'prod'],
-    ['tags', 'list'], ['tags', 'show', 'pci'], ['carves', 'list'], ['audit', 'list'], ['sinks', 'list'], ['settings', 'list', 'tls'],
-    ['mfa', 'status'], ['enroll', 'show', 'prod', 'secret'], ['api', '/api/v1/stats'],
+    ['nodes', 'list'],
+    ['nodes', 'show', 'x'],
+    ['stats'],
+    ['users', 'list'],
+    ['users', 'me'],
+    ['env', 'list'],
+    ['env', 'show', 'prod'],
+    ['tags', 'list'],
+    ['tags', 'show', 'pci'],
+    ['carves', 'list'],
+    ['audit', 'list'],
+    ['sinks', 'list'],
+    ['settings', 'list', 'tls'],
+    ['mfa', 'status'],
+    ['enroll', 'show', 'prod', 'secret'],
+    ['api', '/api/v1/stats'],
   ];
   it.each(verbs)('%s %s says "not logged in", exit 4, with the login command', async (...args) => {
     const fresh = new Cli();

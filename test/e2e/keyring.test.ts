@@ -63,16 +63,28 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
     for (const tool of ['dbus-run-session', 'gnome-keyring-daemon', 'secret-tool']) {
       const found = await execa('sh', ['-c', `command -v ${tool}`], { reject: false });
       if (found.exitCode !== 0) {
-        throw new Error(`${tool} is missing: apt-get install -y --no-install-recommends dbus gnome-keyring libsecret-tools (or FLEETCTL_SKIP_KEYRING_TESTS=1)`);
+        throw new Error(
+          `${tool} is missing: apt-get install -y --no-install-recommends dbus gnome-keyring libsecret-tools (or FLEETCTL_SKIP_KEYRING_TESTS=1)`,
+        );
       }
     }
     expect(existsSync(KEYRING_SESSION)).toBe(true);
     cli = newCli();
     outDir = tempDir();
-    const env: Record<string, string | undefined> = { ...baseEnv(cli.configDir), FLEETCTL_BIN: BIN, SERVER_URL: ts.url, FLEET_PASSWORD: DEV_PASSWORD };
+    const env: Record<string, string | undefined> = {
+      ...baseEnv(cli.configDir),
+      FLEETCTL_BIN: BIN,
+      SERVER_URL: ts.url,
+      FLEET_PASSWORD: DEV_PASSWORD,
+    };
     // dbus-run-session gives the script its own bus address: the helper's 'disabled:' must not leak in.
     delete env.DBUS_SESSION_BUS_ADDRESS;
-    const r = await execa('dbus-run-session', ['--', KEYRING_SESSION, 'sh', ROUNDTRIP, outDir], { env, extendEnv: false, reject: false, timeout: 120_000 });
+    const r = await execa('dbus-run-session', ['--', KEYRING_SESSION, 'sh', ROUNDTRIP, outDir], {
+      env,
+      extendEnv: false,
+      reject: false,
+      timeout: 120_000,
+    });
     if (r.exitCode !== 0) throw new Error(`keyring session failed (${r.exitCode}): ${r.stderr}`);
   });
 
@@ -97,7 +109,13 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
     expect(rc('auth-token')).toBe(0);
     expect(out('auth-token')).toBe(`${entry.token}\n`);
     const status = JSON.parse(out('auth-status'));
-    expect(status).toMatchObject({ profile: 'default', username: 'admin', logged_in: true, credential_store: 'keychain', token_location: 'OS keychain (Secret Service, service "fleetctl")' });
+    expect(status).toMatchObject({
+      profile: 'default',
+      username: 'admin',
+      logged_in: true,
+      credential_store: 'keychain',
+      token_location: 'OS keychain (Secret Service, service "fleetctl")',
+    });
     expect(JSON.stringify(status)).not.toContain(entry.token);
     expect(rc('nodes')).toBe(0);
     expect(JSON.parse(out('nodes'))).toHaveLength(1);
@@ -168,9 +186,14 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: t
       expect(await term.exitCode()).toBe(0);
       expect(term.text()).not.toContain('warning');
 
-      const found = await execa('secret-tool', ['search', '--all', 'service', 'fleetctl'], { env: { ...process.env, ...env }, reject: false });
+      const found = await execa('secret-tool', ['search', '--all', 'service', 'fleetctl'], {
+        env: { ...process.env, ...env },
+        reject: false,
+      });
       expect(`${found.stdout}\n${found.stderr}`).toContain('attribute.username = default');
-      const entry = JSON.parse((await execa('secret-tool', ['lookup', 'service', 'fleetctl', 'username', 'default'], { env: { ...process.env, ...env } })).stdout);
+      const entry = JSON.parse(
+        (await execa('secret-tool', ['lookup', 'service', 'fleetctl', 'username', 'default'], { env: { ...process.env, ...env } })).stdout,
+      );
       const status = await cli.run(['auth', 'status', '--json'], { env });
       expect(JSON.parse(status.stdout)).toMatchObject({ username: 'mfa-user', logged_in: true, credential_store: 'keychain' });
       expect((await cli.run(['auth', 'token'], { env })).stdout).toBe(`${entry.token}\n`);
@@ -216,7 +239,7 @@ describe('no usable keychain: the 0600 file', () => {
     expect(nodes.stderr).toBe('');
   });
 
-  it('a D-Bus that never answers is given up after the keychain\'s 3 s (one try), then the file is used', async () => {
+  it("a D-Bus that never answers is given up after the keychain's 3 s (one try), then the file is used", async () => {
     const sock = join(tempDir(), 'bus.sock');
     let connections = 0;
     const silent: Server = createServer((s) => {
@@ -242,8 +265,16 @@ describe('no usable keychain: the 0600 file', () => {
 
   it('a token saved in the keychain that cannot be reached now: exit 4 saying so (no silent fallback)', async () => {
     const cli = newCli();
-    const profile = { url: ts.url, env: 'prod', username: 'admin', credentialStore: 'keychain', tokenExpiresAt: new Date(Date.now() + 3600_000).toISOString() };
-    writeFileSync(join(cli.configDir, 'config.json'), JSON.stringify({ current: 'default', profiles: { default: profile } }), { mode: 0o600 });
+    const profile = {
+      url: ts.url,
+      env: 'prod',
+      username: 'admin',
+      credentialStore: 'keychain',
+      tokenExpiresAt: new Date(Date.now() + 3600_000).toISOString(),
+    };
+    writeFileSync(join(cli.configDir, 'config.json'), JSON.stringify({ current: 'default', profiles: { default: profile } }), {
+      mode: 0o600,
+    });
     const status = await cli.run(['auth', 'status']);
     expect(status.exitCode).toBe(4);
     expect(status.stderr).toBe(

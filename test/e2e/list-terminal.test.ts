@@ -34,7 +34,11 @@ const NOW = { FLEETCTL_PROGRESS_DELAY_MS: '0' };
 describe('--all export', () => {
   it('at a terminal with stdout in a file: a progress line on stderr, cleared at the end; the file is the whole list', async () => {
     const file = join(dir, 'nodes.json');
-    const t = new Terminal([`$FLEETCTL ${EXPORT.join(' ')} > ${file}`], { configDir: cli.configDir, shell: true, env: { CI: undefined, ...NOW } });
+    const t = new Terminal([`$FLEETCTL ${EXPORT.join(' ')} > ${file}`], {
+      configDir: cli.configDir,
+      shell: true,
+      env: { CI: undefined, ...NOW },
+    });
     await t.waitFor(/Fetched [\d,]+ of [\d,]+ nodes \([\d,]+\/s\)/);
     expect(await t.exitCode()).toBe(0);
     const nodes = JSON.parse(readFileSync(file, 'utf8')) as Node[];
@@ -53,7 +57,11 @@ describe('--all export', () => {
 
   it('under CI, even at a terminal, no progress', async () => {
     const file = join(dir, 'ci.json');
-    const t = new Terminal([`$FLEETCTL ${EXPORT.join(' ')} > ${file} && echo done`], { configDir: cli.configDir, shell: true, env: { CI: 'true', ...NOW } });
+    const t = new Terminal([`$FLEETCTL ${EXPORT.join(' ')} > ${file} && echo done`], {
+      configDir: cli.configDir,
+      shell: true,
+      env: { CI: 'true', ...NOW },
+    });
     expect(await t.exitCode()).toBe(0);
     expect(t.text().trim()).toBe('done');
   });
@@ -118,21 +126,32 @@ describe('tables keep identifiers whole at any width', () => {
     const shown = text.match(uuid)!;
     expect(shown.slice(0, raw.length)).toEqual(raw.map((n) => n.uuid));
     for (const n of raw) expect(text).toContain(n.hostname);
-    for (const line of text.trimEnd().split('\n').slice(0, raw.length + 1)) expect(line.length).toBeLessThanOrEqual(80);
+    for (const line of text
+      .trimEnd()
+      .split('\n')
+      .slice(0, raw.length + 1))
+      expect(line.length).toBeLessThanOrEqual(80);
     const pasted = await cli.run(['nodes', 'show', shown[0], '--json']);
     expect(JSON.parse(pasted.stdout).uuid).toBe(raw[0].uuid);
   });
 
   it('at 200 columns every column shows; -o wide shows every column at 80 too', async () => {
-    expect((await screen(['nodes', 'list'], 200)).split('\n')[0]).toMatch(/^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/);
-    expect((await screen(['nodes', 'list', '-o', 'wide'], 80)).split('\n')[0]).toMatch(/^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/);
+    expect((await screen(['nodes', 'list'], 200)).split('\n')[0]).toMatch(
+      /^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/,
+    );
+    expect((await screen(['nodes', 'list', '-o', 'wide'], 80)).split('\n')[0]).toMatch(
+      /^UUID +HOSTNAME +PLATFORM +OSQUERY +IP +HEALTH +LAST SEEN +TAGS$/,
+    );
   });
 
   it('carves, users and stats at 80 columns: whole names, access lists and UUIDs', async () => {
     const carves = JSON.parse((await cli.run(['carves', 'list', '--json'])).stdout) as { name: string }[];
     const ct = await screen(['carves', 'list'], 80);
     for (const c of carves) expect(ct).toContain(c.name);
-    const users = (await cli.run(['users', 'list', '--fields', 'username,access', '--no-headers'])).stdout.trim().split('\n').map((l) => l.split('\t'));
+    const users = (await cli.run(['users', 'list', '--fields', 'username,access', '--no-headers'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\t'));
     const ut = await screen(['users', 'list'], 80);
     for (const [name, access] of users) expect(ut).toMatch(new RegExp(`^${name} .*${access.replace(/[()+]/g, '\\$&')}`, 'm'));
     const envs = JSON.parse((await cli.run(['stats', '--json'])).stdout).environments as { uuid: string }[];
@@ -177,7 +196,11 @@ describe('--watch and the pager', () => {
   it('--watch piped prints each refresh in full, one after another', async () => {
     // Stopped (Ctrl-C) once the second refresh has arrived, however long the machine takes for it.
     const proc = execa('node', [BIN, 'stats', '--jq', '.total_nodes', '--watch', '200ms'], {
-      env: baseEnv(cli.configDir), extendEnv: false, reject: false, buffer: false, stdin: 'ignore',
+      env: baseEnv(cli.configDir),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+      stdin: 'ignore',
     });
     let out = '';
     await new Promise<void>((resolve, reject) => {
@@ -197,7 +220,10 @@ describe('--watch and the pager', () => {
   const lessUnder = (pid: number) => descendants(pid).filter((p) => p.comm === 'less');
 
   it('a stream (audit list --follow) never goes through the pager, even with PAGER=less', async () => {
-    const t = new Terminal(['audit', 'list', '--follow', '--limit', '3', '--interval', '200ms'], { configDir: cli.configDir, env: { FLEETCTL_PAGER: undefined, PAGER: 'less' } });
+    const t = new Terminal(['audit', 'list', '--follow', '--limit', '3', '--interval', '200ms'], {
+      configDir: cli.configDir,
+      env: { FLEETCTL_PAGER: undefined, PAGER: 'less' },
+    });
     await t.waitFor(/Following new audit entries every 200ms/);
     expect(lessUnder(t.pid)).toEqual([]);
     expect(t.text()).toMatch(/^ID +TIME +USER/m); // the entries are on the terminal itself
@@ -209,7 +235,9 @@ describe('--watch and the pager', () => {
     // Under a shell that outlives fleetctl, as at a user's prompt (were fleetctl the terminal's
     // session leader, its exit would hang up a leftover less and hide the bug).
     const t = new Terminal([`trap 'echo' INT; $FLEETCTL nodes list --page-size 300; echo "FLEETCTL-EXITED $?"; sleep 30`], {
-      configDir: cli.configDir, shell: true, env: { FLEETCTL_PAGER: undefined, PAGER: undefined, LESS: undefined },
+      configDir: cli.configDir,
+      shell: true,
+      env: { FLEETCTL_PAGER: undefined, PAGER: undefined, LESS: undefined },
     });
     await t.waitFor(/HOSTNAME/); // less is showing the table
     const pager = lessUnder(t.pid)[0];
@@ -229,7 +257,10 @@ describe('--watch and the pager', () => {
     expect(readFileSync(marked, 'utf8')).toMatch(/^UUID +HOSTNAME/);
     expect(t.text()).toMatch(/PAGER-DONE\n.*Showing 1-5 of/s);
     rmSync(marked);
-    const direct = new Terminal(['nodes', 'list', '--page-size', '5', '--no-pager'], { configDir: cli.configDir, env: { FLEETCTL_PAGER: pager } });
+    const direct = new Terminal(['nodes', 'list', '--page-size', '5', '--no-pager'], {
+      configDir: cli.configDir,
+      env: { FLEETCTL_PAGER: pager },
+    });
     expect(await direct.exitCode()).toBe(0);
     expect(direct.text()).toMatch(/^UUID +HOSTNAME/m);
     expect(existsSync(marked)).toBe(false);
@@ -239,7 +270,10 @@ describe('--watch and the pager', () => {
 describe('bulk changes', () => {
   it('tags apply over a filter shows progress at a terminal, then the summary', async () => {
     expect((await cli.run(['tags', 'add', 'bulk-progress'])).exitCode).toBe(0);
-    const t = new Terminal(['tags', 'apply', 'bulk-progress', '--status', 'active'], { configDir: cli.configDir, env: { CI: undefined, ...NOW } });
+    const t = new Terminal(['tags', 'apply', 'bulk-progress', '--status', 'active'], {
+      configDir: cli.configDir,
+      env: { CI: undefined, ...NOW },
+    });
     await t.waitFor(/Tagged [\d,]+ of [\d,]+ nodes \([\d,]+\/s\)/);
     expect(await t.exitCode()).toBe(0);
     expect(t.text()).toMatch(/Tagged \d+ nodes with bulk-progress in prod/);

@@ -28,7 +28,9 @@ const sims: { proc: ResultPromise; out: () => string }[] = [];
 async function until(ok: () => Promise<boolean> | boolean, what: string): Promise<void> {
   let done = false;
   try {
-    onTestFailed(() => void (done || console.error(`was waiting for ${what}; simulators said:\n${sims.map((s) => s.out()).join('\n---\n')}`)));
+    onTestFailed(
+      () => void (done || console.error(`was waiting for ${what}; simulators said:\n${sims.map((s) => s.out()).join('\n---\n')}`)),
+    );
   } catch {
     // in a hook
   }
@@ -40,8 +42,28 @@ function simulate(seed: string, count: number, extra: string[] = []) {
   let out = '';
   const proc = execa(
     'node',
-    [BIN, 'dev', 'agents', '--flags', join(dir, 'prod.flags'), '--secret-file', join(dir, 'prod.secret'), '--certs', join(dir, 'agent.crt'), '--count', String(count),
-      '--seed', seed, '--distributed-interval', '500ms', '--log-interval', '2s', '--duration', '10m', ...extra],
+    [
+      BIN,
+      'dev',
+      'agents',
+      '--flags',
+      join(dir, 'prod.flags'),
+      '--secret-file',
+      join(dir, 'prod.secret'),
+      '--certs',
+      join(dir, 'agent.crt'),
+      '--count',
+      String(count),
+      '--seed',
+      seed,
+      '--distributed-interval',
+      '500ms',
+      '--log-interval',
+      '2s',
+      '--duration',
+      '10m',
+      ...extra,
+    ],
     { env: baseEnv(cli.configDir), extendEnv: false, reject: false, all: true, buffer: false },
   );
   proc.all.on('data', (d: Buffer) => (out += d.toString()));
@@ -56,7 +78,13 @@ const json = async (args: string[]) => {
   return JSON.parse(r.stdout);
 };
 /** What the agent sent for carve `name`, as the simulator recorded it (DIR/<name>_<UUID>.tar). */
-const sent = (name: string, uuid: string) => readFileSync(join(carvesDir, readdirSync(carvesDir).find((f) => f.toLowerCase() === `${name}_${uuid}.tar`.toLowerCase())!));
+const sent = (name: string, uuid: string) =>
+  readFileSync(
+    join(
+      carvesDir,
+      readdirSync(carvesDir).find((f) => f.toLowerCase() === `${name}_${uuid}.tar`.toLowerCase())!,
+    ),
+  );
 const queryName = (stderr: string) => /Query (query_[0-9a-f]+) started/.exec(stderr)?.[1];
 
 let online: { uuid: string; hostname: string }[];
@@ -66,9 +94,43 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-live-'));
   carvesDir = join(dir, 'sent');
   const key = join(dir, 'agent.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', join(dir, 'agent.crt'), '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      join(dir, 'agent.crt'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   server = await startServerProcess(
-    ['--db', join(dir, 'fleet.db'), '--admin-password-stdin', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', join(dir, 'agent.crt'), '--agent-tls-key', key],
+    [
+      '--db',
+      join(dir, 'fleet.db'),
+      '--admin-password-stdin',
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      join(dir, 'agent.crt'),
+      '--agent-tls-key',
+      key,
+    ],
     { input: PASSWORD },
   );
   cli = new Cli();
@@ -110,14 +172,26 @@ describe('query run is bounded and online-aware', () => {
     const sets = JSON.parse(r.stdout) as { uuid: string; status: number }[];
     expect(new Set(sets.map((s) => s.uuid.toLowerCase()))).toEqual(new Set(online.map((n) => n.uuid.toLowerCase())));
     expect(r.stderr).toMatch(/Query query_\w+ started on 40 nodes in prod/);
-    expect(r.stderr).toContain('error: 20 of 40 targets did not answer (every online target answered; the others are offline); the query was stopped');
+    expect(r.stderr).toContain(
+      'error: 20 of 40 targets did not answer (every online target answered; the others are offline); the query was stopped',
+    );
     const name = queryName(r.stderr)!;
     expect((await json(['query', 'show', name])).status).toBe('COMPLETED');
     expect(await activeQueries()).not.toContain(name);
   });
 
   it('answered by every target without an error: exit 0; --target status:active selects on the server', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM uptime', '--target', online.slice(0, 3).map((n) => n.hostname).join(','), '--json']);
+    const r = await cli.run([
+      'query',
+      'run',
+      'SELECT * FROM uptime',
+      '--target',
+      online
+        .slice(0, 3)
+        .map((n) => n.hostname)
+        .join(','),
+      '--json',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toHaveLength(3);
     const active = await cli.run(['query', 'run', 'SELECT 1', '--target', 'status:active', '--detach', '--wait', '0']);
@@ -175,7 +249,17 @@ describe('carves attributed and audited', () => {
   let name = '';
 
   it('carves run waits for the files (exit 0); the files table names the node of each file', async () => {
-    const run = await cli.run(['carves', 'run', '/etc/hosts', '--target', hosts().map((h) => h.hostname).join(','), '--wait', '2m']);
+    const run = await cli.run([
+      'carves',
+      'run',
+      '/etc/hosts',
+      '--target',
+      hosts()
+        .map((h) => h.hostname)
+        .join(','),
+      '--wait',
+      '2m',
+    ]);
     expect(run.exitCode, run.stderr).toBe(0);
     name = run.stdout.trim();
     const show = await cli.run(['carves', 'show', name]);
@@ -236,6 +320,8 @@ describe('carves attributed and audited', () => {
     const r = await cli.run(['carves', 'run', '/etc/hosts', '--target', offline[0].hostname, '--exit', '--wait', '5m']);
     expect(r.exitCode, r.stderr).toBe(9);
     expect(r.stdout).toMatch(/^carve_\w+\n$/);
-    expect(r.stderr).toContain('error: 1 of 1 file not uploaded (every online target uploaded its file; the others are offline); the carve was stopped');
+    expect(r.stderr).toContain(
+      'error: 1 of 1 file not uploaded (every online target uploaded its file; the others are offline); the carve was stopped',
+    );
   });
 });

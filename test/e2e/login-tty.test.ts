@@ -102,7 +102,10 @@ describe('login at a terminal, account with TOTP', () => {
 
     // Single use: the same code is refused afterwards (non-interactive, exit 4, nothing saved).
     const again = newCli();
-    const r = await again.run(['login', '--url', server.url, '--env', 'prod', '--username', mfa.username, '--password-stdin', '--recovery-code', code], { input: DEV_PASSWORD });
+    const r = await again.run(
+      ['login', '--url', server.url, '--env', 'prod', '--username', mfa.username, '--password-stdin', '--recovery-code', code],
+      { input: DEV_PASSWORD },
+    );
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('error: the recovery code was not accepted (mfa_invalid); nothing was saved');
     expect(r.stderr).not.toContain(code);

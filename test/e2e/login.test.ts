@@ -45,7 +45,8 @@ describe('login with a second factor, no terminal', () => {
     const cli = newCli();
     const code = totpCode(mfa.secret);
     // A script as CI would write it: the secret in a variable, the code computed, stdin piped.
-    const script = 'printf %s "$FLEET_PASSWORD" | node "$FLEETCTL_BIN" --debug login --url "$URL" --env prod --username mfa-user --password-stdin --totp-code "$CODE"';
+    const script =
+      'printf %s "$FLEET_PASSWORD" | node "$FLEETCTL_BIN" --debug login --url "$URL" --env prod --username mfa-user --password-stdin --totp-code "$CODE"';
     const r = await execa('sh', ['-c', script], {
       env: { ...baseEnv(cli.configDir), FLEET_PASSWORD: DEV_PASSWORD, FLEETCTL_BIN: BIN, URL: server.url, CODE: code },
       extendEnv: false,
@@ -91,7 +92,9 @@ describe('login with a second factor, no terminal', () => {
     const wrong = ['123456', '654321', '111111'].find((c) => !near.has(c))!;
     const r = await cli.run([...loginArgs(), '--totp-code', wrong], { input: DEV_PASSWORD });
     expect(r.exitCode).toBe(4);
-    expect(r.stderr).toContain('error: the TOTP code was not accepted (mfa_invalid); nothing was saved\nhint: a TOTP code changes every 30 s');
+    expect(r.stderr).toContain(
+      'error: the TOTP code was not accepted (mfa_invalid); nothing was saved\nhint: a TOTP code changes every 30 s',
+    );
     expect(r.stderr).not.toContain(wrong);
     expect(r.stderr).not.toContain(DEV_PASSWORD);
     expect(profiles(cli)).toEqual({});
@@ -110,7 +113,9 @@ describe('login with a second factor, no terminal', () => {
 
   it('--mfa-code-stdin reads the password and the code as two lines; the method follows the code', async () => {
     const cli = newCli();
-    const r = await cli.run([...loginArgs(), '--mfa-code-stdin', '--profile', 'rc'], { input: `${DEV_PASSWORD}\n${mfa.recoveryCodes[2]}\n` });
+    const r = await cli.run([...loginArgs(), '--mfa-code-stdin', '--profile', 'rc'], {
+      input: `${DEV_PASSWORD}\n${mfa.recoveryCodes[2]}\n`,
+    });
     expect(r.stderr).toMatch(/Logged in .* profile rc\)/);
     expect(r.exitCode).toBe(0);
     expect(storedCredential(cli, 'rc').token).toMatch(/^eyJ/);
@@ -124,7 +129,9 @@ describe('login with a second factor, no terminal', () => {
     const both = await cli.run([...loginArgs(), '--totp-code', '123456', '--recovery-code', 'abcd'], { input: DEV_PASSWORD });
     expect(both.exitCode).toBe(2);
     expect(both.stderr).toContain('pass only one of --totp-code, --recovery-code and --mfa-code-stdin');
-    const noPw = await cli.run(['login', '--url', server.url, '--env', 'prod', '--username', 'mfa-user', '--mfa-code-stdin'], { input: '123456' });
+    const noPw = await cli.run(['login', '--url', server.url, '--env', 'prod', '--username', 'mfa-user', '--mfa-code-stdin'], {
+      input: '123456',
+    });
     expect(noPw.exitCode).toBe(2);
     expect(noPw.stderr).toContain('--mfa-code-stdin reads the code after the password: use it with --password-stdin');
     const bad = await cli.run([...loginArgs(), '--totp-code', '12ab56'], { input: DEV_PASSWORD });
@@ -137,7 +144,9 @@ describe('login without a second factor', () => {
   it('a password never appears in --debug output or in the error of a failed login', async () => {
     const cli = newCli();
     const pw = 'Wr0ng-Secret-Pa55';
-    const r = await cli.run(['--debug', 'login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: pw });
+    const r = await cli.run(['--debug', 'login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: pw,
+    });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('"password":"[redacted]"');
     expect(r.stderr).not.toContain(pw);

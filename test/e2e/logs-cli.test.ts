@@ -36,7 +36,18 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-logs-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  serverArgs = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
+  serverArgs = [
+    '--db',
+    join(dir, 'fleet.db'),
+    '--create-env',
+    'prod',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+  ];
   server = await startServerProcess([...serverArgs, '--agent-listen', '127.0.0.1:0'], { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   token = await apiToken(server.url, 'admin', PASSWORD);
   flags = parseFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
@@ -47,10 +58,20 @@ beforeAll(async () => {
   web = await enroll('web-fra-0001');
   db = await enroll('db-fra-0002');
   // 120 lines of users_q: more than the 100 shown by default.
-  for (let i = 0; i < 120; i += 40) await send(web, 'result', Array.from({ length: 40 }, (_, k) => added('users_q', { user: `u${i + k}`, uid: String(i + k) }, i + k === 0 ? 0 : 1)));
+  for (let i = 0; i < 120; i += 40)
+    await send(
+      web,
+      'result',
+      Array.from({ length: 40 }, (_, k) => added('users_q', { user: `u${i + k}`, uid: String(i + k) }, i + k === 0 ? 0 : 1)),
+    );
   await send(db, 'result', [added('users_q', { user: 'alice smith', uid: '1000' }, 0)]);
-  await send(web, 'status', [status(1, 'Scheduled query may be outdated'), status(2, 'Error executing scheduled query nope: no such table: nope_table')]);
-  const put = await api('PUT', '/api/v1/environments/prod/config/schedule', { users_q: { query: 'SELECT username AS user, uid FROM users', interval: 60 } });
+  await send(web, 'status', [
+    status(1, 'Scheduled query may be outdated'),
+    status(2, 'Error executing scheduled query nope: no such table: nope_table'),
+  ]);
+  const put = await api('PUT', '/api/v1/environments/prod/config/schedule', {
+    users_q: { query: 'SELECT username AS user, uid FROM users', interval: 60 },
+  });
   expect(put.status).toBe(200);
 }, 180_000);
 
@@ -64,16 +85,32 @@ describe('fleetctl logs', () => {
   it('piped: the newest 100 lines as JSON lines, oldest first, each the API line', async () => {
     const r = await cli.run(['logs', '--query', 'users_q']);
     expect(r.exitCode).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(100);
     const ids = lines.map((l) => l.id);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    expect(lines.at(-1)).toMatchObject({ environment: 'prod', node_uuid: db.uuid, hostname: 'db-fra-0002', log_type: 'result', name: 'users_q', entry: { columns: { user: 'alice smith' } } });
+    expect(lines.at(-1)).toMatchObject({
+      environment: 'prod',
+      node_uuid: db.uuid,
+      hostname: 'db-fra-0002',
+      log_type: 'result',
+      name: 'users_q',
+      entry: { columns: { user: 'alice smith' } },
+    });
     expect(r.stderr).toBe('');
   });
 
   it("a line fleetctl logs prints is the line a file sink delivered, byte for byte (but the store's id)", async () => {
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'same-lines', type: 'file', source: 'result', environment_id: 0, config: { path: 'same.jsonl' } });
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      name: 'same-lines',
+      type: 'file',
+      source: 'result',
+      environment_id: 0,
+      config: { path: 'same.jsonl' },
+    });
     expect(sink.status).toBe(200);
     const n = await enroll('same-0001');
     await send(n, 'result', [added('same_q', { user: 'ünïcode "quoted"', uid: '7' }, 0)]);
@@ -134,13 +171,23 @@ describe('fleetctl logs', () => {
   it('--follow prints the newest lines, then a new line as the agent sends it, until Ctrl-C (exit 130)', async () => {
     const n = await enroll('follow-0001');
     await send(n, 'result', [added('follow_q', { v: 'before' }, 0)]);
-    const p = execa('node', [BIN, 'logs', '--follow', '--node', 'follow-0001'], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, buffer: false });
+    const p = execa('node', [BIN, 'logs', '--follow', '--node', 'follow-0001'], {
+      env: baseEnv(cli.configDir),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+    });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await eventually(async () => (out.includes('"before"') ? true : undefined), 'the backlog line');
     await send(n, 'result', [added('follow_q', { v: 'live' }, 1)]);
     await eventually(async () => (out.includes('"live"') ? true : undefined), 'the new line');
-    expect(out.trim().split('\n').map((l) => JSON.parse(l).entry.columns.v)).toEqual(['before', 'live']);
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).entry.columns.v),
+    ).toEqual(['before', 'live']);
     p.kill('SIGINT');
     expect((await p).exitCode).toBe(130);
   });
@@ -148,7 +195,12 @@ describe('fleetctl logs', () => {
   it('--follow outlives a server restart: it says so, reconnects and goes on from where it was', async () => {
     const n = await enroll('restart-0001');
     await send(n, 'result', [added('restart_q', { v: 'one' }, 0)]);
-    const p = execa('node', [BIN, 'logs', '--follow', '--node', 'restart-0001', '--timeout', '10s'], { env: baseEnv(cli.configDir), extendEnv: false, reject: false, buffer: false });
+    const p = execa('node', [BIN, 'logs', '--follow', '--node', 'restart-0001', '--timeout', '10s'], {
+      env: baseEnv(cli.configDir),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+    });
     let out = '';
     let err = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -159,11 +211,18 @@ describe('fleetctl logs', () => {
     const agentPort = flags.hostname.split(':')[1];
     await server.stop();
     await eventually(async () => (/connection lost/.test(err) ? true : undefined), 'the follower noticing');
-    server = await startServerProcess([...serverArgs, '--listen', `127.0.0.1:${port}`, '--agent-listen', `127.0.0.1:${agentPort}`], { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
+    server = await startServerProcess([...serverArgs, '--listen', `127.0.0.1:${port}`, '--agent-listen', `127.0.0.1:${agentPort}`], {
+      env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD },
+    });
     await send(n, 'result', [added('restart_q', { v: 'two' }, 1)]);
     await eventually(async () => (out.includes('"two"') ? true : undefined), 'the line sent after the restart');
     expect(err).toMatch(/reconnected/);
-    expect(out.trim().split('\n').map((l) => JSON.parse(l).entry.columns.v)).toEqual(['one', 'two']);
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).entry.columns.v),
+    ).toEqual(['one', 'two']);
     p.kill('SIGINT');
     await p;
   });
@@ -181,7 +240,12 @@ describe('fleetctl schedule report', () => {
     expect(f.stdout).toBe('node,user\ndb-fra-0002,alice smith\n');
     const j = JSON.parse((await cli.run(['schedule', 'report', 'prod', 'users_q', '-o', 'json'])).stdout);
     expect(j.map((n: { hostname: string }) => n.hostname)).toEqual(['db-fra-0002', 'web-fra-0001']);
-    expect(j[0]).toMatchObject({ node_uuid: db.uuid, kind: 'differential', rows: [{ user: 'alice smith', uid: '1000' }], truncated: false });
+    expect(j[0]).toMatchObject({
+      node_uuid: db.uuid,
+      kind: 'differential',
+      rows: [{ user: 'alice smith', uid: '1000' }],
+      truncated: false,
+    });
   });
 
   it('a name neither scheduled nor reported exits 3', async () => {
@@ -211,7 +275,9 @@ describe('against osctrl', () => {
     osctrl = new OsctrlStandIn();
     await osctrl.start();
     c = new Cli();
-    const r = await c.run(['login', '--url', osctrl.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: 'osctrl-pass-1' });
+    const r = await c.run(['login', '--url', osctrl.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: 'osctrl-pass-1',
+    });
     expect(r.exitCode).toBe(0);
   });
   afterAll(async () => {
@@ -220,7 +286,12 @@ describe('against osctrl', () => {
   });
 
   it('refuses what osctrl cannot read in one line before any request (exit 8)', async () => {
-    for (const args of [['logs'], ['logs', '--node', 'x', '--query', 'q'], ['logs', '--node', 'x', '--all'], ['schedule', 'report', 'prod', 'q']]) {
+    for (const args of [
+      ['logs'],
+      ['logs', '--node', 'x', '--query', 'q'],
+      ['logs', '--node', 'x', '--all'],
+      ['schedule', 'report', 'prod', 'q'],
+    ]) {
       const before = osctrl.requests.length;
       const r = await c.run(args);
       expect(r.exitCode, args.join(' ')).toBe(8);

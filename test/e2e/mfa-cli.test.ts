@@ -89,7 +89,9 @@ describe('mfa totp setup (scripted: setup, then confirm --code)', () => {
     expect(l.exitCode).toBe(4);
     expect(l.stderr).toMatch(/second factor/);
     // a recovery code printed by confirm completes the login
-    const mfa = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: login.body.challenge, code: codes[0], method: 'recovery' } });
+    const mfa = await apiCall(url, 'POST', '/api/v1/login/mfa', {
+      body: { challenge: login.body.challenge, code: codes[0], method: 'recovery' },
+    });
     expect(mfa.status).toBe(200);
     viaCli.cleanup();
     cli.cleanup();
@@ -206,7 +208,9 @@ describe('mfa status and totp disable', () => {
     const login = await apiLogin(url, name);
     const replay = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: login.body.challenge, code, method: 'totp' } });
     expect(replay.status).toBe(403);
-    const next = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: login.body.challenge, code: codeAt(secret, 1), method: 'totp' } });
+    const next = await apiCall(url, 'POST', '/api/v1/login/mfa', {
+      body: { challenge: login.body.challenge, code: codeAt(secret, 1), method: 'totp' },
+    });
     expect(next.status).toBe(200);
     cli.cleanup();
   });
@@ -218,7 +222,10 @@ describe('mfa recovery-codes', () => {
     const { codes } = await enrol(cli);
 
     const viaCli = new Cli();
-    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[0]], { input: DEV_PASSWORD });
+    const login = await viaCli.run(
+      ['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[0]],
+      { input: DEV_PASSWORD },
+    );
     expect(login.exitCode).toBe(0);
     expect(login.stderr).toMatch(/^9 recovery codes left\.$/m);
     expect(login.stderr).not.toMatch(/regenerate/);
@@ -241,9 +248,13 @@ describe('mfa recovery-codes', () => {
     expect(await storedMfa(name)).toMatchObject({ recovery_codes: 10 });
 
     const old = await apiLogin(url, name);
-    const refused = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: old.body.challenge, code: codes[1], method: 'recovery' } });
+    const refused = await apiCall(url, 'POST', '/api/v1/login/mfa', {
+      body: { challenge: old.body.challenge, code: codes[1], method: 'recovery' },
+    });
     expect(refused.status).toBe(403);
-    const ok = await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: old.body.challenge, code: fresh[0], method: 'recovery' } });
+    const ok = await apiCall(url, 'POST', '/api/v1/login/mfa', {
+      body: { challenge: old.body.challenge, code: fresh[0], method: 'recovery' },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body.recovery_codes_left).toBe(9);
     cli.cleanup();
@@ -258,10 +269,15 @@ describe('mfa recovery-codes', () => {
     const { codes } = await enrol(cli);
     for (const code of codes.slice(0, 7)) {
       const l = await apiLogin(url, name);
-      expect((await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: l.body.challenge, code, method: 'recovery' } })).status).toBe(200);
+      expect(
+        (await apiCall(url, 'POST', '/api/v1/login/mfa', { body: { challenge: l.body.challenge, code, method: 'recovery' } })).status,
+      ).toBe(200);
     }
     const viaCli = new Cli();
-    const login = await viaCli.run(['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[7]], { input: DEV_PASSWORD });
+    const login = await viaCli.run(
+      ['login', '--url', url, '--env', 'prod', '--username', name, '--password-stdin', '--recovery-code', codes[7]],
+      { input: DEV_PASSWORD },
+    );
     expect(login.exitCode).toBe(0);
     expect(login.stderr).toMatch(/^2 recovery codes left\.$/m);
     expect(login.stderr).toMatch(/fleetctl mfa recovery-codes regenerate/);
@@ -271,7 +287,7 @@ describe('mfa recovery-codes', () => {
 });
 
 describe('mfa webauthn', () => {
-  it('lists the dev admin\'s two credentials', async () => {
+  it("lists the dev admin's two credentials", async () => {
     const r = await admin.run(['mfa', 'webauthn', 'list', '-o', 'json']);
     expect(r.exitCode).toBe(0);
     const creds = JSON.parse(r.stdout) as WebauthnCredential[];
@@ -325,7 +341,9 @@ describe('mfa webauthn', () => {
     const wrongPw = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes', '--password-stdin'], { input: 'wrong-password' });
     expect(wrongPw.exitCode).toBe(5);
 
-    const unknown = await admin.run(['mfa', 'webauthn', 'remove', 'no-such-credential', '--yes', '--password-stdin'], { input: DEV_PASSWORD });
+    const unknown = await admin.run(['mfa', 'webauthn', 'remove', 'no-such-credential', '--yes', '--password-stdin'], {
+      input: DEV_PASSWORD,
+    });
     expect(unknown.exitCode).toBe(3);
 
     const lastOne = await admin.run(['mfa', 'webauthn', 'remove', last.id, '--yes', '--password-stdin'], { input: DEV_PASSWORD });
@@ -345,9 +363,12 @@ describe('mfa webauthn', () => {
 });
 
 describe('help', () => {
-  it.each([['status'], ['totp', 'setup'], ['totp', 'confirm'], ['totp', 'disable'], ['webauthn', 'list'], ['webauthn', 'remove']])('mfa %s --help has examples', async (...verb) => {
-    const r = await admin.run(['mfa', ...verb, '--help']);
-    expect(r.exitCode).toBe(0);
-    expect(r.stdout).toMatch(/Examples:\n {2}\$ fleetctl mfa /);
-  });
+  it.each([['status'], ['totp', 'setup'], ['totp', 'confirm'], ['totp', 'disable'], ['webauthn', 'list'], ['webauthn', 'remove']])(
+    'mfa %s --help has examples',
+    async (...verb) => {
+      const r = await admin.run(['mfa', ...verb, '--help']);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toMatch(/Examples:\n {2}\$ fleetctl mfa /);
+    },
+  );
 });

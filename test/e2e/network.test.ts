@@ -25,7 +25,9 @@ beforeAll(async () => {
     }
     if (path.startsWith('/website/')) {
       res.writeHead(404, { 'content-type': 'text/html' });
-      return res.end('<!DOCTYPE html>\n<html><head><title>Not Found</title></head><body><h1>Not Found</h1>' + 'x'.repeat(5000) + '</body></html>\n');
+      return res.end(
+        '<!DOCTYPE html>\n<html><head><title>Not Found</title></head><body><h1>Not Found</h1>' + 'x'.repeat(5000) + '</body></html>\n',
+      );
     }
     if (path === '/limited/api/v1/nodes/prod/delete') {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' });
@@ -71,7 +73,7 @@ describe('network failures', () => {
     expect(hits['/busy/api/v1/nodes/prod']).toBe(3);
   });
 
-  it('a POST answered 429 is not retried; exit 7 with the server\'s wait', async () => {
+  it("a POST answered 429 is not retried; exit 7 with the server's wait", async () => {
     const r = await cli.run(['api', '/api/v1/nodes/prod/delete', '-f', 'uuid=abc', '--url', `${base}/limited`], { env });
     expect(r.exitCode).toBe(7);
     expect(r.stderr).toMatch(/slow down \(rate_limited, HTTP 429\)/);
@@ -82,7 +84,9 @@ describe('network failures', () => {
   it('a URL that answers with a web page says so in one line, no HTML, with a hint about --url', async () => {
     const r = await cli.run(['nodes', 'list', '--url', `${base}/website`], { env });
     expect(r.exitCode).toBe(3);
-    expect(r.stderr).toBe('error: did not answer like a Fleet API server: it sent a web page (not_found, HTTP 404)\nhint: check --url (or FLEETCTL_URL, or the profile\'s URL)\n');
+    expect(r.stderr).toBe(
+      "error: did not answer like a Fleet API server: it sent a web page (not_found, HTTP 404)\nhint: check --url (or FLEETCTL_URL, or the profile's URL)\n",
+    );
   });
 
   it('--debug logs requests on stderr with the token redacted', async () => {

@@ -13,7 +13,13 @@ let prodId: number;
 const cutoffIso = () => new Date(Date.now() - 72 * 3600_000).toISOString();
 
 async function storedUuids(where: (q: any) => any = (q) => q): Promise<string[]> {
-  const rows = await where(ts.server.deps.db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select('nodes.uuid').where('nodes.environment_id', '=', prodId)).execute();
+  const rows = await where(
+    ts.server.deps.db
+      .selectFrom('nodes')
+      .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+      .select('nodes.uuid')
+      .where('nodes.environment_id', '=', prodId),
+  ).execute();
   return rows.map((r: { uuid: string }) => r.uuid).sort();
 }
 
@@ -39,7 +45,9 @@ afterAll(async () => {
 describe('login', () => {
   it('logs in with --password-stdin and reports where the token went', async () => {
     const c = new Cli();
-    const r = await c.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: 'test-password-1\n' });
+    const r = await c.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: 'test-password-1\n',
+    });
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/Logged in to http:\/\/127\.0\.0\.1:\d+ as admin/);
@@ -54,7 +62,9 @@ describe('login', () => {
 
   it('exits 4 on a wrong password, and saves nothing', async () => {
     const c = new Cli();
-    const r = await c.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: 'wrong-password' });
+    const r = await c.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: 'wrong-password',
+    });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toMatch(/^error: invalid username or password \(unauthorized, HTTP 401\)/);
     expect(r.stdout).toBe('');
@@ -66,7 +76,9 @@ describe('login', () => {
 
   it('exits 3 for an unknown environment', async () => {
     const c = new Cli();
-    const r = await c.run(['login', '--url', ts.url, '--env', 'nope', '--username', 'admin', '--password-stdin'], { input: 'test-password-1' });
+    const r = await c.run(['login', '--url', ts.url, '--env', 'nope', '--username', 'admin', '--password-stdin'], {
+      input: 'test-password-1',
+    });
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toMatch(/environment "nope" not found/);
     c.cleanup();
@@ -91,7 +103,9 @@ describe('login', () => {
 
   it('a forged token (FLEETCTL_TOKEN) is refused with exit 4', async () => {
     const c = new Cli();
-    const r = await c.run(['nodes', 'list', '--url', ts.url, '--env', 'prod'], { env: { FLEETCTL_TOKEN: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.forged' } });
+    const r = await c.run(['nodes', 'list', '--url', ts.url, '--env', 'prod'], {
+      env: { FLEETCTL_TOKEN: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.forged' },
+    });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toMatch(/invalid token \(unauthorized, HTTP 401\)/);
     c.cleanup();
@@ -116,7 +130,7 @@ describe('nodes list', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('UUID\tHOSTNAME\tPLATFORM\tOSQUERY\tIP\tHEALTH\tLAST SEEN\tTAGS');
     expect(lines).toHaveLength(51); // header + default page size 50
-     
+
     expect(r.stdout).not.toMatch(/\u001b\[/); // no colors when piped
   });
 
@@ -198,7 +212,22 @@ describe('nodes list', () => {
 
   it('--json items carry every field of api-spec 2.6', async () => {
     const [n] = await listJson(['--limit', '1']);
-    for (const k of ['id', 'uuid', 'hostname', 'localname', 'ip_address', 'platform', 'osquery_version', 'environment', 'last_seen', 'health', 'posture', 'tags', 'uptime', 'system_info'])
+    for (const k of [
+      'id',
+      'uuid',
+      'hostname',
+      'localname',
+      'ip_address',
+      'platform',
+      'osquery_version',
+      'environment',
+      'last_seen',
+      'health',
+      'posture',
+      'tags',
+      'uptime',
+      'system_info',
+    ])
       expect(n).toHaveProperty(k);
     expect(n.environment).toBe('prod');
     expect(Object.keys(n.system_info).sort()).toEqual(['bios', 'os', 'osquery', 'system']);
@@ -224,7 +253,11 @@ describe('nodes list', () => {
 
 describe('nodes show and delete', () => {
   it('shows a node by hostname; its node_key (the agent credential) only with --show-secret, in every format', async () => {
-    const row = await ts.server.deps.db.selectFrom('nodes').select(['uuid', 'hostname', 'node_key']).where('environment_id', '=', prodId).executeTakeFirstOrThrow();
+    const row = await ts.server.deps.db
+      .selectFrom('nodes')
+      .select(['uuid', 'hostname', 'node_key'])
+      .where('environment_id', '=', prodId)
+      .executeTakeFirstOrThrow();
     const r = await cli.run(['nodes', 'show', row.hostname, '-o', 'json']);
     expect(r.exitCode).toBe(0);
     const node = JSON.parse(r.stdout) as Node;

@@ -56,7 +56,9 @@ describe('fleetctl version', () => {
     );
     const j = JSON.parse((await c.run(['version', '-o', 'json'])).stdout);
     expect(j.server).toEqual({ url: s.url, flavor: 'fleet', version: pkg.version, schema, database: 'sqlite', node: process.version });
-    expect((await c.run(['version', '--client'])).stdout).toBe(`fleetctl ${pkg.version} (node ${process.version}, ${process.platform}-${process.arch})\n`);
+    expect((await c.run(['version', '--client'])).stdout).toBe(
+      `fleetctl ${pkg.version} (node ${process.version}, ${process.platform}-${process.arch})\n`,
+    );
     expect(JSON.parse((await c.run(['auth', 'status', '-o', 'json'])).stdout).server_version).toBe(pkg.version);
   });
 
@@ -88,13 +90,25 @@ describe('env create, edit, delete from the CLI', () => {
   it('create prints where agents connect and how enrollment stands; env list says a window is closing', async () => {
     const r = await c.run(['env', 'create', 'lab', '--enroll-window', '6h', '--query', '10']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const kv = Object.fromEntries(r.stdout.trimEnd().split('\n').map((l) => l.split('\t')));
+    const kv = Object.fromEntries(
+      r.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split('\t')),
+    );
     expect(kv).toMatchObject({ name: 'lab', query_interval: '10' });
     expect(kv.enrollment).toMatch(/^closing in 6 hours \(\d{4}-.*Z\)$/);
     expect(r.stderr).toBe('Created environment lab. Enroll hosts with: fleetctl enroll show lab enroll.sh\n');
     const list = await c.run(['env', 'list']);
-    expect(list.stdout.split('\n').find((l) => l.startsWith('lab\t'))!.split('\t')[6]).toBe('closing');
-    expect(list.stderr).toMatch(/^warning: enrollment of lab is closing in 6 hours \(.*\): new hosts will be refused; `fleetctl enroll notexpire lab` keeps it open\n$/);
+    expect(
+      list.stdout
+        .split('\n')
+        .find((l) => l.startsWith('lab\t'))!
+        .split('\t')[6],
+    ).toBe('closing');
+    expect(list.stderr).toMatch(
+      /^warning: enrollment of lab is closing in 6 hours \(.*\): new hosts will be refused; `fleetctl enroll notexpire lab` keeps it open\n$/,
+    );
     expect((await c.run(['env', 'create', 'lab'])).exitCode).toBe(6);
     expect((await c.run(['env', 'create', 'bad/name'])).exitCode).toBe(1);
     expect((await c.run(['env', 'create', 'x', '--enroll-window', 'soon'])).exitCode).toBe(2);
@@ -110,9 +124,27 @@ describe('env create, edit, delete from the CLI', () => {
   });
 
   it('edit renames and re-points; nothing given is exit 2', async () => {
-    const r = await c.run(['env', 'edit', 'lab', '--name', 'lab2', '--agent-host', 'fleet-lab.example.com:8443', '--detail-refresh', '30m', '-o', 'json']);
+    const r = await c.run([
+      'env',
+      'edit',
+      'lab',
+      '--name',
+      'lab2',
+      '--agent-host',
+      'fleet-lab.example.com:8443',
+      '--detail-refresh',
+      '30m',
+      '-o',
+      'json',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'lab2', hostname: 'fleet-lab.example.com:8443', hostname_pinned: true, detail_refresh: 1800, secret: '' });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      name: 'lab2',
+      hostname: 'fleet-lab.example.com:8443',
+      hostname_pinned: true,
+      detail_refresh: 1800,
+      secret: '',
+    });
     expect((await c.run(['enroll', 'show', 'lab2', 'flags'])).stdout).toContain('--tls_hostname=fleet-lab.example.com:8443\n');
     expect((await c.run(['env', 'edit', 'lab2'])).exitCode).toBe(2);
     expect((await c.run(['env', 'edit', 'lab2', '--agent-host', 'x', '--follow-server'])).exitCode).toBe(2);
@@ -124,19 +156,42 @@ describe('env create, edit, delete from the CLI', () => {
   it('delete needs --yes without a terminal (exit 2, nothing deleted), then deletes with its nodes', async () => {
     const no = await c.run(['env', 'delete', 'lab2']);
     expect(no.exitCode).toBe(2);
-    expect(no.stderr).toMatch(/^error: refusing to proceed without confirmation: Delete environment lab2 \(\S+\) with its 0 nodes, tags, live queries, carves, log sinks and settings\? This cannot be undone; pass --yes\n/);
+    expect(no.stderr).toMatch(
+      /^error: refusing to proceed without confirmation: Delete environment lab2 \(\S+\) with its 0 nodes, tags, live queries, carves, log sinks and settings\? This cannot be undone; pass --yes\n/,
+    );
     expect((await c.run(['env', 'show', 'lab2'])).exitCode).toBe(0);
     const dev = await c.run(['env', 'delete', 'dev', '--yes']);
     expect(dev.exitCode).toBe(0);
     expect(dev.stderr).toMatch(/^Environment dev deleted with \d+ nodes\.\n$/);
     expect((await c.run(['env', 'show', 'dev'])).exitCode).toBe(3);
-    expect((await c.run(['audit', 'list', '-q', 'environment dev deleted', '-o', 'json'])).stdout).toContain('environment dev deleted with');
+    expect((await c.run(['audit', 'list', '-q', 'environment dev deleted', '-o', 'json'])).stdout).toContain(
+      'environment dev deleted with',
+    );
   });
 });
 
 describe('--log', () => {
   it('every line on stderr is one JSON object: the start, requests of both doors, a reload, the shutdown', async () => {
-    const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '20', '--dev-agents', '1', '--listen', '127.0.0.1:0', '--workers', '1', '--log'], { reject: false, buffer: true });
+    const p = execa(
+      'node',
+      [
+        BIN,
+        'server',
+        '--dev',
+        '--dev-password',
+        DEV_PASSWORD,
+        '--dev-nodes',
+        '20',
+        '--dev-agents',
+        '1',
+        '--listen',
+        '127.0.0.1:0',
+        '--workers',
+        '1',
+        '--log',
+      ],
+      { reject: false, buffer: true },
+    );
     let err = '';
     p.stderr.on('data', (d: Buffer) => (err += d.toString()));
     let out = '';
@@ -160,7 +215,11 @@ describe('--log', () => {
     const events = new Set(parsed.map((o) => o.event));
     for (const e of ['banner', 'start', 'request', 'reload', 'shutdown']) expect(events, e).toContain(e);
     expect(out).toBe('');
-    expect(parsed.find((o) => o.event === 'request' && o.door === 'admin' && o.route === '/api/v1/nodes/:env')).toMatchObject({ method: 'GET', status: 200, user: 'admin' });
+    expect(parsed.find((o) => o.event === 'request' && o.door === 'admin' && o.route === '/api/v1/nodes/:env')).toMatchObject({
+      method: 'GET',
+      status: 200,
+      user: 'admin',
+    });
     expect(parsed.find((o) => o.event === 'request' && o.door === 'agent')).toMatchObject({ endpoint: expect.any(String), status: 200 });
     // Secrets never: no token, no enroll secret path, no node key.
     expect(err).not.toMatch(/Bearer|node_key|enroll_secret/);
@@ -180,18 +239,47 @@ describe('SIGHUP while the server starts', () => {
         });
       });
     const [port, agentPort] = [await freePort(), await freePort()];
-    const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '5', '--listen', `127.0.0.1:${port}`, '--agent-listen', `127.0.0.1:${agentPort}`, '--workers', '2', '--log'], {
-      reject: false,
-      buffer: true,
-      // The workers drain (grace 5 s) before the primary exits: not killed by execa's default 5 s.
-      forceKillAfterDelay: 60_000,
-    });
+    const p = execa(
+      'node',
+      [
+        BIN,
+        'server',
+        '--dev',
+        '--dev-password',
+        DEV_PASSWORD,
+        '--dev-nodes',
+        '5',
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--agent-listen',
+        `127.0.0.1:${agentPort}`,
+        '--workers',
+        '2',
+        '--log',
+      ],
+      {
+        reject: false,
+        buffer: true,
+        // The workers drain (grace 5 s) before the primary exits: not killed by execa's default 5 s.
+        forceKillAfterDelay: 60_000,
+      },
+    );
     let err = '';
     p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.ok ? true : undefined), () => undefined), 'the port to answer');
+    await eventually(
+      () =>
+        fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (r) => (r.ok ? true : undefined),
+          () => undefined,
+        ),
+      'the port to answer',
+    );
     p.kill('SIGHUP');
     const ended = () => p.exitCode !== null || p.signalCode !== null;
-    await eventually(() => Promise.resolve(/"event":"reload"/.test(err) || ended() ? true : undefined), 'the reload event (or the end of the server)');
+    await eventually(
+      () => Promise.resolve(/"event":"reload"/.test(err) || ended() ? true : undefined),
+      'the reload event (or the end of the server)',
+    );
     expect({ code: p.exitCode, signal: p.signalCode }, err).toEqual({ code: null, signal: null });
     expect(err).toMatch(/"event":"reload"/);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
@@ -205,13 +293,17 @@ describe('Ctrl-C as soon as the server says it listens', () => {
   // workers. Sent the moment the banner shows, it found the primary without its handler (so it
   // died) while the workers drained and crashed writing to it: a stack trace (EPIPE).
   it('--workers 2: the server stops, and prints no stack trace', async () => {
-    const p = execa('node', [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '5', '--listen', '127.0.0.1:0', '--workers', '2'], {
-      reject: false,
-      all: true,
-      buffer: true,
-      detached: true, // a process group of its own, as a terminal's foreground job
-      forceKillAfterDelay: 60_000,
-    });
+    const p = execa(
+      'node',
+      [BIN, 'server', '--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '5', '--listen', '127.0.0.1:0', '--workers', '2'],
+      {
+        reject: false,
+        all: true,
+        buffer: true,
+        detached: true, // a process group of its own, as a terminal's foreground job
+        forceKillAfterDelay: 60_000,
+      },
+    );
     let all = '';
     p.all.on('data', (d: Buffer) => (all += d.toString()));
     await eventually(() => Promise.resolve(/listening on|Log in:/.test(all) || p.exitCode !== null ? true : undefined), 'the banner');
@@ -229,7 +321,9 @@ describe('against osctrl: what it lacks is refused before any request', () => {
     const c = newCli();
     const window = await c.run(['env', 'create', 'lab', '--agent-host', 'tls.example.com:8443', '--enroll-window', '7d'], { env });
     expect(window.exitCode).toBe(8);
-    expect(window.stderr).toBe('error: an enrollment window of any length (--enroll-window): not supported by this server (osctrl 0.5.4 has no such feature)\n');
+    expect(window.stderr).toBe(
+      'error: an enrollment window of any length (--enroll-window): not supported by this server (osctrl 0.5.4 has no such feature)\n',
+    );
     expect((await c.run(['env', 'create', 'lab', '--agent-host', 'tls.example.com', '--detail-refresh', '1h'], { env })).exitCode).toBe(8);
     expect((await c.run(['env', 'edit', 'lab', '--follow-server'], { env })).exitCode).toBe(8);
     const noHost = await c.run(['env', 'create', 'lab'], { env });
@@ -246,7 +340,9 @@ describe('server backup and restore, migrate, a newer schema', () => {
     const out = join(dir, 'backup.db');
     const r = await newCli().run(['server', 'backup', '--db', db, out]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^Backed up ${db} \\(schema \\d{3}_\\w+, 53 nodes\\) to ${out}: [\\d.]+ MiB, checked, in [\\d.]+ s\\n$`));
+    expect(r.stdout).toMatch(
+      new RegExp(`^Backed up ${db} \\(schema \\d{3}_\\w+, 53 nodes\\) to ${out}: [\\d.]+ MiB, checked, in [\\d.]+ s\\n$`),
+    );
     expect(statSync(out).mode & 0o777).toBe(0o600);
     const again = await newCli().run(['server', 'backup', '--db', db, out]);
     expect(again.exitCode).toBe(1);
@@ -257,13 +353,17 @@ describe('server backup and restore, migrate, a newer schema', () => {
     const c = newCli();
     await c.login(restored.url);
     // The simulated agents that were checking in during the backup are in it, with their tag.
-    const live = JSON.parse((await c.run(['nodes', 'list', '--tag', 'live-agents', '--all', '-o', 'json', '--env', 'prod'])).stdout) as unknown[];
+    const live = JSON.parse(
+      (await c.run(['nodes', 'list', '--tag', 'live-agents', '--all', '-o', 'json', '--env', 'prod'])).stdout,
+    ) as unknown[];
     expect(live).toHaveLength(3);
     const total = JSON.parse((await c.run(['stats', '-o', 'json'])).stdout).total_nodes;
     expect(total).toBe(53);
     const pgRefused = await newCli().run(['server', 'backup', '--db', 'postgres://fleet@db.internal/fleet', join(dir, 'x.db')]);
     expect(pgRefused.exitCode).toBe(2);
-    expect(pgRefused.stderr).toMatch(/^error: a PostgreSQL database is backed up with PostgreSQL's own tool, while the server runs: pg_dump /);
+    expect(pgRefused.stderr).toMatch(
+      /^error: a PostgreSQL database is backed up with PostgreSQL's own tool, while the server runs: pg_dump /,
+    );
   });
 
   it('migrate brings a database an older release left to this schema, as a step of its own', async () => {
@@ -280,7 +380,9 @@ describe('server backup and restore, migrate, a newer schema', () => {
     const run = await newCli().run(['server', 'migrate', '--db', db]);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).toBe(`Applied ${later.length} migration(s): ${later.join(', ')}; the schema is now ${names.at(-1)}.\n`);
-    expect((await newCli().run(['server', 'migrate', '--db', db])).stdout).toBe(`The schema is up to date (${names.at(-1)}): nothing to apply.\n`);
+    expect((await newCli().run(['server', 'migrate', '--db', db])).stdout).toBe(
+      `The schema is up to date (${names.at(-1)}): nothing to apply.\n`,
+    );
     expect((await newCli().run(['server', 'migrate', '--db', join(dir, 'none.db')])).exitCode).toBe(1);
     expect(existsSync(join(dir, 'none.db'))).toBe(false);
   });
@@ -293,7 +395,11 @@ describe('server backup and restore, migrate, a newer schema', () => {
     raw.prepare("insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')").run();
     raw.close();
     const line = `error: the database's schema is newer than this fleetctl ${pkg.version} knows (its migration 999_from_the_future is not one of ours): run the release that upgraded it, or restore the backup taken before the upgrade\n`;
-    for (const args of [['server', '--db', db, '--listen', '127.0.0.1:0'], ['server', '--db', db, '--listen', '127.0.0.1:0', '--workers', '2'], ['server', 'migrate', '--db', db]]) {
+    for (const args of [
+      ['server', '--db', db, '--listen', '127.0.0.1:0'],
+      ['server', '--db', db, '--listen', '127.0.0.1:0', '--workers', '2'],
+      ['server', 'migrate', '--db', db],
+    ]) {
       const r = await newCli().run(args);
       expect(r.exitCode, args.join(' ')).toBe(1);
       expect(r.stderr).toBe(line);

@@ -74,7 +74,9 @@ describe('login, auth status, logout', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/session ended on the server/);
     expect(r.sent.find((s) => s.path === '/api/v1/logout')!.cookie).toBe(`osctrl_token=${token}`);
-    const after = await fetch(`${osctrl.url}/api/v1/users/me`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+    const after = await fetch(`${osctrl.url}/api/v1/users/me`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+    });
     expect(after.status).toBe(401);
   });
 });
@@ -128,7 +130,10 @@ describe('users: levels that work in osctrl', () => {
     await run(['users', 'add', 'quentin', '--password-stdin'], 'quentin-password-1');
     const e = await run(['users', 'edit', 'quentin', '--environment', 'prod', '--level', 'query']);
     expect(e.exitCode, e.stderr).toBe(0);
-    expect(e.sent.find((s) => s.path === '/api/v1/users/quentin/permissions')!.body).toEqual({ env_uuid: PROD, access: { user: true, query: true, carve: false, admin: false } });
+    expect(e.sent.find((s) => s.path === '/api/v1/users/quentin/permissions')!.body).toEqual({
+      env_uuid: PROD,
+      access: { user: true, query: true, carve: false, admin: false },
+    });
     const { c } = await loginAs('quentin', 'prod', 'quentin-password-1');
     const q = await run(['query', 'run', 'SELECT * FROM os_version', '--wait', '20s', '-o', 'json'], undefined, c);
     expect(q.exitCode, q.stderr).toBe(0);
@@ -140,7 +145,9 @@ describe('users: levels that work in osctrl', () => {
   it('users list/show show the access osctrl checks (UUID rows; rows osctrl-cli stored under a name grant nothing)', async () => {
     const s = await run(['users', 'show', 'quinn', '-o', 'json']);
     expect(s.exitCode, s.stderr).toBe(0);
-    expect(JSON.parse(s.stdout).environments).toEqual([{ id: 1, name: 'prod', uuid: PROD, user: true, query: true, carve: false, admin: false }]);
+    expect(JSON.parse(s.stdout).environments).toEqual([
+      { id: 1, name: 'prod', uuid: PROD, user: true, query: true, carve: false, admin: false },
+    ]);
     expect((await run(['users', 'list'])).exitCode).toBe(0);
   });
 
@@ -154,7 +161,7 @@ describe('users: levels that work in osctrl', () => {
     expect(osctrl.users.has('zed')).toBe(false);
   });
 
-  it('a user who is not a super-admin never trips osctrl\'s denied-access audit with a map probe', async () => {
+  it("a user who is not a super-admin never trips osctrl's denied-access audit with a map probe", async () => {
     const { c } = await loginAs('quinn');
     for (const args of [['env', 'list'], ['users', 'me'], ['audit', 'list'], ['stats']]) {
       const r = await run(args, undefined, c);
@@ -174,7 +181,13 @@ describe('the query group on osctrl', () => {
     expect(r.sent.find((s) => s.method === 'POST' && s.path === '/api/v1/queries/prod')!.body.exp_hours).toBeGreaterThanOrEqual(1);
     const answers = JSON.parse(r.stdout);
     expect(answers.length).toBe(osctrl.nodes.length);
-    expect(answers[0]).toMatchObject({ id: expect.any(Number), uuid: expect.any(String), hostname: expect.stringMatching(/-/), status: 0, rows: [expect.objectContaining({ platform: expect.any(String) })] });
+    expect(answers[0]).toMatchObject({
+      id: expect.any(Number),
+      uuid: expect.any(String),
+      hostname: expect.stringMatching(/-/),
+      status: 0,
+      rows: [expect.objectContaining({ platform: expect.any(String) })],
+    });
     const t = await run(['query', 'results', name]);
     expect(t.exitCode).toBe(0);
     expect(t.stdout.split('\n')[0]).toMatch(/^NODE\t/);
@@ -207,7 +220,10 @@ describe('the query group on osctrl', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.sent.find((s) => s.method === 'POST')!.body.platform_list).toEqual([...new Set(linux.map((n) => n.platform))]);
     expect(JSON.parse(r.stdout).length).toBe(linux.length);
-    refused(await run(['query', 'run', 'SELECT * FROM uptime', '--target', 'platform:linux', '--target', 'tag:prod']), /targets of different kinds/);
+    refused(
+      await run(['query', 'run', 'SELECT * FROM uptime', '--target', 'platform:linux', '--target', 'tag:prod']),
+      /targets of different kinds/,
+    );
   });
 });
 
@@ -230,7 +246,11 @@ describe('carves on osctrl', () => {
     refused(await run(['carves', 'archive', name]), /carve archive/);
     const r = await run(['carves', 'run', '/etc/hosts', '--target', osctrl.nodes[0].hostname, '--wait', '0']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.sent.find((x) => x.method === 'POST')!.body).toMatchObject({ path: '/etc/hosts', exp_hours: 24, host_list: [osctrl.nodes[0].hostname] });
+    expect(r.sent.find((x) => x.method === 'POST')!.body).toMatchObject({
+      path: '/etc/hosts',
+      exp_hours: 24,
+      host_list: [osctrl.nodes[0].hostname],
+    });
     expect(r.sent.find((x) => x.method === 'POST')!.body.expire_seconds).toBeUndefined(); // osctrl knows hours only
   });
 });
@@ -239,7 +259,10 @@ describe('carves delete on osctrl (issue 29)', () => {
   it("is refused before any request: osctrl's delete marks the carve deleted and keeps its files, which it still serves; a carve osctrl marked deleted still downloads", async () => {
     const c = osctrl.carves.find((x) => osctrl.carveFiles.has(x.name)); // the recorded carve, uploaded
     const r = await run(['carves', 'delete', c.name, '--yes']);
-    refused(r, /^error: deleting a carve's files \(osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive\)/);
+    refused(
+      r,
+      /^error: deleting a carve's files \(osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive\)/,
+    );
     const was = c.deleted;
     c.deleted = true;
     try {
@@ -259,7 +282,9 @@ describe('tags, settings, audit, stats, env', () => {
   it('tags list counts what osctrl-tls tags every node with (env, platform) from the nodes, never makes one up; add/edit keep the type; show --nodes and unapply refuse before any request', async () => {
     const l = await run(['tags', 'list', '-o', 'json']);
     expect(l.exitCode).toBe(0);
-    const counts = Object.fromEntries((JSON.parse(l.stdout) as Array<{ name: string; node_count?: number }>).map((t) => [t.name, t.node_count]));
+    const counts = Object.fromEntries(
+      (JSON.parse(l.stdout) as Array<{ name: string; node_count?: number }>).map((t) => [t.name, t.node_count]),
+    );
     expect(counts.prod).toBe(osctrl.nodes.length);
     expect(counts[osctrl.nodes[0].platform]).toBe(osctrl.nodes.filter((n) => n.platform === osctrl.nodes[0].platform).length);
     expect(Object.values(counts).filter((n) => n === undefined).length).toBe(Object.keys(counts).length - 2); // the others: no count, never a made-up 0
@@ -311,7 +336,11 @@ describe('what osctrl really does, said (issue 29)', () => {
     expect(r.exitCode, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^error: the enroll secret of dev was NOT rotated: osctrl renewed only the enroll path/);
     expect(r.stderr).toMatch(/to stop all enrolls into dev: fleetctl enroll expire dev --yes/);
-    expect(paths(r.sent)).toEqual(['GET /api/v1/environments/dev/enroll/secret', 'POST /api/v1/environments/dev/enroll/rotate', 'GET /api/v1/environments/dev/enroll/secret']);
+    expect(paths(r.sent)).toEqual([
+      'GET /api/v1/environments/dev/enroll/secret',
+      'POST /api/v1/environments/dev/enroll/rotate',
+      'GET /api/v1/environments/dev/enroll/secret',
+    ]);
   });
 
   it('enroll expire stops enrolls on osctrl (its expiry ends only the enroll.sh links): accept_enrolls goes off, extend and notexpire turn it on', async () => {
@@ -337,7 +366,9 @@ describe('what osctrl really does, said (issue 29)', () => {
       Object.assign(v, { enroll_expire: '2020-01-02T03:04:05Z', accept_enrolls: true });
       const show = await run(['env', 'show', 'dev']);
       expect(show.exitCode, show.stderr).toBe(0);
-      expect(show.stdout).toMatch(/enrollment\s+open until closed \(the enroll\.sh\/enroll\.ps1 links expired .+ ago; agents with the secret enroll either way\)/);
+      expect(show.stdout).toMatch(
+        /enrollment\s+open until closed \(the enroll\.sh\/enroll\.ps1 links expired .+ ago; agents with the secret enroll either way\)/,
+      );
       expect(show.stderr).toBe('');
       const list = await run(['env', 'list']);
       expect(list.stdout.split('\n').find((l) => l.startsWith('dev\t'))).toMatch(/\topen\t2020-01-02T03:04:05Z$/);
@@ -352,9 +383,15 @@ describe('what osctrl really does, said (issue 29)', () => {
   it("env create/edit check osctrl's own filters before any request: no port in the agent host (exit 8), a name of [a-z0-9_-] (exit 2)", async () => {
     const port = await run(['env', 'create', 'lab', '--agent-host', 'tls.example.com:8443']);
     refused(port, /^error: an agent host with a port \(--agent-host HOST:PORT\)/);
-    expect(port.stderr).toMatch(/hint: osctrl's API takes a host name only, and its agents then connect on port 443: give --agent-host tls\.example\.com with osctrl-tls on 443/);
+    expect(port.stderr).toMatch(
+      /hint: osctrl's API takes a host name only, and its agents then connect on port 443: give --agent-host tls\.example\.com with osctrl-tls on 443/,
+    );
     refused(await run(['env', 'edit', 'dev', '--agent-host', '127.0.0.1:26443']), /^error: an agent host with a port/);
-    for (const args of [['env', 'create', 'lab.eu', '--agent-host', 'tls.example.com'], ['env', 'create', 'lab', '--agent-host', 'tls_example.com'], ['env', 'edit', 'dev', '--name', 'dev eu']]) {
+    for (const args of [
+      ['env', 'create', 'lab.eu', '--agent-host', 'tls.example.com'],
+      ['env', 'create', 'lab', '--agent-host', 'tls_example.com'],
+      ['env', 'edit', 'dev', '--name', 'dev eu'],
+    ]) {
       const r = await run(args);
       expect(r.exitCode, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/^error: invalid (environment name|agent host) "[^"]+" for osctrl: /);
@@ -365,7 +402,11 @@ describe('what osctrl really does, said (issue 29)', () => {
   it('env create, edit and delete go through as the real osctrl-api took them (recorded): type and icon sent, 409 for a taken name, the options carry the intervals', async () => {
     const c = await run(['env', 'create', 'lab', '--agent-host', '127.0.0.1', '--query', '30']);
     expect(c.exitCode, c.stderr).toBe(0);
-    expect(c.sent[0]).toMatchObject({ method: 'POST', path: '/api/v1/environments', body: { name: 'lab', hostname: '127.0.0.1', type: 'osquery', icon: 'server' } });
+    expect(c.sent[0]).toMatchObject({
+      method: 'POST',
+      path: '/api/v1/environments',
+      body: { name: 'lab', hostname: '127.0.0.1', type: 'osquery', icon: 'server' },
+    });
     expect(paths(c.sent)).toContain('PATCH /api/v1/environments/config/' + osctrl.envs.find((e) => e.Name === 'lab')!.UUID);
     expect(c.stdout).toMatch(/^name\s+lab$/m);
     expect(c.stdout).toMatch(/^query_interval\s+30$/m);
@@ -399,14 +440,20 @@ describe('what osctrl really does, said (issue 29)', () => {
     expect((await run(['users', 'me'], undefined, c)).exitCode).toBe(0);
     const e = await run(['users', 'edit', 'bob', '--password-stdin'], OSCTRL_PASSWORD);
     expect(e.exitCode, e.stderr).toBe(0);
-    expect(e.stderr).toMatch(/osctrl keeps bob's session: a token issued before the change stays valid until it expires \(to end it now: fleetctl api DELETE \/api\/v1\/users\/bob\/token\)/);
+    expect(e.stderr).toMatch(
+      /osctrl keeps bob's session: a token issued before the change stays valid until it expires \(to end it now: fleetctl api DELETE \/api\/v1\/users\/bob\/token\)/,
+    );
     expect((await run(['users', 'me'], undefined, c)).exitCode).toBe(0);
   });
 
   it("env intervals reach osctrl's agents through the options (its API leaves the flags); a config interval is refused before any request", async () => {
     const r = await run(['env', 'intervals', 'prod', '--query', '45', '--log', '90']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(paths(r.sent)).toEqual(['PATCH /api/v1/environments/intervals/prod', 'GET /api/v1/environments/config/prod', 'PATCH /api/v1/environments/config/prod']);
+    expect(paths(r.sent)).toEqual([
+      'PATCH /api/v1/environments/intervals/prod',
+      'GET /api/v1/environments/config/prod',
+      'PATCH /api/v1/environments/config/prod',
+    ]);
     const options = JSON.parse((r.sent.at(-1)!.body as { options: string }).options) as Record<string, unknown>;
     expect(options).toMatchObject({ distributed_interval: 45, logger_tls_period: 90 });
     refused(await run(['env', 'intervals', 'prod', '--config', '600']), /^error: a configuration refresh interval \(--config\)/);
@@ -414,7 +461,10 @@ describe('what osctrl really does, said (issue 29)', () => {
   });
 
   it('users add, users edit and users passwd check the password policy before any request', async () => {
-    for (const args of [['users', 'add', 'shorty', '--password-stdin'], ['users', 'edit', 'quinn', '--password-stdin']]) {
+    for (const args of [
+      ['users', 'add', 'shorty', '--password-stdin'],
+      ['users', 'edit', 'quinn', '--password-stdin'],
+    ]) {
       const r = await run(args, 'short');
       expect(r.exitCode, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/^error: the new password must be at least 8 characters; nothing was changed/);
@@ -454,7 +504,11 @@ describe('rules of the real osctrl-api the stand-in follows (issue 29)', () => {
     expect(e.exitCode, e.stderr).toBe(0);
     const sent = osctrl.sent(before).find((x) => x.path === '/api/v1/users/perry/permissions');
     expect(sent!.body).toEqual({ env_uuid: DEV, access: { user: true, query: false, carve: true, admin: false } });
-    const reply = await fetch(`${osctrl.url}/api/v1/users/perry/permissions`, { method: 'POST', headers: { authorization: `Bearer ${(await cli.run(['auth', 'token'])).stdout.trim()}` }, body: JSON.stringify(sent!.body) });
+    const reply = await fetch(`${osctrl.url}/api/v1/users/perry/permissions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${(await cli.run(['auth', 'token'])).stdout.trim()}` },
+      body: JSON.stringify(sent!.body),
+    });
     expect(Object.keys((await reply.json()) as object)).toEqual(Object.keys(rec('POST /api/v1/users/{user}/permissions 200')));
   });
 });
@@ -473,7 +527,11 @@ describe('the recorded wire data', () => {
     const walk = (v: unknown, key = ''): void => {
       if (Array.isArray(v)) v.forEach((x) => walk(x));
       else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, k);
-      else if (typeof v === 'string' && /^(token|csrf_token|node_key|password|new_password|current_password|secret|enroll_secret_path|remove_secret_path)$/.test(key) && v) {
+      else if (
+        typeof v === 'string' &&
+        /^(token|csrf_token|node_key|password|new_password|current_password|secret|enroll_secret_path|remove_secret_path)$/.test(key) &&
+        v
+      ) {
         expect(v, key).toMatch(/^REDACTED-/);
       }
     };
@@ -482,7 +540,23 @@ describe('the recorded wire data', () => {
       walk(parsed(x.request));
     }
     // and it covers what the CLI uses: enrolled nodes, live query answers, a carve, tags, users of each kind, the errors
-    for (const k of ['GET /api/v1/nodes/prod 200', 'GET /api/v1/queries/prod/results/{query} 200 (os_version)', 'GET /api/v1/queries/prod/{query} 200 (targets)', 'GET /api/v1/carves/prod/archive/{carve} 200', 'GET /api/v1/tags/prod 200', 'GET /api/v1/users/quinn/permissions 200', 'POST /api/v1/users/{user}/permissions 200', 'POST /api/v1/logout 200', 'POST /api/v1/tags/prod/add 409', 'POST /api/v1/users/{user}/remove 400', 'POST /api/v1/login 429', 'GET /api/v1/users/me 401', 'GET /api/v1/users 403', 'POST /api/v1/nope 405', 'GET /error 500']) {
+    for (const k of [
+      'GET /api/v1/nodes/prod 200',
+      'GET /api/v1/queries/prod/results/{query} 200 (os_version)',
+      'GET /api/v1/queries/prod/{query} 200 (targets)',
+      'GET /api/v1/carves/prod/archive/{carve} 200',
+      'GET /api/v1/tags/prod 200',
+      'GET /api/v1/users/quinn/permissions 200',
+      'POST /api/v1/users/{user}/permissions 200',
+      'POST /api/v1/logout 200',
+      'POST /api/v1/tags/prod/add 409',
+      'POST /api/v1/users/{user}/remove 400',
+      'POST /api/v1/login 429',
+      'GET /api/v1/users/me 401',
+      'GET /api/v1/users 403',
+      'POST /api/v1/nope 405',
+      'GET /error 500',
+    ]) {
       expect(RECORDED[k], k).toBeDefined();
     }
   });
@@ -509,7 +583,9 @@ describe('refused groups and errors', () => {
     // Told the server is this API, fleetctl reads osctrl's map entries ({Name, UUID, ID}) as ours: no name, no uuid.
     const m = await cli.run(['env', 'map', '--server-flavor', 'fleet']);
     expect(m.exitCode).toBe(1);
-    expect(m.stderr).toMatch(/^error: unexpected answer from the server: .*(name|uuid) is missing\nhint: run the command again with --debug/);
+    expect(m.stderr).toMatch(
+      /^error: unexpected answer from the server: .*(name|uuid) is missing\nhint: run the command again with --debug/,
+    );
   });
 
   it('errors without code get one from the status; text bodies are trimmed', async () => {

@@ -14,7 +14,8 @@ let token: string;
 let dir: string;
 
 const stored = async (env = 'dev') => (await apiCall(server.url, 'GET', `/api/v1/environments/${env}/config`, { token })).body;
-const audit = async () => (await apiCall(server.url, 'GET', '/api/v1/audit-logs?page_size=500', { token })).body.items as { line: string; username: string }[];
+const audit = async () =>
+  (await apiCall(server.url, 'GET', '/api/v1/audit-logs?page_size=500', { token })).body.items as { line: string; username: string }[];
 const file = (name: string, text: string) => {
   const p = join(dir, name);
   writeFileSync(p, text);
@@ -53,21 +54,53 @@ afterAll(async () => {
 
 describe('schedule', () => {
   it('add, list, show, edit, remove; each change stored and audited as admin', async () => {
-    const add = await cli.run(['schedule', 'add', 'staging', 'logged_in', '--query', 'SELECT user, tty FROM logged_in_users', '--interval', '120', '--platform', 'linux,darwin']);
+    const add = await cli.run([
+      'schedule',
+      'add',
+      'staging',
+      'logged_in',
+      '--query',
+      'SELECT user, tty FROM logged_in_users',
+      '--interval',
+      '120',
+      '--platform',
+      'linux,darwin',
+    ]);
     expect(add.exitCode, add.stderr).toBe(0);
     expect(add.stderr).toMatch(/^Added logged_in to the schedule of staging \(config hash [0-9a-f]{12} -> [0-9a-f]{12}/);
-    expect((await stored('staging')).schedule.logged_in).toEqual({ query: 'SELECT user, tty FROM logged_in_users', interval: 120, platform: 'linux,darwin' });
+    expect((await stored('staging')).schedule.logged_in).toEqual({
+      query: 'SELECT user, tty FROM logged_in_users',
+      interval: 120,
+      platform: 'linux,darwin',
+    });
 
     const list = await cli.run(['schedule', 'list', 'staging', '-o', 'json']);
     expect(JSON.parse(list.stdout)).toEqual([
-      { name: 'logged_in', interval: 120, platform: 'linux,darwin', snapshot: false, removed: true, version: '', shard: null, denylist: true, description: '', query: 'SELECT user, tty FROM logged_in_users' },
+      {
+        name: 'logged_in',
+        interval: 120,
+        platform: 'linux,darwin',
+        snapshot: false,
+        removed: true,
+        version: '',
+        shard: null,
+        denylist: true,
+        description: '',
+        query: 'SELECT user, tty FROM logged_in_users',
+      },
     ]);
     const table = await cli.run(['schedule', 'list', 'staging']);
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME\tINTERVAL\tPLATFORM\tSNAPSHOT\tREMOVED\tVERSION\tQUERY$/);
 
     const edit = await cli.run(['schedule', 'edit', 'staging', 'logged_in', '--interval', '300', '--snapshot', '--min-version', '5.10.0']);
     expect(edit.exitCode, edit.stderr).toBe(0);
-    expect((await stored('staging')).schedule.logged_in).toEqual({ query: 'SELECT user, tty FROM logged_in_users', interval: 300, platform: 'linux,darwin', version: '5.10.0', snapshot: true });
+    expect((await stored('staging')).schedule.logged_in).toEqual({
+      query: 'SELECT user, tty FROM logged_in_users',
+      interval: 300,
+      platform: 'linux,darwin',
+      version: '5.10.0',
+      snapshot: true,
+    });
     const show = JSON.parse((await cli.run(['schedule', 'show', 'staging', 'logged_in', '-o', 'json'])).stdout);
     expect(show).toMatchObject({ name: 'logged_in', interval: 300, snapshot: true, version: '5.10.0' });
 
@@ -99,7 +132,7 @@ describe('schedule', () => {
     expect(zero.exitCode).toBe(2);
     expect(zero.stderr).toMatch(/--interval.*expected an integer >= 1/);
     const big = await cli.run(['schedule', 'add', 'staging', 'x', '--query', 'SELECT 1', '--interval', '999999']);
-    expect(big.stderr).toBe('error: schedule.x.interval: must be at most 604800 seconds (osquery\'s maximum, one week)\n');
+    expect(big.stderr).toBe("error: schedule.x.interval: must be at most 604800 seconds (osquery's maximum, one week)\n");
     const missing = await cli.run(['schedule', 'edit', 'staging', 'nope', '--interval', '5']);
     expect(missing.exitCode).toBe(3);
     expect(await stored('staging')).toEqual(before);
@@ -108,7 +141,9 @@ describe('schedule', () => {
 
 describe('env config', () => {
   it('prints an apply document; --set replaces a part from YAML or stdin; --agent shows the hash agents get', async () => {
-    const set = await cli.run(['env', 'config', 'staging', '--set', 'decorators', '-'], { input: 'load:\n  - SELECT uuid AS host_uuid FROM system_info\n' });
+    const set = await cli.run(['env', 'config', 'staging', '--set', 'decorators', '-'], {
+      input: 'load:\n  - SELECT uuid AS host_uuid FROM system_info\n',
+    });
     expect(set.exitCode, set.stderr).toBe(0);
     expect((await stored('staging')).decorators).toEqual({ load: ['SELECT uuid AS host_uuid FROM system_info'] });
     const shown = await cli.run(['env', 'config', 'staging', 'decorators']);
@@ -129,7 +164,9 @@ describe('env config', () => {
     const script = join(dir, 'editor.sh');
     const count = join(dir, 'count');
     writeFileSync(count, '0');
-    writeFileSync(script, `#!/bin/sh
+    writeFileSync(
+      script,
+      `#!/bin/sh
 n=$(cat ${count}); n=$((n+1)); echo $n > ${count}
 cp "$1" ${join(dir, 'seen')}.$n
 if [ $n -eq 1 ]; then
@@ -139,13 +176,16 @@ else
   sleep 6
   sed -i "s/^      interval: 0$/      interval: 90/" "$1"
 fi
-`);
+`,
+    );
     chmodSync(script, 0o755);
     const r = await cli.run(['env', 'config', 'staging', '--edit'], { env: { EDITOR: script } });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toContain('error: spec.schedule.edited.interval: must be a positive integer (seconds)');
     expect(r.stderr).toMatch(/osqueryconfig\/staging edited \(schedule \+1/);
-    expect(readFileSync(`${join(dir, 'seen')}.2`, 'utf8')).toMatch(/^# error: spec\.schedule\.edited\.interval: must be a positive integer/);
+    expect(readFileSync(`${join(dir, 'seen')}.2`, 'utf8')).toMatch(
+      /^# error: spec\.schedule\.edited\.interval: must be a positive integer/,
+    );
     expect((await stored('staging')).schedule).toEqual({ edited: { query: 'SELECT 1', interval: 90 } });
     // An editor that changes nothing: nothing stored.
     const hash = (await stored('staging')).hash;
@@ -166,7 +206,9 @@ describe('apply and diff', () => {
 
     const dry = await cli.run(['apply', '-f', f, '--dry-run']);
     expect(dry.exitCode, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/osqueryconfig\/dev would be configured \(schedule \+1, packs \+1; hash [0-9a-f]{12} -> [0-9a-f]{12}\) \(dry run\)/);
+    expect(dry.stdout).toMatch(
+      /osqueryconfig\/dev would be configured \(schedule \+1, packs \+1; hash [0-9a-f]{12} -> [0-9a-f]{12}\) \(dry run\)/,
+    );
     expect((await stored()).hash).toBe(before);
 
     const apply = await cli.run(['apply', '-f', f]);
@@ -211,13 +253,28 @@ describe('apply and diff', () => {
     const audits = (await audit()).length;
     const cases: [string, string, RegExp][] = [
       ['malformed.yaml', DOC.replace('interval: 60', 'interval: [60'), /^error: .*malformed\.yaml:\d+:\d+: .+\n$/],
-      ['badsql.yaml', DOC.replace('SELECT uid, username FROM users', 'SELECT uid username FROM WHERE'), /^error: .*badsql\.yaml: spec\.schedule\.users_query\.query: SQL syntax error at line 1, column \d+/],
-      ['dup.yaml', DOC.replace('  packs:', '    users_query:\n      query: SELECT 1\n      interval: 5\n  packs:'), /^error: .*dup\.yaml:10:5: duplicate name "users_query"/],
-      ['zero.yaml', DOC.replace('interval: 60', 'interval: 0'), /^error: .*zero\.yaml: spec\.schedule\.users_query\.interval: must be a positive integer \(seconds\)\n$/],
+      [
+        'badsql.yaml',
+        DOC.replace('SELECT uid, username FROM users', 'SELECT uid username FROM WHERE'),
+        /^error: .*badsql\.yaml: spec\.schedule\.users_query\.query: SQL syntax error at line 1, column \d+/,
+      ],
+      [
+        'dup.yaml',
+        DOC.replace('  packs:', '    users_query:\n      query: SELECT 1\n      interval: 5\n  packs:'),
+        /^error: .*dup\.yaml:10:5: duplicate name "users_query"/,
+      ],
+      [
+        'zero.yaml',
+        DOC.replace('interval: 60', 'interval: 0'),
+        /^error: .*zero\.yaml: spec\.schedule\.users_query\.interval: must be a positive integer \(seconds\)\n$/,
+      ],
     ];
     for (const [name, text, message] of cases) {
       const f = file(name, text);
-      for (const cmd of [['apply', '-f', f], ['apply', '-f', f, '--dry-run']]) {
+      for (const cmd of [
+        ['apply', '-f', f],
+        ['apply', '-f', f, '--dry-run'],
+      ]) {
         const r = await cli.run(cmd);
         expect(r.exitCode, `${name}: ${r.stderr}`).toBe(1);
         expect(r.stderr, name).toMatch(message);
@@ -232,7 +289,10 @@ describe('apply and diff', () => {
 
   it('two documents for one environment (by name and by UUID) are refused before any change', async () => {
     const uuid = (await apiCall(server.url, 'GET', '/api/v1/environments/dev', { token })).body.uuid as string;
-    const f = file('twins.yaml', `${DOC}---\n${DOC.replace('environment: dev', `environment: ${uuid}`).replace('interval: 60', 'interval: 62')}`);
+    const f = file(
+      'twins.yaml',
+      `${DOC}---\n${DOC.replace('environment: dev', `environment: ${uuid}`).replace('interval: 60', 'interval: 62')}`,
+    );
     const before = await stored();
     const r = await cli.run(['apply', '-f', f]);
     expect(r.exitCode).toBe(1);
@@ -242,7 +302,10 @@ describe('apply and diff', () => {
 
   it('the server refuses what the CLI cannot know: nothing is stored in any environment', async () => {
     // Two documents; the second names an environment that does not exist.
-    const f = file('two.yaml', `${DOC.replace('interval: 60', 'interval: 61')}---\n${DOC.replace('environment: dev', 'environment: nowhere')}`);
+    const f = file(
+      'two.yaml',
+      `${DOC.replace('interval: 60', 'interval: 61')}---\n${DOC.replace('environment: dev', 'environment: nowhere')}`,
+    );
     const before = await stored();
     const r = await cli.run(['apply', '-f', f]);
     expect(r.exitCode).toBe(3);

@@ -25,9 +25,29 @@ let archiveBytes = archive;
 
 function query(name: string, expected: number) {
   return {
-    id: 1, name, query: 'SELECT * FROM os_version', path: '', type: name.startsWith('carve') ? 'carve' : 'query', target: '', targets: [], creator: 'admin',
-    environment_id: 1, active: true, completed: false, deleted: false, expired: false, hidden: false, protected: false, carve_status: 'ACTIVE',
-    errors: 0, executions: 0, expected, expiration: '', extra_data: '', created_at: new Date().toISOString(), updated_at: new Date().toISOString(),
+    id: 1,
+    name,
+    query: 'SELECT * FROM os_version',
+    path: '',
+    type: name.startsWith('carve') ? 'carve' : 'query',
+    target: '',
+    targets: [],
+    creator: 'admin',
+    environment_id: 1,
+    active: true,
+    completed: false,
+    deleted: false,
+    expired: false,
+    hidden: false,
+    protected: false,
+    carve_status: 'ACTIVE',
+    errors: 0,
+    executions: 0,
+    expected,
+    expiration: '',
+    extra_data: '',
+    created_at: new Date().toISOString(),
+    updated_at: new Date().toISOString(),
   };
 }
 
@@ -53,11 +73,34 @@ beforeAll(async () => {
         // The server says how long the targets' hostnames are (hostname_width) before either arrives.
         const after = Number(u.searchParams.get('after_id') ?? 0);
         const all = [
-          { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', hostname: 'web-1', status: 0, rows: [{ name: 'sshd', path: '/usr/sbin/sshd' }] },
-          { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', hostname: LONG_HOST, status: 0, rows: [{ name: 'backup-agent', path: LONG_PATH }] },
+          {
+            id: 1,
+            created_at: '2026-01-01T00:00:00Z',
+            uuid: 'AAAA',
+            hostname: 'web-1',
+            status: 0,
+            rows: [{ name: 'sshd', path: '/usr/sbin/sshd' }],
+          },
+          {
+            id: 2,
+            created_at: '2026-01-01T00:00:01Z',
+            uuid: 'BBBB',
+            hostname: LONG_HOST,
+            status: 0,
+            rows: [{ name: 'backup-agent', path: LONG_PATH }],
+          },
         ];
         const items = all.slice(0, after === 0 ? 1 : 2).filter((i) => i.id > after);
-        return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 2, answered: Math.min(2, after + 1), hostname_width: LONG_HOST.length });
+        return send(200, {
+          items,
+          page: 1,
+          page_size: 1000,
+          total_items: items.length,
+          total_pages: 1,
+          expected: 2,
+          answered: Math.min(2, after + 1),
+          hostname_width: LONG_HOST.length,
+        });
       }
       if (u.pathname === '/api/v1/queries/prod/q_1') return send(200, query('q_1', 3));
       const action = /^\/api\/v1\/(queries|carves)\/prod\/(cancel|complete|expire)\/(\w+)$/.exec(u.pathname);
@@ -70,9 +113,18 @@ beforeAll(async () => {
         const seen = ++polls === 1 ? 1 : 2;
         const after = Number(u.searchParams.get('after_id') ?? 0);
         const items = [
-          { id: 1, created_at: '2026-01-01T00:00:00Z', uuid: 'AAAA', hostname: 'web-1', status: 0, rows: [{ name: 'Ubuntu', version: '22.04' }] },
+          {
+            id: 1,
+            created_at: '2026-01-01T00:00:00Z',
+            uuid: 'AAAA',
+            hostname: 'web-1',
+            status: 0,
+            rows: [{ name: 'Ubuntu', version: '22.04' }],
+          },
           { id: 2, created_at: '2026-01-01T00:00:01Z', uuid: 'BBBB', hostname: 'db-1', status: 1, error: 'no such table: nope', rows: [] },
-        ].slice(0, seen).filter((i) => i.id > after);
+        ]
+          .slice(0, seen)
+          .filter((i) => i.id > after);
         return send(200, { items, page: 1, page_size: 1000, total_items: items.length, total_pages: 1, expected: 3, answered: seen });
       }
       if (req.method === 'POST' && u.pathname === '/api/v1/carves/prod') {
@@ -82,7 +134,22 @@ beforeAll(async () => {
       if (u.pathname === '/api/v1/carves/prod/carve_1') {
         return send(200, {
           query: { ...query('carve_1', 1), carve_status: 'COMPLETED' },
-          files: [{ uuid: 'AAAA', carve_id: 'c', session_id: 's1', path: '/etc/hosts', status: 'COMPLETED', archived: false, block_size: 1000, carve_size: 1500, total_blocks: 2, completed_blocks: 2, created_at: '', completed_at: '' }],
+          files: [
+            {
+              uuid: 'AAAA',
+              carve_id: 'c',
+              session_id: 's1',
+              path: '/etc/hosts',
+              status: 'COMPLETED',
+              archived: false,
+              block_size: 1000,
+              carve_size: 1500,
+              total_blocks: 2,
+              completed_blocks: 2,
+              created_at: '',
+              completed_at: '',
+            },
+          ],
         });
       }
       if (u.pathname === '/api/v1/carves/prod/archive/carve_1') {
@@ -108,14 +175,40 @@ describe('query run', () => {
   // The third target never answers: each run waits its --wait out, long enough (5 s) for the
   // polls that bring the two answers on a loaded machine.
   it('sends the targets as osctrl lists, streams one item per node answer, and says who did not answer', async () => {
-    const r = await cli.run(['query', 'run', 'SELECT * FROM os_version', '--target', 'platform:ubuntu,tag:web', '--target', 'web-1', '--target', '0D5E3B8C-1111-4222-8333-444455556666', '--wait', '5s', '--json'], { env: env() });
+    const r = await cli.run(
+      [
+        'query',
+        'run',
+        'SELECT * FROM os_version',
+        '--target',
+        'platform:ubuntu,tag:web',
+        '--target',
+        'web-1',
+        '--target',
+        '0D5E3B8C-1111-4222-8333-444455556666',
+        '--wait',
+        '5s',
+        '--json',
+      ],
+      { env: env() },
+    );
     expect(r.exitCode).toBe(9); // incomplete: a target did not answer, one answered with an error
     // The expiry is the wait plus a minute (in seconds for fleetctl's server, whole hours for osctrl's exp_hours).
-    expect(bodies.at(-1)).toEqual({ query: 'SELECT * FROM os_version', platform_list: ['ubuntu'], tag_list: ['web'], host_list: ['web-1'], uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'], exp_hours: 1, expire_seconds: 65 });
+    expect(bodies.at(-1)).toEqual({
+      query: 'SELECT * FROM os_version',
+      platform_list: ['ubuntu'],
+      tag_list: ['web'],
+      host_list: ['web-1'],
+      uuid_list: ['0D5E3B8C-1111-4222-8333-444455556666'],
+      exp_hours: 1,
+      expire_seconds: 65,
+    });
     const items = JSON.parse(r.stdout);
     expect(items.map((i: { uuid: string }) => i.uuid)).toEqual(['AAAA', 'BBBB']);
     expect(r.stderr).toMatch(/Query q_1 started on 3 nodes in prod/);
-    expect(r.stderr).toMatch(/error: 1 of 3 targets did not answer \(not within 5s\); 1 of 2 answered with an error; the query was stopped/);
+    expect(r.stderr).toMatch(
+      /error: 1 of 3 targets did not answer \(not within 5s\); 1 of 2 answered with an error; the query was stopped/,
+    );
     expect(actions.at(-1)).toBe('queries complete q_1'); // stopped on the server when the command ended
     expect(r.stderr).not.toMatch(/answered,/); // no progress line when stderr is not a terminal
   });
@@ -136,7 +229,7 @@ describe('query run', () => {
     expect(output).toMatch(/web-1\s+Ubuntu\s+22\.04/);
   });
 
-  it('a streamed table at a terminal: NODE sized from the targets\' hostnames, later longer values fit, nothing cut', async () => {
+  it("a streamed table at a terminal: NODE sized from the targets' hostnames, later longer values fit, nothing cut", async () => {
     // 130 columns, as in the report of issue 20 (hostnames were cut with half the terminal unused).
     const p = runInPty(cli, ['query', 'run', 'SELECT * FROM wide', '--wait', '30s'], env(), { cols: 130 });
     const { exitCode, output } = await p.done();

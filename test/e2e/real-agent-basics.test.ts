@@ -35,7 +35,18 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
   });
 
   it('answers a live query started by fleetctl query run', async () => {
-    const r = await srv.cli.run(['query', 'run', 'SELECT version, instance_id FROM osquery_info', '--target', uuid, '--exit', '--wait', '3m', '-o', 'json']);
+    const r = await srv.cli.run([
+      'query',
+      'run',
+      'SELECT version, instance_id FROM osquery_info',
+      '--target',
+      uuid,
+      '--exit',
+      '--wait',
+      '3m',
+      '-o',
+      'json',
+    ]);
     expect(r.stderr).not.toMatch(/error/i);
     expect(r.exitCode).toBe(0);
     const answers = JSON.parse(r.stdout) as { uuid: string; status: number; rows: Record<string, string>[] }[];
@@ -56,7 +67,7 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
     expect(node.osquery_user).toBe('');
   });
 
-  it('clones on one hostname are told apart in query run\'s table; a specified identifier is targeted with uuid:', async () => {
+  it("clones on one hostname are told apart in query run's table; a specified identifier is targeted with uuid:", async () => {
     const enrollment = await srv.enrollment();
     const clone = startOsqueryd({ enrollment });
     const named = startOsqueryd({ enrollment, hostIdentifier: { specified: 'web-01.example' } });
@@ -70,7 +81,18 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
       expect(r.exitCode, r.stderr).toBe(0);
       const lines = r.stdout.trim().split('\n').slice(1).sort();
       expect(lines).toEqual([`${web.hostname} (${cloneId.slice(0, 8)})\t1`, `${web.hostname} (${uuid.slice(0, 8)})\t1`].sort());
-      const byId = await srv.cli.run(['query', 'run', 'SELECT 2 AS two', '--target', 'uuid:web-01.example', '--exit', '--wait', '3m', '-o', 'json']);
+      const byId = await srv.cli.run([
+        'query',
+        'run',
+        'SELECT 2 AS two',
+        '--target',
+        'uuid:web-01.example',
+        '--exit',
+        '--wait',
+        '3m',
+        '-o',
+        'json',
+      ]);
       expect(byId.exitCode, byId.stderr).toBe(0);
       expect(JSON.parse(byId.stdout)).toEqual([expect.objectContaining({ uuid: 'web-01.example', rows: [{ two: '2' }] })]);
     } finally {
@@ -86,7 +108,8 @@ describeRealAgent('real osquery agent: enroll, config, live query', () => {
     try {
       const name = hostname();
       await srv.waitForNode(name, (n) => n.config_hash !== '', 'the node named by its hostname to fetch its configuration');
-      const uuids = async () => ((await srv.api('GET', '/api/v1/nodes/prod?page_size=500')).body as { items: { uuid: string }[] }).items.map((n) => n.uuid);
+      const uuids = async () =>
+        ((await srv.api('GET', '/api/v1/nodes/prod?page_size=500')).body as { items: { uuid: string }[] }).items.map((n) => n.uuid);
       const before = (await uuids()).length;
       const mark = byName.mark();
       const r = await srv.cli.run(['nodes', 'delete', name, '--yes']);

@@ -39,7 +39,9 @@ describeRealAgent('real osquery agent: carves', () => {
     // Over the server's 8 MiB block limit: its carver start is refused.
     agents.push(startOsqueryd({ enrollment, flags: ['--carver_block_size=9000000'] }));
     [plain, zstd, bigBlocks] = await Promise.all(agents.map((a) => a.identifier()));
-    await Promise.all([plain, zstd, bigBlocks].map((u) => srv.waitForNode(u, (n) => n.config_hash !== '', `node ${u} to fetch its configuration`)));
+    await Promise.all(
+      [plain, zstd, bigBlocks].map((u) => srv.waitForNode(u, (n) => n.config_hash !== '', `node ${u} to fetch its configuration`)),
+    );
   });
 
   afterAll(async () => {
@@ -90,7 +92,10 @@ describeRealAgent('real osquery agent: carves', () => {
     // One test for both zstd carves: vitest runs at most 5 concurrent tests at once (maxConcurrency),
     // and a sixth would wait for a slot, then for osquery's next carve minute.
     it('zstd archives (--carver_compression) of a file and of a pattern are recognised and saved as .tar.zst', async () => {
-      const [file, pattern] = await Promise.all([carveAndDownload(join(files, 'evidence.bin'), zstd), carveAndDownload(join(files, 'notes', '%.log'), zstd)]);
+      const [file, pattern] = await Promise.all([
+        carveAndDownload(join(files, 'evidence.bin'), zstd),
+        carveAndDownload(join(files, 'notes', '%.log'), zstd),
+      ]);
       for (const { name, archives } of [file, pattern]) {
         expect(archives[0].file).toMatch(new RegExp(`^${name}_.*\\.tar\\.zst$`));
         expect(isZstd(archives[0].bytes)).toBe(true);
@@ -113,7 +118,9 @@ describeRealAgent('real osquery agent: carves', () => {
     it('a carver start the server refuses is shown by carves run and carves show', async () => {
       const run = await srv.cli.run(['carves', 'run', join(files, 'evidence.bin'), '--target', bigBlocks]);
       expect(run.exitCode).toBe(9);
-      expect(run.stderr).toMatch(/1 of 1 file not uploaded \(the server refused the upload of .*: carver start refused: block_size 9000000 is not from 1 to 8388608 bytes/);
+      expect(run.stderr).toMatch(
+        /1 of 1 file not uploaded \(the server refused the upload of .*: carver start refused: block_size 9000000 is not from 1 to 8388608 bytes/,
+      );
       const show = await srv.cli.run(['carves', 'show', run.stdout.trim()]);
       expect(show.stdout).toMatch(/NODE\tREFUSED\tAT\n.*\tcarver start refused: block_size 9000000/);
     });

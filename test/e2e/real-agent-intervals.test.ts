@@ -50,7 +50,7 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
       const stale = await eventually(async () => {
         const seen = await lastSeen();
         return Date.now() - Date.parse(seen) > OLD_RULE_WINDOW_MS + 2_000 ? seen : undefined;
-      }, 'the frozen agent\'s last request to be over 12 s ago');
+      }, "the frozen agent's last request to be over 12 s ago");
       const set = await srv.cli.run(['env', 'intervals', 'prod', '--query', '2']);
       expect(set.exitCode, set.stderr).toBe(0);
       running = srv.cli.run(['query', 'run', 'SELECT 7 AS seven', '--target', uuid, '--exit', '--wait', '3m', '-o', 'json']);
@@ -77,7 +77,11 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
   it('the agent receives the interval in its configuration options and polls at it', async () => {
     const agentConfig = await srv.api('GET', '/api/v1/environments/prod/agent-config');
     expect(agentConfig.body.config.options).toMatchObject({ distributed_interval: 2, logger_tls_period: 5 });
-    const node = await srv.waitForNode(uuid, (n) => n.config_hash === agentConfig.body.hash, 'the node to fetch the configuration with the new interval');
+    const node = await srv.waitForNode(
+      uuid,
+      (n) => n.config_hash === agentConfig.body.hash,
+      'the node to fetch the configuration with the new interval',
+    );
     expect(node.config_hash).toBe(agentConfig.body.hash);
     // After that fetch osquery waits out its old pause, then reads every 2 s: two reads in a row
     // less than 8 s apart (the old interval was 30 s) show the new cadence.
@@ -90,17 +94,17 @@ describeRealAgent('real osquery agent: intervals through the configuration', () 
     expect(gap).toBeLessThan(8_000);
   });
 
-  it('the configuration refuses the interval options: they are the environment\'s (env intervals)', async () => {
+  it("the configuration refuses the interval options: they are the environment's (env intervals)", async () => {
     const r = await srv.cli.run(['env', 'config', 'prod', '--set', 'options', '-'], { input: 'distributed_interval: 5\n' });
     expect(r.exitCode).not.toBe(0);
     expect(r.stderr).toContain("options.distributed_interval: is the environment's query interval");
     expect(r.stderr).toContain('fleetctl env intervals ENV --query N');
   });
 
-  it('host_identifier in the options is stored with a warning: it overrides every host\'s own flag', async () => {
+  it("host_identifier in the options is stored with a warning: it overrides every host's own flag", async () => {
     const r = await srv.cli.run(['env', 'config', 'prod', '--set', 'options', '-'], { input: 'host_identifier: uuid\n' });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toContain("warning: options.host_identifier (\"uuid\") overrides every host's own --host_identifier");
+    expect(r.stderr).toContain('warning: options.host_identifier ("uuid") overrides every host\'s own --host_identifier');
     expect((await srv.api('GET', '/api/v1/environments/prod/config/options')).body.options).toEqual({ host_identifier: 'uuid' });
   });
 });

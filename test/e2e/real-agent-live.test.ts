@@ -6,7 +6,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRealAgent, startAgentServer, startOsqueryd, type AgentServer, type Osqueryd } from '../helpers/osqueryd.js';
 
 /** `rows` rows of (x, 200 hex characters): about 230 bytes a row in osquery's answer. */
-const padded = (rows: number) => `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < ${rows}) SELECT x, hex(randomblob(100)) AS pad FROM c`;
+const padded = (rows: number) =>
+  `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < ${rows}) SELECT x, hex(randomblob(100)) AS pad FROM c`;
 
 describeRealAgent('real osquery agent: live queries, errors and big answers', () => {
   let srv: AgentServer;
@@ -32,7 +33,7 @@ describeRealAgent('real osquery agent: live queries, errors and big answers', ()
     expect(JSON.parse(r.stdout)).toEqual([expect.objectContaining({ uuid, status: 0, rows: [{ answer: '42' }] })]);
   };
 
-  it('an error query gets osquery\'s own error text, exit 9', async () => {
+  it("an error query gets osquery's own error text, exit 9", async () => {
     const r = await run('SELECT * FROM no_such_table_here');
     expect(r.exitCode).toBe(9);
     expect(r.stderr).toMatch(/error: no such table: no_such_table_here/);
@@ -54,7 +55,9 @@ describeRealAgent('real osquery agent: live queries, errors and big answers', ()
     expect(r.exitCode).toBe(9);
     expect(r.stderr).toMatch(/error: the answer was \d+ bytes, over this server's limit of 16777216 bytes \(16 MiB\); it was discarded/);
     const results = await srv.api('GET', `/api/v1/queries/prod/results/${/Query (\S+) started/.exec(r.stderr)![1]}`);
-    expect(results.body.items).toEqual([expect.objectContaining({ uuid, status: 1, rows: [], error: expect.stringContaining('over this server\'s limit') })]);
+    expect(results.body.items).toEqual([
+      expect.objectContaining({ uuid, status: 1, rows: [], error: expect.stringContaining("over this server's limit") }),
+    ]);
     await small();
   });
 });

@@ -33,16 +33,37 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
 
   it('a query added by schedule add shows its rows in logs --query and in schedule report', async () => {
     const interval = 10;
-    const added = await srv.cli.run(['schedule', 'add', 'prod', 'real_root', '--query', 'SELECT username, uid FROM users WHERE uid = 0', '--interval', String(interval)]);
+    const added = await srv.cli.run([
+      'schedule',
+      'add',
+      'prod',
+      'real_root',
+      '--query',
+      'SELECT username, uid FROM users WHERE uid = 0',
+      '--interval',
+      String(interval),
+    ]);
     expect(added.exitCode).toBe(0);
     const t0 = Date.now();
     const line = await eventually(async () => {
       const r = await srv.cli.run(['logs', '--query', 'real_root']);
-      const lines = r.stdout.trim() ? r.stdout.trim().split('\n').map((l) => JSON.parse(l)) : [];
+      const lines = r.stdout.trim()
+        ? r.stdout
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l))
+        : [];
       return lines.find((l) => l.node_uuid === uuid);
     }, 'the first result line of real_root');
-    console.log(`real agent: first line of a query added by schedule add after ${((Date.now() - t0) / 1000).toFixed(1)} s (interval ${interval} s, config refresh 5 s)`);
-    expect(line).toMatchObject({ environment: 'prod', log_type: 'result', name: 'real_root', entry: { name: 'real_root', action: 'added', columns: { username: 'root', uid: '0' } } });
+    console.log(
+      `real agent: first line of a query added by schedule add after ${((Date.now() - t0) / 1000).toFixed(1)} s (interval ${interval} s, config refresh 5 s)`,
+    );
+    expect(line).toMatchObject({
+      environment: 'prod',
+      log_type: 'result',
+      name: 'real_root',
+      entry: { name: 'real_root', action: 'added', columns: { username: 'root', uid: '0' } },
+    });
     const report = await srv.cli.run(['schedule', 'report', 'prod', 'real_root']);
     expect(report.exitCode).toBe(0);
     const [head, ...rows] = report.stdout.trim().split('\n');
@@ -56,8 +77,15 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
 
   it('logs --follow prints a new result line as the agent sends it', async () => {
     // A query whose result changes every run: every run sends a line.
-    expect((await srv.cli.run(['schedule', 'add', 'prod', 'real_time', '--query', 'SELECT unix_time FROM time', '--interval', '5'])).exitCode).toBe(0);
-    const p = execa('node', [BIN, 'logs', '--follow', '--query', 'real_time', '--limit', '1'], { env: baseEnv(srv.cli.configDir), extendEnv: false, reject: false, buffer: false });
+    expect(
+      (await srv.cli.run(['schedule', 'add', 'prod', 'real_time', '--query', 'SELECT unix_time FROM time', '--interval', '5'])).exitCode,
+    ).toBe(0);
+    const p = execa('node', [BIN, 'logs', '--follow', '--query', 'real_time', '--limit', '1'], {
+      env: baseEnv(srv.cli.configDir),
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+    });
     const seen: { line: { id: number; name: string; received_at: string; entry: unknown }; at: number }[] = [];
     let buf = '';
     p.stdout.on('data', (d: Buffer) => {
@@ -84,9 +112,15 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
         .map((m) => new Date(`${new Date().getFullYear()}-${m[1]}-${m[2]}T${m[3]}`).getTime());
       for (const s of fresh) {
         const sent = Math.max(...posts.filter((t) => t <= Date.parse(s.line.received_at) + 50));
-        console.log(`real agent: follow printed line ${s.line.id} ${s.at - sent} ms after the agent's POST, ${s.at - Date.parse(s.line.received_at)} ms after the server committed it`);
+        console.log(
+          `real agent: follow printed line ${s.line.id} ${s.at - sent} ms after the agent's POST, ${s.at - Date.parse(s.line.received_at)} ms after the server committed it`,
+        );
       }
-      expect(fresh.every((s) => s.line.name === 'real_time' && ['added', 'removed'].includes((s.line.entry as { action?: string }).action ?? ''))).toBe(true);
+      expect(
+        fresh.every(
+          (s) => s.line.name === 'real_time' && ['added', 'removed'].includes((s.line.entry as { action?: string }).action ?? ''),
+        ),
+      ).toBe(true);
       const ids = seen.map((s) => s.line.id);
       expect(new Set(ids).size).toBe(ids.length); // none twice
     } finally {
@@ -102,11 +136,17 @@ describeRealAgent('real osquery agent: logs, query reports and status problems',
       return n.status_problems?.some((l: { entry: { message: string } }) => /bogus_option_xyz/.test(l.entry.message)) ? n : undefined;
     }, "the agent's warning in the node's status problems");
     const warning = node.status_problems.find((l: { entry: { message: string } }) => /bogus_option_xyz/.test(l.entry.message));
-    expect(warning).toMatchObject({ node_uuid: uuid, log_type: 'status', entry: { severity: 1, filename: 'options.cpp', message: 'Cannot set unknown or invalid flag: bogus_option_xyz' } });
+    expect(warning).toMatchObject({
+      node_uuid: uuid,
+      log_type: 'status',
+      entry: { severity: 1, filename: 'options.cpp', message: 'Cannot set unknown or invalid flag: bogus_option_xyz' },
+    });
     // At a terminal: the Status log group of the node's view.
     const pty = runInPty(srv.cli, ['nodes', 'show', uuid]);
     const out = await pty.expect(/bogus_option_xyz/);
-    expect(out).toMatch(/Status log \(last warnings and errors\)\n(.*\n)*\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+warning\s+options\.cpp:101 Cannot set unknown or invalid flag: bogus_option_xyz/);
+    expect(out).toMatch(
+      /Status log \(last warnings and errors\)\n(.*\n)*\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+warning\s+options\.cpp:101 Cannot set unknown or invalid flag: bogus_option_xyz/,
+    );
     expect((await pty.done()).exitCode).toBe(0);
   });
 });

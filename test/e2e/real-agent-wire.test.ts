@@ -10,7 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { describeRealAgent, startAgentServer, startOsqueryd, type AgentServer, type Enrollment, type Osqueryd } from '../helpers/osqueryd.js';
+import {
+  describeRealAgent,
+  startAgentServer,
+  startOsqueryd,
+  type AgentServer,
+  type Enrollment,
+  type Osqueryd,
+} from '../helpers/osqueryd.js';
 import { shapeOf, startRecorder, type Exchange, type Recorder } from '../helpers/agent-recorder.js';
 import { eventually } from '../helpers/osquery-agent.js';
 import { Simulator, parseAgentFlags, syntheticHost } from '../../src/agent-sim/index.js';
@@ -45,7 +52,13 @@ const KEYED: Record<Kind, string[]> = {
   enroll: [],
   config: [],
   'log-status': ['$.data[].decorations'],
-  'log-result': ['$.data[].decorations', '$.data[].columns', '$.data[].snapshot[]', '$.data[].diffResults.added[]', '$.data[].diffResults.removed[]'],
+  'log-result': [
+    '$.data[].decorations',
+    '$.data[].columns',
+    '$.data[].snapshot[]',
+    '$.data[].diffResults.added[]',
+    '$.data[].diffResults.removed[]',
+  ],
   read: [],
   write: ['$.queries', '$.statuses', '$.messages', '$.stats', '$.queries.*[]'],
   'carve-start': [],
@@ -53,7 +66,10 @@ const KEYED: Record<Kind, string[]> = {
 };
 
 /** Headers that say how the agent speaks (not per request: no length, host or connection). */
-const headerNames = (x: Exchange) => Object.keys(x.headers).filter((h) => !['content-length', 'host', 'connection'].includes(h)).sort();
+const headerNames = (x: Exchange) =>
+  Object.keys(x.headers)
+    .filter((h) => !['content-length', 'host', 'connection'].includes(h))
+    .sort();
 
 interface Fixture {
   kind: Kind;
@@ -96,12 +112,23 @@ const readFixture = (kind: Kind): Fixture => JSON.parse(readFileSync(join(DIR, `
 async function recordedServer(): Promise<{ srv: AgentServer; rec: Recorder; enrollment: Enrollment }> {
   const srv = await startAgentServer();
   // A scheduled query, so agents send result logs.
-  const sched = await srv.cli.run(['env', 'config', 'prod', '--set', 'schedule', '-'], { input: 'wire_probe:\n  query: SELECT version FROM osquery_info\n  interval: 2\n  snapshot: true\n' });
+  const sched = await srv.cli.run(['env', 'config', 'prod', '--set', 'schedule', '-'], {
+    input: 'wire_probe:\n  query: SELECT version FROM osquery_info\n  interval: 2\n  snapshot: true\n',
+  });
   expect(sched.exitCode, sched.stderr).toBe(0);
   const enrollment = await srv.enrollment();
   const target = /^--tls_hostname=(.*)$/m.exec(enrollment.flags)![1];
-  const rec = await startRecorder({ target, cert: readFileSync(join(srv.dir, 'agent-cert.pem'), 'utf8'), key: readFileSync(join(srv.dir, 'agent-key.pem'), 'utf8'), ca: enrollment.cert });
-  return { srv, rec, enrollment: { ...enrollment, flags: enrollment.flags.replace(/^--tls_hostname=.*$/m, `--tls_hostname=${rec.hostname}`) } };
+  const rec = await startRecorder({
+    target,
+    cert: readFileSync(join(srv.dir, 'agent-cert.pem'), 'utf8'),
+    key: readFileSync(join(srv.dir, 'agent-key.pem'), 'utf8'),
+    ca: enrollment.cert,
+  });
+  return {
+    srv,
+    rec,
+    enrollment: { ...enrollment, flags: enrollment.flags.replace(/^--tls_hostname=.*$/m, `--tls_hostname=${rec.hostname}`) },
+  };
 }
 
 /** Drives a query and a carve through whatever agent runs, until every kind was seen. */
@@ -146,7 +173,9 @@ describeRealAgent('what the real osquery agent sends (fixtures)', () => {
     }
     for (const kind of KINDS) {
       const want = readFixture(kind);
-      expect.soft({ kind, headers: got.get(kind)!.headers, shape: got.get(kind)!.shape }).toEqual({ kind, headers: want.headers, shape: want.shape });
+      expect
+        .soft({ kind, headers: got.get(kind)!.headers, shape: got.get(kind)!.shape })
+        .toEqual({ kind, headers: want.headers, shape: want.shape });
     }
   });
 });
@@ -178,11 +207,13 @@ describe('the simulator sends what the real osquery agent sends', () => {
 
   it('each kind of request has the shape and headers recorded from osqueryd', async () => {
     await eventually(async () => (sim.enrolled === 1 ? true : undefined), 'the simulated agent to enroll');
-    const node = ((rec.exchanges.find((x) => x.endpoint === 'enroll')!.body as Record<string, unknown>).host_identifier as string);
+    const node = (rec.exchanges.find((x) => x.endpoint === 'enroll')!.body as Record<string, unknown>).host_identifier as string;
     const got = await exerciseAll(srv, rec, node, '/etc/hosts');
     for (const kind of KINDS) {
       const want = readFixture(kind);
-      expect.soft({ kind, headers: got.get(kind)!.headers, shape: got.get(kind)!.shape }).toEqual({ kind, headers: want.headers, shape: want.shape });
+      expect
+        .soft({ kind, headers: got.get(kind)!.headers, shape: got.get(kind)!.shape })
+        .toEqual({ kind, headers: want.headers, shape: want.shape });
     }
   });
 });

@@ -6,7 +6,11 @@ import { createServer } from 'node:net';
 import { BIN } from '../helpers/cli.js';
 
 const server = (args: string[], env: Record<string, string | undefined> = {}) =>
-  execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', ...args], { reject: false, stdin: 'ignore', env: { FLEETCTL_ADMIN_PASSWORD: 'admin-password-1', ...env } });
+  execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', ...args], {
+    reject: false,
+    stdin: 'ignore',
+    env: { FLEETCTL_ADMIN_PASSWORD: 'admin-password-1', ...env },
+  });
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -41,7 +45,10 @@ describe('fleetctl server on PostgreSQL: wrong URLs and flags', () => {
   });
 
   it('PostgreSQL-only flags on a SQLite database are usage errors (exit 2)', async () => {
-    for (const flags of [['--db-pool', '5'], ['--db-ca', '/etc/hostname']]) {
+    for (const flags of [
+      ['--db-pool', '5'],
+      ['--db-ca', '/etc/hostname'],
+    ]) {
       const r = await server(['--db', '/tmp/never-created.db', ...flags]);
       expect(r.exitCode).toBe(2);
       expect(r.stderr).toContain('--db-pool and --db-ca need a postgres:// database');

@@ -35,14 +35,21 @@ afterAll(() => {
 
 describe('fleetctl server on a database file', () => {
   it('refuses to start a new database without an admin password', async () => {
-    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0'], { reject: false, stdin: 'ignore', env: { FLEETCTL_ADMIN_PASSWORD: undefined } });
+    const r = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0'], {
+      reject: false,
+      stdin: 'ignore',
+      env: { FLEETCTL_ADMIN_PASSWORD: undefined },
+    });
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toMatch(/--admin-password-stdin or FLEETCTL_ADMIN_PASSWORD/);
     expect(r.stdout).toBe('');
   });
 
   it('rejects a short admin password and a bad environment name (exit 2)', async () => {
-    const short = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--admin-password-stdin'], { reject: false, input: 'short' });
+    const short = await execa('node', [BIN, 'server', '--db', db, '--listen', '127.0.0.1:0', '--admin-password-stdin'], {
+      reject: false,
+      input: 'short',
+    });
     expect(short.exitCode).toBe(2);
     expect(short.stderr).toMatch(/at least 8 characters/);
     const bad = await execa('node', [BIN, 'server', '--db', db, '--create-env', 'no spaces'], { reject: false, stdin: 'ignore' });
@@ -51,7 +58,10 @@ describe('fleetctl server on a database file', () => {
 
   it('creates the super-admin and environments, serves them, and keeps everything across a restart', async () => {
     const listen = `127.0.0.1:${await freePort()}`;
-    const first = await startServerProcess(['--db', db, '--listen', listen, '--admin-password-stdin', '--create-env', 'prod', '--create-env', 'lab'], { input: PASSWORD });
+    const first = await startServerProcess(
+      ['--db', db, '--listen', listen, '--admin-password-stdin', '--create-env', 'prod', '--create-env', 'lab'],
+      { input: PASSWORD },
+    );
     try {
       expect(first.output()).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
       await cli.login(first.url, 'admin', 'prod', PASSWORD);
@@ -60,7 +70,9 @@ describe('fleetctl server on a database file', () => {
       const nodes = await cli.run(['nodes', 'list', '--all', '--json']);
       expect(nodes.exitCode).toBe(0);
       expect(JSON.parse(nodes.stdout)).toEqual([]);
-      const added = await cli.run(['users', 'add', 'alice', '--environment', 'lab', '--level', 'user', '--password-stdin'], { input: 'alice-password-1' });
+      const added = await cli.run(['users', 'add', 'alice', '--environment', 'lab', '--level', 'user', '--password-stdin'], {
+        input: 'alice-password-1',
+      });
       expect(added.exitCode).toBe(0);
     } finally {
       await first.stop();

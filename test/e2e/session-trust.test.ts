@@ -20,11 +20,14 @@ function newCli(): Cli {
 }
 
 const storedToken = (cli: Cli, profile = 'default') =>
-  (JSON.parse(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')) as Record<string, { token: string } | undefined>)[profile]?.token;
+  (JSON.parse(readFileSync(join(cli.configDir, 'credentials.json'), 'utf8')) as Record<string, { token: string } | undefined>)[profile]
+    ?.token;
 
 async function loggedIn(): Promise<Cli> {
   const cli = newCli();
-  const r = await cli.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], { input: DEV_PASSWORD });
+  const r = await cli.run(['login', '--url', ts.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], {
+    input: DEV_PASSWORD,
+  });
   expect(r.exitCode).toBe(0);
   return cli;
 }
@@ -60,12 +63,16 @@ describe('logout', () => {
   it('offline: removes the local copy anyway, says the token stays valid until it expires, exit 7', async () => {
     const other = await startTestServer();
     const cli = newCli();
-    const l = await cli.run(['login', '--url', other.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], { input: DEV_PASSWORD });
+    const l = await cli.run(['login', '--url', other.url, '--env', 'prod', '--username', 'analyst', '--password-stdin'], {
+      input: DEV_PASSWORD,
+    });
     expect(l.exitCode).toBe(0);
     await other.close();
     const r = await cli.run(['logout', '--timeout', '2s']);
     expect(r.exitCode).toBe(7);
-    expect(r.stderr).toMatch(/token removed from .*but the session could not be ended on the server .*the token stays valid on the server until it expires at \d{4}-/);
+    expect(r.stderr).toMatch(
+      /token removed from .*but the session could not be ended on the server .*the token stays valid on the server until it expires at \d{4}-/,
+    );
     expect(storedToken(cli)).toBeUndefined();
   });
 });
@@ -106,7 +113,7 @@ describe('auth status asks the server', () => {
     expect(c.stderr).toMatch(/error: not verified: server unreachable/);
   });
 
-  it('a server error other than 401 while verifying: the error\'s exit code (1 for a 500), not 0', async () => {
+  it("a server error other than 401 while verifying: the error's exit code (1 for a 500), not 0", async () => {
     const broken = createServer((_req, res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ code: 'internal', error: 'database unavailable' }));
@@ -126,14 +133,18 @@ describe('auth status asks the server', () => {
 
 describe('plain HTTP to another machine', () => {
   it('login refuses http:// to a non-loopback host before asking for the password (exit 2)', async () => {
-    const r = await newCli().run(['login', '--url', 'http://192.0.2.10:8080', '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: 'secret-pw' });
+    const r = await newCli().run(['login', '--url', 'http://192.0.2.10:8080', '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: 'secret-pw',
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/refusing to send credentials over plain HTTP to 192\.0\.2\.10:8080/);
     expect(r.stderr).toMatch(/--insecure/);
   });
 
   it('every command refuses it too (FLEETCTL_URL with a token)', async () => {
-    const r = await newCli().run(['nodes', 'list'], { env: { FLEETCTL_TOKEN: 'x', FLEETCTL_URL: 'http://fleet.example.com', FLEETCTL_ENV: 'prod' } });
+    const r = await newCli().run(['nodes', 'list'], {
+      env: { FLEETCTL_TOKEN: 'x', FLEETCTL_URL: 'http://fleet.example.com', FLEETCTL_ENV: 'prod' },
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/refusing to send credentials over plain HTTP to fleet\.example\.com/);
   });
@@ -150,7 +161,9 @@ describe('plain HTTP to another machine', () => {
     const port = (stub.address() as { port: number }).port;
     try {
       for (const host of ['127.0.0.1', '127.9.9.9', 'localhost', '[::1]']) {
-        const r = await newCli().run(['api', 'GET', '/api/v1/stats'], { env: { FLEETCTL_TOKEN: 'loopback-token', FLEETCTL_URL: `http://${host}:${port}` } });
+        const r = await newCli().run(['api', 'GET', '/api/v1/stats'], {
+          env: { FLEETCTL_TOKEN: 'loopback-token', FLEETCTL_URL: `http://${host}:${port}` },
+        });
         expect(r.exitCode, `${host}: ${r.stderr}`).toBe(0);
         expect(JSON.parse(r.stdout)).toEqual({ loopback: true });
         expect(seen.at(-1)).toBe(`${host}:${port} Bearer loopback-token`);
@@ -162,7 +175,22 @@ describe('plain HTTP to another machine', () => {
 
   it('--insecure allows it with one warning per invocation', async () => {
     // The login goes through the password step and the (failed) answer; the warning appears once.
-    const r = await newCli().run(['login', '--url', 'http://192.0.2.10:8080', '--env', 'prod', '--username', 'admin', '--password-stdin', '--insecure', '--timeout', '1s'], { input: 'secret-pw' });
+    const r = await newCli().run(
+      [
+        'login',
+        '--url',
+        'http://192.0.2.10:8080',
+        '--env',
+        'prod',
+        '--username',
+        'admin',
+        '--password-stdin',
+        '--insecure',
+        '--timeout',
+        '1s',
+      ],
+      { input: 'secret-pw' },
+    );
     const warnings = r.stderr.match(/warning: sending credentials over plain HTTP to 192\.0\.2\.10:8080/g) ?? [];
     expect(warnings).toHaveLength(1);
     expect(r.stderr).not.toMatch(/refusing/);

@@ -36,13 +36,18 @@ describe('settings list', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual(await stored('admin', 'prod'));
-    expect((JSON.parse(r.stdout) as Setting[]).map((s) => s.name)).toEqual(expect.arrayContaining(['inactive_hours', 'cleanup_sessions', 'node_dashboard']));
+    expect((JSON.parse(r.stdout) as Setting[]).map((s) => s.name)).toEqual(
+      expect.arrayContaining(['inactive_hours', 'cleanup_sessions', 'node_dashboard']),
+    );
   });
 
   it('table: name, type, value from the typed field, scope, info', async () => {
     const r = await cli.run(['settings', 'list', 'api', 'staging']);
     expect(r.exitCode).toBe(0);
-    const rows = r.stdout.trimEnd().split('\n').map((l) => l.split('\t'));
+    const rows = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split('\t'));
     expect(rows[0]).toEqual(['NAME', 'TYPE', 'VALUE', 'SCOPE', 'INFO']);
     const byName = Object.fromEntries(rows.slice(1).map((c) => [c[0], c]));
     expect(byName.service_metrics.slice(1, 4)).toEqual(['boolean', 'false', 'global']);
@@ -77,7 +82,13 @@ describe('settings set', () => {
   it('converts an integer value and updates the global row', async () => {
     const r = await cli.run(['settings', 'set', 'admin', 'inactive_hours', '48', '-o', 'json']);
     expect(r.exitCode).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'inactive_hours', service: 'admin', type: 'integer', integer: 48, environmentID: 0 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      name: 'inactive_hours',
+      service: 'admin',
+      type: 'integer',
+      integer: 48,
+      environmentID: 0,
+    });
     expect(await storedOne('admin', 'inactive_hours')).toMatchObject({ integer: 48, environmentID: 0 });
     expect(await storedOne('admin', 'inactive_hours', 'staging')).toMatchObject({ integer: 48 });
   });
@@ -90,7 +101,9 @@ describe('settings set', () => {
   ])('converts boolean %s', async (value, expected) => {
     const r = await cli.run(['settings', 'set', 'api', 'service_metrics', value]);
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^service\\tapi\\nname\\tservice_metrics\\ntype\\tboolean\\nvalue\\t${expected}\\nscope\\tglobal\\n`));
+    expect(r.stdout).toMatch(
+      new RegExp(`^service\\tapi\\nname\\tservice_metrics\\ntype\\tboolean\\nvalue\\t${expected}\\nscope\\tglobal\\n`),
+    );
     expect((await storedOne('api', 'service_metrics')).boolean).toBe(expected);
   });
 
@@ -127,14 +140,16 @@ describe('settings set', () => {
     const r = await cli.run(['settings', 'set', 'api', 'refresh_envs', '60']);
     expect(r.exitCode).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^error: api\/refresh_envs has no effect on this server: environment changes reach every request on every replica at once \(change counters\), nothing is re-read on a timer \(bad_request, HTTP 400\)\n/);
+    expect(r.stderr).toMatch(
+      /^error: api\/refresh_envs has no effect on this server: environment changes reach every request on every replica at once \(change counters\), nothing is re-read on a timer \(bad_request, HTTP 400\)\n/,
+    );
     expect(await storedOne('api', 'refresh_envs')).toEqual(before);
     const wide = await cli.run(['settings', 'set', 'admin', 'cleanup_sessions', '60', '--env', 'prod']);
     expect(wide.exitCode).toBe(1);
     expect(wide.stderr).toMatch(/^error: admin\/cleanup_sessions is server-wide: it has no per-environment value/);
   });
 
-  it('with --env changes that environment\'s value only', async () => {
+  it("with --env changes that environment's value only", async () => {
     const globalBefore = await storedOne('tls', 'accelerated_seconds', 'dev');
     const r = await cli.run(['settings', 'set', 'tls', 'accelerated_seconds', '11', '--env', 'prod', '--json']);
     expect(r.exitCode).toBe(0);

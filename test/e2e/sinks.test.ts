@@ -136,7 +136,9 @@ describe('sinks clone', () => {
     expect(before.length).toBeGreaterThan(0);
     const r = await cli.run(['sinks', 'clone', '--from', 'global', '--to', 'dev', '--overwrite']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toBe(`error: refusing to proceed without confirmation: Replace the ${before.length} log sinks of dev with those of global; pass --yes\n`);
+    expect(r.stderr).toBe(
+      `error: refusing to proceed without confirmation: Replace the ${before.length} log sinks of dev with those of global; pass --yes\n`,
+    );
     expect(await stored('dev')).toEqual(before);
   });
 
@@ -158,14 +160,38 @@ describe('sinks clone', () => {
 
 describe('sinks add / remove', () => {
   it('adds a sink with a JSON config (inline or stdin) and removes it with --yes', async () => {
-    const add = await cli.run(['sinks', 'add', 'staging', '--name', 'archive', '--type', 'file', '--source', 'result', '--config', '{"path":"a.log"}', '-o', 'json']);
+    const add = await cli.run([
+      'sinks',
+      'add',
+      'staging',
+      '--name',
+      'archive',
+      '--type',
+      'file',
+      '--source',
+      'result',
+      '--config',
+      '{"path":"a.log"}',
+      '-o',
+      'json',
+    ]);
     expect(add.exitCode).toBe(0);
     const sink = JSON.parse(add.stdout);
-    expect(sink).toMatchObject({ name: 'archive', type: 'file', source: 'result', enabled: true, environment_id: envIds.staging, config: { path: 'a.log' } });
+    expect(sink).toMatchObject({
+      name: 'archive',
+      type: 'file',
+      source: 'result',
+      enabled: true,
+      environment_id: envIds.staging,
+      config: { path: 'a.log' },
+    });
     const s = (await stored('staging')).find((x) => x.id === sink.id)!;
     expect(decoded(s)).toEqual({ path: 'a.log' });
 
-    const piped = await cli.run(['sinks', 'add', 'global', '--name', 'stdin-cfg', '--type', 'http', '--source', 'status', '--config', '-', '--disabled'], { input: '{"url": "https://logs.example/in", "timeout_seconds": 5}' });
+    const piped = await cli.run(
+      ['sinks', 'add', 'global', '--name', 'stdin-cfg', '--type', 'http', '--source', 'status', '--config', '-', '--disabled'],
+      { input: '{"url": "https://logs.example/in", "timeout_seconds": 5}' },
+    );
     expect(piped.exitCode).toBe(0);
     expect(piped.stderr).toMatch(/^Added log sink \d+ \(stdin-cfg\) to global\n$/);
     const g = (await stored('global')).find((x) => x.name === 'stdin-cfg')!;
@@ -192,6 +218,7 @@ describe('sinks add / remove', () => {
   });
 
   it('has examples in --help for every verb', async () => {
-    for (const v of ['list', 'clone', 'add', 'remove']) expect((await cli.run(['sinks', v, '--help'])).stdout).toMatch(/Examples:\n {2}\$ fleetctl sinks /);
+    for (const v of ['list', 'clone', 'add', 'remove'])
+      expect((await cli.run(['sinks', v, '--help'])).stdout).toMatch(/Examples:\n {2}\$ fleetctl sinks /);
   });
 });

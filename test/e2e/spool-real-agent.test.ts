@@ -23,7 +23,11 @@ describeRealAgent('the log spool with the real osquery agent', () => {
   const jsonLines = (file: string): any[] => {
     if (!existsSync(file)) return [];
     const text = readFileSync(file, 'utf8');
-    return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return text
+      .slice(0, text.lastIndexOf('\n') + 1)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   };
 
   beforeAll(async () => {
@@ -41,7 +45,19 @@ describeRealAgent('the log spool with the real osquery agent', () => {
     for (const args of [
       ['sinks', 'add', 'prod', '--name', 'results', '--type', 'file', '--source', 'result', '--config', '{"path":"results.jsonl"}'],
       ['sinks', 'add', 'prod', '--name', 'status', '--type', 'file', '--source', 'status', '--config', '{"path":"status.jsonl"}'],
-      ['sinks', 'add', 'global', '--name', 'collector', '--type', 'http', '--source', 'result', '--config', JSON.stringify({ url: `http://127.0.0.1:${(collector.address() as { port: number }).port}/` })],
+      [
+        'sinks',
+        'add',
+        'global',
+        '--name',
+        'collector',
+        '--type',
+        'http',
+        '--source',
+        'result',
+        '--config',
+        JSON.stringify({ url: `http://127.0.0.1:${(collector.address() as { port: number }).port}/` }),
+      ],
       ['schedule', 'add', 'prod', 'spool_time', '--query', 'SELECT unix_time, seconds FROM time', '--interval', '2'],
     ]) {
       const r = await srv.cli.run(args);
@@ -59,11 +75,17 @@ describeRealAgent('the log spool with the real osquery agent', () => {
 
   it('results and status logs land with node and query name; after the down sink is back, every line osquery logged is at each sink once', async () => {
     const results = join(srv.dir, 'results.jsonl');
-    await eventually(async () => (jsonLines(results).filter((l) => l.name === 'spool_time').length >= 5 ? true : undefined), 'five results of spool_time in the file sink');
+    await eventually(
+      async () => (jsonLines(results).filter((l) => l.name === 'spool_time').length >= 5 ? true : undefined),
+      'five results of spool_time in the file sink',
+    );
     const first = jsonLines(results).find((l) => l.name === 'spool_time');
     expect(first).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result', name: 'spool_time' });
     expect(first.entry).toMatchObject({ name: 'spool_time', hostIdentifier: expect.any(String) });
-    const status = await eventually(async () => jsonLines(join(srv.dir, 'status.jsonl')).find((l) => l.node_uuid === uuid), 'a status log of the agent');
+    const status = await eventually(
+      async () => jsonLines(join(srv.dir, 'status.jsonl')).find((l) => l.node_uuid === uuid),
+      'a status log of the agent',
+    );
     expect(status).toMatchObject({ environment: 'prod', log_type: 'status' });
     expect(status.entry).toHaveProperty('severity');
 
@@ -74,8 +96,13 @@ describeRealAgent('the log spool with the real osquery agent', () => {
     up = true;
     // Stop the agent once its own log has a few more lines, and after its last TLS log batch.
     const ownLog = join(agent.dir, 'logs', 'osqueryd.results.log');
-    const sent = (await eventually(async () => (jsonLines(ownLog).length >= 8 ? jsonLines(ownLog) : undefined), 'osquery\'s own results log')).length;
-    await eventually(async () => (jsonLines(results).filter((l) => l.node_uuid === uuid).length >= sent ? true : undefined), 'the file sink to have what osquery logged');
+    const sent = (
+      await eventually(async () => (jsonLines(ownLog).length >= 8 ? jsonLines(ownLog) : undefined), "osquery's own results log")
+    ).length;
+    await eventually(
+      async () => (jsonLines(results).filter((l) => l.node_uuid === uuid).length >= sent ? true : undefined),
+      'the file sink to have what osquery logged',
+    );
     // What osquery logged before it stops: a batch it had not sent yet it keeps in its database
     // and sends when it starts again, so it is restarted once before the count.
     await agent.stop();
@@ -89,7 +116,15 @@ describeRealAgent('the log spool with the real osquery agent', () => {
     }, 'every line osquery logged at both sinks').catch((e: Error) => {
       const inFile = new Set(jsonLines(results).map((l) => key(l.entry)));
       const atCollector = new Set(posted.map((l) => key(l.entry)));
-      throw new Error(`${e.message}: missing in the file ${own.filter((l) => !inFile.has(l)).slice(0, 2).join(' | ')}; at the collector ${own.filter((l) => !atCollector.has(l)).slice(0, 2).join(' | ')}; a file line: ${[...inFile][0]}`);
+      throw new Error(
+        `${e.message}: missing in the file ${own
+          .filter((l) => !inFile.has(l))
+          .slice(0, 2)
+          .join(' | ')}; at the collector ${own
+          .filter((l) => !atCollector.has(l))
+          .slice(0, 2)
+          .join(' | ')}; a file line: ${[...inFile][0]}`,
+      );
     });
     const count = (lines: any[]) => {
       const m = new Map<string, number>();

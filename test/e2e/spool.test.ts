@@ -20,7 +20,7 @@ import { allCommands, readProgram } from '../../src/gen/model.js';
 function words(line: string): string[] {
   const out: string[] = [];
   const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
-  for (let m; (m = re.exec(line)); ) out.push(m[1] ?? m[2] ?? m[3]);
+  for (let m; (m = re.exec(line));) out.push(m[1] ?? m[2] ?? m[3]);
   return out;
 }
 
@@ -52,18 +52,42 @@ async function start(): Promise<void> {
 
 async function enroll(): Promise<{ uuid: string; key: string }> {
   const uuid = randomUUID();
-  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `spool-${uuid.slice(0, 8)}`) });
+  const r = await post('enroll', {
+    enroll_secret: secret,
+    host_identifier: uuid,
+    host_details: hostDetails(uuid, `spool-${uuid.slice(0, 8)}`),
+  });
   expect(r.body.node_invalid).toBe(false);
   return { uuid, key: r.body.node_key };
 }
 
-const results = (tag: string, from: number, n: number) => Array.from({ length: n }, (_, i) => ({ name: 'pack_spool_q', unixTime: 1700000000, columns: { tag, i: String(from + i) }, action: 'added' }));
+const results = (tag: string, from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    name: 'pack_spool_q',
+    unixTime: 1700000000,
+    columns: { tag, i: String(from + i) },
+    action: 'added',
+  }));
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-spool-e2e-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
-  args = ['--db', join(dir, 'fleet.db'), '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir, '--log'];
+  args = [
+    '--db',
+    join(dir, 'fleet.db'),
+    '--create-env',
+    'prod',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+    '--log',
+  ];
   await start();
   cli = new Cli();
   await cli.login(server.url, 'admin', 'prod', PASSWORD);
@@ -76,17 +100,25 @@ afterAll(async () => {
 });
 
 describe('a stdout sink', () => {
-  it('writes NDJSON envelopes on the server\'s stdout, and the server writes nothing else there (banner and --log on stderr)', async () => {
+  it("writes NDJSON envelopes on the server's stdout, and the server writes nothing else there (banner and --log on stderr)", async () => {
     const add = await cli.run(['sinks', 'add', 'global', '--name', 'out', '--type', 'stdout', '--source', 'result']);
     expect(add.exitCode, add.stderr).toBe(0);
     const n = await enroll();
     const tag = randomUUID();
     expect((await post('log', { node_key: n.key, log_type: 'result', data: results(tag, 0, 5) })).status).toBe(200);
-    await eventually(async () => (stdout.split('\n').filter((l) => l.includes(tag)).length === 5 ? true : undefined), 'the 5 lines on stdout');
+    await eventually(
+      async () => (stdout.split('\n').filter((l) => l.includes(tag)).length === 5 ? true : undefined),
+      'the 5 lines on stdout',
+    );
     const lines = stdout.trimEnd().split('\n');
     // Every line of stdout is a JSON envelope: the listening banner and the request log are not there.
     for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
-    expect(JSON.parse(lines.find((l) => l.includes(tag))!)).toMatchObject({ environment: 'prod', node_uuid: n.uuid, log_type: 'result', name: 'pack_spool_q' });
+    expect(JSON.parse(lines.find((l) => l.includes(tag))!)).toMatchObject({
+      environment: 'prod',
+      node_uuid: n.uuid,
+      log_type: 'result',
+      name: 'pack_spool_q',
+    });
     expect(server.output()).toMatch(/reference server listening on/);
     expect(server.output()).toMatch(/"door":"agent"/);
     expect((await cli.run(['sinks', 'disable', 'out', 'global'])).exitCode).toBe(0);
@@ -114,7 +146,21 @@ describe('sinks edit, enable, disable, test', () => {
   it('a secret is never shown, nor taken on the command line; edit keeps it; test prints what the destination said', async () => {
     const cfg = join(dir, 'siem.json');
     writeFileSync(cfg, JSON.stringify({ url, headers: { Authorization: 'Bearer s3cret-value' } }));
-    const add = await cli.run(['sinks', 'add', 'global', '--name', 'siem', '--type', 'http', '--source', 'status', '--config', `@${cfg}`, '-o', 'json']);
+    const add = await cli.run([
+      'sinks',
+      'add',
+      'global',
+      '--name',
+      'siem',
+      '--type',
+      'http',
+      '--source',
+      'status',
+      '--config',
+      `@${cfg}`,
+      '-o',
+      'json',
+    ]);
     expect(add.exitCode, add.stderr).toBe(0);
     expect(add.stdout).not.toContain('s3cret-value');
     expect(JSON.parse(add.stdout).config).toEqual({ url, headers: { Authorization: '<redacted>' } });
@@ -156,9 +202,13 @@ describe('sinks edit, enable, disable, test', () => {
     const off = await cli.run(['sinks', 'disable', 'siem', 'global']);
     expect(off.exitCode).toBe(0);
     const tag = randomUUID();
-    expect((await post('log', { node_key: n.key, log_type: 'status', data: [{ message: `while-off ${tag}`, severity: '0' }] })).status).toBe(200);
+    expect(
+      (await post('log', { node_key: n.key, log_type: 'status', data: [{ message: `while-off ${tag}`, severity: '0' }] })).status,
+    ).toBe(200);
     expect((await cli.run(['sinks', 'enable', 'siem', 'global'])).exitCode).toBe(0);
-    expect((await post('log', { node_key: n.key, log_type: 'status', data: [{ message: `while-on ${tag}`, severity: '0' }] })).status).toBe(200);
+    expect((await post('log', { node_key: n.key, log_type: 'status', data: [{ message: `while-on ${tag}`, severity: '0' }] })).status).toBe(
+      200,
+    );
     await eventually(async () => (JSON.stringify(collected).includes(`while-on ${tag}`) ? true : undefined), 'the line sent while on');
     expect(JSON.stringify(collected)).not.toContain(`while-off ${tag}`);
     const list = await cli.run(['sinks', 'list', 'global', '-o', 'json']);
@@ -174,7 +224,9 @@ describe('sinks edit, enable, disable, test', () => {
     expect((await cli.run(['sinks', 'edit', 'siem', 'global', '--set', `url=http://127.0.0.1:${port}/closed`])).exitCode).toBe(0);
     const failing = await cli.run(['sinks', 'test', 'siem', 'global']);
     expect(failing.exitCode).toBe(1);
-    expect(failing.stdout).toMatch(new RegExp(`^failed: http://127\\.0\\.0\\.1:${port}/closed: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(\\d+ ms\\)\\n$`));
+    expect(failing.stdout).toMatch(
+      new RegExp(`^failed: http://127\\.0\\.0\\.1:${port}/closed: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(\\d+ ms\\)\\n$`),
+    );
     expect(failing.stderr).toMatch(/^error: log sink siem: the test entry was not delivered/);
     expect((await cli.run(['sinks', 'remove', String(siem.id), '--yes'])).exitCode).toBe(0);
   });
@@ -227,7 +279,10 @@ describe('kill -9 with a backlog', () => {
 
   it('every line acknowledged before the kill reaches the sink after the restart, each once', async () => {
     const url = `http://127.0.0.1:${(down.address() as { port: number }).port}/in`;
-    expect((await api('POST', '/api/v1/log-sinks', { name: 'after-crash', type: 'http', source: 'result', environment_id: 0, config: { url } })).status).toBe(200);
+    expect(
+      (await api('POST', '/api/v1/log-sinks', { name: 'after-crash', type: 'http', source: 'result', environment_id: 0, config: { url } }))
+        .status,
+    ).toBe(200);
     const n = await enroll();
     const tag = randomUUID();
     let acked = 0;

@@ -46,7 +46,20 @@ describe('stats', () => {
     expect(lines[0]).toBe('ENVIRONMENT\tUUID\tTOTAL\tACTIVE\tINACTIVE\tQUERIES\tCARVES\tLINUX\tDARWIN\tWINDOWS\tOTHER\tENROLLMENT');
     expect(lines.slice(1)).toEqual(
       s.environments.map((e) =>
-        [e.name, e.uuid, e.total, e.active, e.inactive, e.active_queries, e.active_carves, e.platform_counts.linux, e.platform_counts.darwin, e.platform_counts.windows, e.platform_counts.other, e.enrollment].join('\t'),
+        [
+          e.name,
+          e.uuid,
+          e.total,
+          e.active,
+          e.inactive,
+          e.active_queries,
+          e.active_carves,
+          e.platform_counts.linux,
+          e.platform_counts.darwin,
+          e.platform_counts.windows,
+          e.platform_counts.other,
+          e.enrollment,
+        ].join('\t'),
       ),
     );
     const csv = await cli.run(['stats', '-o', 'csv', '--fields', 'name,total']);

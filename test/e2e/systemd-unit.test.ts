@@ -24,7 +24,16 @@ describe('the systemd unit', () => {
     expect(unit).toMatch(/^Environment=MALLOC_ARENA_MAX=2$/m);
     expect(unit).toMatch(/--agent-url https:\/\/\S+ /);
     expect(unit).toMatch(/ --log$/m);
-    for (const h of ['NoNewPrivileges=yes', 'CapabilityBoundingSet=', 'ProtectSystem=strict', 'ProtectHome=yes', 'PrivateTmp=yes', 'PrivateDevices=yes', 'SystemCallFilter=@system-service', 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX']) {
+    for (const h of [
+      'NoNewPrivileges=yes',
+      'CapabilityBoundingSet=',
+      'ProtectSystem=strict',
+      'ProtectHome=yes',
+      'PrivateTmp=yes',
+      'PrivateDevices=yes',
+      'SystemCallFilter=@system-service',
+      'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX',
+    ]) {
       expect(unit.split('\n')).toContain(h);
     }
   });

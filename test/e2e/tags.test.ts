@@ -60,7 +60,10 @@ describe('tags show', () => {
 describe('nodes by tag', () => {
   it('nodes list --tag pci --all --json returns exactly the tagged nodes; tags show --nodes the same', async () => {
     const all = await nodesJson([]);
-    const tagged = all.filter((n) => n.tags.some((t) => t.name === 'pci')).map((n) => n.uuid).sort();
+    const tagged = all
+      .filter((n) => n.tags.some((t) => t.name === 'pci'))
+      .map((n) => n.uuid)
+      .sort();
     expect(tagged.length).toBeGreaterThan(0);
     const r = await cli.run(['nodes', 'list', '--tag', 'pci', '--all', '--json']);
     expect(r.exitCode).toBe(0);
@@ -112,7 +115,14 @@ describe('tags list', () => {
   it('the add examples and the apply/unapply examples that name nodes work as written against the demo fleet', async () => {
     let help = '';
     for (const v of [[], ['add'], ['apply'], ['unapply']]) help += (await cli.run(['tags', ...v, '--help'])).stdout;
-    const examples = [...new Set(help.split('\n').map((l) => /^ {2}\$ fleetctl (tags (?:add|apply|unapply) .*)$/.exec(l)?.[1]).filter((l) => l !== undefined))];
+    const examples = [
+      ...new Set(
+        help
+          .split('\n')
+          .map((l) => /^ {2}\$ fleetctl (tags (?:add|apply|unapply) .*)$/.exec(l)?.[1])
+          .filter((l) => l !== undefined),
+      ),
+    ];
     const runnable = examples.filter((e) => e.startsWith('tags add') || /\bprod-[a-z]+-\d{4}\b/.test(e));
     expect(runnable.length).toBeGreaterThan(2);
     // Shell words: "double" or 'single' quoted, or bare.
@@ -122,17 +132,37 @@ describe('tags list', () => {
       expect({ e, exitCode: r.exitCode, stderr: r.stderr }).toMatchObject({ e, exitCode: 0 });
     }
     // Leave the fleet as the later tests expect it.
-    for (const e of runnable.filter((x) => x.startsWith('tags add'))) expect((await cli.run(['tags', 'remove', argv(e)[2], '--yes'])).exitCode).toBe(0);
+    for (const e of runnable.filter((x) => x.startsWith('tags add')))
+      expect((await cli.run(['tags', 'remove', argv(e)[2], '--yes'])).exitCode).toBe(0);
   });
 });
 
 describe('tags add / edit', () => {
   it('creates a tag with the given fields and a custom type', async () => {
-    const r = await cli.run(['tags', 'add', 'eu-west', '--description', 'EU west region', '--color', '#12AB34', '--icon', 'fas fa-globe', '--custom', 'region eu-west']);
+    const r = await cli.run([
+      'tags',
+      'add',
+      'eu-west',
+      '--description',
+      'EU west region',
+      '--color',
+      '#12AB34',
+      '--icon',
+      'fas fa-globe',
+      '--custom',
+      'region eu-west',
+    ]);
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe('Created tag eu-west in prod\n');
-    expect(await tag('eu-west')).toMatchObject({ description: 'EU west region', color: '#12ab34', icon: 'fas fa-globe', tag_type: 4, custom_tag: 'region eu-west', node_count: 0 });
+    expect(await tag('eu-west')).toMatchObject({
+      description: 'EU west region',
+      color: '#12ab34',
+      icon: 'fas fa-globe',
+      tag_type: 4,
+      custom_tag: 'region eu-west',
+      node_count: 0,
+    });
     const list = await cli.run(['tags', 'list', '--fields', 'name,type', '--no-headers']);
     expect(list.stdout).toContain('eu-west\tcustom: region eu-west\n');
   });
@@ -180,7 +210,17 @@ describe('tags apply / unapply', () => {
   it('resolves UUIDs and local names too, and reports the count as JSON', async () => {
     await cli.run(['tags', 'add', 'apply-mixed']);
     const ns = await nodesJson(['--platform', 'linux', '--sort', 'hostname', '--limit', '3']);
-    const r = await cli.run(['tags', 'apply', 'apply-mixed', ns[0].uuid.toUpperCase(), ns[1].localname, ns[2].hostname, ns[2].uuid, '-o', 'json']);
+    const r = await cli.run([
+      'tags',
+      'apply',
+      'apply-mixed',
+      ns[0].uuid.toUpperCase(),
+      ns[1].localname,
+      ns[2].hostname,
+      ns[2].uuid,
+      '-o',
+      'json',
+    ]);
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toBe('');
     const out = JSON.parse(r.stdout);
@@ -269,7 +309,9 @@ describe('tags remove', () => {
   it('without --yes and without a terminal exits 2 and keeps the tag', async () => {
     const r = await cli.run(['tags', 'remove', 'quarantine']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toMatch(/refusing to proceed without confirmation: Delete tag quarantine from prod and untag its \d+ nodes?; pass --yes/);
+    expect(r.stderr).toMatch(
+      /refusing to proceed without confirmation: Delete tag quarantine from prod and untag its \d+ nodes?; pass --yes/,
+    );
     expect(await tag('quarantine')).toBeDefined();
   });
 

@@ -17,7 +17,27 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-tls-'));
   cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   server = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--tls-cert', cert, '--tls-key', key]);
   cli = new Cli();
 });
@@ -34,7 +54,9 @@ describe('HTTPS', () => {
   });
 
   it('an untrusted certificate is refused at once with a hint, exit 7', async () => {
-    const r = await cli.run(['login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], { input: DEV_PASSWORD });
+    const r = await cli.run(['login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin'], {
+      input: DEV_PASSWORD,
+    });
     expect(r.exitCode).toBe(7);
     expect(r.stderr).toMatch(/certificate/i);
     expect(r.stderr).toMatch(/--ca-file/);
@@ -42,7 +64,10 @@ describe('HTTPS', () => {
   });
 
   it('--ca-file trusts the server: login and a listing work', async () => {
-    const login = await cli.run(['login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin', '--ca-file', cert], { input: DEV_PASSWORD });
+    const login = await cli.run(
+      ['login', '--url', server.url, '--env', 'prod', '--username', 'admin', '--password-stdin', '--ca-file', cert],
+      { input: DEV_PASSWORD },
+    );
     expect(login.exitCode).toBe(0);
     const r = await cli.run(['nodes', 'list', '--limit', '2', '--json', '--ca-file', cert]);
     expect(r.exitCode).toBe(0);

@@ -88,7 +88,20 @@ describe('users list / show / me', () => {
 describe('users add', () => {
   it('creates a user from --password-stdin, who can then log in', async () => {
     const r = await cli.run(
-      ['users', 'add', 'alice', '--fullname', 'Alice Doe', '--email', 'alice@example.com', '--environment', 'prod,staging', '--level', 'query', '--password-stdin'],
+      [
+        'users',
+        'add',
+        'alice',
+        '--fullname',
+        'Alice Doe',
+        '--email',
+        'alice@example.com',
+        '--environment',
+        'prod,staging',
+        '--level',
+        'query',
+        '--password-stdin',
+      ],
       { input: 'alice-password-1\n' },
     );
     expect(r.exitCode).toBe(0);
@@ -102,7 +115,9 @@ describe('users add', () => {
     expect(access(u, 'dev')).toBeUndefined();
 
     const c = new Cli();
-    const login = await c.run(['login', '--url', url, '--env', 'staging', '--username', 'alice', '--password-stdin'], { input: 'alice-password-1' });
+    const login = await c.run(['login', '--url', url, '--env', 'staging', '--username', 'alice', '--password-stdin'], {
+      input: 'alice-password-1',
+    });
     expect(login.exitCode).toBe(0);
     const me = await c.run(['users', 'me', '-o', 'json']);
     expect(JSON.parse(me.stdout).username).toBe('alice');
@@ -110,7 +125,10 @@ describe('users add', () => {
   });
 
   it('with -o json prints the created user', async () => {
-    const r = await cli.run(['users', 'add', 'svc-deploy', '--service', '--environment', 'dev', '--level', 'admin', '--password-stdin', '-o', 'json'], { input: 'deploy-password-1' });
+    const r = await cli.run(
+      ['users', 'add', 'svc-deploy', '--service', '--environment', 'dev', '--level', 'admin', '--password-stdin', '-o', 'json'],
+      { input: 'deploy-password-1' },
+    );
     expect(r.exitCode).toBe(0);
     const u = JSON.parse(r.stdout) as User;
     expect(u).toMatchObject({ username: 'svc-deploy', service: true, admin: false });
@@ -126,7 +144,9 @@ describe('users add', () => {
 
   it('exits 6 when the user exists, and changes nothing', async () => {
     const before = await storedUser('analyst');
-    const r = await cli.run(['users', 'add', 'analyst', '--email', 'changed@example.com', '--password-stdin'], { input: 'whatever-password' });
+    const r = await cli.run(['users', 'add', 'analyst', '--email', 'changed@example.com', '--password-stdin'], {
+      input: 'whatever-password',
+    });
     expect(r.exitCode).toBe(6);
     expect(r.stderr).toMatch(/^error: .*\(conflict, HTTP 409\)/);
     expect(await storedUser('analyst')).toEqual(before);
@@ -143,7 +163,9 @@ describe('users add', () => {
     const a = await cli.run(['users', 'add', 'lvl', '--level', 'query', '--password-stdin'], { input: 'password-123' });
     expect(a.exitCode).toBe(2);
     expect(a.stderr).toMatch(/--level applies to the environments given with --environment/);
-    const b = await cli.run(['users', 'add', 'lvl', '--environment', 'prod', '--level', 'root', '--password-stdin'], { input: 'password-123' });
+    const b = await cli.run(['users', 'add', 'lvl', '--environment', 'prod', '--level', 'root', '--password-stdin'], {
+      input: 'password-123',
+    });
     expect(b.exitCode).toBe(2);
     expect(b.stderr).toMatch(/invalid --level "root"; valid: user, query, carve, admin/);
     expect(await storedUser('lvl')).toBeUndefined();
@@ -193,7 +215,12 @@ describe('users edit', () => {
     const r = await cli.run(['users', 'edit', 'alice', '--environment', 'staging', '--level', 'none']);
     expect(r.exitCode).toBe(0);
     const u = await storedUser('alice');
-    expect(access(u, 'staging') ?? { user: false, query: false, carve: false, admin: false }).toEqual({ user: false, query: false, carve: false, admin: false });
+    expect(access(u, 'staging') ?? { user: false, query: false, carve: false, admin: false }).toEqual({
+      user: false,
+      query: false,
+      carve: false,
+      admin: false,
+    });
     expect(access(u, 'prod')).toMatchObject({ admin: true });
     const bad = await cli.run(['users', 'edit', 'alice', '--environment', 'prod', '--level', 'none,query']);
     expect(bad.exitCode).toBe(2);
@@ -214,13 +241,19 @@ describe('users edit', () => {
       expect((await alice.run(['nodes', 'list', '--limit', '1'])).exitCode).toBe(0);
       const off = await cli.run(['users', 'edit', 'alice', '--no-api']);
       expect(off.exitCode).toBe(0);
-      expect((await cli.run(['users', 'show', 'alice'])).stdout).toMatch(/^api\s+no \(cannot log in or use a token: API access is disabled\)$/m);
+      expect((await cli.run(['users', 'show', 'alice'])).stdout).toMatch(
+        /^api\s+no \(cannot log in or use a token: API access is disabled\)$/m,
+      );
 
       const denied = await alice.run(['nodes', 'list', '--limit', '1']);
       expect(denied.exitCode).toBe(5);
       expect(denied.stdout).toBe('');
-      expect(denied.stderr).toMatch(/^error: API access is disabled for user alice: a super-admin can allow it \(fleetctl users edit alice --api\)/m);
-      const again = await alice.run(['login', '--url', url, '--env', 'prod', '--username', 'alice', '--password-stdin'], { input: 'alice-password-1' });
+      expect(denied.stderr).toMatch(
+        /^error: API access is disabled for user alice: a super-admin can allow it \(fleetctl users edit alice --api\)/m,
+      );
+      const again = await alice.run(['login', '--url', url, '--env', 'prod', '--username', 'alice', '--password-stdin'], {
+        input: 'alice-password-1',
+      });
       expect(again.exitCode).toBe(5);
       expect(again.stderr).toMatch(/API access is disabled for user alice/);
 

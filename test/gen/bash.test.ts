@@ -76,7 +76,9 @@ describe('bash completion', () => {
   });
 
   test('file values complete file names', async () => {
-    const [files, db, profile] = await bashComplete(['fleetctl --ca-file ', 'fleetctl server --db ce', 'fleetctl config use '], { cwd: tmp });
+    const [files, db, profile] = await bashComplete(['fleetctl --ca-file ', 'fleetctl server --db ce', 'fleetctl config use '], {
+      cwd: tmp,
+    });
     expect(files).toEqual(['ca.pem', 'certs']);
     expect(db).toEqual(['certs']);
     expect(profile).toEqual([]); // a profile name, not a file

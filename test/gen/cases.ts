@@ -24,12 +24,15 @@ export function treeCases(p: ProgramSpec): Case[] {
     }
     // Values of positional arguments (earlier positions filled with a word).
     c.args.forEach((a, i) => {
-      if (a.choices) cases.push({ line: ['fleetctl', ...c.path, ...Array<string>(i).fill('x'), ''].join(' '), expected: sorted(a.choices) });
+      if (a.choices)
+        cases.push({ line: ['fleetctl', ...c.path, ...Array<string>(i).fill('x'), ''].join(' '), expected: sorted(a.choices) });
     });
     // An alias reaches the same command: its long options.
     for (const alias of c.aliases) {
       const path = [...c.path.slice(0, -1), alias];
-      const longs = optionsAt(p, c).flatMap(optionNames).filter((n) => n.startsWith('--'));
+      const longs = optionsAt(p, c)
+        .flatMap(optionNames)
+        .filter((n) => n.startsWith('--'));
       cases.push({ line: ['fleetctl', ...path, '--'].join(' '), expected: sorted(longs) });
     }
   }
@@ -47,5 +50,7 @@ export function treeCases(p: ProgramSpec): Case[] {
 
 /** The cases whose result differs from the expected one, for a readable failure. */
 export function mismatches(cases: Case[], results: string[][]): { line: string; expected: string[]; got: string[] }[] {
-  return cases.flatMap((c, i) => (JSON.stringify(c.expected) === JSON.stringify(results[i]) ? [] : [{ line: c.line, expected: c.expected, got: results[i] }]));
+  return cases.flatMap((c, i) =>
+    JSON.stringify(c.expected) === JSON.stringify(results[i]) ? [] : [{ line: c.line, expected: c.expected, got: results[i] }],
+  );
 }

@@ -20,7 +20,12 @@ function nastyProgram(): Command {
   const program = new Command('fleetctl').description(NASTY).version('9.9.9', '-V, --version');
   program.addOption(new Option('-o, --output <format>', NASTY).choices(['table', 'json']));
   program.option('--debug', `.starts with a dot; ${NASTY}`);
-  const g = group(program, { name: 'we-ird', summary: `'quoted' group: ${NASTY}`, description: `.Leading dot\n'leading quote\n\n  indented $ line\\n`, examples: [`fleetctl we-ird run --mode 'a b' "x\\y"`, '.dotted example'] });
+  const g = group(program, {
+    name: 'we-ird',
+    summary: `'quoted' group: ${NASTY}`,
+    description: `.Leading dot\n'leading quote\n\n  indented $ line\\n`,
+    examples: [`fleetctl we-ird run --mode 'a b' "x\\y"`, '.dotted example'],
+  });
   verb(
     g,
     { name: 'run', aliases: ['r:n'], summary: `run: ${NASTY}`, examples: [`fleetctl we-ird run --mode fast -- -x`] },
@@ -52,7 +57,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('escaping', () => {
   test('roffText escapes what roff would read as markup', () => {
-    expect(roffText('a-b \\n it\'s `x`')).toBe('a\\-b \\en it\\(aqs \\(gax\\(ga');
+    expect(roffText("a-b \\n it's `x`")).toBe('a\\-b \\en it\\(aqs \\(gax\\(ga');
     expect(roffText('naïve — ok')).toBe('na\\[u00EF]ve \\[u2014] ok');
   });
 
@@ -88,7 +93,9 @@ describe('escaping', () => {
 
   test('the pages render without warnings and show the text as written', async () => {
     for (const page of ['fleetctl.1', 'fleetctl-we-ird.1']) {
-      const r = await execa('man', ['--warnings', '-l', '-E', 'UTF-8', join(dir, page)], { env: { MANWIDTH: '200', MANPAGER: 'cat', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' } });
+      const r = await execa('man', ['--warnings', '-l', '-E', 'UTF-8', join(dir, page)], {
+        env: { MANWIDTH: '200', MANPAGER: 'cat', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
+      });
       expect(r.stderr, page).toBe('');
       const text = r.stdout.replace(/\s+/g, ' ');
       expect(text, page).toContain(NASTY.replace(/\s+/g, ' '));

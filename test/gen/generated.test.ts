@@ -55,7 +55,8 @@ describe('generated files', () => {
         env: { HOME: '/home/someone-else', XDG_DATA_HOME: '/srv/data', XDG_CONFIG_HOME: '/srv/config', FLEETCTL_URL: 'https://x.example' },
       });
       for (const dir of ['completions', 'man']) {
-        for (const f of list(join(out, dir))) expect(readFileSync(join(again, dir, f), 'utf8'), `${dir}/${f}`).toBe(readFileSync(join(out, dir, f), 'utf8'));
+        for (const f of list(join(out, dir)))
+          expect(readFileSync(join(again, dir, f), 'utf8'), `${dir}/${f}`).toBe(readFileSync(join(out, dir, f), 'utf8'));
       }
     } finally {
       rmSync(again, { recursive: true, force: true });

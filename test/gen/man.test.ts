@@ -8,7 +8,9 @@ import { ROOT, requireTool, tree } from './shells.js';
 import { allCommands } from '../../src/gen/model.js';
 
 const MAN = join(ROOT, 'man');
-const pages = readdirSync(MAN).filter((f) => f.endsWith('.1')).sort();
+const pages = readdirSync(MAN)
+  .filter((f) => f.endsWith('.1'))
+  .sort();
 
 async function render(page: string): Promise<{ text: string; warnings: string }> {
   const r = await execa('man', ['--warnings', '-l', '-E', 'UTF-8', join(MAN, page)], {
@@ -45,11 +47,35 @@ describe('man pages', () => {
 
   test('fleetctl(1) documents synopsis, global options, groups, exit status, environment, files, examples', async () => {
     const { text } = await render('fleetctl.1');
-    for (const h of ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'GLOBAL OPTIONS', 'COMMANDS', 'EXIT STATUS', 'ENVIRONMENT', 'FILES', 'EXAMPLES', 'SEE ALSO']) {
+    for (const h of [
+      'NAME',
+      'SYNOPSIS',
+      'DESCRIPTION',
+      'GLOBAL OPTIONS',
+      'COMMANDS',
+      'EXIT STATUS',
+      'ENVIRONMENT',
+      'FILES',
+      'EXAMPLES',
+      'SEE ALSO',
+    ]) {
       expect(text).toMatch(new RegExp(`^${h}$`, 'm'));
     }
     for (const code of [0, 1, 2, 3, 4, 5, 6, 7, 130]) expect(text).toMatch(new RegExp(`^ {7}${code} +\\S`, 'm'));
-    for (const v of ['FLEETCTL_URL', 'FLEETCTL_ENV', 'FLEETCTL_TOKEN', 'FLEETCTL_PROFILE', 'FLEETCTL_CONFIG_DIR', 'NO_COLOR', 'FORCE_COLOR', 'HTTPS_PROXY', 'NO_PROXY', 'NODE_EXTRA_CA_CERTS', 'FLEETCTL_ADMIN_PASSWORD', 'FLEETCTL_JWT_SECRET']) {
+    for (const v of [
+      'FLEETCTL_URL',
+      'FLEETCTL_ENV',
+      'FLEETCTL_TOKEN',
+      'FLEETCTL_PROFILE',
+      'FLEETCTL_CONFIG_DIR',
+      'NO_COLOR',
+      'FORCE_COLOR',
+      'HTTPS_PROXY',
+      'NO_PROXY',
+      'NODE_EXTRA_CA_CERTS',
+      'FLEETCTL_ADMIN_PASSWORD',
+      'FLEETCTL_JWT_SECRET',
+    ]) {
       expect(text).toMatch(new RegExp(`^ {7}${v}$`, 'm'));
     }
     expect(text).toContain('config.json');
@@ -72,7 +98,8 @@ describe('man pages', () => {
       expect(text, g.name).toMatch(/^SEE ALSO\n\s+fleetctl\(1\)/m);
       for (const v of allCommands(g).filter((c) => !c.implicitHelp)) {
         expect(text, v.path.join(' ')).toMatch(new RegExp(`^ {3}fleetctl ${v.path.join(' ')}$`, 'm'));
-        for (const o of v.options.filter((x) => x.long !== '--help')) expect(text, `${v.path.join(' ')} ${o.flags}`).toContain(o.long ?? o.short);
+        for (const o of v.options.filter((x) => x.long !== '--help'))
+          expect(text, `${v.path.join(' ')} ${o.flags}`).toContain(o.long ?? o.short);
         for (const e of v.examples) expect(text.replace(/\s+/g, ' '), e).toContain(`$ ${e}`.replace(/\s+/g, ' '));
       }
     }

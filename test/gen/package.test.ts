@@ -20,7 +20,13 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-pack-'));
   prefix = join(dir, 'prefix');
   // --ignore-scripts: dist/ was built by `npm test` already; prepare would rebuild it.
-  packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+  packed = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
   run('npm', ['install', '--global', '--prefix', prefix, '--ignore-scripts', '--no-audit', '--no-fund', join(dir, tarball)]);
 });
@@ -33,14 +39,23 @@ describe('npm pack and a global install', () => {
     expect(packed[0].filename).toMatch(/^osquery-fleetctl-\d+\.\d+\.\d+\.tgz$/);
     const files = packed[0].files.map((f) => f.path);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { man: string[] };
-    for (const f of ['bin/fleetctl.js', 'dist/main.js', 'completions/fleetctl.bash', 'completions/_fleetctl', 'completions/fleetctl.fish', ...pkg.man]) {
+    for (const f of [
+      'bin/fleetctl.js',
+      'dist/main.js',
+      'completions/fleetctl.bash',
+      'completions/_fleetctl',
+      'completions/fleetctl.fish',
+      ...pkg.man,
+    ]) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/') || f.endsWith('.db'))).toEqual([]);
   });
 
   it('puts fleetctl on PATH', () => {
-    expect(run(join(prefix, 'bin', 'fleetctl'), ['--version']).trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    expect(run(join(prefix, 'bin', 'fleetctl'), ['--version']).trim()).toBe(
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
+    );
   });
 
   it('man fleetctl finds and renders the installed page', () => {

@@ -41,7 +41,10 @@ function splitResults(stdout: string, count: number): string[][] {
  * COMP_WORDBREAKS), with an empty word when the line ends in a blank.
  */
 export function bashWords(line: string): string[] {
-  const words = line.split(/\s+/).filter(Boolean).flatMap((w) => w.split(/(=)/).filter(Boolean));
+  const words = line
+    .split(/\s+/)
+    .filter(Boolean)
+    .flatMap((w) => w.split(/(=)/).filter(Boolean));
   if (/\s$/.test(line)) words.push('');
   return words;
 }

@@ -69,17 +69,24 @@ export interface PtyRun {
   output(): string;
 }
 
- 
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[()][0-9A-B]|\u001b[=>]/g;
 
 /** Runs `fleetctl args` in a pseudo-terminal (stdin, stdout and stderr are TTYs) with `cli`'s config. */
 export function runInPty(cli: Cli, args: string[], env: Record<string, string> = {}, o: { cols?: number } = {}): PtyRun {
   const base: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FLEETCTL_') && k !== 'FORCE_COLOR' && k !== 'NO_COLOR') base[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !k.startsWith('FLEETCTL_') && k !== 'FORCE_COLOR' && k !== 'NO_COLOR') base[k] = v;
   const p: IPty = spawn('node', [BIN, ...args], {
     cols: o.cols ?? 200,
     rows: 60,
-    env: { ...base, DBUS_SESSION_BUS_ADDRESS: 'disabled:', FLEETCTL_CONFIG_DIR: cli.configDir, FLEETCTL_PAGER: 'cat', NO_COLOR: '1', ...env },
+    env: {
+      ...base,
+      DBUS_SESSION_BUS_ADDRESS: 'disabled:',
+      FLEETCTL_CONFIG_DIR: cli.configDir,
+      FLEETCTL_PAGER: 'cat',
+      NO_COLOR: '1',
+      ...env,
+    },
   });
   let out = '';
   let cursor = 0;

@@ -40,18 +40,27 @@ export async function startRecorder(o: { target: string; cert: string; key: stri
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
-      const fwd = request({ host, port, path: req.url, method: req.method, headers: req.headers, ca: o.ca, servername: 'localhost' }, (r) => {
-        const out: Buffer[] = [];
-        r.on('data', (c: Buffer) => out.push(c));
-        r.on('end', () => {
-          const answer = Buffer.concat(out);
-          const gz = String(req.headers['content-encoding'] ?? '') === 'gzip';
-          const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-          exchanges.push({ endpoint: (req.url ?? '').split('?')[0].split('/').pop() ?? '', headers, body: parse(gz ? gunzipSync(raw) : raw), status: r.statusCode ?? 0, response: parse(answer) });
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          res.end(answer);
-        });
-      });
+      const fwd = request(
+        { host, port, path: req.url, method: req.method, headers: req.headers, ca: o.ca, servername: 'localhost' },
+        (r) => {
+          const out: Buffer[] = [];
+          r.on('data', (c: Buffer) => out.push(c));
+          r.on('end', () => {
+            const answer = Buffer.concat(out);
+            const gz = String(req.headers['content-encoding'] ?? '') === 'gzip';
+            const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+            exchanges.push({
+              endpoint: (req.url ?? '').split('?')[0].split('/').pop() ?? '',
+              headers,
+              body: parse(gz ? gunzipSync(raw) : raw),
+              status: r.statusCode ?? 0,
+              response: parse(answer),
+            });
+            res.writeHead(r.statusCode ?? 502, r.headers);
+            res.end(answer);
+          });
+        },
+      );
       fwd.on('error', (e) => {
         res.writeHead(502);
         res.end(String(e));

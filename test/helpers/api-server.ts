@@ -10,7 +10,11 @@ export interface TestServer {
   url: string;
   server: RunningServer;
   /** fetch wrapper: JSON in/out, returns status, parsed body and headers. */
-  call(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiReply>;
+  call(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<ApiReply>;
   /** Logs in (password step only) and returns the token; throws on failure. */
   login(username: string, env?: string, password?: string): Promise<string>;
   close(): Promise<void>;
@@ -45,7 +49,8 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
     if (o.token) headers.authorization = `Bearer ${o.token}`;
     let body: string | undefined = o.rawBody;
     if (o.body !== undefined) body = JSON.stringify(o.body);
-    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['content-type'] = 'application/json';
     const res = await fetch(url + path, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;

@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** The CLI entry: bin/fleetctl.js, or a build elsewhere (FLEETCTL_TEST_ENTRY=.build/x/main.js). */
-export const BIN = process.env.FLEETCTL_TEST_ENTRY ? resolve(process.env.FLEETCTL_TEST_ENTRY) : resolve(import.meta.dirname, '../../bin/fleetctl.js');
+export const BIN = process.env.FLEETCTL_TEST_ENTRY
+  ? resolve(process.env.FLEETCTL_TEST_ENTRY)
+  : resolve(import.meta.dirname, '../../bin/fleetctl.js');
 export const DEV_PASSWORD = 'test-password-1';
 
 export interface CliResult {
@@ -83,7 +85,10 @@ export interface ServerProcess {
 }
 
 /** Starts `fleetctl server --dev` (or with `args`) on a free port and waits for its URL. */
-export async function startServerProcess(args: string[] = ['--dev', '--dev-password', DEV_PASSWORD], o: { env?: Record<string, string>; input?: string } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  args: string[] = ['--dev', '--dev-password', DEV_PASSWORD],
+  o: { env?: Record<string, string>; input?: string } = {},
+): Promise<ServerProcess> {
   // In the postgres project, a --dev server seeds its demo fleet into a fresh database.
   const pgUrl = args.includes('--dev') && !args.includes('--db') ? await testDatabaseUrl() : undefined;
   if (pgUrl) args = [...args, '--db', pgUrl];
@@ -91,15 +96,31 @@ export async function startServerProcess(args: string[] = ['--dev', '--dev-passw
   // every server start costs on two cores, and what the CLI tests look at is the same either way
   // (test/server/workers.test.ts covers the workers).
   if (!args.some((a) => a === '--workers' || a.startsWith('--workers='))) args = [...args, '--workers', '1'];
-  const proc = execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--login-rate-limit', '10000', '--denied-rate-limit', '10000', '--account-login-limit', '10000', ...args], {
-    env: { ...o.env },
-    input: o.input,
-    reject: false,
-    all: true,
-    buffer: false,
-    // stop() waits for the drain (grace 5 s plus a second); execa's default would kill -9 after 5 s.
-    forceKillAfterDelay: 60_000,
-  });
+  const proc = execa(
+    'node',
+    [
+      BIN,
+      'server',
+      '--listen',
+      '127.0.0.1:0',
+      '--login-rate-limit',
+      '10000',
+      '--denied-rate-limit',
+      '10000',
+      '--account-login-limit',
+      '10000',
+      ...args,
+    ],
+    {
+      env: { ...o.env },
+      input: o.input,
+      reject: false,
+      all: true,
+      buffer: false,
+      // stop() waits for the drain (grace 5 s plus a second); execa's default would kill -9 after 5 s.
+      forceKillAfterDelay: 60_000,
+    },
+  );
   let out = '';
   // Waited for, not timed: a server that never says its URL ends in the hook's timeout.
   const url = await new Promise<string>((resolveUrl, reject) => {

@@ -16,7 +16,7 @@ export function parseMfaBanner(text: string): DemoMfa {
   const secret = /TOTP secret:\s+([A-Z2-7]+)/.exec(text)?.[1];
   const otpauthUri = /otpauth URI:\s+(\S+)/.exec(text)?.[1];
   const start = text.indexOf('recovery codes:');
-  const recoveryCodes = start < 0 ? [] : text.slice(start).match(/\b[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}\b/g) ?? [];
+  const recoveryCodes = start < 0 ? [] : (text.slice(start).match(/\b[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}\b/g) ?? []);
   if (!username || !secret || !otpauthUri) throw new Error(`no MFA user in banner text:\n${text}`);
   return { username, secret, otpauthUri, recoveryCodes };
 }

@@ -5,10 +5,18 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../src/server/store/schema.js';
 
 /** `last_seen` null: never seen (stored as ''). */
-export async function setSeen(db: Kysely<DB>, nodeId: number, values: { last_seen?: string | null; bytes_received?: number }): Promise<void> {
+export async function setSeen(
+  db: Kysely<DB>,
+  nodeId: number,
+  values: { last_seen?: string | null; bytes_received?: number },
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const { last_seen, ...rest } = values;
-    await trx.updateTable('node_seen').set({ ...rest, ...(last_seen !== undefined ? { last_seen: last_seen ?? '' } : {}) }).where('node_id', '=', nodeId).execute();
+    await trx
+      .updateTable('node_seen')
+      .set({ ...rest, ...(last_seen !== undefined ? { last_seen: last_seen ?? '' } : {}) })
+      .where('node_id', '=', nodeId)
+      .execute();
     await sql`update node_generation set generation = generation + 1 where id in (1, 2)`.execute(trx);
   });
 }

@@ -9,7 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import { rec } from './osctrl-recorded.js';
 
-export interface OsctrlEnv { ID: number; Name: string; UUID: string }
+export interface OsctrlEnv {
+  ID: number;
+  Name: string;
+  UUID: string;
+}
 type Level = 'admin' | 'query' | 'carve' | 'user';
 export interface EnvRouteContext {
   method: string;
@@ -21,7 +25,10 @@ export interface EnvRouteContext {
   can: (level: Level, env: string) => boolean;
   envOf: (ref: string) => OsctrlEnv | undefined;
 }
-export interface EnvStore { envs: OsctrlEnv[]; envViews: Map<string, Record<string, unknown>> }
+export interface EnvStore {
+  envs: OsctrlEnv[];
+  envViews: Map<string, Record<string, unknown>>;
+}
 
 const NAME = /^[a-z0-9_-]+$/;
 const HOST = /^[a-zA-Z0-9.-]+$/;
@@ -44,7 +51,17 @@ export function environmentWrite(c: EnvRouteContext, store: EnvStore): boolean {
     if (c.envOf(name)) return (c.play('POST /api/v1/environments 409'), true);
     const now = new Date().toISOString();
     const e: OsctrlEnv = { ID: Math.max(...store.envs.map((x) => x.ID)) + 1, Name: name, UUID: randomUUID() };
-    const view = { ...rec<Record<string, unknown>>('POST /api/v1/environments 201'), id: e.ID, created_at: now, updated_at: now, uuid: e.UUID, name, hostname, type: body.type, icon: body.icon };
+    const view = {
+      ...rec<Record<string, unknown>>('POST /api/v1/environments 201'),
+      id: e.ID,
+      created_at: now,
+      updated_at: now,
+      uuid: e.UUID,
+      name,
+      hostname,
+      type: body.type,
+      icon: body.icon,
+    };
     store.envs.push(e);
     store.envViews.set(e.UUID, view);
     c.built(201, view); // the recorded record, this environment's fields in it

@@ -21,7 +21,9 @@ export interface Exchange {
   body_base64?: string;
 }
 
-export const RECORDED: Record<string, Exchange> = JSON.parse(readFileSync(join(import.meta.dirname, '../fixtures/osctrl/recorded.json'), 'utf8')).exchanges;
+export const RECORDED: Record<string, Exchange> = JSON.parse(
+  readFileSync(join(import.meta.dirname, '../fixtures/osctrl/recorded.json'), 'utf8'),
+).exchanges;
 
 export function exchange(key: string): Exchange {
   const x = RECORDED[key];

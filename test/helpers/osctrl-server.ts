@@ -27,12 +27,27 @@ const NO_ACCESS = 'GET /api/v1/users 403'; // {"error":"no access"}, what every 
 const ENV_404 = 'GET /api/v1/environments/nope 404'; // {"error":"environment not found"}, every handler's unknown env
 const noAccessAnswer = (res: ServerResponse) => replay(res, NO_ACCESS);
 
-export interface Recorded { method: string; path: string; query: Record<string, string>; body: any; cookie?: string }
+export interface Recorded {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  body: any;
+  cookie?: string;
+}
 type Level = 'admin' | 'query' | 'carve' | 'user';
 /** osctrl's access types, in its order: AdminLevel 0, QueryLevel 1, CarveLevel 2, UserLevel 3. */
 const LEVEL_TYPE: Record<Level, number> = { admin: 0, query: 1, carve: 2, user: 3 };
-interface Row { type: number; value: boolean; env: string }
-interface OUser { view: any; password: string; token?: string; rows: Row[] }
+interface Row {
+  type: number;
+  value: boolean;
+  env: string;
+}
+interface OUser {
+  view: any;
+  password: string;
+  token?: string;
+  rows: Row[];
+}
 
 const MAP = rec<Record<string, { ID: number; Name: string; UUID: string }>>('GET /api/v1/environments/map/id 200');
 export const ENVS = Object.values(MAP).sort((a, b) => a.ID - b.ID);
@@ -52,7 +67,10 @@ export class OsctrlStandIn {
   settings: any[] = [...rec<any[]>('GET /api/v1/settings/admin 200'), ...rec<any[]>('GET /api/v1/settings/tls 200')];
   /** Its environments (env create and delete change them; ENVS is the recorded pair). */
   envs: OsctrlEnv[] = ENVS.map((e) => ({ ...e }));
-  envViews = new Map<string, Record<string, any>>([[PROD, rec('GET /api/v1/environments/prod 200')], [DEV, rec('GET /api/v1/environments/dev 200')]]);
+  envViews = new Map<string, Record<string, any>>([
+    [PROD, rec('GET /api/v1/environments/prod 200')],
+    [DEV, rec('GET /api/v1/environments/dev 200')],
+  ]);
   queries: any[] = rec<{ items: any[] }>('GET /api/v1/queries/prod/list/all-full 200').items;
   results: any[] = [];
   carves: any[] = [{ ...CARVE.query, carve_status: 'COMPLETED' }];
@@ -60,13 +78,15 @@ export class OsctrlStandIn {
   audit: any[] = rec<{ items: any[] }>('GET /api/v1/audit-logs 200').items;
   private loginTimes: number[] = [];
   private nextId = 1000;
-  private server = createServer((req, res) =>
-    void this.handle(req, res).catch((e: Error) => {
-      // A stand-in bug must fail the test loudly, not hang the CLI until its timeout.
-      console.error('osctrl stand-in:', e.stack);
-      if (!res.headersSent) res.writeHead(599);
-      res.end(`stand-in error: ${e.message}`);
-    }));
+  private server = createServer(
+    (req, res) =>
+      void this.handle(req, res).catch((e: Error) => {
+        // A stand-in bug must fail the test loudly, not hang the CLI until its timeout.
+        console.error('osctrl stand-in:', e.stack);
+        if (!res.headersSent) res.writeHead(599);
+        res.end(`stand-in error: ${e.message}`);
+      }),
+  );
   url = '';
 
   constructor() {
@@ -74,7 +94,9 @@ export class OsctrlStandIn {
       const key = `GET /api/v1/users/${u.username}/permissions 200`;
       const perms: Record<string, Record<Level, boolean>> = RECORDED[key] ? rec(key).permissions : {};
       // osctrl's rows per env as user add writes them: user, admin, query, carve.
-      const rows = Object.entries(perms).flatMap(([env, a]) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ type: LEVEL_TYPE[l], value: a[l], env })));
+      const rows = Object.entries(perms).flatMap(([env, a]) =>
+        (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ type: LEVEL_TYPE[l], value: a[l], env })),
+      );
       this.users.set(u.username, { view: u, password: OSCTRL_PASSWORD, rows });
     }
     for (const q of this.queries) q._targets = [];
@@ -100,7 +122,8 @@ export class OsctrlStandIn {
   /** The user's rows for an env, as osctrl stores them (tests read and plant them). */
   rowsOf(username: string, env: string): Record<Level, boolean> {
     const out = { admin: false, query: false, carve: false, user: false } as Record<Level, boolean>;
-    for (const r of this.users.get(username)?.rows ?? []) if (r.env === env) out[(Object.keys(LEVEL_TYPE) as Level[]).find((l) => LEVEL_TYPE[l] === r.type)!] = r.value;
+    for (const r of this.users.get(username)?.rows ?? [])
+      if (r.env === env) out[(Object.keys(LEVEL_TYPE) as Level[]).find((l) => LEVEL_TYPE[l] === r.type)!] = r.value;
     return out;
   }
 
@@ -131,7 +154,15 @@ export class OsctrlStandIn {
         const a = answers.get(uuid);
         if (!a || this.results.some((r) => r.name === q.name && r.uuid === uuid)) continue;
         // osctrl's result row, its `data` the text osctrl-tls stored, with this query's name.
-        this.results.push({ created_at: new Date(now).toISOString(), data: a.data.split(a.name).join(q.name), environment: 'prod', id: this.nextId++, name: q.name, status: a.status, uuid });
+        this.results.push({
+          created_at: new Date(now).toISOString(),
+          data: a.data.split(a.name).join(q.name),
+          environment: 'prod',
+          id: this.nextId++,
+          name: q.name,
+          status: a.status,
+          uuid,
+        });
         if (a.status) q.errors++;
         else q.executions++;
       }
@@ -168,7 +199,12 @@ export class OsctrlStandIn {
     const sameEnvs = this.envs.length === ENVS.length && this.envs.every((e, i) => e.Name === ENVS[i].Name && e.UUID === ENVS[i].UUID);
     if (route('GET', '/api/v1/login/environments')) {
       // Built, in the recorded shape ({uuid, name} by name), once env create or delete changed the recorded pair.
-      return sameEnvs ? play('GET /api/v1/login/environments 200') : built(200, [...this.envs].sort((a, b) => a.Name.localeCompare(b.Name)).map((e) => ({ uuid: e.UUID, name: e.Name })));
+      return sameEnvs
+        ? play('GET /api/v1/login/environments 200')
+        : built(
+            200,
+            [...this.envs].sort((a, b) => a.Name.localeCompare(b.Name)).map((e) => ({ uuid: e.UUID, name: e.Name })),
+          );
     }
     if (route('GET', '/api/v1/auth/methods')) return play('GET /api/v1/auth/methods 200');
     if (route('GET', '/error')) return play('GET /error 500');
@@ -185,9 +221,19 @@ export class OsctrlStandIn {
         if (!e) return play(ENV_404);
         if (!this.can(body.username, 'admin', e.UUID)) return noAccessAnswer(res);
       }
-      const claims = Buffer.from(JSON.stringify({ username: body.username, iss: 'osctrl-api', exp: Math.floor(now / 1000) + 3 * 3600, jti: randomBytes(16).toString('hex') })).toString('base64url');
+      const claims = Buffer.from(
+        JSON.stringify({
+          username: body.username,
+          iss: 'osctrl-api',
+          exp: Math.floor(now / 1000) + 3 * 3600,
+          jti: randomBytes(16).toString('hex'),
+        }),
+      ).toString('base64url');
       user.token = `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.${claims}.sig`;
-      return play('POST /api/v1/login 200', [['REDACTED-TOKEN', user.token], ['REDACTED-CSRF_TOKEN', randomBytes(16).toString('hex')]]);
+      return play('POST /api/v1/login 200', [
+        ['REDACTED-TOKEN', user.token],
+        ['REDACTED-CSRF_TOKEN', randomBytes(16).toString('hex')],
+      ]);
     }
     if (route('POST', '/api/v1/logout')) {
       // Only the cookie counts: a Bearer header on a logout ends nothing.
@@ -203,12 +249,24 @@ export class OsctrlStandIn {
     const [me, meUser] = meEntry;
     const noAccess = () => play(NO_ACCESS);
     const can = (l: Level, env: string) => this.can(me, l, env);
-    const perms = (name: string) => Object.fromEntries([...new Set(this.users.get(name)!.rows.map((r) => r.env))].map((env) => [env, this.rowsOf(name, env)]));
+    const perms = (name: string) =>
+      Object.fromEntries([...new Set(this.users.get(name)!.rows.map((r) => r.env))].map((env) => [env, this.rowsOf(name, env)]));
 
     if ((p = route('GET', '/api/v1/environments/map/{target}'))) {
       if (!can('admin', '')) return noAccess();
-      if (p.target === 'id') return sameEnvs ? play('GET /api/v1/environments/map/id 200') : built(200, Object.fromEntries(this.envs.map((e) => [String(e.ID), { Name: e.Name, UUID: e.UUID, ID: e.ID }])));
-      return built(200, Object.fromEntries(this.envs.flatMap((e) => [[e.Name, e], [e.UUID, e]]))); // osctrl: every env under its name and its UUID
+      if (p.target === 'id')
+        return sameEnvs
+          ? play('GET /api/v1/environments/map/id 200')
+          : built(200, Object.fromEntries(this.envs.map((e) => [String(e.ID), { Name: e.Name, UUID: e.UUID, ID: e.ID }])));
+      return built(
+        200,
+        Object.fromEntries(
+          this.envs.flatMap((e) => [
+            [e.Name, e],
+            [e.UUID, e],
+          ]),
+        ),
+      ); // osctrl: every env under its name and its UUID
     }
     if ((p = route('GET', '/api/v1/environments/config/{env}')) || (p = route('PATCH', '/api/v1/environments/config/{env}'))) {
       if (!can('admin', envOf(p.env)?.UUID ?? '')) return play('GET /api/v1/environments/config/prod 403');
@@ -220,7 +278,8 @@ export class OsctrlStandIn {
       if (!can('user', e.UUID)) return noAccess();
       const v: Record<string, any> = { ...this.envViews.get(e.UUID) };
       // A non-admin gets osctrl's TLSEnvironmentView: the same record without its secrets.
-      if (!can('admin', e.UUID)) for (const k of ['secret', 'certificate', 'flags', 'enroll_secret_path', 'remove_secret_path']) delete v[k];
+      if (!can('admin', e.UUID))
+        for (const k of ['secret', 'certificate', 'flags', 'enroll_secret_path', 'remove_secret_path']) delete v[k];
       return built(200, v);
     }
     if (environmentWrite({ method, body, route, play, built, unrecorded, can, envOf }, this)) return;
@@ -238,7 +297,10 @@ export class OsctrlStandIn {
       if (p.action === 'notexpire') v.enroll_expire = NEVER;
       return play(key); // rotate renews the path and keeps the secret (REDACTED-SECRET before and after)
     }
-    if ((p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) || (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))) {
+    if (
+      (p = route('GET', '/api/v1/environments/{env}/enroll/{target}')) ||
+      (p = route('GET', '/api/v1/environments/{env}/remove/{target}'))
+    ) {
       const e = envOf(p.env);
       if (!e) return play(ENV_404);
       if (!can('admin', e.UUID)) return play('GET /api/v1/environments/prod/enroll/secret 403');
@@ -256,8 +318,19 @@ export class OsctrlStandIn {
       return built(200, v); // osctrl answers with the changed record
     }
 
-    if (route('GET', '/api/v1/users')) return can('admin', '') ? built(200, [...this.users.values()].map((x) => x.view)) : noAccess();
-    if (route('GET', '/api/v1/users/me')) return built(200, { ...rec<Record<string, any>>('GET /api/v1/users/me 200'), ...pick(meUser.view, ['username', 'email', 'fullname', 'admin', 'service', 'uuid']), permissions: perms(me) });
+    if (route('GET', '/api/v1/users'))
+      return can('admin', '')
+        ? built(
+            200,
+            [...this.users.values()].map((x) => x.view),
+          )
+        : noAccess();
+    if (route('GET', '/api/v1/users/me'))
+      return built(200, {
+        ...rec<Record<string, any>>('GET /api/v1/users/me 200'),
+        ...pick(meUser.view, ['username', 'email', 'fullname', 'admin', 'service', 'uuid']),
+        permissions: perms(me),
+      });
     if ((p = route('GET', '/api/v1/users/{username}/permissions'))) {
       if (!can('admin', '')) return noAccess();
       if (!this.users.get(p.username)) return unrecorded(404, 'user not found'); // fleetctl reads listed users only
@@ -289,9 +362,28 @@ export class OsctrlStandIn {
       if (p.action === 'add') {
         if (x) return play('POST /api/v1/users/{user}/add 500');
         const envs: string[] = body.admin ? this.envs.map((e) => e.UUID) : (body.environments ?? []);
-        const a: Record<Level, boolean> = { user: body.user_access ?? true, query: body.query_access ?? Boolean(body.admin), carve: body.carve_access ?? Boolean(body.admin), admin: body.admin_access ?? Boolean(body.admin) };
-        const rows = envs.flatMap((env) => (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ env, type: LEVEL_TYPE[l], value: a[l] })));
-        this.users.set(p.username, { view: { ...rec<any[]>('GET /api/v1/users 200')[0], id: this.nextId++, username: p.username, email: body.email ?? '', fullname: body.fullname ?? '', admin: Boolean(body.admin), service: Boolean(body.service) }, password: body.password ?? '', rows });
+        const a: Record<Level, boolean> = {
+          user: body.user_access ?? true,
+          query: body.query_access ?? Boolean(body.admin),
+          carve: body.carve_access ?? Boolean(body.admin),
+          admin: body.admin_access ?? Boolean(body.admin),
+        };
+        const rows = envs.flatMap((env) =>
+          (['user', 'admin', 'query', 'carve'] as Level[]).map((l) => ({ env, type: LEVEL_TYPE[l], value: a[l] })),
+        );
+        this.users.set(p.username, {
+          view: {
+            ...rec<any[]>('GET /api/v1/users 200')[0],
+            id: this.nextId++,
+            username: p.username,
+            email: body.email ?? '',
+            fullname: body.fullname ?? '',
+            admin: Boolean(body.admin),
+            service: Boolean(body.service),
+          },
+          password: body.password ?? '',
+          rows,
+        });
         return play('POST /api/v1/users/{user}/add 200');
       }
       if (p.action === 'edit') {
@@ -316,13 +408,23 @@ export class OsctrlStandIn {
       // osctrl's page of its node records, filtered and sorted as NodesPagedHandler does.
       const q = (u.searchParams.get('q') ?? '').toLowerCase();
       const bucket = u.searchParams.get('platform') ?? '';
-      let items = (e.UUID === PROD ? this.nodes : e.UUID === DEV ? this.devNodes : []).filter((n) => (!q || [n.hostname, n.uuid, n.localname, n.ip_address, n.platform].some((v: string) => v.toLowerCase().includes(q))) && (!bucket || platformBucket(n.platform) === bucket));
+      let items = (e.UUID === PROD ? this.nodes : e.UUID === DEV ? this.devNodes : []).filter(
+        (n) =>
+          (!q || [n.hostname, n.uuid, n.localname, n.ip_address, n.platform].some((v: string) => v.toLowerCase().includes(q))) &&
+          (!bucket || platformBucket(n.platform) === bucket),
+      );
       const key = u.searchParams.get('sort') === 'hostname' ? 'hostname' : 'last_seen';
       const desc = u.searchParams.get('dir') ? u.searchParams.get('dir') === 'desc' : key === 'last_seen';
       items = [...items].sort((a, b) => String(a[key]).localeCompare(String(b[key])) * (desc ? -1 : 1));
       const size = Math.min(500, Number(u.searchParams.get('page_size')) || 50);
       const page = Math.max(1, Number(u.searchParams.get('page')) || 1);
-      return built(200, { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: items.length, total_pages: Math.max(1, Math.ceil(items.length / size)) });
+      return built(200, {
+        items: items.slice((page - 1) * size, page * size),
+        page,
+        page_size: size,
+        total_items: items.length,
+        total_pages: Math.max(1, Math.ceil(items.length / size)),
+      });
     }
     if ((p = route('GET', '/api/v1/nodes/{env}/node/{node}'))) {
       const n = this.nodes.find((x) => [x.uuid, x.hostname, x.localname].includes(p!.node));
@@ -342,7 +444,8 @@ export class OsctrlStandIn {
       if (!can('admin', PROD)) return noAccess();
       const n = this.nodes.find((x) => x.uuid === body?.uuid);
       if (!n) return play('GET /api/v1/nodes/prod/node/{node} 404');
-      if (!this.tags.some((t) => t.name === body.tag)) this.tags.push({ ...this.tags[0], id: this.nextId++, name: body.tag, description: 'Autocreated', tag_type: body.type ?? 0 });
+      if (!this.tags.some((t) => t.name === body.tag))
+        this.tags.push({ ...this.tags[0], id: this.nextId++, name: body.tag, description: 'Autocreated', tag_type: body.type ?? 0 });
       if (this.tagged.some((t) => t.uuid === n.uuid && t.tag === body.tag)) return play('POST /api/v1/nodes/prod/tag 500');
       this.tagged.push({ uuid: n.uuid, tag: body.tag });
       return play('POST /api/v1/nodes/prod/tag 200');
@@ -357,7 +460,16 @@ export class OsctrlStandIn {
       const t = this.tags.find((x) => x.name === body?.name);
       if (p.action === 'add') {
         if (t) return play('POST /api/v1/tags/prod/add 409');
-        this.tags.push({ ...this.tags[0], id: this.nextId++, name: body.name, description: body.description ?? '', tag_type: body.tagtype ?? 0, custom_tag: body.custom ?? '', auto_tag: false, created_by: me });
+        this.tags.push({
+          ...this.tags[0],
+          id: this.nextId++,
+          name: body.name,
+          description: body.description ?? '',
+          tag_type: body.tagtype ?? 0,
+          custom_tag: body.custom ?? '',
+          auto_tag: false,
+          created_by: me,
+        });
         return play('POST /api/v1/tags/prod/add 200');
       }
       if (!t) return play('POST /api/v1/tags/prod/remove 404');
@@ -374,7 +486,11 @@ export class OsctrlStandIn {
     }
 
     if ((p = route('GET', '/api/v1/settings/{service}/{env}'))) return play('GET /api/v1/settings/admin/prod 200'); // []: no env rows
-    if ((p = route('GET', '/api/v1/settings/{service}'))) return built(200, this.settings.filter((s) => s.Service === p!.service));
+    if ((p = route('GET', '/api/v1/settings/{service}')))
+      return built(
+        200,
+        this.settings.filter((s) => s.Service === p!.service),
+      );
     if ((p = route('PATCH', '/api/v1/settings/{service}/{name}'))) {
       if (!can('admin', '')) return noAccess();
       const s = this.settings.find((x) => x.Service === p!.service && x.Name === p!.name);
@@ -387,7 +503,10 @@ export class OsctrlStandIn {
 
   /** Queries, carves, audit, stats and the router's own answers. */
   private liveAndRest(
-    u: URL, method: string, body: any, me: string,
+    u: URL,
+    method: string,
+    body: any,
+    me: string,
     route: (m: string, pattern: string) => Record<string, string> | undefined,
     envOf: (ref: string) => (typeof ENVS)[number] | undefined,
     play: (key: string, swap?: Array<[string | RegExp, string]>) => void,
@@ -400,13 +519,19 @@ export class OsctrlStandIn {
     // What QueriesRunHandler / CarvesRunHandler do with the targets: kinds intersected, and the
     // targets recorded as BuildQueryTargetRecords does (environment, platform, uuid, host, tag; the env when none).
     const createRun = (kind: 'query' | 'carve', env: (typeof ENVS)[number]) => {
-      const lists = { uuid: body.uuid_list ?? [], host: body.host_list ?? [], platform: body.platform_list ?? [], tag: body.tag_list ?? [] };
+      const lists = {
+        uuid: body.uuid_list ?? [],
+        host: body.host_list ?? [],
+        platform: body.platform_list ?? [],
+        tag: body.tag_list ?? [],
+      };
       let ids: string[] = [];
       const intersect = (b: string[]) => (ids = ids.length === 0 ? b : b.length === 0 ? ids : ids.filter((x) => b.includes(x)));
       if (!Object.values(lists).some((l) => l.length)) ids = this.nodes.map((n) => n.uuid);
       if (lists.platform.length) intersect(this.nodes.filter((n) => lists.platform.includes(n.platform)).map((n) => n.uuid));
       if (lists.uuid.length) intersect(lists.uuid.map((x: string) => this.nodes.find((n) => n.uuid === x)?.uuid ?? ''));
-      if (lists.host.length) intersect(lists.host.map((x: string) => this.nodes.find((n) => n.hostname === x || n.localname === x)?.uuid ?? ''));
+      if (lists.host.length)
+        intersect(lists.host.map((x: string) => this.nodes.find((n) => n.hostname === x || n.localname === x)?.uuid ?? ''));
       if (lists.tag.length) intersect(this.tagged.filter((t) => lists.tag.includes(t.tag)).map((t) => t.uuid));
       const targets = [
         ...(body.environment_list ?? []).map((v: string) => ({ type: 'environment', value: v })),
@@ -420,10 +545,27 @@ export class OsctrlStandIn {
       const expiration = body.exp_hours ? new Date(now.getTime() + body.exp_hours * 3600_000).toISOString() : NEVER;
       const name = `${kind}_${randomBytes(16).toString('hex')}`;
       return {
-        ...this.queries[0], id: this.nextId++, created_at: now.toISOString(), updated_at: now.toISOString(), name, creator: me,
-        query: kind === 'carve' ? `SELECT * FROM carves WHERE carve=1 AND path = '${body.path}';` : body.query, expected: ids.filter(Boolean).length,
-        executions: 0, errors: 0, active: true, hidden: Boolean(body.hidden), completed: false, deleted: false, expired: false, type: kind, path: body.path ?? '',
-        environment_id: env.ID, expiration, _targets: ids.filter(Boolean), _recordedTargets: targets.length ? targets : [{ type: 'environment', value: env.Name }],
+        ...this.queries[0],
+        id: this.nextId++,
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+        name,
+        creator: me,
+        query: kind === 'carve' ? `SELECT * FROM carves WHERE carve=1 AND path = '${body.path}';` : body.query,
+        expected: ids.filter(Boolean).length,
+        executions: 0,
+        errors: 0,
+        active: true,
+        hidden: Boolean(body.hidden),
+        completed: false,
+        deleted: false,
+        expired: false,
+        type: kind,
+        path: body.path ?? '',
+        environment_id: env.ID,
+        expiration,
+        _targets: ids.filter(Boolean),
+        _recordedTargets: targets.length ? targets : [{ type: 'environment', value: env.Name }],
       };
     };
     const strip = (q: any) => Object.fromEntries(Object.entries(q).filter(([k]) => !k.startsWith('_')));
@@ -441,8 +583,23 @@ export class OsctrlStandIn {
       if (!can('query', envOf(p.env)!.UUID)) return noAccess();
       this.deliver();
       const t = p.target;
-      const items = this.queries.filter((q) => q.type === 'query').filter((q) =>
-        t === 'all-full' ? !q.deleted : t === 'all' ? !q.deleted && !q.hidden : t === 'active' ? q.active && !q.completed && !q.deleted && !q.expired : t === 'completed' ? !q.active && q.completed && !q.deleted && !q.expired : t === 'expired' ? q.expired && !q.deleted : t === 'deleted' ? q.deleted : false);
+      const items = this.queries
+        .filter((q) => q.type === 'query')
+        .filter((q) =>
+          t === 'all-full'
+            ? !q.deleted
+            : t === 'all'
+              ? !q.deleted && !q.hidden
+              : t === 'active'
+                ? q.active && !q.completed && !q.deleted && !q.expired
+                : t === 'completed'
+                  ? !q.active && q.completed && !q.deleted && !q.expired
+                  : t === 'expired'
+                    ? q.expired && !q.deleted
+                    : t === 'deleted'
+                      ? q.deleted
+                      : false,
+        );
       return built(200, { items: items.map(strip), page: 1, page_size: 50, total_items: items.length, total_pages: items.length ? 1 : 0 });
     }
     if ((p = route('GET', '/api/v1/queries/{env}/results/{name}'))) {
@@ -451,7 +608,13 @@ export class OsctrlStandIn {
       const items = this.results.filter((r) => r.name === p!.name);
       const size = Math.min(1000, Number(u.searchParams.get('page_size')) || 100);
       const page = Math.max(1, Number(u.searchParams.get('page')) || 1);
-      return built(200, { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: items.length, total_pages: items.length ? Math.ceil(items.length / size) : 0 });
+      return built(200, {
+        items: items.slice((page - 1) * size, page * size),
+        page,
+        page_size: size,
+        total_items: items.length,
+        total_pages: items.length ? Math.ceil(items.length / size) : 0,
+      });
     }
     if ((p = route('GET', '/api/v1/queries/{env}/{name}'))) {
       this.deliver();
@@ -466,7 +629,10 @@ export class OsctrlStandIn {
       if (!done[p.action]) return built(200, { message: '' }); // an unknown action: 200, nothing changed
       Object.assign(q, { [done[p.action]]: true, active: false });
       const key = 'POST /api/v1/queries/prod/expire/{query} 200';
-      return play(key, [[recordedName(key, 'query'), q.name], [' expired ', ` ${done[p.action]} `]]);
+      return play(key, [
+        [recordedName(key, 'query'), q.name],
+        [' expired ', ` ${done[p.action]} `],
+      ]);
     }
 
     if ((p = route('POST', '/api/v1/carves/{env}'))) {
@@ -477,11 +643,22 @@ export class OsctrlStandIn {
       this.carves.unshift(q);
       return play('POST /api/v1/carves/prod 201', [[recordedName('POST /api/v1/carves/prod 201', 'carve'), q.name]]);
     }
-    const status = (c: any) => (c.deleted ? 'DELETED' : c.expired ? 'EXPIRED' : c.completed ? 'COMPLETED' : this.carveFiles.get(c.name)?.length ? 'PENDING' : 'ACTIVE');
+    const status = (c: any) =>
+      c.deleted
+        ? 'DELETED'
+        : c.expired
+          ? 'EXPIRED'
+          : c.completed
+            ? 'COMPLETED'
+            : this.carveFiles.get(c.name)?.length
+              ? 'PENDING'
+              : 'ACTIVE';
     if ((p = route('GET', '/api/v1/carves/{env}'))) {
       if (!can('carve', envOf(p.env)!.UUID)) return play('GET /api/v1/carves/prod 403');
       const target = u.searchParams.get('target');
-      const items = this.carves.filter((c) => !target || status(c).toLowerCase() === target).map((c) => ({ ...strip(c), carve_status: status(c) }));
+      const items = this.carves
+        .filter((c) => !target || status(c).toLowerCase() === target)
+        .map((c) => ({ ...strip(c), carve_status: status(c) }));
       return built(200, { items, page: 1, page_size: 50, total_items: items.length, total_pages: items.length ? 1 : 0 });
     }
     if ((p = route('GET', '/api/v1/carves/{env}/archive/{name}'))) {
@@ -511,7 +688,9 @@ export class OsctrlStandIn {
       const envUuid = u.searchParams.get('env_uuid');
       const who = u.searchParams.get('username');
       // osctrl: a substring match on the user; non-super-admins see their own entries.
-      const list = this.audit.filter((a) => (!envUuid || a.env_uuid === envUuid) && (!who || a.username.includes(who)) && (can('admin', '') || a.username === me));
+      const list = this.audit.filter(
+        (a) => (!envUuid || a.env_uuid === envUuid) && (!who || a.username.includes(who)) && (can('admin', '') || a.username === me),
+      );
       return built(200, { items: list, page: 1, page_size: 50, total_items: list.length, total_pages: list.length ? 1 : 0 });
     }
     if (route('GET', '/api/v1/stats')) return play('GET /api/v1/stats 200');

@@ -71,7 +71,14 @@ export function hostDetails(uuid: string, hostname: string) {
   return {
     os_version: { name: 'Ubuntu', platform: 'ubuntu', version: '22.04.4 LTS (Jammy Jellyfish)', major: '22', minor: '04' },
     osquery_info: { version: '5.12.1', config_hash: '', build_platform: 'linux', uuid },
-    system_info: { hostname, computer_name: hostname, uuid, cpu_brand: 'Test CPU', physical_memory: '8589934592', hardware_serial: 'SER-1234' },
+    system_info: {
+      hostname,
+      computer_name: hostname,
+      uuid,
+      cpu_brand: 'Test CPU',
+      physical_memory: '8589934592',
+      hardware_serial: 'SER-1234',
+    },
     platform_info: { vendor: 'SeaBIOS' },
   };
 }

@@ -11,7 +11,14 @@ const base = { hostIdentifier: 'x', calendarTime: 'Wed Nov 25 10:00:00 2026 UTC'
 export const added = (name: string, columns: Columns, counter = 1) => ({ name, ...base, counter, columns, action: 'added' });
 export const removed = (name: string, columns: Columns, counter = 1) => ({ name, ...base, counter, columns, action: 'removed' });
 export const snapshot = (name: string, rows: Columns[]) => ({ snapshot: rows, action: 'snapshot', name, ...base, counter: 0 });
-export const status = (severity: number, message: string) => ({ ...base, severity, filename: 'scheduler.cpp', line: 84, message, version: '5.23.0' });
+export const status = (severity: number, message: string) => ({
+  ...base,
+  severity,
+  filename: 'scheduler.cpp',
+  line: 84,
+  message,
+  version: '5.23.0',
+});
 
 export interface LoggingNode {
   uuid: string;

@@ -229,7 +229,8 @@ export class Osqueryd {
       const test = () => {
         const v = check(this.err);
         if (v !== undefined) return finish(undefined, v);
-        if (this.exit) finish(new Error(`osqueryd exited (${this.exit.code ?? this.exit.signal}) before ${what}; last lines:\n${this.tail()}`));
+        if (this.exit)
+          finish(new Error(`osqueryd exited (${this.exit.code ?? this.exit.signal}) before ${what}; last lines:\n${this.tail()}`));
       };
       this.waiters.add(test);
       test();
@@ -242,7 +243,9 @@ export class Osqueryd {
    */
   requests(suffix: string, after = 0): number[] {
     const re = new RegExp(String.raw`^I\d{4} (\d\d):(\d\d):(\d\d)\.(\d{6}) .*TLS/HTTPS POST request to URI: \S+/${suffix}$`, 'gm');
-    return [...this.err.slice(after).matchAll(re)].map((m) => ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]) / 1000);
+    return [...this.err.slice(after).matchAll(re)].map(
+      (m) => ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]) / 1000,
+    );
   }
 
   /** The host identifier osquery enrolls with (its "Using host identifier" line). */
@@ -339,7 +342,21 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
   const env = o.env ?? 'prod';
   const dir = mkdtempSync(join(tmpdir(), 'fleetctl-real-agent-'));
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
-  const args = ['--db', join(dir, 'fleet.db'), '--create-env', env, '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir, ...(o.args ?? [])];
+  const args = [
+    '--db',
+    join(dir, 'fleet.db'),
+    '--create-env',
+    env,
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+    ...(o.args ?? []),
+  ];
   let server = await startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD } });
   const cli = new Cli();
   await cli.login(server.url, 'admin', env, ADMIN_PASSWORD);
@@ -373,7 +390,9 @@ export async function startAgentServer(o: { env?: string; args?: string[]; inter
     },
     async resume() {
       // The later --listen and --agent-listen win over startServerProcess's own (any free port).
-      server = await startServerProcess([...args, '--listen', `127.0.0.1:${apiPort}`, '--agent-listen', `127.0.0.1:${agentPort}`], { env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD } });
+      server = await startServerProcess([...args, '--listen', `127.0.0.1:${apiPort}`, '--agent-listen', `127.0.0.1:${agentPort}`], {
+        env: { FLEETCTL_ADMIN_PASSWORD: ADMIN_PASSWORD },
+      });
       halted = false;
     },
     async stop() {

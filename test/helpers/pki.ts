@@ -27,16 +27,75 @@ export function selfSignedCert(dir: string, tag: string, names: string[]): { cer
   const certFile = join(dir, `${tag}.pem`);
   const keyFile = join(dir, `${tag}.key`);
   const san = names.map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
-  ssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '30', '-subj', `/CN=${names[0]}`, '-addext', `subjectAltName=${san}`, '-keyout', keyFile, '-out', certFile], dir);
+  ssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '30',
+      '-subj',
+      `/CN=${names[0]}`,
+      '-addext',
+      `subjectAltName=${san}`,
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    dir,
+  );
   return { certFile, keyFile };
 }
 
 export function makePki(dir: string, o: { rootName?: string } = {}): Pki {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  ssl(['req', '-x509', ...ec, '-days', '3650', '-subj', `/CN=${o.rootName ?? 'fleetctl test root CA'}`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'root.key', '-out', 'root.pem'], dir);
+  ssl(
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-days',
+      '3650',
+      '-subj',
+      `/CN=${o.rootName ?? 'fleetctl test root CA'}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-keyout',
+      'root.key',
+      '-out',
+      'root.pem',
+    ],
+    dir,
+  );
   ssl(['req', ...ec, '-subj', '/CN=fleetctl test intermediate CA', '-keyout', 'int.key', '-out', 'int.csr'], dir);
   writeFileSync(join(dir, 'int.ext'), 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n');
-  ssl(['x509', '-req', '-in', 'int.csr', '-CA', 'root.pem', '-CAkey', 'root.key', '-CAcreateserial', '-days', '1825', '-extfile', 'int.ext', '-out', 'int.pem'], dir);
+  ssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'int.csr',
+      '-CA',
+      'root.pem',
+      '-CAkey',
+      'root.key',
+      '-CAcreateserial',
+      '-days',
+      '1825',
+      '-extfile',
+      'int.ext',
+      '-out',
+      'int.pem',
+    ],
+    dir,
+  );
   return {
     dir,
     rootPem: readFileSync(join(dir, 'root.pem'), 'utf8'),
@@ -46,11 +105,32 @@ export function makePki(dir: string, o: { rootName?: string } = {}): Pki {
       const san = names.map((n) => (/^[\d.]+$/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
       ssl(['req', ...ec, '-subj', `/CN=${names[0]}`, '-keyout', `${tag}.key`, '-out', `${tag}.csr`], dir);
       writeFileSync(join(dir, `${tag}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n`);
-      ssl(['x509', '-req', '-in', `${tag}.csr`, '-CA', 'int.pem', '-CAkey', 'int.key', '-CAcreateserial', '-days', String(lo.days ?? 90), '-extfile', `${tag}.ext`, '-out', `${tag}.pem`], dir);
+      ssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${tag}.csr`,
+          '-CA',
+          'int.pem',
+          '-CAkey',
+          'int.key',
+          '-CAcreateserial',
+          '-days',
+          String(lo.days ?? 90),
+          '-extfile',
+          `${tag}.ext`,
+          '-out',
+          `${tag}.pem`,
+        ],
+        dir,
+      );
       const certFile = join(dir, `${tag}.pem`);
       const chainFile = join(dir, `${tag}-chain.pem`);
       writeFileSync(chainFile, readFileSync(certFile, 'utf8') + readFileSync(join(dir, 'int.pem'), 'utf8'));
-      const serial = ssl(['x509', '-in', certFile, '-noout', '-serial'], dir).trim().replace(/^serial=/, '');
+      const serial = ssl(['x509', '-in', certFile, '-noout', '-serial'], dir)
+        .trim()
+        .replace(/^serial=/, '');
       return { certFile, chainFile, keyFile: join(dir, `${tag}.key`), serial };
     },
   };

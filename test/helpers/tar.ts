@@ -16,10 +16,14 @@ export function tarFiles(archive: Buffer): TarFile[] {
   const tar = isZstd(archive) ? Buffer.from(decompress(archive)) : archive;
   const files: TarFile[] = [];
   let paxPath: string | undefined;
-  for (let at = 0; at + 512 <= tar.length; ) {
+  for (let at = 0; at + 512 <= tar.length;) {
     const h = tar.subarray(at, at + 512);
     if (h.every((x) => x === 0)) break;
-    const field = (from: number, len: number) => h.subarray(from, from + len).toString('utf8').replace(/\0.*$/s, '');
+    const field = (from: number, len: number) =>
+      h
+        .subarray(from, from + len)
+        .toString('utf8')
+        .replace(/\0.*$/s, '');
     const size = Number.parseInt(field(124, 12).trim() || '0', 8);
     const type = field(156, 1) || '0';
     const prefix = field(345, 155);

@@ -6,40 +6,97 @@ type Kind = 'string' | 'integer' | 'boolean' | 'array' | 'object';
 export type FieldSpec = Record<string, Kind>;
 
 export const LOG_SINK: FieldSpec = {
-  id: 'integer', name: 'string', type: 'string', source: 'string', info: 'string', enabled: 'boolean',
-  environment_id: 'integer', order: 'integer', config: 'array', bytes_sent: 'integer', exports_count: 'integer',
-  created_at: 'string', updated_at: 'string',
+  id: 'integer',
+  name: 'string',
+  type: 'string',
+  source: 'string',
+  info: 'string',
+  enabled: 'boolean',
+  environment_id: 'integer',
+  order: 'integer',
+  config: 'array',
+  bytes_sent: 'integer',
+  exports_count: 'integer',
+  created_at: 'string',
+  updated_at: 'string',
 };
 
 export const CARVE_QUERY: FieldSpec = {
-  id: 'integer', name: 'string', query: 'string', path: 'string', type: 'string', target: 'string', targets: 'array',
-  creator: 'string', environment_id: 'integer', active: 'boolean', completed: 'boolean', deleted: 'boolean',
-  expired: 'boolean', hidden: 'boolean', protected: 'boolean', carve_status: 'string', errors: 'integer',
-  executions: 'integer', expected: 'integer', expiration: 'string', extra_data: 'string', created_at: 'string',
+  id: 'integer',
+  name: 'string',
+  query: 'string',
+  path: 'string',
+  type: 'string',
+  target: 'string',
+  targets: 'array',
+  creator: 'string',
+  environment_id: 'integer',
+  active: 'boolean',
+  completed: 'boolean',
+  deleted: 'boolean',
+  expired: 'boolean',
+  hidden: 'boolean',
+  protected: 'boolean',
+  carve_status: 'string',
+  errors: 'integer',
+  executions: 'integer',
+  expected: 'integer',
+  expiration: 'string',
+  extra_data: 'string',
+  created_at: 'string',
   updated_at: 'string',
 };
 
 export const CARVE_FILE: FieldSpec = {
-  uuid: 'string', carve_id: 'string', session_id: 'string', path: 'string', status: 'string', archived: 'boolean',
-  block_size: 'integer', carve_size: 'integer', total_blocks: 'integer', completed_blocks: 'integer',
-  created_at: 'string', completed_at: 'string',
+  uuid: 'string',
+  carve_id: 'string',
+  session_id: 'string',
+  path: 'string',
+  status: 'string',
+  archived: 'boolean',
+  block_size: 'integer',
+  carve_size: 'integer',
+  total_blocks: 'integer',
+  completed_blocks: 'integer',
+  created_at: 'string',
+  completed_at: 'string',
 };
 
 export const AUDIT_ENTRY: FieldSpec = {
-  id: 'integer', created_at: 'string', env_uuid: 'string', environment_id: 'integer', line: 'string',
-  log_type: 'integer', severity: 'integer', service: 'string', source_ip: 'string', username: 'string',
+  id: 'integer',
+  created_at: 'string',
+  env_uuid: 'string',
+  environment_id: 'integer',
+  line: 'string',
+  log_type: 'integer',
+  severity: 'integer',
+  service: 'string',
+  source_ip: 'string',
+  username: 'string',
 };
 
 export const PLATFORM_COUNTS: FieldSpec = { darwin: 'integer', linux: 'integer', windows: 'integer', other: 'integer' };
 
 export const DASHBOARD_STATS: FieldSpec = {
-  total_nodes: 'integer', active_nodes: 'integer', inactive_nodes: 'integer', inactive_hours: 'integer',
-  total_active_queries: 'integer', total_active_carves: 'integer', platform_counts: 'object', environments: 'array',
+  total_nodes: 'integer',
+  active_nodes: 'integer',
+  inactive_nodes: 'integer',
+  inactive_hours: 'integer',
+  total_active_queries: 'integer',
+  total_active_carves: 'integer',
+  platform_counts: 'object',
+  environments: 'array',
 };
 
 export const ENV_STATS: FieldSpec = {
-  uuid: 'string', name: 'string', active: 'integer', inactive: 'integer', total: 'integer', active_queries: 'integer',
-  active_carves: 'integer', platform_counts: 'object',
+  uuid: 'string',
+  name: 'string',
+  active: 'integer',
+  inactive: 'integer',
+  total: 'integer',
+  active_queries: 'integer',
+  active_carves: 'integer',
+  platform_counts: 'object',
 };
 
 export const PAGE: FieldSpec = { items: 'array', page: 'integer', page_size: 'integer', total_items: 'integer', total_pages: 'integer' };

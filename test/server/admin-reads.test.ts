@@ -26,15 +26,22 @@ describe.skipIf(onPostgres)('admin reads on threads of their own (SQLite)', () =
       await gate;
     });
     await holding;
-    for (const path of ['/api/v1/nodes/prod?q=web', '/api/v1/nodes/prod?tag=pci&sort=hostname', '/api/v1/stats', '/api/v1/audit-logs?q=login']) {
+    for (const path of [
+      '/api/v1/nodes/prod?q=web',
+      '/api/v1/nodes/prod?tag=pci&sort=hostname',
+      '/api/v1/stats',
+      '/api/v1/audit-logs?q=login',
+    ]) {
       const r = await t.call('GET', path, { token: admin });
       expect(r.status, path).toBe(200);
     }
     let written = false;
-    const write = t.call('POST', '/api/v1/tags/prod/add', { token: admin, body: { name: 'held-write', description: '', color: '#123456', tagtype: 6 } }).then((r) => {
-      written = true;
-      return r;
-    });
+    const write = t
+      .call('POST', '/api/v1/tags/prod/add', { token: admin, body: { name: 'held-write', description: '', color: '#123456', tagtype: 6 } })
+      .then((r) => {
+        written = true;
+        return r;
+      });
     // The write needs the held connection: it has not landed while reads were answered.
     expect((await t.call('GET', '/api/v1/stats', { token: admin })).status).toBe(200);
     expect(written).toBe(false);

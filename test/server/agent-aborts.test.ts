@@ -32,7 +32,9 @@ describe('agent requests aborted by the agent', () => {
       const socket = connect({ host, port, ca, servername: 'localhost' });
       await new Promise((r) => socket.once('secureConnect', r));
       socket.on('error', () => undefined);
-      socket.write(`POST ${flags.endpoint.read} HTTP/1.1\r\nHost: ${flags.hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"node_key":`);
+      socket.write(
+        `POST ${flags.endpoint.read} HTTP/1.1\r\nHost: ${flags.hostname}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"node_key":`,
+      );
       // The headers are in: the request is under way when the agent goes away.
       await eventually(async () => ((await metric(inFlight)) > 0 ? true : undefined), 'the request in progress');
       socket.destroy();

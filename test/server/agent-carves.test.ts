@@ -35,14 +35,28 @@ async function startCarve(path: string, hosts: string[]) {
 async function session(node: { key: string }, name: string, content: Buffer, blockSize: number) {
   await post('read', { node_key: node.key });
   await post('write', { node_key: node.key, queries: { [name]: [] }, statuses: { [name]: 0 } });
-  return post('carveStart', { node_key: node.key, block_count: Math.ceil(content.length / blockSize), block_size: blockSize, carve_size: content.length, carve_id: randomUUID(), request_id: name });
+  return post('carveStart', {
+    node_key: node.key,
+    block_count: Math.ceil(content.length / blockSize),
+    block_size: blockSize,
+    carve_size: content.length,
+    carve_id: randomUUID(),
+    request_id: name,
+  });
 }
 
 const block = (sessionId: string, name: string, content: Buffer, blockSize: number, i: number) =>
-  post('carveBlock', { block_id: i, session_id: sessionId, request_id: name, data: content.subarray(i * blockSize, (i + 1) * blockSize).toString('base64') });
+  post('carveBlock', {
+    block_id: i,
+    session_id: sessionId,
+    request_id: name,
+    data: content.subarray(i * blockSize, (i + 1) * blockSize).toString('base64'),
+  });
 
 async function download(name: string, sessionId: string) {
-  const res = await fetch(`${t.url}/api/v1/carves/prod/archive/${name}?session=${sessionId}`, { headers: { authorization: `Bearer ${admin}` } });
+  const res = await fetch(`${t.url}/api/v1/carves/prod/archive/${name}?session=${sessionId}`, {
+    headers: { authorization: `Bearer ${admin}` },
+  });
   return { res, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -98,7 +112,8 @@ describe('carves', () => {
     const ok = await start({ block_count: 2, block_size: 10, carve_size: 15 });
     expect(ok.status).toBe(200);
     const sid = ok.body.session_id as string;
-    const put = (i: number, data: Buffer) => post('carveBlock', { block_id: i, session_id: sid, request_id: name, data: data.toString('base64') });
+    const put = (i: number, data: Buffer) =>
+      post('carveBlock', { block_id: i, session_id: sid, request_id: name, data: data.toString('base64') });
     expect((await put(0, randomBytes(11))).status).toBe(400); // not block_size
     expect((await put(1, randomBytes(10))).status).toBe(400); // the last block is the rest: 5 bytes
     expect((await put(2, randomBytes(10))).status).toBe(400); // past the last block
@@ -145,8 +160,18 @@ describe('carves', () => {
 describe('carves matched by the ids osquery sends', () => {
   // What osquery uploads for a directory: an archive of no file (the tar's end: zero blocks).
   const content = Buffer.alloc(1024);
-  const row = (guid: string, requestId: string, path: string) => ({ time: '1', sha256: '', size: '-1', path, status: 'SCHEDULED', carve_guid: guid, request_id: requestId, carve: '1' });
-  const start = (key: string, b: object) => post('carveStart', { node_key: key, block_count: 1, block_size: 4096, carve_size: content.length, ...b });
+  const row = (guid: string, requestId: string, path: string) => ({
+    time: '1',
+    sha256: '',
+    size: '-1',
+    path,
+    status: 'SCHEDULED',
+    carve_guid: guid,
+    request_id: requestId,
+    carve: '1',
+  });
+  const start = (key: string, b: object) =>
+    post('carveStart', { node_key: key, block_count: 1, block_size: 4096, carve_size: content.length, ...b });
 
   it('a start overtaking the answer is 503 (osquery retries); after the answer its ids match, by carve_id or request_id', async () => {
     const n = await enroll();
@@ -155,12 +180,20 @@ describe('carves matched by the ids osquery sends', () => {
     await post('read', { node_key: n.key });
     const early = await start(n.key, { carve_id: guid, request_id: requestId });
     expect(early.status).toBe(503);
-    await post('write', { node_key: n.key, queries: { [name]: [row(guid, requestId, '/etc/matched')] }, statuses: { [name]: 0 }, messages: { [name]: '' }, stats: {} });
+    await post('write', {
+      node_key: n.key,
+      queries: { [name]: [row(guid, requestId, '/etc/matched')] },
+      statuses: { [name]: 0 },
+      messages: { [name]: '' },
+      stats: {},
+    });
     const s = await start(n.key, { carve_id: guid, request_id: requestId });
     expect(s.status).toBe(200);
     expect((await block(s.body.session_id, requestId, content, 4096, 0)).body).toEqual({ success: true });
     const detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
-    expect(detail.files).toMatchObject([{ uuid: n.uuid, carve_id: guid, status: 'COMPLETED', compression: 'none', note: expect.stringContaining('no file in the archive') }]);
+    expect(detail.files).toMatchObject([
+      { uuid: n.uuid, carve_id: guid, status: 'COMPLETED', compression: 'none', note: expect.stringContaining('no file in the archive') },
+    ]);
     expect(detail.refusals).toEqual([]);
     // request_id alone matches too (a start without carve_id).
     const again = await start(n.key, { request_id: requestId.toUpperCase() });
@@ -181,7 +214,9 @@ describe('carves matched by the ids osquery sends', () => {
     const tooBig = await start(n.key, { carve_id: guid, request_id: requestId, block_size: 9 * 1024 * 1024, block_count: 1 });
     expect(tooBig.status).toBe(400);
     detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
-    expect(detail.refusals).toMatchObject([{ uuid: n.uuid, error: expect.stringContaining('block_size 9437184 is not from 1 to 8388608') }]);
+    expect(detail.refusals).toMatchObject([
+      { uuid: n.uuid, error: expect.stringContaining('block_size 9437184 is not from 1 to 8388608') },
+    ]);
   });
 
   it('a zstd archive is recognised when complete', async () => {
@@ -192,7 +227,14 @@ describe('carves matched by the ids osquery sends', () => {
     await post('write', { node_key: n.key, queries: { [name]: [row(guid, requestId, '/etc/zstd')] }, statuses: { [name]: 0 } });
     // A zstd frame of a 512-byte tar header ("x" then zeros) is not empty; the magic is what counts here.
     const zst = Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), randomBytes(60)]);
-    const s = await post('carveStart', { node_key: n.key, block_count: 1, block_size: 4096, carve_size: zst.length, carve_id: guid, request_id: requestId });
+    const s = await post('carveStart', {
+      node_key: n.key,
+      block_count: 1,
+      block_size: 4096,
+      carve_size: zst.length,
+      carve_id: guid,
+      request_id: requestId,
+    });
     expect((await block(s.body.session_id, requestId, zst, 4096, 0)).body).toEqual({ success: true });
     const detail = (await t.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body;
     expect(detail.files[0]).toMatchObject({ compression: 'zstd' });
@@ -208,7 +250,12 @@ describe("a carve's targets and their cadence (issue 26: carves run's default wa
     const [slow, fast, gone, unknown] = [await enroll(), await enroll(), await enroll(), await enroll()];
     const now = Date.now();
     const set = async (n: { uuid: string }, distributed_interval: number, seenAgoMs: number) => {
-      const { id } = await t.server.deps.db.updateTable('nodes').set({ distributed_interval }).where('uuid', '=', n.uuid).returning('id').executeTakeFirstOrThrow();
+      const { id } = await t.server.deps.db
+        .updateTable('nodes')
+        .set({ distributed_interval })
+        .where('uuid', '=', n.uuid)
+        .returning('id')
+        .executeTakeFirstOrThrow();
       await setSeen(t.server.deps.db, id, { last_seen: new Date(now - seenAgoMs).toISOString() });
     };
     await set(slow, 600, 60_000); // still polling every 10 min (a lowered interval not applied yet)

@@ -26,7 +26,12 @@ describe('refused enrolls', () => {
   it('are answered node_invalid, audited with a count, and past the limit throttled with 429', async () => {
     const bad = () => {
       const uuid = randomUUID();
-      return agentPost(flags.hostname, flags.endpoint.enroll, { enroll_secret: 'wrong', host_identifier: uuid, host_details: hostDetails(uuid, 'x') }, { ca });
+      return agentPost(
+        flags.hostname,
+        flags.endpoint.enroll,
+        { enroll_secret: 'wrong', host_identifier: uuid, host_details: hostDetails(uuid, 'x') },
+        { ca },
+      );
     };
     for (let i = 0; i < 3; i++) expect(await bad()).toEqual({ status: 200, body: { node_invalid: true } });
     const throttled = await bad();

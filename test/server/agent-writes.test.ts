@@ -17,7 +17,11 @@ const post = (ep: string, body: unknown, o: { raw?: Buffer } = {}) => agentPost(
 
 async function enroll() {
   const uuid = randomUUID();
-  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `w-${uuid.slice(0, 8)}`) });
+  const r = await post('enroll', {
+    enroll_secret: secret,
+    host_identifier: uuid,
+    host_details: hostDetails(uuid, `w-${uuid.slice(0, 8)}`),
+  });
   return { uuid, key: r.body.node_key as string };
 }
 
@@ -31,7 +35,15 @@ const results = async (name: string) => (await t.call('GET', `/api/v1/queries/pr
 /** osquery's serialisation of one answer: queries, statuses, messages, stats, node_key (in that order). */
 function answer(key: string, name: string, rows: number, pad = 200) {
   const row = (i: number) => ({ x: String(i), pad: 'A'.repeat(pad) });
-  return Buffer.from(JSON.stringify({ queries: { [name]: Array.from({ length: rows }, (_, i) => row(i)) }, statuses: { [name]: 0 }, messages: { [name]: '' }, stats: { [name]: { wall_time_ms: 1 } }, node_key: key }));
+  return Buffer.from(
+    JSON.stringify({
+      queries: { [name]: Array.from({ length: rows }, (_, i) => row(i)) },
+      statuses: { [name]: 0 },
+      messages: { [name]: '' },
+      stats: { [name]: { wall_time_ms: 1 } },
+      node_key: key,
+    }),
+  );
 }
 
 beforeAll(async () => {
@@ -60,27 +72,34 @@ describe('distributed writes of any size', () => {
     expect(r.items[0].rows[13_999]).toEqual({ x: '13999', pad: 'A'.repeat(200) });
   });
 
-  it('an answer over 16 MiB is acknowledged and recorded as that query\'s error for that node; the next is stored', async () => {
+  it("an answer over 16 MiB is acknowledged and recorded as that query's error for that node; the next is stored", async () => {
     const n = await enroll();
     const name = await ask(n.uuid);
     const body = answer(n.key, name, 80_000);
     expect(body.length).toBeGreaterThan(16 * 1024 * 1024);
     expect(await post('write', undefined, { raw: body })).toEqual({ status: 200, body: { node_invalid: false } });
     const r = await results(name);
-    expect(r.items).toEqual([expect.objectContaining({ uuid: n.uuid, status: 1, rows: [], error: `the answer was ${body.length} bytes, over this server's limit of 16777216 bytes (16 MiB); it was discarded: ask for fewer rows or columns` })]);
+    expect(r.items).toEqual([
+      expect.objectContaining({
+        uuid: n.uuid,
+        status: 1,
+        rows: [],
+        error: `the answer was ${body.length} bytes, over this server's limit of 16777216 bytes (16 MiB); it was discarded: ask for fewer rows or columns`,
+      }),
+    ]);
     expect(r.answered).toBe(1);
     const next = await ask(n.uuid);
     expect((await post('write', undefined, { raw: answer(n.key, next, 2) })).status).toBe(200);
     expect((await results(next)).items[0]).toMatchObject({ status: 0, rows: [{ x: '0' }, { x: '1' }] });
   });
 
-  it('an oversized body with its node key first (another sender\'s order) is recorded too; with no node key anywhere it is 413', async () => {
+  it("an oversized body with its node key first (another sender's order) is recorded too; with no node key anywhere it is 413", async () => {
     const n = await enroll();
     const name = await ask(n.uuid);
     const rows = JSON.stringify(Array.from({ length: 80_000 }, (_, i) => ({ x: String(i), pad: 'B'.repeat(200) })));
     const keyFirst = Buffer.from(`{"node_key":"${n.key}","queries":{"${name}":${rows}},"statuses":{"${name}":0}}`);
     expect((await post('write', undefined, { raw: keyFirst })).status).toBe(200);
-    expect((await results(name)).items[0]).toMatchObject({ status: 1, error: expect.stringContaining('over this server\'s limit') });
+    expect((await results(name)).items[0]).toMatchObject({ status: 1, error: expect.stringContaining("over this server's limit") });
     const keyless = Buffer.from(`{"queries":{"${name}":${rows}}}`);
     const r = await post('write', undefined, { raw: keyless });
     expect(r.status).toBe(413);
@@ -90,7 +109,9 @@ describe('distributed writes of any size', () => {
   it('a body that is not JSON is 400, small or large, never node_invalid', async () => {
     const small = await post('write', undefined, { raw: Buffer.from('{"queries": nope') });
     expect(small.status).toBe(400);
-    const large = await post('write', undefined, { raw: Buffer.concat([Buffer.from('{"queries":{"q":['), Buffer.alloc(2 * 1024 * 1024, 0x78)]) });
+    const large = await post('write', undefined, {
+      raw: Buffer.concat([Buffer.from('{"queries":{"q":['), Buffer.alloc(2 * 1024 * 1024, 0x78)]),
+    });
     expect(large.status).toBe(400);
     expect(large.body.node_invalid).toBeUndefined();
   });

@@ -17,7 +17,14 @@ const act = (username: string, action: string, body: Record<string, unknown>, to
   ts.call('POST', `/api/v1/users/${username}/${action}`, { token, body: { username, ...body } });
 const login = (username: string, password = DEV_PASSWORD) => ts.call('POST', '/api/v1/login/prod', { body: { username, password } });
 const sessions = async (username: string) =>
-  (await ts.server.deps.db.selectFrom('sessions').innerJoin('users', 'users.id', 'sessions.user_id').select('jti').where('users.username', '=', username).execute()).length;
+  (
+    await ts.server.deps.db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select('jti')
+      .where('users.username', '=', username)
+      .execute()
+  ).length;
 const auditLines = async (needle: string) =>
   (await ts.server.deps.db.selectFrom('audit_logs').select('line').where('line', 'like', `%${needle}%`).execute()).map((r) => r.line);
 

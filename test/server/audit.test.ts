@@ -62,7 +62,14 @@ describe('GET /api/v1/audit-logs', () => {
 
   it('pages through everything: each entry exactly once, counters right, past the end empty', async () => {
     const { items, total } = await allPages('', 7);
-    const dbCount = Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const dbCount = Number(
+      (
+        await db()
+          .selectFrom('audit_logs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(total).toBe(dbCount);
     const ids = items.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
@@ -103,7 +110,14 @@ describe('GET /api/v1/audit-logs', () => {
     const under = await allPages(`q=${enc('_')}`, 50);
     expect(under.total).toBeGreaterThan(0);
     expect(under.items.every((e) => e.line.includes('_'))).toBe(true);
-    const all = Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const all = Number(
+      (
+        await db()
+          .selectFrom('audit_logs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(under.total).toBeLessThan(all);
   });
 
@@ -116,9 +130,15 @@ describe('GET /api/v1/audit-logs', () => {
         ['username=admin', (r: (typeof rows)[number]) => r.username === 'admin'],
         ['service=admin&env=prod', (r: (typeof rows)[number]) => r.service === 'admin' && r.environment_id === prod.id],
       ] as const) {
-        const expected = rows.filter((r) => r.line.toLowerCase().includes(q.toLowerCase()) && keep(r)).map((r) => r.id).sort((a, b) => b - a);
+        const expected = rows
+          .filter((r) => r.line.toLowerCase().includes(q.toLowerCase()) && keep(r))
+          .map((r) => r.id)
+          .sort((a, b) => b - a);
         const got = await allPages(`q=${enc(q)}${filter ? `&${filter}` : ''}`, 9);
-        expect(got.items.map((e) => e.id), `q=${q} ${filter}`).toEqual(expected);
+        expect(
+          got.items.map((e) => e.id),
+          `q=${q} ${filter}`,
+        ).toEqual(expected);
       }
     }
   });
@@ -142,10 +162,19 @@ describe('GET /api/v1/audit-logs', () => {
     // Rows of look-alike users must not leak to "analyst".
     await db()
       .insertInto('audit_logs')
-      .values(['analyst2', 'Analyst', 'analys_'].map((username) => ({
-        created_at: new Date().toISOString(), env_uuid: '', environment_id: 0, line: `look-alike row of ${username}`, log_type: 9, severity: 1,
-        service: 'api', source_ip: '127.0.0.1', username,
-      })))
+      .values(
+        ['analyst2', 'Analyst', 'analys_'].map((username) => ({
+          created_at: new Date().toISOString(),
+          env_uuid: '',
+          environment_id: 0,
+          line: `look-alike row of ${username}`,
+          log_type: 9,
+          severity: 1,
+          service: 'api',
+          source_ip: '127.0.0.1',
+          username,
+        })),
+      )
       .execute();
     const own = await allPages('', 4, analyst);
     const expected = await db().selectFrom('audit_logs').select('id').where('username', '=', 'analyst').orderBy('id', 'desc').execute();

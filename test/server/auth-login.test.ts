@@ -52,7 +52,12 @@ describe('POST /api/v1/login/{env}', () => {
   });
 
   it('exp_hours: absent or 0 is 3 hours, 1..720 as asked, anything else 400', async () => {
-    for (const [exp, hours] of [[undefined, 3], [0, 3], [1, 1], [720, 720]] as const) {
+    for (const [exp, hours] of [
+      [undefined, 3],
+      [0, 3],
+      [1, 1],
+      [720, 720],
+    ] as const) {
       const r = await login('prod', { username: 'analyst', password: DEV_PASSWORD, exp_hours: exp });
       expect(r.status).toBe(200);
       const c = jwtClaims(r.body.token);

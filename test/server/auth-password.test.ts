@@ -12,7 +12,8 @@ afterAll(() => ts?.close());
 
 const change = (token: string | undefined, body: unknown) => ts.call('POST', '/api/v1/users/me/password', { token, body });
 const hashOf = async (username: string) =>
-  (await ts.server.deps.db.selectFrom('users').select('password_hash').where('username', '=', username).executeTakeFirstOrThrow()).password_hash;
+  (await ts.server.deps.db.selectFrom('users').select('password_hash').where('username', '=', username).executeTakeFirstOrThrow())
+    .password_hash;
 const me = (token: string) => ts.call('GET', '/api/v1/users/me', { token });
 
 describe('POST /api/v1/users/me/password', () => {
@@ -30,7 +31,12 @@ describe('POST /api/v1/users/me/password', () => {
     const oldPw = await ts.call('POST', '/api/v1/login/prod', { body: { username: 'analyst', password: DEV_PASSWORD } });
     expect(oldPw.status).toBe(401);
     expect(await ts.login('analyst', 'prod', 'analyst-new-1')).toEqual(expect.any(String));
-    const audit = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('username', '=', 'analyst').where('line', 'like', '%changed their password%').execute();
+    const audit = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('username', '=', 'analyst')
+      .where('line', 'like', '%changed their password%')
+      .execute();
     expect(audit).toHaveLength(1);
     expect(audit[0].log_type).toBe(10);
     expect(audit[0].line).not.toContain('analyst-new-1');
@@ -59,7 +65,12 @@ describe('POST /api/v1/users/me/password', () => {
     expect(raw.body.code).toBe('invalid_json');
     expect(await hashOf('querier')).toBe(before);
     expect((await me(other)).status).toBe(200);
-    const audit = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('username', '=', 'querier').where('line', 'like', '%wrong password%').execute();
+    const audit = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('username', '=', 'querier')
+      .where('line', 'like', '%wrong password%')
+      .execute();
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ log_type: 10, severity: 2 });
   });

@@ -14,11 +14,13 @@ beforeAll(async () => {
 afterAll(() => ts?.close());
 
 describe('dev seed: MFA demo', () => {
-  it('the banner prints mfa-user\'s TOTP secret, otpauth URI, an oathtool one-liner and ten distinct recovery codes', () => {
+  it("the banner prints mfa-user's TOTP secret, otpauth URI, an oathtool one-liner and ten distinct recovery codes", () => {
     const text = ts.server.demo!.extra;
     expect(mfa.username).toBe('mfa-user');
     expect(mfa.secret).toMatch(/^[A-Z2-7]{32}$/);
-    expect(mfa.otpauthUri).toBe(`otpauth://totp/fleetctl%3Amfa-user?secret=${mfa.secret}&issuer=fleetctl&algorithm=SHA1&digits=6&period=30`);
+    expect(mfa.otpauthUri).toBe(
+      `otpauth://totp/fleetctl%3Amfa-user?secret=${mfa.secret}&issuer=fleetctl&algorithm=SHA1&digits=6&period=30`,
+    );
     expect(text).toContain(`oathtool --totp -b ${mfa.secret}`);
     expect(mfa.recoveryCodes).toHaveLength(10);
     expect(new Set(mfa.recoveryCodes).size).toBe(10);
@@ -54,7 +56,9 @@ describe('dev seed: MFA demo', () => {
     const step1 = await ts.call('POST', '/api/v1/login/staging', { body: { username: 'mfa-user', password: DEV_PASSWORD } });
     expect(step1.status).toBe(401);
     expect(step1.body.code).toBe('mfa_required');
-    const step2 = await ts.call('POST', '/api/v1/login/mfa', { body: { challenge: step1.body.challenge, code: totpCode(mfa.secret), method: 'totp' } });
+    const step2 = await ts.call('POST', '/api/v1/login/mfa', {
+      body: { challenge: step1.body.challenge, code: totpCode(mfa.secret), method: 'totp' },
+    });
     expect(step2.status).toBe(200);
     const dev = await ts.call('POST', '/api/v1/login/dev', { body: { username: 'mfa-user', password: DEV_PASSWORD } });
     expect(dev.status).toBe(403);

@@ -15,7 +15,8 @@ beforeAll(async () => {
 afterAll(async () => ts?.close());
 
 const db = () => ts.server.deps.db;
-const envId = async (name: string) => (await db().selectFrom('environments').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id;
+const envId = async (name: string) =>
+  (await db().selectFrom('environments').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id;
 const read = (env: string, name: string, token = carver) => ts.call('GET', `/api/v1/carves/${env}/${encodeURIComponent(name)}`, { token });
 const act = (env: string, action: string, name: string, token = carver) =>
   ts.call('POST', `/api/v1/carves/${env}/${action}/${encodeURIComponent(name)}`, { token });
@@ -39,14 +40,18 @@ describe('GET /api/v1/carves/{env} (list)', () => {
     expect(r.body.items.map((i: any) => i.name)).toEqual(expected.map((e) => e.name));
     expect(r.body.items.every((i: any) => i.type === 'carve')).toBe(true);
     expect(r.body.total_items).toBe(expected.length);
-    expect(new Set(r.body.items.map((i: any) => i.carve_status))).toEqual(new Set(['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED']));
+    expect(new Set(r.body.items.map((i: any) => i.carve_status))).toEqual(
+      new Set(['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED']),
+    );
     expect(r.body).toMatchObject({ page: 1, page_size: 50, total_pages: 1 });
   });
 
   it('the demo gives every env a carve in each carve_status and files in each file status', async () => {
     for (const env of ['prod', 'staging', 'dev']) {
       const r = await ts.call('GET', `/api/v1/carves/${env}`, { token: admin });
-      expect(new Set(r.body.items.map((i: any) => i.carve_status))).toEqual(new Set(['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED']));
+      expect(new Set(r.body.items.map((i: any) => i.carve_status))).toEqual(
+        new Set(['ACTIVE', 'PENDING', 'COMPLETED', 'EXPIRED', 'DELETED']),
+      );
       const statuses = new Set<string>();
       for (const c of r.body.items) for (const f of (await read(env, c.name, admin)).body.files) statuses.add(f.status);
       expect(statuses).toEqual(new Set(['QUERIED', 'SCHEDULED', 'IN PROGRESS', 'COMPLETED']));
@@ -124,7 +129,11 @@ describe('GET /api/v1/carves/{env}/{name} (4.16)', () => {
 
   it('derives carve_status: ACTIVE without files, COMPLETED, EXPIRED, DELETED', async () => {
     const expectations: Record<string, string> = {
-      carve_auth_log: 'ACTIVE', carve_tmp_payload: 'PENDING', carve_etc_hosts: 'COMPLETED', carve_crontab: 'EXPIRED', carve_ssh_keys: 'DELETED',
+      carve_auth_log: 'ACTIVE',
+      carve_tmp_payload: 'PENDING',
+      carve_etc_hosts: 'COMPLETED',
+      carve_crontab: 'EXPIRED',
+      carve_ssh_keys: 'DELETED',
     };
     for (const [name, status] of Object.entries(expectations)) {
       const r = await read('prod', name);
@@ -135,14 +144,32 @@ describe('GET /api/v1/carves/{env}/{name} (4.16)', () => {
 
   it('follows the files: no files ACTIVE, some not COMPLETED PENDING, all COMPLETED COMPLETED', async () => {
     const name = 'carve_auth_log';
-    const q = await db().selectFrom('queries').select('id').where('name', '=', name).where('environment_id', '=', await envId('staging')).executeTakeFirstOrThrow();
+    const q = await db()
+      .selectFrom('queries')
+      .select('id')
+      .where('name', '=', name)
+      .where('environment_id', '=', await envId('staging'))
+      .executeTakeFirstOrThrow();
     expect((await read('staging', name)).body.query.carve_status).toBe('ACTIVE');
     const file = (uuid: string, status: string) => ({
-      uuid, query_id: q.id, carve_id: `c-${uuid}`, session_id: `s-${uuid}`, path: '/var/log/auth.log', status, archived: 0,
-      block_size: 300000, carve_size: 600000, total_blocks: 2, completed_blocks: status === 'COMPLETED' ? 2 : 0,
-      created_at: new Date().toISOString(), completed_at: '',
+      uuid,
+      query_id: q.id,
+      carve_id: `c-${uuid}`,
+      session_id: `s-${uuid}`,
+      path: '/var/log/auth.log',
+      status,
+      archived: 0,
+      block_size: 300000,
+      carve_size: 600000,
+      total_blocks: 2,
+      completed_blocks: status === 'COMPLETED' ? 2 : 0,
+      created_at: new Date().toISOString(),
+      completed_at: '',
     });
-    await db().insertInto('carve_files').values([file('t-1', 'COMPLETED'), file('t-2', 'SCHEDULED')]).execute();
+    await db()
+      .insertInto('carve_files')
+      .values([file('t-1', 'COMPLETED'), file('t-2', 'SCHEDULED')])
+      .execute();
     expect((await read('staging', name)).body.query.carve_status).toBe('PENDING');
     await db().updateTable('carve_files').set({ status: 'COMPLETED' }).where('uuid', '=', 't-2').execute();
     const done = await read('staging', name);
@@ -211,13 +238,22 @@ describe('POST /api/v1/carves/{env}/{action}/{name} (4.17)', () => {
   });
 
   it('delete removes the carved files and their blocks (issue 29): the download is then 404, the carve stays listed DELETED', async () => {
-    const carve = await db().selectFrom('queries').select('id').where('name', '=', 'carve_etc_hosts').where('environment_id', '=', await envId('staging')).executeTakeFirstOrThrow();
-    const sessions = (await db().selectFrom('carve_files').select('session_id').where('query_id', '=', carve.id).execute()).map((f) => f.session_id);
-    const blocks = async () => (sessions.length ? (await db().selectFrom('carve_blocks').select('block_id').where('session_id', 'in', sessions).execute()).length : 0);
+    const carve = await db()
+      .selectFrom('queries')
+      .select('id')
+      .where('name', '=', 'carve_etc_hosts')
+      .where('environment_id', '=', await envId('staging'))
+      .executeTakeFirstOrThrow();
+    const sessions = (await db().selectFrom('carve_files').select('session_id').where('query_id', '=', carve.id).execute()).map(
+      (f) => f.session_id,
+    );
+    const blocks = async () =>
+      sessions.length ? (await db().selectFrom('carve_blocks').select('block_id').where('session_id', 'in', sessions).execute()).length : 0;
     expect(sessions.length).toBeGreaterThan(0);
     const before = await blocks();
     expect(before).toBeGreaterThan(0);
-    const download = (session: string) => ts.call('GET', `/api/v1/carves/staging/archive/carve_etc_hosts?session=${session}`, { token: carver });
+    const download = (session: string) =>
+      ts.call('GET', `/api/v1/carves/staging/archive/carve_etc_hosts?session=${session}`, { token: carver });
     expect((await download(sessions[0])).status).toBe(200);
 
     const r = await act('staging', 'delete', 'carve_etc_hosts');
@@ -240,7 +276,12 @@ describe('POST /api/v1/carves/{env}/{action}/{name} (4.17)', () => {
     expect(bad.body.error).toMatch(/delete, expire, complete, archive/);
     expectError(await act('staging', 'delete', 'no_such_carve'), 404, 'not_found');
     expectError(await act('staging', 'delete', 'listening_ports'), 404, 'not_found');
-    const std = await db().selectFrom('queries').select('deleted').where('name', '=', 'listening_ports').where('environment_id', '=', await envId('staging')).executeTakeFirstOrThrow();
+    const std = await db()
+      .selectFrom('queries')
+      .select('deleted')
+      .where('name', '=', 'listening_ports')
+      .where('environment_id', '=', await envId('staging'))
+      .executeTakeFirstOrThrow();
     expect(std.deleted).toBe(0);
     expect((await read('staging', 'carve_crontab')).body).toEqual(before.body);
   });
@@ -256,7 +297,12 @@ describe('POST /api/v1/carves/{env}/{action}/{name} (4.17)', () => {
     // Denials are audited in aggregate (one row per address, user and minute, with a count).
     const denials = async () => {
       await ts.server.denials.flush();
-      const rows = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('username', '=', 'analyst').where('log_type', '=', 9).execute();
+      const rows = await ts.server.deps.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('username', '=', 'analyst')
+        .where('log_type', '=', 9)
+        .execute();
       return rows.reduce((n, r) => n + r.count, 0);
     };
     const deniedBefore = await denials();

@@ -27,11 +27,13 @@ describe('check-ins and the change counters', () => {
   afterAll(async () => t?.close());
 
   const gens = () => readGenerations(t.server.deps.db);
-  const total = async (query: string) => (await t.call('GET', `/api/v1/nodes/prod?page_size=1&${query}`, { token: admin })).body.total_items as number;
+  const total = async (query: string) =>
+    (await t.call('GET', `/api/v1/nodes/prod?page_size=1&${query}`, { token: admin })).body.total_items as number;
 
   it('a node checking in again within the window moves the check-ins counter only; its last_seen and bytes are written', async () => {
     const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'steady-host') })).body.node_key as string;
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'steady-host') }))
+      .body.node_key as string;
     await post('config', { node_key: key });
     await t.server.agent!.flushCheckins();
     const before = await gens();
@@ -51,7 +53,8 @@ describe('check-ins and the change counters', () => {
 
   it('a node back after days moves the seen counter, and the active total counts it again', async () => {
     const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sleeper-host') })).body.node_key as string;
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sleeper-host') }))
+      .body.node_key as string;
     const id = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body.id as number;
     // Asleep for a week (written as a flush would, exact: both counters).
     await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 7 * 86400_000).toISOString() });
@@ -63,7 +66,10 @@ describe('check-ins and the change counters', () => {
     expect(after.seen).toBeGreaterThan(before.seen);
     expect(after.counts).toBe(before.counts);
     // The total counted before may answer once more while it is recounted; then it has the node.
-    await eventually(async () => ((await total('status=active')) === active + 1 ? true : undefined), 'the active total to count the node back');
+    await eventually(
+      async () => ((await total('status=active')) === active + 1 ? true : undefined),
+      'the active total to count the node back',
+    );
     expect((await t.call('GET', '/api/v1/stats', { token: admin })).body.active_nodes).toBeGreaterThan(0);
     await eventually(async () => {
       const stats = (await t.call('GET', '/api/v1/stats', { token: admin })).body;
@@ -74,7 +80,8 @@ describe('check-ins and the change counters', () => {
 
   it('a changed config hash or validity moves the counts counter; the same values do not touch the node', async () => {
     const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'config-host') })).body.node_key as string;
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'config-host') }))
+      .body.node_key as string;
     await post('config', { node_key: key });
     await t.server.agent!.flushCheckins();
     const before = await gens();
@@ -82,7 +89,10 @@ describe('check-ins and the change counters', () => {
     await t.server.agent!.flushCheckins();
     expect((await gens()).counts).toBe(before.counts);
     const stale = await total('config=stale');
-    const put = await t.call('PUT', '/api/v1/environments/prod/config/options', { token: admin, body: { disable_distributed: false, schedule_splay_percent: 17 } });
+    const put = await t.call('PUT', '/api/v1/environments/prod/config/options', {
+      token: admin,
+      body: { disable_distributed: false, schedule_splay_percent: 17 },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(await total('config=stale')).toBeGreaterThan(stale);
     await post('config', { node_key: key }); // fetches the new hash

@@ -37,7 +37,15 @@ beforeAll(async () => {
   store = onPostgres ? await openPostgres(database, { pool: 2 }) : await openSqlite(database);
   token = await apiToken(a.url, 'admin', PASSWORD);
   const prod = await store.db.selectFrom('environments').select('id').where('name', '=', 'prod').executeTakeFirstOrThrow();
-  uuids = (await store.db.selectFrom('nodes').select('uuid').where('environment_id', '=', prod.id).orderBy('id').limit((WRITES / TAGS) * PER_WRITE).execute()).map((n) => n.uuid);
+  uuids = (
+    await store.db
+      .selectFrom('nodes')
+      .select('uuid')
+      .where('environment_id', '=', prod.id)
+      .orderBy('id')
+      .limit((WRITES / TAGS) * PER_WRITE)
+      .execute()
+  ).map((n) => n.uuid);
   for (let t = 0; t < TAGS; t++) {
     const r = await apiCall(a.url, 'POST', '/api/v1/tags/prod/add', { token, body: { name: `crash-${t}` } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -52,7 +60,10 @@ afterAll(async () => {
 });
 
 /** Write i: tag crash-(i % 50) on its own ten nodes; no two writes share a (node, tag) pair. */
-const writeOf = (i: number) => ({ tag: `crash-${i % TAGS}`, nodes: uuids.slice(Math.floor(i / TAGS) * PER_WRITE, Math.floor(i / TAGS) * PER_WRITE + PER_WRITE) });
+const writeOf = (i: number) => ({
+  tag: `crash-${i % TAGS}`,
+  nodes: uuids.slice(Math.floor(i / TAGS) * PER_WRITE, Math.floor(i / TAGS) * PER_WRITE + PER_WRITE),
+});
 
 describe(`kill -9 of one replica during ${WRITES} concurrent writes (${onPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('keeps every acknowledged write, leaves none half-done, and the other replica keeps serving', async () => {
@@ -85,11 +96,18 @@ describe(`kill -9 of one replica during ${WRITES} concurrent writes (${onPostgre
     expect(onA.filter((o) => o !== 'ok')).toEqual([]);
 
     const tagged = new Set(
-      (await store.db.selectFrom('node_tags').innerJoin('nodes', 'nodes.id', 'node_tags.node_id').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select(['nodes.uuid', 'tags.name']).where('tags.name', 'like', 'crash-%').execute()).map(
-        (r) => `${r.name}/${r.uuid}`,
-      ),
+      (
+        await store.db
+          .selectFrom('node_tags')
+          .innerJoin('nodes', 'nodes.id', 'node_tags.node_id')
+          .innerJoin('tags', 'tags.id', 'node_tags.tag_id')
+          .select(['nodes.uuid', 'tags.name'])
+          .where('tags.name', 'like', 'crash-%')
+          .execute()
+      ).map((r) => `${r.name}/${r.uuid}`),
     );
-    const auditRows = (await store.db.selectFrom('audit_logs').select('id').where('line', 'like', 'tag crash-% applied to%').execute()).length;
+    const auditRows = (await store.db.selectFrom('audit_logs').select('id').where('line', 'like', 'tag crash-% applied to%').execute())
+      .length;
     let present = 0;
     let halfDone = 0;
     let lostAcknowledged = 0;

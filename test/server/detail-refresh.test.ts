@@ -72,7 +72,13 @@ describe('detail refresh', () => {
     });
     expect(w).toMatchObject({ status: 200, body: { node_invalid: false } });
     const after = await node('db-new-name');
-    expect(after).toMatchObject({ uuid: a.uuid, hostname: 'db-new-name', osquery_version: '5.13.1', platform_version: '24.04.1 LTS (Noble Numbat)', cpu: 'AMD EPYC' });
+    expect(after).toMatchObject({
+      uuid: a.uuid,
+      hostname: 'db-new-name',
+      osquery_version: '5.13.1',
+      platform_version: '24.04.1 LTS (Noble Numbat)',
+      cpu: 'AMD EPYC',
+    });
     expect(after.health.signals).not.toContain('osquery_outdated');
     expect(after.uptime).toMatchObject({ days: 1, hours: 2, minutes: 3, seconds: 4, total_seconds: 93784 });
     // The part that failed on the host (platform_info) keeps what it had.
@@ -97,9 +103,15 @@ describe('detail refresh', () => {
     const q = (await post('read', { node_key: a.key })).body.queries as Record<string, string>;
     expect(q[run.body.query_name]).toBe('SELECT 1 AS one;');
     expect(q.fleetctl_details_uptime).toBe('SELECT * FROM uptime;');
-    await post('write', { node_key: a.key, queries: { [run.body.query_name]: [{ one: '1' }], fleetctl_details_uptime: [{ total_seconds: '5' }] }, statuses: {} });
+    await post('write', {
+      node_key: a.key,
+      queries: { [run.body.query_name]: [{ one: '1' }], fleetctl_details_uptime: [{ total_seconds: '5' }] },
+      statuses: {},
+    });
     const results = await t.call('GET', `/api/v1/queries/prod/results/${run.body.query_name}`, { token: admin });
-    expect(results.body.items ?? results.body).toEqual(expect.arrayContaining([expect.objectContaining({ uuid: a.uuid, rows: [{ one: '1' }] })]));
+    expect(results.body.items ?? results.body).toEqual(
+      expect.arrayContaining([expect.objectContaining({ uuid: a.uuid, rows: [{ one: '1' }] })]),
+    );
     expect((await node(a.uuid)).uptime.total_seconds).toBe(5);
     expect((await t.call('PATCH', '/api/v1/environments/prod', { token: admin, body: { detail_refresh: 0 } })).status).toBe(200);
   });

@@ -34,7 +34,8 @@ const read = async (target: string, env = 'prod', token = tok.prodAdmin) => {
   return r.body.data as string;
 };
 const env = async (name = 'prod') => (await ts.call('GET', `/api/v1/environments/${name}`, { token: tok.admin })).body;
-const act = (action: string, body?: unknown) => ts.call('POST', `/api/v1/environments/prod/enroll/${action}`, { token: tok.prodAdmin, body });
+const act = (action: string, body?: unknown) =>
+  ts.call('POST', `/api/v1/environments/prod/enroll/${action}`, { token: tok.prodAdmin, body });
 
 let n = 0;
 function shCheck(script: string): void {
@@ -53,7 +54,10 @@ describe('flags', () => {
     const e = await env();
     const flags = await read('flagsLinux');
     const lines = flags.trimEnd().split('\n');
-    expect(lines.every((l) => /^--[a-z_]+=\S/.test(l)), flags).toBe(true);
+    expect(
+      lines.every((l) => /^--[a-z_]+=\S/.test(l)),
+      flags,
+    ).toBe(true);
     expect(lines).toEqual(
       expect.arrayContaining([
         '--host_identifier=uuid',
@@ -228,7 +232,10 @@ describe('shell scripts', () => {
       expect(run(await read('enroll.sh'), box).status).toBe(0);
       writeFileSync(join(box.dir, 'calls.log'), '');
       // rm must act under the sandbox root too.
-      writeFileSync(join(box.bin, 'rm'), `#!/bin/sh\nshift\nfor f in "$@"; do ${execFileSync('sh', ['-c', 'command -v rm'], { encoding: 'utf8' }).trim()} -f "${box.root}$f"; done\n`);
+      writeFileSync(
+        join(box.bin, 'rm'),
+        `#!/bin/sh\nshift\nfor f in "$@"; do ${execFileSync('sh', ['-c', 'command -v rm'], { encoding: 'utf8' }).trim()} -f "${box.root}$f"; done\n`,
+      );
       chmodSync(join(box.bin, 'rm'), 0o755);
       const file = join(box.dir, 'remove.sh');
       writeFileSync(file, await read('remove.sh'));

@@ -124,7 +124,12 @@ describe('update and the osctrl single-field actions', () => {
   });
 
   it('a single-field action without its field, or update with nothing to set, is 400', async () => {
-    for (const [action, body] of [['set_pkg', {}], ['cert', { url_mac_pkg: 'x.pkg' }], ['update', {}], ['update', undefined]] as const) {
+    for (const [action, body] of [
+      ['set_pkg', {}],
+      ['cert', { url_mac_pkg: 'x.pkg' }],
+      ['update', {}],
+      ['update', undefined],
+    ] as const) {
       const r = await act(action, body);
       expect(r.status, action).toBe(400);
       expect(r.body.code).toBe('bad_request');
@@ -142,7 +147,11 @@ describe('bad values change nothing', () => {
     ['a URL without a host', 'update', { url_mac_pkg: 'https://' }],
     ['a certificate that is not PEM', 'cert', { certificate: 'hello' }],
     ['a PEM block that is not X.509', 'update', { certificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' }],
-    ['a private key along with the certificate', 'update', { certificate: `${TEST_CERT}-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMG\n-----END PRIVATE KEY-----\n` }],
+    [
+      'a private key along with the certificate',
+      'update',
+      { certificate: `${TEST_CERT}-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMG\n-----END PRIVATE KEY-----\n` },
+    ],
     ['text around the PEM', 'cert', { certificate: `subject=CN=x\n${TEST_CERT}` }],
     ['a certificate of the wrong JSON type', 'update', { certificate: 42 }],
     ['a package of the wrong JSON type', 'update', { url_mac_pkg: ['https://a.example/x.pkg'] }],
@@ -161,7 +170,10 @@ describe('bad values change nothing', () => {
     const r = await ts.call('POST', '/api/v1/environments/prod/enroll/update', { token: tok.prodAdmin, rawBody: '{"certificate": ' });
     expect(r.status).toBe(400);
     expect(r.body.code).toBe('invalid_json');
-    const proto = await ts.call('POST', '/api/v1/environments/prod/enroll/update', { token: tok.prodAdmin, rawBody: '{"__proto__": {"x": 1}, "url_deb_pkg": "a.deb"}' });
+    const proto = await ts.call('POST', '/api/v1/environments/prod/enroll/update', {
+      token: tok.prodAdmin,
+      rawBody: '{"__proto__": {"x": 1}, "url_deb_pkg": "a.deb"}',
+    });
     expect(proto.status).toBe(400);
     expect(await env()).toEqual(before);
   });

@@ -29,7 +29,12 @@ const near = (iso: string, ms: number) => expect(Math.abs(Date.parse(iso) - ms))
 async function enroll(env: string, uuid = randomUUID()) {
   const flags = parseFlags((await t.call('GET', `/api/v1/environments/${env}/enroll/flags`, { token: admin })).body.data);
   const secret = (await t.call('GET', `/api/v1/environments/${env}/enroll/secret`, { token: admin })).body.data;
-  const r = await agentPost(flags.hostname, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `host-${uuid.slice(0, 8)}`) }, { ca });
+  const r = await agentPost(
+    flags.hostname,
+    flags.endpoint.enroll,
+    { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `host-${uuid.slice(0, 8)}`) },
+    { ca },
+  );
   return { flags, uuid, reply: r };
 }
 
@@ -38,18 +43,46 @@ describe('POST /api/v1/environments', () => {
     const r = await create({ name: 'lab' });
     expect(r.status).toBe(200);
     expectFields(r.body, ENVIRONMENT_FIELDS);
-    expect(r.body).toMatchObject({ name: 'lab', hostname: t.server.agent!.address, hostname_pinned: false, certificate_pinned: false, enroll_expire: NEVER, accept_enrolls: true, config_interval: 300, log_interval: 600, query_interval: 60, detail_refresh: 0 });
+    expect(r.body).toMatchObject({
+      name: 'lab',
+      hostname: t.server.agent!.address,
+      hostname_pinned: false,
+      certificate_pinned: false,
+      enroll_expire: NEVER,
+      accept_enrolls: true,
+      config_interval: 300,
+      log_interval: 600,
+      query_interval: 60,
+      detail_refresh: 0,
+    });
     expect(r.body.certificate).toBe(t.server.agent!.tls.anchorPem);
     expect(r.body.secret).toMatch(/^[0-9a-f]{48}$/);
     const a = await enroll('lab');
     expect(a.reply).toMatchObject({ status: 200, body: { node_invalid: false } });
-    expect((await auditRows(t, 7, 1))[0].line).toBe(`environment lab created: agent host ${t.server.agent!.address}, enrollment open until closed`);
+    expect((await auditRows(t, 7, 1))[0].line).toBe(
+      `environment lab created: agent host ${t.server.agent!.address}, enrollment open until closed`,
+    );
   });
 
   it('takes an agent host, intervals, detail refresh and an enrollment window', async () => {
-    const r = await create({ name: 'eu-prod', hostname: 'fleet-eu.example.com:8443', enroll_window: 7 * 86400, config_interval: 120, log_interval: 30, query_interval: 15, detail_refresh: 1800 });
+    const r = await create({
+      name: 'eu-prod',
+      hostname: 'fleet-eu.example.com:8443',
+      enroll_window: 7 * 86400,
+      config_interval: 120,
+      log_interval: 30,
+      query_interval: 15,
+      detail_refresh: 1800,
+    });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ hostname: 'fleet-eu.example.com:8443', hostname_pinned: true, config_interval: 120, log_interval: 30, query_interval: 15, detail_refresh: 1800 });
+    expect(r.body).toMatchObject({
+      hostname: 'fleet-eu.example.com:8443',
+      hostname_pinned: true,
+      config_interval: 120,
+      log_interval: 30,
+      query_interval: 15,
+      detail_refresh: 1800,
+    });
     near(r.body.enroll_expire, Date.now() + 7 * 86400_000);
     expect(r.body.flags).toContain('--tls_hostname=fleet-eu.example.com:8443');
     expect(r.body.flags).toContain('--distributed_interval=15');
@@ -59,9 +92,19 @@ describe('POST /api/v1/environments', () => {
     const before = Object.keys((await t.call('GET', '/api/v1/environments/map/name', { token: admin })).body).sort();
     expect((await create({ name: 'prod' })).status).toBe(409);
     for (const body of [
-      { name: '' }, { name: '-x' }, { name: 'a/b' }, { name: 'x'.repeat(65) }, { name: 'map' }, { name: 'Intervals' },
-      { name: 'ok1', hostname: 'https://fleet.example.com' }, { name: 'ok2', hostname: '0.0.0.0:8443' }, { name: 'ok3', hostname: 'a b' },
-      { name: 'ok4', config_interval: 0 }, { name: 'ok5', enroll_window: -1 }, { name: 'ok6', detail_refresh: 5 }, { name: 'ok7', icon: 'x\u001b[31m' },
+      { name: '' },
+      { name: '-x' },
+      { name: 'a/b' },
+      { name: 'x'.repeat(65) },
+      { name: 'map' },
+      { name: 'Intervals' },
+      { name: 'ok1', hostname: 'https://fleet.example.com' },
+      { name: 'ok2', hostname: '0.0.0.0:8443' },
+      { name: 'ok3', hostname: 'a b' },
+      { name: 'ok4', config_interval: 0 },
+      { name: 'ok5', enroll_window: -1 },
+      { name: 'ok6', detail_refresh: 5 },
+      { name: 'ok7', icon: 'x\u001b[31m' },
     ]) {
       const r = await create(body);
       expect(r.status, JSON.stringify(body)).toBe(400);
@@ -77,7 +120,12 @@ describe('POST /api/v1/environments', () => {
     expect(r.status).toBe(403);
     expect((await edit('prod', { query_interval: 30 }, prodAdmin)).status).toBe(403);
     expect((await remove('prod', prodAdmin)).status).toBe(403);
-    const denied = await t.server.deps.db.selectFrom('audit_logs').select('line').where('username', '=', 'prod-admin').where('line', 'like', 'denied POST /api/v1/environments%').execute();
+    const denied = await t.server.deps.db
+      .selectFrom('audit_logs')
+      .select('line')
+      .where('username', '=', 'prod-admin')
+      .where('line', 'like', 'denied POST /api/v1/environments%')
+      .execute();
     expect(denied.length).toBeGreaterThan(0);
   });
 });
@@ -87,12 +135,20 @@ describe('PATCH /api/v1/environments/{env}', () => {
     await create({ name: 'ren-a' });
     const r = await edit('ren-a', { name: 'ren-b', hostname: 'fleet.example.com', query_interval: 20, accept_enrolls: false });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ name: 'ren-b', hostname: 'fleet.example.com', hostname_pinned: true, query_interval: 20, accept_enrolls: false });
+    expect(r.body).toMatchObject({
+      name: 'ren-b',
+      hostname: 'fleet.example.com',
+      hostname_pinned: true,
+      query_interval: 20,
+      accept_enrolls: false,
+    });
     const flags = (await t.call('GET', '/api/v1/environments/ren-b/enroll/flags', { token: admin })).body.data;
     expect(flags).toContain('--tls_hostname=fleet.example.com\n');
     expect(flags).toContain('--distributed_interval=20');
     expect((await t.call('GET', '/api/v1/environments/ren-a', { token: admin })).status).toBe(404);
-    expect((await auditRows(t, 7, 1))[0].line).toBe('environment ren-a edited: name ren-a -> ren-b, agent host fleet.example.com, query_interval=20, accept_enrolls=false');
+    expect((await auditRows(t, 7, 1))[0].line).toBe(
+      'environment ren-a edited: name ren-a -> ren-b, agent host fleet.example.com, query_interval=20, accept_enrolls=false',
+    );
   });
 
   it('an empty hostname follows the server again; {} changes nothing; a taken name is 409', async () => {
@@ -119,7 +175,11 @@ describe('PATCH /api/v1/environments/{env}', () => {
     const metrics = (await t.call('GET', '/metrics', { token: admin })).body as string;
     expect(metrics).toContain('fleetctl_agent_enroll_refused_total{environment="closed",reason="closed"} 1');
     expect(metrics).toContain('fleetctl_agent_enroll_refused_total{environment="closed",reason="expired"} 1');
-    const audited = await t.server.deps.db.selectFrom('audit_logs').select('line').where('line', 'like', 'enroll refused in environment closed:%').execute();
+    const audited = await t.server.deps.db
+      .selectFrom('audit_logs')
+      .select('line')
+      .where('line', 'like', 'enroll refused in environment closed:%')
+      .execute();
     expect(audited.map((a) => a.line)).toEqual(expect.arrayContaining([expect.stringContaining('environment does not accept enrolls')]));
   });
 });
@@ -134,7 +194,12 @@ describe('DELETE /api/v1/environments/{env}', () => {
     expect((await t.call('POST', '/api/v1/tags/doomed/add', { token: admin, body: { name: 'web' } })).status).toBe(200);
     const q = await t.call('POST', '/api/v1/queries/doomed', { token: admin, body: { query: 'SELECT 1' } });
     expect(q.status).toBe(200);
-    const w = await agentPost(a.flags.hostname, a.flags.endpoint.write, { node_key: key, queries: { [q.body.query_name]: [{ one: '1' }] }, statuses: {} }, { ca });
+    const w = await agentPost(
+      a.flags.hostname,
+      a.flags.endpoint.write,
+      { node_key: key, queries: { [q.body.query_name]: [{ one: '1' }] }, statuses: {} },
+      { ca },
+    );
     expect(w.status).toBe(200);
     expect(await db.selectFrom('query_results').select('id').where('node_uuid', '=', a.uuid).execute()).toHaveLength(1);
     const r = await remove('doomed');
@@ -149,6 +214,8 @@ describe('DELETE /api/v1/environments/{env}', () => {
     expect(cfg.status).toBe(404);
     const audit = await db.selectFrom('audit_logs').select('line').where('env_uuid', '=', env.uuid).orderBy('id').execute();
     expect(audit.map((x) => x.line)).toContain('environment doomed deleted with 1 node');
-    expect(audit.map((x) => x.line)).toContain('environment doomed created: agent host ' + t.server.agent!.address + ', enrollment open until closed');
+    expect(audit.map((x) => x.line)).toContain(
+      'environment doomed created: agent host ' + t.server.agent!.address + ', enrollment open until closed',
+    );
   });
 });

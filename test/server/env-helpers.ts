@@ -5,7 +5,13 @@ import type { TestServer } from '../helpers/api-server.js';
 
 type Kind = 'integer' | 'string' | 'boolean' | 'object' | 'array';
 
-const of = (kind: Kind, names: string) => Object.fromEntries(names.split(/[\s,]+/).filter(Boolean).map((n) => [n, kind]));
+const of = (kind: Kind, names: string) =>
+  Object.fromEntries(
+    names
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .map((n) => [n, kind]),
+  );
 const s = (names: string) => of('string', names);
 
 export const ENVIRONMENT_FIELDS: Record<string, Kind> = {
@@ -50,7 +56,13 @@ export const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 /** The newest audit rows of one log_type (read from the server's store, as an auditor would). */
 export async function auditRows(ts: TestServer, logType: number, limit = 5) {
-  return ts.server.deps.db.selectFrom('audit_logs').selectAll().where('log_type', '=', logType).orderBy('id', 'desc').limit(limit).execute();
+  return ts.server.deps.db
+    .selectFrom('audit_logs')
+    .selectAll()
+    .where('log_type', '=', logType)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 // A self-signed test certificate (CN=fleet.example.test, EC P-256); its key was thrown away.

@@ -33,8 +33,24 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     dir = mkdtempSync(join(tmpdir(), 'fleetctl-faults-pg-'));
     const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
     server = await startServerProcess(
-      ['--db', url, '--db-pool', '4', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
-        '--sink-dir', dir, '--shutdown-grace', '1'],
+      [
+        '--db',
+        url,
+        '--db-pool',
+        '4',
+        '--create-env',
+        'prod',
+        '--agent-listen',
+        '127.0.0.1:0',
+        '--agent-tls-cert',
+        certFile,
+        '--agent-tls-key',
+        keyFile,
+        '--sink-dir',
+        dir,
+        '--shutdown-grace',
+        '1',
+      ],
       { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
     );
     void server.proc.then(() => (exited = true));
@@ -51,7 +67,13 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
   it('no agent re-enrolls, no acknowledged log line is lost, the server stays up', async () => {
     const token = await apiToken(server.url, 'admin', PASSWORD);
     const api = (method: string, path: string, body?: unknown) => apiCall(server.url, method, path, { token, body });
-    const sink = await api('POST', '/api/v1/log-sinks', { name: 'status-file', type: 'file', source: 'status', environment_id: 0, config: { path: 'status.jsonl' } });
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      name: 'status-file',
+      type: 'file',
+      source: 'status',
+      environment_id: 0,
+      config: { path: 'status.jsonl' },
+    });
     expect(sink.status).toBe(200);
     const flags = parseAgentFlags((await api('GET', '/api/v1/environments/prod/enroll/flags')).body.data);
     const secret = String((await api('GET', '/api/v1/environments/prod/enroll/secret')).body.data).trim();
@@ -60,8 +82,14 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     const acked = new Map<string, number>();
     let ackedSince = new Set<string>();
     sim = new Simulator({
-      flags, secret, seed: 'faults-pg', ca: readFileSync(join(dir, 'agent-cert.pem')),
-      intervals: { config: 400, log: 200, distributed: 300 }, connections: 6, maxInFlight: 32, timeoutMs: 15_000,
+      flags,
+      secret,
+      seed: 'faults-pg',
+      ca: readFileSync(join(dir, 'agent-cert.pem')),
+      intervals: { config: 400, log: 200, distributed: 300 },
+      connections: 6,
+      maxInFlight: 32,
+      timeoutMs: 15_000,
       onLogs: (uuid, _type, data) => {
         ackedSince.add(uuid);
         for (const e of data) {
@@ -71,7 +99,10 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
       },
     });
     sim.add(AGENTS);
-    await eventually(async () => (sim.enrolled === AGENTS && ackedSince.size === AGENTS ? true : undefined), 'every agent enrolled and sent logs');
+    await eventually(
+      async () => (sim.enrolled === AGENTS && ackedSince.size === AGENTS ? true : undefined),
+      'every agent enrolled and sent logs',
+    );
     const keys = sim.agents.map((a) => a.nodeKey);
 
     // The outage: wait until every kind of check-in has been refused while the database is down.
@@ -79,7 +110,10 @@ describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a f
     cluster.pause();
     // (Or the first sign of the old failure: an agent told to re-enroll, the server gone.)
     const reenrolled = () => (sim.stats.summary().enroll?.requests ?? 0) > AGENTS;
-    await eventually(async () => ((sim.stats.summary().checkin?.errors ?? 0) - before >= AGENTS || reenrolled() || exited ? true : undefined), 'agents to meet the outage');
+    await eventually(
+      async () => ((sim.stats.summary().checkin?.errors ?? 0) - before >= AGENTS || reenrolled() || exited ? true : undefined),
+      'agents to meet the outage',
+    );
     expect(exited).toBe(false);
     const health = await fetch(`${server.url}/healthz`);
     // The admin door says so too: 503 unavailable (clients retry), not 500.

@@ -21,12 +21,24 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
   const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
   // A realistic host_details of ~20 KB: its row needs new pages (SQLite's overflow pages).
   const enroll = (uuid = randomUUID()) => {
-    const details = { ...hostDetails(uuid, `host-${uuid.slice(0, 8)}`), platform_info: { vendor: 'SeaBIOS', extra: randomBytes(10_000).toString('hex') } };
+    const details = {
+      ...hostDetails(uuid, `host-${uuid.slice(0, 8)}`),
+      platform_info: { vendor: 'SeaBIOS', extra: randomBytes(10_000).toString('hex') },
+    };
     return post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: details });
   };
   // An admin write that needs new pages too: a sink whose configuration is ~40 KB.
   const addSink = () =>
-    t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: `big-${randomUUID()}`, type: 'http', source: 'result', environment_id: 0, config: { url: 'https://logs.example/in', headers: { 'x-pad': 'x'.repeat(40_000) } } } });
+    t.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: {
+        name: `big-${randomUUID()}`,
+        type: 'http',
+        source: 'result',
+        environment_id: 0,
+        config: { url: 'https://logs.example/in', headers: { 'x-pad': 'x'.repeat(40_000) } },
+      },
+    });
 
   beforeAll(async () => {
     t = await startTestServer({ devNodes: 20, agent: { host: '127.0.0.1', port: 0 }, warn: (line) => logs.push(line) });
@@ -55,7 +67,10 @@ describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
     };
     await limit(1);
     for (let i = 0; i < 10_000; i++) {
-      const full = await sql`insert into ballast (b) values (${randomBytes(4000)})`.execute(db).then(() => false, () => true);
+      const full = await sql`insert into ballast (b) values (${randomBytes(4000)})`.execute(db).then(
+        () => false,
+        () => true,
+      );
       if (full) break;
     }
 

@@ -51,7 +51,11 @@ describe('nodes list ?health= and ?risk=', () => {
       expect(sum).toBe(all.length);
     }
     // The demo fleet has each kind (invalid configs, outdated and silent nodes, never-seen ones).
-    for (const v of RiskLevels) expect(all.some((n) => n.posture.risk_level === v), v).toBe(true);
+    for (const v of RiskLevels)
+      expect(
+        all.some((n) => n.posture.risk_level === v),
+        v,
+      ).toBe(true);
   });
 
   it('stays exact as time passes: totals moved with the cutoffs agree with the nodes listed and their own health', async () => {
@@ -81,7 +85,11 @@ describe('nodes list ?health= and ?risk=', () => {
 
   it('combines with the other filters; an unknown value is 400', async () => {
     const { items } = await list('risk=high&status=active&platform=linux');
-    expect(items.length).toBe(all.filter((n) => n.posture.risk_level === 'high' && n.health.signals.indexOf('inactive') < 0 && ['linux'].includes(platformBucket(n))).length);
+    expect(items.length).toBe(
+      all.filter(
+        (n) => n.posture.risk_level === 'high' && n.health.signals.indexOf('inactive') < 0 && ['linux'].includes(platformBucket(n)),
+      ).length,
+    );
     const bad = await t.call('GET', '/api/v1/nodes/prod?risk=severe', { token: admin });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatch(/invalid risk "severe"; valid values: low, medium, high, unknown/);
@@ -117,7 +125,10 @@ describe('live query targets: status_list, health_list, risk_list', () => {
 
 describe('expiry and online targets', () => {
   const expiresIn = async (body: Record<string, unknown>) => {
-    const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1', uuid_list: [all[0].uuid], ...body } });
+    const r = await t.call('POST', '/api/v1/queries/prod', {
+      token: admin,
+      body: { query: 'SELECT 1', uuid_list: [all[0].uuid], ...body },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const q = (await t.call('GET', `/api/v1/queries/prod/${r.body.query_name}`, { token: admin })).body;
     return q.expiration.startsWith('0001') ? 0 : Math.round((Date.parse(q.expiration) - Date.parse(q.created_at)) / 1000);

@@ -60,7 +60,13 @@ describe('permissions follow the query and carve flags', () => {
 describe('bad requests change nothing', () => {
   it('no query, no path, targets matching nobody, bad exp_hours: 400 {code, error}; unknown action 400; unknown query 404', async () => {
     const before = (await t.call('GET', '/api/v1/queries/prod', { token: admin })).body.total_items;
-    for (const body of [{}, { query: '  ' }, { query: 'SELECT 1', uuid_list: ['no-such-node'] }, { query: 'SELECT 1', exp_hours: -1 }, { query: 'SELECT 1', host_list: 'x' }]) {
+    for (const body of [
+      {},
+      { query: '  ' },
+      { query: 'SELECT 1', uuid_list: ['no-such-node'] },
+      { query: 'SELECT 1', exp_hours: -1 },
+      { query: 'SELECT 1', host_list: 'x' },
+    ]) {
       const r = await t.call('POST', '/api/v1/queries/prod', { token: admin, body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.code).toBe('bad_request');
@@ -81,7 +87,12 @@ describe('targets', () => {
     const every = (await t.call('GET', '/api/v1/nodes/prod?page_size=500', { token: admin })).body.total_items;
     expect(all.body.expected).toBe(every);
     const shown = await t.call('GET', `/api/v1/queries/prod/${all.body.query_name}`, { token: admin });
-    expect(shown.body).toMatchObject({ expected: every, executions: 0, status: 'ACTIVE', targets: [{ type: 'environment', value: 'prod' }] });
+    expect(shown.body).toMatchObject({
+      expected: every,
+      executions: 0,
+      status: 'ACTIVE',
+      targets: [{ type: 'environment', value: 'prod' }],
+    });
   });
 
   it('cancel stops agents from getting the query', async () => {
@@ -101,12 +112,19 @@ describe('targets', () => {
     expect(run.status).toBe(200);
     const db = t.server.deps.db;
     const owed = () =>
-      db.selectFrom('node_queries').innerJoin('nodes', 'nodes.id', 'node_queries.node_id').select('node_queries.status').where('nodes.uuid', '=', uuid).execute();
+      db
+        .selectFrom('node_queries')
+        .innerJoin('nodes', 'nodes.id', 'node_queries.node_id')
+        .select('node_queries.status')
+        .where('nodes.uuid', '=', uuid)
+        .execute();
     const nodeId = (await db.selectFrom('nodes').select('id').where('uuid', '=', uuid).executeTakeFirstOrThrow()).id;
     expect(await owed()).toHaveLength(1);
     expect((await t.call('POST', '/api/v1/nodes/prod/delete', { token: admin, body: { uuid } })).status).toBe(200);
     expect(await db.selectFrom('node_queries').select('query_id').where('node_id', '=', nodeId).execute()).toEqual([]);
-    expect(await db.selectFrom('audit_logs').select('line').where('line', 'like', `node ${uuid} (doomed-host) deleted%`).execute()).toHaveLength(1);
+    expect(
+      await db.selectFrom('audit_logs').select('line').where('line', 'like', `node ${uuid} (doomed-host) deleted%`).execute(),
+    ).toHaveLength(1);
   });
 
   it('rows that are not objects are dropped from an answer; a non-zero status counts as an error', async () => {
@@ -114,7 +132,12 @@ describe('targets', () => {
     const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'odd-host') });
     const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 4', uuid_list: [uuid] } });
     const name = run.body.query_name as string;
-    await post('write', { node_key: e.body.node_key, queries: { [name]: [1, 'x', null, [2], { a: '1' }] }, statuses: { [name]: 1 }, messages: { [name]: 'no such table' } });
+    await post('write', {
+      node_key: e.body.node_key,
+      queries: { [name]: [1, 'x', null, [2], { a: '1' }] },
+      statuses: { [name]: 1 },
+      messages: { [name]: 'no such table' },
+    });
     const r = await t.call('GET', `/api/v1/queries/prod/results/${name}`, { token: admin });
     expect(r.body.items[0]).toMatchObject({ uuid, status: 1, error: 'no such table', rows: [{ a: '1' }] });
     expect((await t.call('GET', `/api/v1/queries/prod/${name}`, { token: admin })).body).toMatchObject({ errors: 1, executions: 1 });
@@ -123,10 +146,16 @@ describe('targets', () => {
 
 describe("each node's cadence (issue 26): the interval its configuration told it", () => {
   it('a raised interval counts at once, a lowered one from its second config fetch; a live query counts the node online by it', async () => {
-    const intervals = (query_interval: number) => t.call('PATCH', '/api/v1/environments/intervals/prod', { token: admin, body: { query_interval } });
+    const intervals = (query_interval: number) =>
+      t.call('PATCH', '/api/v1/environments/intervals/prod', { token: admin, body: { query_interval } });
     const was = (await t.call('GET', '/api/v1/environments/prod', { token: admin })).body.query_interval as number;
     const uuid = randomUUID();
-    const row = () => t.server.deps.db.selectFrom('nodes').select(['distributed_interval', 'distributed_interval_told']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    const row = () =>
+      t.server.deps.db
+        .selectFrom('nodes')
+        .select(['distributed_interval', 'distributed_interval_told'])
+        .where('uuid', '=', uuid)
+        .executeTakeFirstOrThrow();
     const cadence = async () => (await row()).distributed_interval;
     /** A config fetch telling the environment's interval; then the node's cadence, once the check-in reached its row. */
     const configFetch = async (key: string, want: number) => {
@@ -135,13 +164,18 @@ describe("each node's cadence (issue 26): the interval its configuration told it
       expect((await post('config', { node_key: key })).body.options).toMatchObject({ distributed_interval: told });
       // Check-ins reach the node rows with the batch's flush: a new telling shows in the told
       // column, written with the cadence; told again, only the cadence can move.
-      if (before === told) return eventually(async () => ((await cadence()) === want ? want : undefined), `the node's cadence to be ${want}`);
-      await eventually(async () => ((await row()).distributed_interval_told === told ? true : undefined), 'the config fetch in the node row');
+      if (before === told)
+        return eventually(async () => ((await cadence()) === want ? want : undefined), `the node's cadence to be ${want}`);
+      await eventually(
+        async () => ((await row()).distributed_interval_told === told ? true : undefined),
+        'the config fetch in the node row',
+      );
       expect(await cadence()).toBe(want);
     };
     try {
       expect((await intervals(30)).status).toBe(200);
-      const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cadence-host') })).body.node_key as string;
+      const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cadence-host') }))
+        .body.node_key as string;
       expect(await cadence()).toBe(30); // its flags at enroll: the environment's
       expect((await intervals(300)).status).toBe(200);
       await configFetch(key, 300); // longer: at once
@@ -156,7 +190,11 @@ describe("each node's cadence (issue 26): the interval its configuration told it
       await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 60_000).toISOString() });
       const run = await t.call('POST', '/api/v1/queries/prod', { token: admin, body: { query: 'SELECT 1;', uuid_list: [uuid] } });
       expect(run.status).toBe(200);
-      expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body).toMatchObject({ expected: 1, online: 1, online_pending: 1 });
+      expect((await t.call('GET', `/api/v1/queries/prod/${run.body.query_name}`, { token: admin })).body).toMatchObject({
+        expected: 1,
+        online: 1,
+        online_pending: 1,
+      });
     } finally {
       await intervals(was);
     }
@@ -165,16 +203,25 @@ describe("each node's cadence (issue 26): the interval its configuration told it
 
 describe('http sink', () => {
   it('result logs are POSTed in batches to a collector; a failing sink does not block the agent', async () => {
-    const ok = await t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'collector', type: 'http', source: 'result', environment_id: 0, config: { url: collectorUrl } } });
+    const ok = await t.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: { name: 'collector', type: 'http', source: 'result', environment_id: 0, config: { url: collectorUrl } },
+    });
     expect(ok.status).toBe(200);
-    const bad = await t.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'down', type: 'http', source: 'result', environment_id: 0, config: { url: 'http://127.0.0.1:1/' } } });
+    const bad = await t.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: { name: 'down', type: 'http', source: 'result', environment_id: 0, config: { url: 'http://127.0.0.1:1/' } },
+    });
     expect(bad.status).toBe(200);
     const uuid = randomUUID();
     const e = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sink-host') });
     const marker = randomUUID();
     const r = await post('log', { node_key: e.body.node_key, log_type: 'result', data: [{ name: 'pack_x', columns: { marker } }] });
     expect(r.body).toEqual({ node_invalid: false });
-    const batch = await eventually(async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)), 'the collector to get the result');
+    const batch = await eventually(
+      async () => collected.flat().find((x) => JSON.stringify(x).includes(marker)),
+      'the collector to get the result',
+    );
     expect(batch).toMatchObject({ environment: 'prod', node_uuid: uuid, log_type: 'result' });
     // The sink that cannot be reached loses nothing (issues 18, 28): the entry stays in the spool
     // as its backlog and is retried with a backoff; the failures are counted (metrics) and logged.
@@ -187,7 +234,7 @@ describe('http sink', () => {
       const m = String((await t.call('GET', '/metrics', { token: admin })).body);
       const down = /fleetctl_sink_backlog_entries\{sink="down",environment="global"\} [1-9]/.test(m);
       return down && /fleetctl_sink_backlog_entries\{sink="collector",environment="global"\} 0/.test(m) ? m : undefined;
-    }, 'the failing sink\'s backlog in /metrics, none for the collector');
+    }, "the failing sink's backlog in /metrics, none for the collector");
     expect(backlog).toMatch(/fleetctl_sink_delivered_total\{sink="collector",environment="global"\} [1-9]/);
     expect(metrics).toMatch(/fleetctl_sink_failed_total\{sink="down",environment="global"\} [1-9]/);
     const drops = await t.call('GET', `/api/v1/audit-logs?q=${encodeURIComponent('log sink down dropped')}`, { token: admin });

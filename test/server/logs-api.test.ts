@@ -51,7 +51,11 @@ describe('GET /api/v1/logs/{env}', () => {
     await send(a, 'result', [added('users_q', { user: 'root', uid: '0' }, 0), added('users_q', { user: 'alice', uid: '1000' }, 0)]);
     await send(b, 'result', [added('users_q', { user: 'bob', uid: '1001' }, 0)]);
     await send(a, 'result', [added('pack_web_listening', { port: '443' }, 0), added('pack_webx_other', { port: '8443' }, 0)]);
-    await send(a, 'status', [status(0, 'osquery started'), status(1, 'Scheduled query may be outdated'), status(2, 'Error executing scheduled query nope: no such table: nope_table')]);
+    await send(a, 'status', [
+      status(0, 'osquery started'),
+      status(1, 'Scheduled query may be outdated'),
+      status(2, 'Error executing scheduled query nope: no such table: nope_table'),
+    ]);
   });
 
   it('gives the lines newest first, each the envelope a sink gets plus its id', async () => {
@@ -73,7 +77,9 @@ describe('GET /api/v1/logs/{env}', () => {
   it('filters by query, pack, type, severity, node and text', async () => {
     const users = (await logs('query=users_q')).body.items;
     expect(users.map((l: { entry: { columns: { user: string } } }) => l.entry.columns.user).sort()).toEqual(['alice', 'bob', 'root']);
-    expect((await logs(`query=users_q&node=${b.uuid.toUpperCase()}`)).body.items.map((l: { hostname: string }) => l.hostname)).toEqual([b.hostname]);
+    expect((await logs(`query=users_q&node=${b.uuid.toUpperCase()}`)).body.items.map((l: { hostname: string }) => l.hostname)).toEqual([
+      b.hostname,
+    ]);
     // A pack by the prefix of its queries' names: pack "web" is not pack "webx".
     expect((await logs('pack=web')).body.items.map((l: { name: string }) => l.name)).toEqual(['pack_web_listening']);
     expect((await logs('pack=web&query=listening')).body.items.map((l: { name: string }) => l.name)).toEqual(['pack_web_listening']);
@@ -105,16 +111,28 @@ describe('GET /api/v1/logs/{env}', () => {
     // The 'old' line was received two hours ago (the first line of the store, beforeAll below).
     await send(b, 'result', [added('old_q', { v: 'new' }, 0)]);
     const hourAgo = new Date(Date.now() - 3600_000).toISOString();
-    expect((await logs(`query=old_q&since=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['new']);
-    expect((await logs(`query=old_q&until=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v)).toEqual(['old']);
+    expect(
+      (await logs(`query=old_q&since=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v),
+    ).toEqual(['new']);
+    expect(
+      (await logs(`query=old_q&until=${hourAgo}`)).body.items.map((l: { entry: { columns: { v: string } } }) => l.entry.columns.v),
+    ).toEqual(['old']);
     expect((await logs(`query=old_q&since=${new Date(Date.now() + 60_000).toISOString()}`)).body.items).toEqual([]);
   });
 
   it('refuses what it cannot answer with 400 naming the parameter, 404 for an unknown node', async () => {
     for (const [q, what] of [
-      ['type=query', 'type'], ['severity=loud', 'severity'], ['severity=warning&type=result', 'severity'], ['query=x&type=status', 'query'],
-      ['order=up', 'order'], ['limit=abc', 'limit'], ['cursor=xyz', 'cursor'], ['wait=5', 'wait'], ['wait=61&order=asc', 'wait'],
-      ['since=yesterday', 'since'], ['since=2026-11-25T10:00:00Z&until=2026-11-25T09:00:00Z', 'since'],
+      ['type=query', 'type'],
+      ['severity=loud', 'severity'],
+      ['severity=warning&type=result', 'severity'],
+      ['query=x&type=status', 'query'],
+      ['order=up', 'order'],
+      ['limit=abc', 'limit'],
+      ['cursor=xyz', 'cursor'],
+      ['wait=5', 'wait'],
+      ['wait=61&order=asc', 'wait'],
+      ['since=yesterday', 'since'],
+      ['since=2026-11-25T10:00:00Z&until=2026-11-25T09:00:00Z', 'since'],
     ]) {
       const r = await logs(q);
       expect(r.status, q).toBe(400);
@@ -186,7 +204,13 @@ describe('query reports', () => {
     await send(n, 'result', [added('diff_q', { p: '22' }, 0), added('diff_q', { p: '80' }, 0)]);
     await send(n, 'result', [removed('diff_q', { p: '22' }, 1), added('diff_q', { p: '443' }, 1)]);
     const r = (await t.call('GET', `/api/v1/reports/prod/diff_q?node=${n.uuid}`, { token: admin })).body;
-    expect(r.items[0]).toMatchObject({ node_uuid: n.uuid, kind: 'differential', counter: 1, rows: [{ p: '80' }, { p: '443' }], truncated: false });
+    expect(r.items[0]).toMatchObject({
+      node_uuid: n.uuid,
+      kind: 'differential',
+      counter: 1,
+      rows: [{ p: '80' }, { p: '443' }],
+      truncated: false,
+    });
     expect(Date.parse(r.items[0].reported_at)).not.toBeNaN();
     const list = (await t.call('GET', '/api/v1/reports/prod', { token: admin })).body;
     expect(list.find((q: { name: string }) => q.name === 'diff_q')).toMatchObject({ nodes: 1, rows: 2 });
@@ -194,7 +218,10 @@ describe('query reports', () => {
 
   it('a name neither scheduled nor reported is 404; a scheduled one not reported yet is empty', async () => {
     expect((await t.call('GET', '/api/v1/reports/prod/never_heard_of', { token: admin })).status).toBe(404);
-    const put = await t.call('PUT', '/api/v1/environments/prod/config/schedule', { token: admin, body: { quiet_q: { query: 'SELECT 1', interval: 60 } } });
+    const put = await t.call('PUT', '/api/v1/environments/prod/config/schedule', {
+      token: admin,
+      body: { quiet_q: { query: 'SELECT 1', interval: 60 } },
+    });
     expect(put.status).toBe(200);
     const r = await t.call('GET', '/api/v1/reports/prod/quiet_q', { token: admin });
     expect(r.status).toBe(200);
@@ -203,7 +230,7 @@ describe('query reports', () => {
 });
 
 describe('nodes show: status problems', () => {
-  it("the node read carries its last warnings and errors, newest first, not its info lines", async () => {
+  it('the node read carries its last warnings and errors, newest first, not its info lines', async () => {
     const n = await enroll();
     await send(n, 'status', [status(1, 'first warning'), status(0, 'info line'), status(2, 'an error')]);
     const node = (await t.call('GET', `/api/v1/nodes/prod/node/${n.uuid}`, { token: admin })).body;
@@ -216,7 +243,8 @@ describe('nodes show: status problems', () => {
 
 describe('retention', () => {
   it('lines older than the retention go when the clock passes it, and the bytes bound holds', async () => {
-    const setting = (name: string, integer: number) => t.call('PATCH', `/api/v1/settings/admin/${name}?env=dev`, { token: admin, body: { integer } });
+    const setting = (name: string, integer: number) =>
+      t.call('PATCH', `/api/v1/settings/admin/${name}?env=dev`, { token: admin, body: { integer } });
     // In dev, so the other tests' lines in prod stay.
     const devFlags = parseFlags((await t.call('GET', '/api/v1/environments/dev/enroll/flags', { token: admin })).body.data);
     const devSecret = (await t.call('GET', '/api/v1/environments/dev/enroll/secret', { token: admin })).body.data;
@@ -242,9 +270,15 @@ describe('retention', () => {
       // The admin's session has expired by then too: a new one, two days later.
       const later = await t.login('admin');
       await devLog([added('ret_q', { i: 'after' }, 0)]);
-      await eventually(async () => ((await devLines('&query=ret_q', later)).map((l) => l.entry.columns.i).join() === 'after' ? true : undefined), 'the old line pruned');
+      await eventually(
+        async () => ((await devLines('&query=ret_q', later)).map((l) => l.entry.columns.i).join() === 'after' ? true : undefined),
+        'the old line pruned',
+      );
       // A report not updated within the retention goes too (stale_q); one updated after the move stays.
-      await eventually(async () => ((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: later })).status === 404 ? true : undefined), 'the stale report purged');
+      await eventually(
+        async () => ((await t.call('GET', '/api/v1/reports/dev/stale_q', { token: later })).status === 404 ? true : undefined),
+        'the stale report purged',
+      );
       expect((await t.call('GET', '/api/v1/reports/dev/ret_q', { token: later })).body.total_nodes).toBe(1);
     } finally {
       t.server.deps.now = real;
@@ -257,7 +291,15 @@ describe('retention', () => {
       await devLog(Array.from({ length: 50 }, (_, i) => added('bulk_q', { i: String(batch * 50 + i), pad }, 1)));
     }
     const bytes = async () => {
-      const r = await t.server.store.db.selectFrom('log_spool').select((eb) => eb.fn.sum<number>(eb.fn('length', ['line'])).as('b')).where('environment_id', '=', (await t.server.store.db.selectFrom('environments').select('id').where('name', '=', 'dev').executeTakeFirstOrThrow()).id).executeTakeFirst();
+      const r = await t.server.store.db
+        .selectFrom('log_spool')
+        .select((eb) => eb.fn.sum<number>(eb.fn('length', ['line'])).as('b'))
+        .where(
+          'environment_id',
+          '=',
+          (await t.server.store.db.selectFrom('environments').select('id').where('name', '=', 'dev').executeTakeFirstOrThrow()).id,
+        )
+        .executeTakeFirst();
       return Number(r?.b ?? 0);
     };
     await eventually(async () => ((await bytes()) <= 1024 * 1024 ? true : undefined), 'dev within 1 MiB');

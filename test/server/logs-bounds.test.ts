@@ -24,8 +24,13 @@ it('bytes bound as an id, and time as an id', async () => {
       t.server.deps.now = () => new Date(base + k * 60_000);
       await t.server.spool.append(
         Array.from({ length: 10 }, (_, i) => ({
-          environmentId: env.id, nodeId: n.id, hostIdentifier: n.uuid, hostname: n.hostname, logType: (i % 3 ? 'result' : 'status'),
-          name: i % 3 ? 'q' : null, line: JSON.stringify({ k, i, pad: 'x'.repeat(100 + i) }),
+          environmentId: env.id,
+          nodeId: n.id,
+          hostIdentifier: n.uuid,
+          hostname: n.hostname,
+          logType: i % 3 ? 'result' : 'status',
+          name: i % 3 ? 'q' : null,
+          line: JSON.stringify({ k, i, pad: 'x'.repeat(100 + i) }),
         })),
       );
     }
@@ -33,7 +38,16 @@ it('bytes bound as an id, and time as an id', async () => {
     t.server.deps.now = real;
   }
   const bytesFrom = async (id: number) =>
-    Number((await db.selectFrom('log_spool').select((eb) => eb.fn.sum<number>(eb.fn('length', ['line'])).as('b')).where('environment_id', '=', env.id).where('id', '>=', id).executeTakeFirst())?.b ?? 0);
+    Number(
+      (
+        await db
+          .selectFrom('log_spool')
+          .select((eb) => eb.fn.sum<number>(eb.fn('length', ['line'])).as('b'))
+          .where('environment_id', '=', env.id)
+          .where('id', '>=', id)
+          .executeTakeFirst()
+      )?.b ?? 0,
+    );
   const keep = await keepFromIdForBytes(db, env.id, 50_000);
   expect(await bytesFrom(keep)).toBeLessThanOrEqual(50_000);
   expect(await bytesFrom(keep - 1)).toBeGreaterThan(50_000);
@@ -42,7 +56,13 @@ it('bytes bound as an id, and time as an id', async () => {
   const at = new Date(base + 50 * 60_000).toISOString();
   const id = await firstIdAtOrAfter(db, at);
   const row = await db.selectFrom('log_spool').select(['received_at']).where('id', '=', id!).executeTakeFirstOrThrow();
-  const before = await db.selectFrom('log_spool').select(['received_at']).where('id', '<', id!).orderBy('id', 'desc').limit(1).executeTakeFirstOrThrow();
+  const before = await db
+    .selectFrom('log_spool')
+    .select(['received_at'])
+    .where('id', '<', id!)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirstOrThrow();
   expect(row.received_at).toBe(at);
   expect(before.received_at < at).toBe(true);
   expect(await firstIdAtOrAfter(db, new Date(Date.now() + 3600_000).toISOString())).toBeUndefined();

@@ -30,7 +30,20 @@ beforeAll(async () => {
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   const ca = readFileSync(certFile, 'utf8');
   const database = onPostgres ? (await testDatabaseUrl())! : join(dir, 'fleet.db');
-  const args = ['--db', database, '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
+  const args = [
+    '--db',
+    database,
+    '--create-env',
+    'prod',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+  ];
   const start = () => startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   if (onPostgres) [a, b] = await Promise.all([start(), start()]);
   else {

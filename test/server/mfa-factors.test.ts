@@ -15,9 +15,14 @@ beforeAll(async () => {
 afterAll(() => ts?.close());
 beforeEach(() => clock.advance(5 * 30_000));
 
-const userRow = (username: string) => ts.server.deps.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirstOrThrow();
+const userRow = (username: string) =>
+  ts.server.deps.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirstOrThrow();
 const recoveryRows = async (username: string) =>
-  ts.server.deps.db.selectFrom('recovery_codes').selectAll().where('user_id', '=', (await userRow(username)).id).execute();
+  ts.server.deps.db
+    .selectFrom('recovery_codes')
+    .selectAll()
+    .where('user_id', '=', (await userRow(username)).id)
+    .execute();
 
 async function enrol(token: string): Promise<{ secret: string; codes: string[] }> {
   const begin = await ts.call('POST', '/api/v1/users/me/mfa/totp', { token });
@@ -34,7 +39,9 @@ describe('TOTP enrolment', () => {
     expect(begin.status).toBe(200);
     expect(Object.keys(begin.body).sort()).toEqual(['otpauth_uri', 'secret']);
     expect(begin.body.secret).toMatch(/^[A-Z2-7]{32}$/);
-    expect(begin.body.otpauth_uri).toBe(`otpauth://totp/fleetctl%3Aanalyst?secret=${begin.body.secret}&issuer=fleetctl&algorithm=SHA1&digits=6&period=30`);
+    expect(begin.body.otpauth_uri).toBe(
+      `otpauth://totp/fleetctl%3Aanalyst?secret=${begin.body.secret}&issuer=fleetctl&algorithm=SHA1&digits=6&period=30`,
+    );
     let row = await userRow('analyst');
     expect(row.totp_pending_secret).toBe(begin.body.secret);
     expect(row.totp_secret).toBeNull();
@@ -58,7 +65,9 @@ describe('TOTP enrolment', () => {
     const step1 = await ts.call('POST', '/api/v1/login/prod', { body: { username: 'analyst', password: DEV_PASSWORD } });
     expect(step1.status).toBe(401);
     expect(step1.body.code).toBe('mfa_required');
-    const step2 = await ts.call('POST', '/api/v1/login/mfa', { body: { challenge: step1.body.challenge, code: ok.body.recovery_codes[3], method: 'recovery' } });
+    const step2 = await ts.call('POST', '/api/v1/login/mfa', {
+      body: { challenge: step1.body.challenge, code: ok.body.recovery_codes[3], method: 'recovery' },
+    });
     expect(step2.status).toBe(200);
 
     const again = await ts.call('POST', '/api/v1/users/me/mfa/totp', { token });
@@ -102,7 +111,9 @@ describe('TOTP enrolment', () => {
     // Disabling TOTP revokes the pending challenge too.
     expect((await ts.call('DELETE', '/api/v1/users/me/mfa/totp', { token, body: { password: DEV_PASSWORD } })).status).toBe(200);
     clock.advance(30_000);
-    const after = await ts.call('POST', '/api/v1/login/mfa', { body: { challenge: step1.body.challenge, code: clock.code(begin.body.secret), method: 'totp' } });
+    const after = await ts.call('POST', '/api/v1/login/mfa', {
+      body: { challenge: step1.body.challenge, code: clock.code(begin.body.secret), method: 'totp' },
+    });
     expect(after.status).toBe(400);
     expect(after.body.code).toBe('challenge_invalid');
   });
@@ -113,7 +124,10 @@ describe('TOTP enrolment', () => {
     const raw = await ts.call('POST', '/api/v1/users/me/mfa/totp/confirm', { token, rawBody: '{"code":' });
     expect(raw.status).toBe(400);
     expect(raw.body).toEqual({ code: 'invalid_json', error: expect.any(String) });
-    const num = await ts.call('POST', '/api/v1/users/me/mfa/totp/confirm', { token, body: { code: Number(clock.code(begin.body.secret)) } });
+    const num = await ts.call('POST', '/api/v1/users/me/mfa/totp/confirm', {
+      token,
+      body: { code: Number(clock.code(begin.body.secret)) },
+    });
     expect(num.status).toBe(400);
     expect(num.body).toEqual({ code: 'bad_request', error: expect.any(String) });
     const noPw = await ts.call('DELETE', '/api/v1/users/me/mfa/totp', { token, body: {} });
@@ -164,7 +178,7 @@ describe('WebAuthn credentials (4.4)', () => {
     expect((await ts.call('GET', '/api/v1/mfa/webauthn', { token: await ts.login('admin') })).body).toHaveLength(2);
   });
 
-  it('DELETE: wrong password 403, someone else\'s or unknown id 404, a super-admin\'s last factor 409', async () => {
+  it("DELETE: wrong password 403, someone else's or unknown id 404, a super-admin's last factor 409", async () => {
     const admin = await ts.login('admin');
     const creds = (await ts.call('GET', '/api/v1/mfa/webauthn', { token: admin })).body as { id: string; name: string }[];
     const [first, second] = creds as [{ id: string; name: string }, { id: string; name: string }];
@@ -173,7 +187,10 @@ describe('WebAuthn credentials (4.4)', () => {
     expect(badPw.status).toBe(403);
     expect(badPw.body).toEqual({ code: 'forbidden', error: expect.any(String) });
 
-    const notMine = await ts.call('DELETE', `/api/v1/mfa/webauthn/${first.id}`, { token: await ts.login('prod-admin'), body: { password: DEV_PASSWORD } });
+    const notMine = await ts.call('DELETE', `/api/v1/mfa/webauthn/${first.id}`, {
+      token: await ts.login('prod-admin'),
+      body: { password: DEV_PASSWORD },
+    });
     expect(notMine.status).toBe(404);
     expect(notMine.body).toEqual({ code: 'not_found', error: expect.any(String) });
     const unknown = await ts.call('DELETE', '/api/v1/mfa/webauthn/no-such-credential', { token: admin, body: { password: DEV_PASSWORD } });
@@ -193,22 +210,35 @@ describe('WebAuthn credentials (4.4)', () => {
 
     // With TOTP on, the credential is no longer the last factor; then TOTP is.
     await enrol(admin);
-    expect((await ts.call('DELETE', `/api/v1/mfa/webauthn/${second.id}`, { token: admin, body: { password: DEV_PASSWORD } })).status).toBe(200);
+    expect((await ts.call('DELETE', `/api/v1/mfa/webauthn/${second.id}`, { token: admin, body: { password: DEV_PASSWORD } })).status).toBe(
+      200,
+    );
     const totpLast = await ts.call('DELETE', '/api/v1/users/me/mfa/totp', { token: admin, body: { password: DEV_PASSWORD } });
     expect(totpLast.status).toBe(409);
     expect(totpLast.body.code).toBe('conflict');
     expect((await userRow('admin')).totp_secret).not.toBeNull();
 
-    const audit = await ts.server.deps.db.selectFrom('audit_logs').select(['line', 'log_type']).where('username', '=', 'admin').where('line', 'like', '%WebAuthn%').execute();
+    const audit = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .select(['line', 'log_type'])
+      .where('username', '=', 'admin')
+      .where('line', 'like', '%WebAuthn%')
+      .execute();
     expect(audit.filter((a) => a.log_type === 10).map((a) => a.line)).toEqual(
-      expect.arrayContaining([expect.stringContaining(`removed WebAuthn credential "${first.name}"`), expect.stringContaining('wrong password')]),
+      expect.arrayContaining([
+        expect.stringContaining(`removed WebAuthn credential "${first.name}"`),
+        expect.stringContaining('wrong password'),
+      ]),
     );
   });
 
   it('a user who is not a super-admin may remove their last factor', async () => {
     const db = ts.server.deps.db;
     const u = await userRow('ci-bot');
-    await db.insertInto('webauthn_credentials').values({ id: 'ci-bot-key', user_id: u.id, name: 'Solo key', created_at: new Date().toISOString(), last_used_at: null }).execute();
+    await db
+      .insertInto('webauthn_credentials')
+      .values({ id: 'ci-bot-key', user_id: u.id, name: 'Solo key', created_at: new Date().toISOString(), last_used_at: null })
+      .execute();
     const token = await ts.login('ci-bot', 'staging');
     const r = await ts.call('DELETE', '/api/v1/mfa/webauthn/ci-bot-key', { token, body: { password: DEV_PASSWORD } });
     expect(r.status).toBe(200);

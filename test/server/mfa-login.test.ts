@@ -40,7 +40,12 @@ describe('password step for a TOTP user', () => {
   it('answers 401 mfa_required with an opaque challenge and both methods', async () => {
     const r = await ts.call('POST', '/api/v1/login/prod', { body: { username: mfa.username, password: DEV_PASSWORD } });
     expect(r.status).toBe(401);
-    expect(r.body).toEqual({ code: 'mfa_required', error: expect.any(String), challenge: expect.any(String), methods: ['totp', 'recovery'] });
+    expect(r.body).toEqual({
+      code: 'mfa_required',
+      error: expect.any(String),
+      challenge: expect.any(String),
+      methods: ['totp', 'recovery'],
+    });
     expect(r.body.challenge.length).toBeGreaterThanOrEqual(32);
   });
 });
@@ -107,7 +112,8 @@ describe('POST /api/v1/login/mfa', () => {
     expect(bad.body).toEqual({ code: 'mfa_invalid', error: expect.any(String) });
     expect((await answer(c, clock.code(mfa.secret))).status).toBe(200);
     const rows = (await auditLines(mfa.username)).slice(before);
-    const prodId = (await ts.server.deps.db.selectFrom('environments').select('id').where('name', '=', 'prod').executeTakeFirstOrThrow()).id;
+    const prodId = (await ts.server.deps.db.selectFrom('environments').select('id').where('name', '=', 'prod').executeTakeFirstOrThrow())
+      .id;
     // password step, failure, success
     expect(rows).toHaveLength(3);
     expect(rows.every((r) => r.log_type === 1 && r.environment_id === prodId)).toBe(true);
@@ -182,7 +188,11 @@ describe('POST /api/v1/login/mfa', () => {
   it('a challenge whose user turned TOTP off is 400 challenge_invalid', async () => {
     const c = await challenge();
     const db = ts.server.deps.db;
-    const { totp_secret } = await db.selectFrom('users').select('totp_secret').where('username', '=', mfa.username).executeTakeFirstOrThrow();
+    const { totp_secret } = await db
+      .selectFrom('users')
+      .select('totp_secret')
+      .where('username', '=', mfa.username)
+      .executeTakeFirstOrThrow();
     await db.updateTable('users').set({ totp_secret: null }).where('username', '=', mfa.username).execute();
     try {
       const r = await answer(c, clock.code(mfa.secret));
@@ -204,7 +214,11 @@ describe('POST /api/v1/login/mfa', () => {
     const missing = await ts.call('POST', '/api/v1/login/mfa', { body: { challenge: c, code: clock.code(mfa.secret) } });
     expect(missing.status).toBe(400);
     expect(missing.body.code).toBe('bad_request');
-    const row = await ts.server.deps.db.selectFrom('mfa_challenges').select(['failures', 'used']).where('id', '=', c).executeTakeFirstOrThrow();
+    const row = await ts.server.deps.db
+      .selectFrom('mfa_challenges')
+      .select(['failures', 'used'])
+      .where('id', '=', c)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ failures: 0, used: 0 });
     expect((await answer(c, clock.code(mfa.secret))).status).toBe(200);
   });
@@ -219,14 +233,18 @@ describe('per-IP limit shared by the password and code steps', () => {
       const first = await small.call('POST', '/api/v1/login/prod', { body: { username: user.username, password: DEV_PASSWORD } });
       expect(first.status).toBe(401);
       for (let i = 0; i < 4; i++) {
-        const r = await small.call('POST', '/api/v1/login/mfa', { body: { challenge: first.body.challenge, code: c.code(user.secret, 9), method: 'totp' } });
+        const r = await small.call('POST', '/api/v1/login/mfa', {
+          body: { challenge: first.body.challenge, code: c.code(user.secret, 9), method: 'totp' },
+        });
         expect(r.status).toBe(403);
       }
       for (let i = 0; i < 5; i++) {
         expect((await small.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'nope' } })).status).toBe(401);
       }
       // 10 attempts used: both steps are now refused before looking at the body.
-      const mfaStep = await small.call('POST', '/api/v1/login/mfa', { body: { challenge: first.body.challenge, code: c.code(user.secret), method: 'totp' } });
+      const mfaStep = await small.call('POST', '/api/v1/login/mfa', {
+        body: { challenge: first.body.challenge, code: c.code(user.secret), method: 'totp' },
+      });
       expect(mfaStep.status).toBe(429);
       expect(mfaStep.body.code).toBe('rate_limited');
       expect(Number(mfaStep.headers.get('retry-after'))).toBeGreaterThan(0);

@@ -40,21 +40,36 @@ describe('login (4.1)', () => {
 
   it('404 for an unknown env, 403 for a user without access to it', async () => {
     expectError(await ts.call('POST', '/api/v1/login/nowhere', { body: { username: 'admin', password: 'x' } }), 404, 'not_found');
-    expectError(await ts.call('POST', '/api/v1/login/prod', { body: { username: 'dev-user', password: 'test-password-1' } }), 403, 'forbidden');
+    expectError(
+      await ts.call('POST', '/api/v1/login/prod', { body: { username: 'dev-user', password: 'test-password-1' } }),
+      403,
+      'forbidden',
+    );
   });
 
   it('validates exp_hours and the body', async () => {
-    expectError(await ts.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'test-password-1', exp_hours: 721 } }), 400, 'bad_request');
+    expectError(
+      await ts.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'test-password-1', exp_hours: 721 } }),
+      400,
+      'bad_request',
+    );
     expectError(await ts.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 42 } }), 400, 'bad_request');
     expectError(await ts.call('POST', '/api/v1/login/prod', { rawBody: '{"username": "admin", ' }), 400, 'invalid_json');
     expectError(await ts.call('POST', '/api/v1/login/prod', { rawBody: 'x'.repeat(2 * 1024 * 1024) }), 400, 'bad_request');
-    const ok = await ts.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'test-password-1', exp_hours: 720, extra: 'ignored' } });
+    const ok = await ts.call('POST', '/api/v1/login/prod', {
+      body: { username: 'admin', password: 'test-password-1', exp_hours: 720, extra: 'ignored' },
+    });
     expect(ok.status).toBe(200);
   });
 
   it('audits failed and successful logins', async () => {
     await ts.call('POST', '/api/v1/login/prod', { body: { username: 'analyst', password: 'bad' } });
-    const rows = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('username', '=', 'analyst').where('log_type', '=', 1).execute();
+    const rows = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('username', '=', 'analyst')
+      .where('log_type', '=', 1)
+      .execute();
     expect(rows.some((r) => r.severity === 2 && /failed login/.test(r.line))).toBe(true);
     expect(rows.every((r) => !r.line.includes('bad'))).toBe(true);
   });
@@ -89,7 +104,12 @@ describe('authentication of API calls', () => {
   it('403 for a user of another environment, and the denial is audited', async () => {
     const devUser = await ts.login('dev-user', 'dev');
     expectError(await nodes(devUser), 403, 'forbidden');
-    const rows = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('username', '=', 'dev-user').where('log_type', '=', 9).execute();
+    const rows = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('username', '=', 'dev-user')
+      .where('log_type', '=', 9)
+      .execute();
     expect(rows.length).toBeGreaterThan(0);
   });
 });
@@ -116,7 +136,8 @@ describe('nodes list (4.11)', () => {
 
   it('every item once across pages', async () => {
     const seen: string[] = [];
-    for (let page = 1; page <= 3; page++) seen.push(...(await list(`?page=${page}&page_size=500&sort=hostname`)).body.items.map((n: any) => n.uuid));
+    for (let page = 1; page <= 3; page++)
+      seen.push(...(await list(`?page=${page}&page_size=500&sort=hostname`)).body.items.map((n: any) => n.uuid));
     expect(seen).toHaveLength(1200);
     expect(new Set(seen).size).toBe(1200);
   });
@@ -171,14 +192,28 @@ describe('node read and delete (4.12, 4.13)', () => {
 
   it('409 when a name matches several nodes, listing the uuids', async () => {
     const two = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid']).where('environment_id', '=', 1).limit(2).execute();
-    await ts.server.deps.db.updateTable('nodes').set({ localname: 'twin-host' }).where('id', 'in', two.map((t) => t.id)).execute();
+    await ts.server.deps.db
+      .updateTable('nodes')
+      .set({ localname: 'twin-host' })
+      .where(
+        'id',
+        'in',
+        two.map((t) => t.id),
+      )
+      .execute();
     const r = await ts.call('GET', '/api/v1/nodes/prod/node/twin-host', { token: admin });
     expectError(r, 409, 'conflict');
     expect(r.body.uuids.sort()).toEqual(two.map((t) => t.uuid).sort());
   });
 
-  it('a node\'s own identifier wins over the hostnames of others (osquery\'s --host_identifier=hostname)', async () => {
-    const [named, other] = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid', 'hostname']).where('environment_id', '=', 1).orderBy('id').limit(2).execute();
+  it("a node's own identifier wins over the hostnames of others (osquery's --host_identifier=hostname)", async () => {
+    const [named, other] = await ts.server.deps.db
+      .selectFrom('nodes')
+      .select(['id', 'uuid', 'hostname'])
+      .where('environment_id', '=', 1)
+      .orderBy('id')
+      .limit(2)
+      .execute();
     await ts.server.deps.db.updateTable('nodes').set({ uuid: 'db-host-7', hostname: 'db-host-7' }).where('id', '=', named.id).execute();
     await ts.server.deps.db.updateTable('nodes').set({ hostname: 'db-host-7' }).where('id', '=', other.id).execute();
     try {
@@ -186,12 +221,18 @@ describe('node read and delete (4.12, 4.13)', () => {
       expect(r.status).toBe(200);
       expect(r.body.uuid).toBe('db-host-7');
     } finally {
-      for (const n of [named, other]) await ts.server.deps.db.updateTable('nodes').set({ uuid: n.uuid, hostname: n.hostname }).where('id', '=', n.id).execute();
+      for (const n of [named, other])
+        await ts.server.deps.db.updateTable('nodes').set({ uuid: n.uuid, hostname: n.hostname }).where('id', '=', n.id).execute();
     }
   });
 
   it('deletes with env admin, 404 for unknown, 403 for env users; nothing changes on failure', async () => {
-    const victim = await ts.server.deps.db.selectFrom('nodes').select(['id', 'uuid']).where('environment_id', '=', 1).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const victim = await ts.server.deps.db
+      .selectFrom('nodes')
+      .select(['id', 'uuid'])
+      .where('environment_id', '=', 1)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     const analyst = await ts.login('analyst');
     expectError(await ts.call('POST', '/api/v1/nodes/prod/delete', { token: analyst, body: { uuid: victim.uuid } }), 403, 'forbidden');
     expectError(await ts.call('POST', '/api/v1/nodes/prod/delete', { token: admin, body: { uuid: 'nope' } }), 404, 'not_found');
@@ -223,7 +264,15 @@ describe('/error (4.21) and unknown routes', () => {
     const r = await ts.call('GET', '/error');
     expect(r.status).toBe(500);
     expect(typeof r.body).toBe('string');
-    for (const [status, code] of [[400, 'bad_request'], [401, 'unauthorized'], [403, 'forbidden'], [404, 'not_found'], [409, 'conflict'], [429, 'rate_limited'], [503, 'unavailable']] as const) {
+    for (const [status, code] of [
+      [400, 'bad_request'],
+      [401, 'unauthorized'],
+      [403, 'forbidden'],
+      [404, 'not_found'],
+      [409, 'conflict'],
+      [429, 'rate_limited'],
+      [503, 'unavailable'],
+    ] as const) {
       const e = await ts.call('GET', `/error?status=${status}`);
       expectError(e, status, code);
       if (status === 429 || status === 503) expect(e.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -234,7 +283,9 @@ describe('/error (4.21) and unknown routes', () => {
     const { connect } = await import('node:net');
     const { port } = new URL(ts.url);
     const reply = await new Promise<string>((resolve, reject) => {
-      const sock = connect(Number(port), '127.0.0.1', () => sock.write('GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'));
+      const sock = connect(Number(port), '127.0.0.1', () =>
+        sock.write('GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'),
+      );
       let data = '';
       sock.on('data', (d: Buffer) => (data += d.toString('latin1')));
       sock.on('end', () => resolve(data));
@@ -254,14 +305,19 @@ describe('login rate limit', () => {
     const limited = await startTestServer({ loginRateLimit: 10 });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 11; i++) statuses.push((await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'bad' } })).status);
+      for (let i = 0; i < 11; i++)
+        statuses.push((await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'bad' } })).status);
       expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
       const last = await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'test-password-1' } });
       expectError(last, 429, 'rate_limited');
       expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0);
       // Refusals are audited once per window, so a flood of attempts writes one row.
       expect((await limited.call('POST', '/api/v1/login/prod', { body: { username: 'admin', password: 'x' } })).status).toBe(429);
-      const rows = await limited.server.deps.db.selectFrom('audit_logs').selectAll().where('line', 'like', '%too many login attempts%').execute();
+      const rows = await limited.server.deps.db
+        .selectFrom('audit_logs')
+        .selectAll()
+        .where('line', 'like', '%too many login attempts%')
+        .execute();
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ log_type: 9, severity: 2, source_ip: '127.0.0.1' });
     } finally {

@@ -56,9 +56,19 @@ describe.skipIf(onPostgres)('query plans', () => {
     await insertNodes(db, generateNodes(7, 'prod', envId, 300, Date.now()));
     // A tag on most nodes and one on a few: the list reads each from a different end.
     const ids = (await db.selectFrom('nodes').select('id').orderBy('id').execute()).map((r) => r.id);
-    for (const [name, every] of [['common', 2], ['rare', 50]] as const) {
-      const { id } = await db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' } as never).returning('id').executeTakeFirstOrThrow();
-      await db.insertInto('node_tags').values(ids.filter((_, i) => i % every === 0).map((node_id) => ({ node_id, tag_id: id }))).execute();
+    for (const [name, every] of [
+      ['common', 2],
+      ['rare', 50],
+    ] as const) {
+      const { id } = await db
+        .insertInto('tags')
+        .values({ name, environment_id: envId, created_at: '', updated_at: '' } as never)
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await db
+        .insertInto('node_tags')
+        .values(ids.filter((_, i) => i % every === 0).map((node_id) => ({ node_id, tag_id: id })))
+        .execute();
     }
   });
   afterAll(async () => db.destroy());
@@ -69,7 +79,13 @@ describe.skipIf(onPostgres)('query plans', () => {
     await fn();
     return ran
       .filter((r) => /^\s*select/i.test(r.sql) && /"nodes"|\bnodes\b|\bnode_seen\b/.test(r.sql))
-      .map((r) => ({ sql: r.sql, plan: sqlite.prepare(`explain query plan ${r.sql}`).all(...(r.params as never[])).map((x) => (x as { detail: string }).detail) }));
+      .map((r) => ({
+        sql: r.sql,
+        plan: sqlite
+          .prepare(`explain query plan ${r.sql}`)
+          .all(...(r.params as never[]))
+          .map((x) => (x as { detail: string }).detail),
+      }));
   }
 
   function expectIndexed(plans: { sql: string; plan: string[] }[], some = true) {
@@ -77,7 +93,9 @@ describe.skipIf(onPostgres)('query plans', () => {
     for (const { sql, plan } of plans) {
       // A full pass over nodes (table or whole index) is a SCAN without a constraint; the one
       // allowed SCAN is the newest version read, which stops at the first index entry (LIMIT 1).
-      const scans = plan.filter((l) => /^SCAN (nodes|node_seen)\b/.test(l) && !(/limit/i.test(sql) && /order by "osquery_version_key" desc/i.test(sql)));
+      const scans = plan.filter(
+        (l) => /^SCAN (nodes|node_seen)\b/.test(l) && !(/limit/i.test(sql) && /order by "osquery_version_key" desc/i.test(sql)),
+      );
       expect(scans, `${sql}\n${plan.join('\n')}`).toEqual([]);
     }
   }
@@ -134,14 +152,36 @@ describe.skipIf(onPostgres)('query plans', () => {
       ran.length = 0;
       await listAuditLogs(deps, caller, query);
       for (const r of ran.filter((x) => /^\s*select/i.test(x.sql) && /audit_logs/.test(x.sql)))
-        audited.push({ sql: r.sql, plan: sqlite.prepare(`explain query plan ${r.sql}`).all(...(r.params as never[])).map((x) => (x as { detail: string }).detail) });
+        audited.push({
+          sql: r.sql,
+          plan: sqlite
+            .prepare(`explain query plan ${r.sql}`)
+            .all(...(r.params as never[]))
+            .map((x) => (x as { detail: string }).detail),
+        });
     };
-    await db.insertInto('audit_logs').values({ created_at: '', line: 'user admin logged in', log_type: 1, severity: 0, service: 'api', username: 'admin', environment_id: envId } as never).execute();
+    await db
+      .insertInto('audit_logs')
+      .values({
+        created_at: '',
+        line: 'user admin logged in',
+        log_type: 1,
+        severity: 0,
+        service: 'api',
+        username: 'admin',
+        environment_id: envId,
+      } as never)
+      .execute();
     for (const username of [undefined, 'admin'])
       for (const service of [undefined, 'api'])
         for (const envRef of [undefined, 'prod'])
           for (const q of [undefined, 'logged', 'lo'])
-            await auditPlans(Object.fromEntries(Object.entries({ username, service, env: envRef, q }).filter(([, v]) => v !== undefined)) as Record<string, string>);
+            await auditPlans(
+              Object.fromEntries(Object.entries({ username, service, env: envRef, q }).filter(([, v]) => v !== undefined)) as Record<
+                string,
+                string
+              >,
+            );
     expect(audited.length).toBeGreaterThan(0);
     for (const { sql: text, plan } of audited) {
       // Allowed: the newest-first walk of the whole table without a filter (it stops at the
@@ -171,7 +211,9 @@ describe.skipIf(onPostgres)('query plans', () => {
     expect(plans.some((p) => p.plan.some((l) => /node_seen_env_bucket_lastseen/.test(l)))).toBe(true);
     // Moving to the new cutoff: a lookup of the next node to cross (the first entry of an index
     // range), and a count of the nodes in between only when one did.
-    const moves = plans.flatMap((p) => p.plan).filter((l) => /USING (COVERING )?INDEX node_seen_env_lastseen(_bucket)? \(environment_id=\? AND last_seen>\?/.test(l));
+    const moves = plans
+      .flatMap((p) => p.plan)
+      .filter((l) => /USING (COVERING )?INDEX node_seen_env_lastseen(_bucket)? \(environment_id=\? AND last_seen>\?/.test(l));
     expect(moves.length, plans.map((p) => `${p.sql}\n${p.plan.join('\n')}`).join('\n---\n')).toBeGreaterThan(0);
   });
 });
@@ -232,10 +274,25 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
 
   it('the tag filter never scans nodes or node_tags, with every other filter and sort', async () => {
     const ids = (await store.db.selectFrom('nodes').select('id').orderBy('id').execute()).map((r) => r.id);
-    for (const [name, every] of [['common', 2], ['rare', 50]] as const) {
-      const { id } = await store.db.insertInto('tags').values({ name, environment_id: envId, created_at: '', updated_at: '' } as never).returning('id').executeTakeFirstOrThrow();
+    for (const [name, every] of [
+      ['common', 2],
+      ['rare', 50],
+    ] as const) {
+      const { id } = await store.db
+        .insertInto('tags')
+        .values({ name, environment_id: envId, created_at: '', updated_at: '' } as never)
+        .returning('id')
+        .executeTakeFirstOrThrow();
       for (let i = 0; i < ids.length; i += 1000)
-        await store.db.insertInto('node_tags').values(ids.slice(i, i + 1000).filter((_, j) => (i + j) % every === 0).map((node_id) => ({ node_id, tag_id: id }))).execute();
+        await store.db
+          .insertInto('node_tags')
+          .values(
+            ids
+              .slice(i, i + 1000)
+              .filter((_, j) => (i + j) % every === 0)
+              .map((node_id) => ({ node_id, tag_id: id })),
+          )
+          .execute();
     }
     await sql`analyze`.execute(store.db);
     for (const tag of ['common', 'rare'])
@@ -250,7 +307,10 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
     for (const query of [{ q: 'web-001' }, { q: 'web-001', status: 'active' }]) {
       const plans = await plansOf(() => listNodes(deps, env(), query));
       expectIndexed(plans);
-      expect(plans.some((p) => /nodes_search_trgm/.test(p.plan)), plans.map((p) => p.plan).join('\n---\n')).toBe(true);
+      expect(
+        plans.some((p) => /nodes_search_trgm/.test(p.plan)),
+        plans.map((p) => p.plan).join('\n---\n'),
+      ).toBe(true);
     }
     // With a platform filter too, the planner may start from either index: never a full scan.
     expectIndexed(await plansOf(() => listNodes(deps, env(), { q: '10.1.2', platform: 'linux', sort: 'hostname' })));
@@ -291,9 +351,35 @@ describe('over HTTP: search semantics and counts after changes', () => {
   }
 
   it('q finds exactly the nodes the old case-insensitive substring scan found', async () => {
-    const rows = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').selectAll('nodes').where('environments.name', '=', 'prod').execute();
+    const rows = await db()
+      .selectFrom('nodes')
+      .innerJoin('environments', 'environments.id', 'nodes.environment_id')
+      .selectAll('nodes')
+      .where('environments.name', '=', 'prod')
+      .execute();
     const some = rows[17];
-    const queries = ['web', 'WEB', 'Web-00', 'prod-db', '10.1.', 'ubuntu', 'ROOT', '5.1', 'a', 'z', 'db', '-0', '%', '_', 'o"k', "o'k", 'no-such-node', some.uuid.slice(4, 15).toUpperCase(), some.localname, some.osquery_version];
+    const queries = [
+      'web',
+      'WEB',
+      'Web-00',
+      'prod-db',
+      '10.1.',
+      'ubuntu',
+      'ROOT',
+      '5.1',
+      'a',
+      'z',
+      'db',
+      '-0',
+      '%',
+      '_',
+      'o"k',
+      "o'k",
+      'no-such-node',
+      some.uuid.slice(4, 15).toUpperCase(),
+      some.localname,
+      some.osquery_version,
+    ];
     for (const q of queries) {
       const expected = rows
         .filter((r) => SEARCHED.some((c) => String(r[c]).toLowerCase().includes(q.toLowerCase())))
@@ -315,14 +401,26 @@ describe('over HTTP: search semantics and counts after changes', () => {
   }
 
   it('the tag filter finds exactly the tagged nodes, in the same order from either end of the tag', async () => {
-    const tags = await db().selectFrom('tags').innerJoin('environments', 'environments.id', 'tags.environment_id').select(['tags.id', 'tags.name']).where('environments.name', '=', 'prod').execute();
+    const tags = await db()
+      .selectFrom('tags')
+      .innerJoin('environments', 'environments.id', 'tags.environment_id')
+      .select(['tags.id', 'tags.name'])
+      .where('environments.name', '=', 'prod')
+      .execute();
     expect(tags.length).toBeGreaterThan(2);
     const hours = (await ts.call('GET', '/api/v1/stats', { token })).body.inactive_hours as number;
     const cutoff = new Date(Date.now() - hours * 3600_000).toISOString();
     for (const tag of tags) {
-      const tagged = new Set((await db().selectFrom('node_tags').select('node_id').where('tag_id', '=', tag.id).execute()).map((r) => r.node_id));
-      const rows = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.id', 'node_seen.last_seen', 'nodes.platform_bucket', 'nodes.hostname'])
-        .where('environments.name', '=', 'prod').execute();
+      const tagged = new Set(
+        (await db().selectFrom('node_tags').select('node_id').where('tag_id', '=', tag.id).execute()).map((r) => r.node_id),
+      );
+      const rows = await db()
+        .selectFrom('nodes')
+        .innerJoin('environments', 'environments.id', 'nodes.environment_id')
+        .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+        .select(['nodes.id', 'node_seen.last_seen', 'nodes.platform_bucket', 'nodes.hostname'])
+        .where('environments.name', '=', 'prod')
+        .execute();
       for (const [query, keep] of [
         ['', () => true],
         ['status=active', (r: (typeof rows)[number]) => r.last_seen !== null && r.last_seen >= cutoff],
@@ -336,15 +434,26 @@ describe('over HTTP: search semantics and counts after changes', () => {
         const big = await orderedIds(q, 500);
         expect(small, `${tag.name} ${query}`).toEqual(big);
         if (query.startsWith('q=e')) continue; // q=e matches some other column too: checked by order only
-        const expected = rows.filter((r) => tagged.has(r.id) && keep(r)).map((r) => r.id).sort((a, b) => a - b);
-        expect([...big].sort((a, b) => a - b), `${tag.name} ${query}`).toEqual(expected);
+        const expected = rows
+          .filter((r) => tagged.has(r.id) && keep(r))
+          .map((r) => r.id)
+          .sort((a, b) => a - b);
+        expect(
+          [...big].sort((a, b) => a - b),
+          `${tag.name} ${query}`,
+        ).toEqual(expected);
       }
     }
     expect((await ts.call('GET', '/api/v1/nodes/prod?tag=no-such-tag', { token })).body).toMatchObject({ items: [], total_items: 0 });
   });
 
   it('search follows renames, new and deleted nodes', async () => {
-    const node = await db().selectFrom('nodes').select(['id', 'uuid']).where('hostname', 'like', 'prod-%').orderBy('id').executeTakeFirstOrThrow();
+    const node = await db()
+      .selectFrom('nodes')
+      .select(['id', 'uuid'])
+      .where('hostname', 'like', 'prod-%')
+      .orderBy('id')
+      .executeTakeFirstOrThrow();
     await db().updateTable('nodes').set({ hostname: 'renamed-zebra-host' }).where('id', '=', node.id).execute();
     expect(await allIds('q=zebra')).toEqual([node.id]);
     expect((await allIds('q=ZEBRA-H')).length).toBe(1);
@@ -370,8 +479,15 @@ describe('over HTTP: search semantics and counts after changes', () => {
     const hours = before.stats.inactive_hours as number;
 
     // Delete an active linux node through the API.
-    const victim = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.uuid'])
-      .where('environments.name', '=', 'prod').where('nodes.platform_bucket', '=', 'linux').where('node_seen.last_seen', '>=', new Date(Date.now() - 3600_000).toISOString()).executeTakeFirstOrThrow();
+    const victim = await db()
+      .selectFrom('nodes')
+      .innerJoin('environments', 'environments.id', 'nodes.environment_id')
+      .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+      .select(['nodes.uuid'])
+      .where('environments.name', '=', 'prod')
+      .where('nodes.platform_bucket', '=', 'linux')
+      .where('node_seen.last_seen', '>=', new Date(Date.now() - 3600_000).toISOString())
+      .executeTakeFirstOrThrow();
     expect((await ts.call('POST', '/api/v1/nodes/prod/delete', { token, body: { uuid: victim.uuid } })).status).toBe(200);
     const afterDelete = await counts();
     expect(afterDelete).toMatchObject({ all: before.all - 1, active: before.active - 1, linux: before.linux - 1 });
@@ -379,16 +495,31 @@ describe('over HTTP: search semantics and counts after changes', () => {
     expect(afterDelete.prod.platform_counts.linux).toBe(before.prod.platform_counts.linux - 1);
 
     // A new check-in (written straight to the table, as an agent endpoint would) makes an inactive node active.
-    const sleeper = await db().selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select(['nodes.id', 'nodes.uuid'])
-      .where('environments.name', '=', 'prod').where('node_seen.last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString()).executeTakeFirstOrThrow();
+    const sleeper = await db()
+      .selectFrom('nodes')
+      .innerJoin('environments', 'environments.id', 'nodes.environment_id')
+      .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+      .select(['nodes.id', 'nodes.uuid'])
+      .where('environments.name', '=', 'prod')
+      .where('node_seen.last_seen', '<', new Date(Date.now() - (hours + 1) * 3600_000).toISOString())
+      .executeTakeFirstOrThrow();
     await setSeen(db(), sleeper.id, { last_seen: new Date().toISOString() });
     const afterCheckin = await counts();
     expect(afterCheckin).toMatchObject({ all: afterDelete.all, active: afterDelete.active + 1 });
     expect(afterCheckin.stats.active_nodes).toBe(afterDelete.stats.active_nodes + 1);
 
     // Tagging changes no count, and the list shows the tag at once.
-    const tag = await db().selectFrom('tags').innerJoin('environments', 'environments.id', 'tags.environment_id').select(['tags.id', 'tags.name']).where('environments.name', '=', 'prod').executeTakeFirstOrThrow();
-    await db().insertInto('node_tags').values({ node_id: sleeper.id, tag_id: tag.id }).onConflict((oc) => oc.doNothing()).execute();
+    const tag = await db()
+      .selectFrom('tags')
+      .innerJoin('environments', 'environments.id', 'tags.environment_id')
+      .select(['tags.id', 'tags.name'])
+      .where('environments.name', '=', 'prod')
+      .executeTakeFirstOrThrow();
+    await db()
+      .insertInto('node_tags')
+      .values({ node_id: sleeper.id, tag_id: tag.id })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
     const first = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token })).body.items[0];
     expect(first.id).toBe(sleeper.id); // the newest check-in sorts first
     expect(first.tags.map((t: { name: string }) => t.name)).toContain(tag.name);

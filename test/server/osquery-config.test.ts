@@ -16,9 +16,19 @@ let ca: string;
 
 const cfg = (path = '', token = admin) => t.call('GET', `/api/v1/environments/staging/config${path}`, { token });
 const put = (part: string, body: unknown, o: { token?: string; query?: string; headers?: Record<string, string>; raw?: string } = {}) =>
-  t.call('PUT', `/api/v1/environments/staging/config/${part}${o.query ?? ''}`, { token: o.token ?? admin, body: o.raw === undefined ? body : undefined, rawBody: o.raw, headers: o.headers });
+  t.call('PUT', `/api/v1/environments/staging/config/${part}${o.query ?? ''}`, {
+    token: o.token ?? admin,
+    body: o.raw === undefined ? body : undefined,
+    rawBody: o.raw,
+    headers: o.headers,
+  });
 const patch = (body: unknown, o: { query?: string; headers?: Record<string, string>; raw?: string } = {}) =>
-  t.call('PATCH', `/api/v1/environments/staging/config${o.query ?? ''}`, { token: admin, body: o.raw === undefined ? body : undefined, rawBody: o.raw, headers: o.headers });
+  t.call('PATCH', `/api/v1/environments/staging/config${o.query ?? ''}`, {
+    token: admin,
+    body: o.raw === undefined ? body : undefined,
+    rawBody: o.raw,
+    headers: o.headers,
+  });
 
 const USERS = { query: 'SELECT uid, username FROM users', interval: 60 };
 
@@ -113,30 +123,62 @@ describe('changing', () => {
     expect(r.status).toBe(409);
     expect((await cfg('/options')).body.options).not.toHaveProperty('verbose');
     const current = (await cfg()).body.hash;
-    expect((await put('options', { verbose: false, host_identifier: 'uuid' }, { headers: { 'if-match': `"${current}"` } })).status).toBe(200);
+    expect((await put('options', { verbose: false, host_identifier: 'uuid' }, { headers: { 'if-match': `"${current}"` } })).status).toBe(
+      200,
+    );
   });
 });
 
 describe('bad input: 400 with the offending path, nothing stored', () => {
   const cases: [string, string, unknown, RegExp][] = [
-    ['interval 0', 'schedule', { users_query: { query: 'SELECT 1', interval: 0 } }, /^schedule\.users_query\.interval: must be a positive integer/],
+    [
+      'interval 0',
+      'schedule',
+      { users_query: { query: 'SELECT 1', interval: 0 } },
+      /^schedule\.users_query\.interval: must be a positive integer/,
+    ],
     ['interval over a week', 'schedule', { q: { query: 'SELECT 1', interval: 604801 } }, /^schedule\.q\.interval: must be at most 604800/],
     ['interval as text', 'schedule', { q: { query: 'SELECT 1', interval: '60' } }, /^schedule\.q\.interval: must be a positive integer/],
     ['no interval', 'schedule', { q: { query: 'SELECT 1' } }, /^schedule\.q\.interval: required/],
-    ['bad SQL', 'schedule', { q: { query: 'SELEC * FROM users', interval: 60 } }, /^schedule\.q\.query: SQL syntax error at line 1, column 1 near "SELEC/],
+    [
+      'bad SQL',
+      'schedule',
+      { q: { query: 'SELEC * FROM users', interval: 60 } },
+      /^schedule\.q\.query: SQL syntax error at line 1, column 1 near "SELEC/,
+    ],
     ['two statements', 'schedule', { q: { query: 'SELECT 1; SELECT 2', interval: 60 } }, /^schedule\.q\.query: must be one statement/],
     ['not a SELECT', 'schedule', { q: { query: 'DELETE FROM users', interval: 60 } }, /^schedule\.q\.query: must be a SELECT statement/],
     ['empty SQL', 'schedule', { q: { query: '  ', interval: 60 } }, /^schedule\.q\.query: must not be empty/],
     ['unknown field', 'schedule', { q: { query: 'SELECT 1', interval: 60, intervall: 5 } }, /^schedule\.q\.intervall: unknown field/],
-    ['bad platform', 'schedule', { q: { query: 'SELECT 1', interval: 60, platform: 'macos' } }, /^schedule\.q\.platform: unknown platform "macos"/],
+    [
+      'bad platform',
+      'schedule',
+      { q: { query: 'SELECT 1', interval: 60, platform: 'macos' } },
+      /^schedule\.q\.platform: unknown platform "macos"/,
+    ],
     ['bad shard', 'packs', { p: { shard: 0, queries: {} } }, /^packs\.p\.shard: must be an integer from 1 to 100/],
-    ['pack query SQL', 'packs', { p: { queries: { x: { query: 'SELECT FROM', interval: 5 } } } }, /^packs\.p\.queries\.x\.query: SQL syntax error/],
+    [
+      'pack query SQL',
+      'packs',
+      { p: { queries: { x: { query: 'SELECT FROM', interval: 5 } } } },
+      /^packs\.p\.queries\.x\.query: SQL syntax error/,
+    ],
     ['discovery SQL', 'packs', { p: { discovery: ['SELECT (1'], queries: {} } }, /^packs\.p\.discovery\[0\]: SQL syntax error/],
-    ['decorator interval', 'decorators', { interval: { '90': ['SELECT 1'] } }, /^decorators\.interval\["90"\]: the key must be seconds, a multiple of 60/],
+    [
+      'decorator interval',
+      'decorators',
+      { interval: { '90': ['SELECT 1'] } },
+      /^decorators\.interval\["90"\]: the key must be seconds, a multiple of 60/,
+    ],
     ['decorator key', 'decorators', { sometimes: [] }, /^decorators\.sometimes: unknown field/],
     ['atc columns', 'atc', { t: { query: 'SELECT a FROM t', path: '/x.db', columns: [] } }, /^atc\.t\.columns: must be a non-empty list/],
     ['option value', 'options', { verbose: { on: true } }, /^options\.verbose: must be a string, number or boolean/],
-    ['odd name quoted', 'schedule', { 'my query': { query: 'SELECT 1', interval: -5 } }, /^schedule\["my query"\]\.interval: must be a positive integer/],
+    [
+      'odd name quoted',
+      'schedule',
+      { 'my query': { query: 'SELECT 1', interval: -5 } },
+      /^schedule\["my query"\]\.interval: must be a positive integer/,
+    ],
   ];
   for (const [what, part, body, message] of cases) {
     it(what, async () => {
@@ -163,7 +205,9 @@ describe('bad input: 400 with the offending path, nothing stored', () => {
   it('a scheduled query named as osquery names a pack query collides', async () => {
     const r = await patch({ schedule: { pack_web_procs: { query: 'SELECT 1', interval: 60 } } });
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatch(/^schedule\.pack_web_procs: duplicate name: osquery also names query "procs" of pack "web" pack_web_procs/);
+    expect(r.body.error).toMatch(
+      /^schedule\.pack_web_procs: duplicate name: osquery also names query "procs" of pack "web" pack_web_procs/,
+    );
   });
 
   it('one bad part refuses the whole PATCH; unknown parts and empty bodies are 400', async () => {
@@ -179,7 +223,12 @@ describe('bad input: 400 with the offending path, nothing stored', () => {
 describe('what the agents get', () => {
   it('an agent fetches the stored configuration; its node records the hash and when', async () => {
     const uuid = randomUUID();
-    const enroll = await agentPost(flags.hostname, flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cfg-host') }, { ca });
+    const enroll = await agentPost(
+      flags.hostname,
+      flags.endpoint.enroll,
+      { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'cfg-host') },
+      { ca },
+    );
     const key = enroll.body.node_key as string;
     const view = (await t.call('GET', '/api/v1/environments/staging/agent-config', { token: admin })).body;
     const got = await agentPost(flags.hostname, flags.endpoint.config, { node_key: key }, { ca });

@@ -28,7 +28,13 @@ type Tokens = Record<Role, string> & { nodeUuid: string };
 
 const ENDPOINTS: Endpoint[] = [
   { name: '4.3 own password', rule: 'auth', method: 'POST', path: '/api/v1/users/me/password', body: { current_password: DEV_PASSWORD } },
-  { name: '4.4 WebAuthn remove', rule: 'auth', method: 'DELETE', path: '/api/v1/mfa/webauthn/no-such-credential', body: { password: DEV_PASSWORD } },
+  {
+    name: '4.4 WebAuthn remove',
+    rule: 'auth',
+    method: 'DELETE',
+    path: '/api/v1/mfa/webauthn/no-such-credential',
+    body: { password: DEV_PASSWORD },
+  },
   { name: 'WebAuthn list', rule: 'auth', method: 'GET', path: '/api/v1/mfa/webauthn' },
   { name: 'TOTP begin', rule: 'auth', method: 'POST', path: '/api/v1/users/me/mfa/totp' },
   { name: 'TOTP confirm', rule: 'auth', method: 'POST', path: '/api/v1/users/me/mfa/totp/confirm', body: { code: '000000' } },
@@ -41,19 +47,43 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'env read', rule: 'envUser', method: 'GET', path: '/api/v1/environments/prod' },
   { name: '4.8 enroll action', rule: 'envAdmin', method: 'POST', path: '/api/v1/environments/prod/enroll/bogus' },
   { name: '4.9 enroll target', rule: 'envAdmin', method: 'GET', path: '/api/v1/environments/prod/enroll/flags' },
-  { name: '4.10 tags action', rule: 'envAdmin', method: 'POST', path: '/api/v1/tags/prod/edit', body: { name: 'no-such-tag', description: 'x' } },
+  {
+    name: '4.10 tags action',
+    rule: 'envAdmin',
+    method: 'POST',
+    path: '/api/v1/tags/prod/edit',
+    body: { name: 'no-such-tag', description: 'x' },
+  },
   { name: 'tags list', rule: 'envUser', method: 'GET', path: '/api/v1/tags/prod' },
   { name: '4.11 nodes list', rule: 'envUser', method: 'GET', path: '/api/v1/nodes/prod?page_size=1' },
   { name: '4.12 node read', rule: 'envUser', method: 'GET', path: (t) => `/api/v1/nodes/prod/node/${t.nodeUuid}` },
   { name: '4.13 node delete', rule: 'envAdmin', method: 'POST', path: '/api/v1/nodes/prod/delete', body: { uuid: 'no-such-node' } },
   { name: '4.14 settings read', rule: 'envAdmin', method: 'GET', path: '/api/v1/settings/admin/prod' },
-  { name: '4.15 settings update', rule: 'super', method: 'PATCH', path: '/api/v1/settings/admin/no_such_setting', body: { type: 'integer', integer: 1 } },
+  {
+    name: '4.15 settings update',
+    rule: 'super',
+    method: 'PATCH',
+    path: '/api/v1/settings/admin/no_such_setting',
+    body: { type: 'integer', integer: 1 },
+  },
   { name: '4.16 carve read', rule: 'envCarve', method: 'GET', path: '/api/v1/carves/prod/no-such-carve' },
   { name: 'carves list', rule: 'envCarve', method: 'GET', path: '/api/v1/carves/prod' },
   { name: '4.17 carve action', rule: 'envCarve', method: 'POST', path: '/api/v1/carves/prod/complete/no-such-carve' },
-  { name: '4.18 sink clone', rule: 'super', method: 'POST', path: '/api/v1/log-sinks/clone', body: { source_environment_id: 99998, target_environment_id: 99999 } },
+  {
+    name: '4.18 sink clone',
+    rule: 'super',
+    method: 'POST',
+    path: '/api/v1/log-sinks/clone',
+    body: { source_environment_id: 99998, target_environment_id: 99999 },
+  },
   { name: 'sinks list', rule: 'super', method: 'GET', path: '/api/v1/log-sinks?environment_id=0' },
-  { name: 'sink create', rule: 'super', method: 'POST', path: '/api/v1/log-sinks', body: { name: 'x', type: 'no-such-type', source: 'result', environment_id: 0 } },
+  {
+    name: 'sink create',
+    rule: 'super',
+    method: 'POST',
+    path: '/api/v1/log-sinks',
+    body: { name: 'x', type: 'no-such-type', source: 'result', environment_id: 0 },
+  },
   { name: 'sink delete', rule: 'super', method: 'DELETE', path: '/api/v1/log-sinks/999999' },
   { name: '4.19 audit logs', rule: 'auth', method: 'GET', path: '/api/v1/audit-logs?page_size=1' },
   { name: '4.20 stats', rule: 'auth', method: 'GET', path: '/api/v1/stats' },
@@ -68,12 +98,20 @@ beforeAll(async () => {
   ts = await startTestServer();
   const roles: Role[] = ['admin', 'prod-admin', 'analyst', 'carver', 'dev-user'];
   const pairs = await Promise.all(roles.map(async (r) => [r, await ts.login(r, r === 'dev-user' ? 'dev' : 'prod')] as const));
-  const node = await ts.server.deps.db.selectFrom('nodes').innerJoin('environments', 'environments.id', 'nodes.environment_id').select('nodes.uuid').where('environments.name', '=', 'prod').executeTakeFirstOrThrow();
+  const node = await ts.server.deps.db
+    .selectFrom('nodes')
+    .innerJoin('environments', 'environments.id', 'nodes.environment_id')
+    .select('nodes.uuid')
+    .where('environments.name', '=', 'prod')
+    .executeTakeFirstOrThrow();
   tokens = { ...(Object.fromEntries(pairs) as Record<Role, string>), nodeUuid: node.uuid };
   expired = expiredToken(ts, 'admin');
   // A session that ended because the user's password was changed by a super-admin.
   stale = await ts.login('querier');
-  const changed = await ts.call('POST', '/api/v1/users/querier/edit', { token: tokens.admin, body: { username: 'querier', password: 'a-brand-new-password' } });
+  const changed = await ts.call('POST', '/api/v1/users/querier/edit', {
+    token: tokens.admin,
+    body: { username: 'querier', password: 'a-brand-new-password' },
+  });
   expect(changed.status).toBe(200);
 });
 afterAll(() => ts?.close());

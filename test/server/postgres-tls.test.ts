@@ -21,7 +21,29 @@ describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
     const dir = inject('pgClusterDir');
     const cert = join(dir, 'server.crt');
     const key = join(dir, 'server.key');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const { uid, gid } = statSync(dir);
     for (const f of [cert, key]) chownSync(f, uid, gid);
     ca = cert;
@@ -41,11 +63,21 @@ describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
   /** How many of the server's connections to this database PostgreSQL sees encrypted / in all. */
   const encrypted = () => {
     const name = new URL(db).pathname.slice(1);
-    return psql(`select count(*) filter (where s.ssl) || '/' || count(*) from pg_stat_activity a join pg_stat_ssl s using (pid) where a.datname = '${name}' and a.application_name = 'fleetctl-server'`);
+    return psql(
+      `select count(*) filter (where s.ssl) || '/' || count(*) from pg_stat_activity a join pg_stat_ssl s using (pid) where a.datname = '${name}' and a.application_name = 'fleetctl-server'`,
+    );
   };
 
   it('sslmode=require: the server starts and its connections are encrypted', async () => {
-    const s = await startServerProcess(['--dev', '--dev-password', 'tls-test-password-1', '--dev-nodes', '5', '--db', `${db}?sslmode=require`]);
+    const s = await startServerProcess([
+      '--dev',
+      '--dev-password',
+      'tls-test-password-1',
+      '--dev-nodes',
+      '5',
+      '--db',
+      `${db}?sslmode=require`,
+    ]);
     try {
       const [on, all] = encrypted().split('/').map(Number);
       expect(all).toBeGreaterThan(0);
@@ -63,7 +95,10 @@ describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
     } finally {
       await s.stop();
     }
-    const r = await execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--db', `${db}?sslmode=verify-full`], { reject: false, stdin: 'ignore' });
+    const r = await execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', '--db', `${db}?sslmode=verify-full`], {
+      reject: false,
+      stdin: 'ignore',
+    });
     expect(r.exitCode).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/cannot open the PostgreSQL database .*: self[- ]signed certificate/);

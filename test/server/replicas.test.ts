@@ -38,11 +38,15 @@ function from(localAddress: string) {
   return (url: string, method: string, body?: unknown, headers: Record<string, string> = {}) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
       const data = body === undefined ? undefined : JSON.stringify(body);
-      const req = httpRequest(url, { method, localAddress, headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-      });
+      const req = httpRequest(
+        url,
+        { method, localAddress, headers: { ...(data ? { 'content-type': 'application/json' } : {}), ...headers } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+        },
+      );
       req.on('error', reject);
       req.end(data);
     });
@@ -54,8 +58,22 @@ beforeAll(async () => {
   ca = readFileSync(certFile, 'utf8');
   database = onPostgres ? (await testDatabaseUrl())! : join(dir, 'fleet.db');
   const args = [
-    '--db', database, '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile,
-    '--login-rate-limit', String(LOGIN_LIMIT), '--denied-rate-limit', '1000', '--account-login-limit', '1000',
+    '--db',
+    database,
+    '--create-env',
+    'prod',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--login-rate-limit',
+    String(LOGIN_LIMIT),
+    '--denied-rate-limit',
+    '1000',
+    '--account-login-limit',
+    '1000',
   ];
   const start = () => startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   if (onPostgres) [a, b] = await Promise.all([start(), start()]);
@@ -110,15 +128,22 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
       const url = (i % 2 ? b : a).url;
       statuses.push((await call(`${url}/api/v1/login/prod`, 'POST', { username: 'nobody', password: 'wrong-password-1' })).status);
     }
-    expect(statuses.slice(0, LOGIN_LIMIT), statuses.join(" ")).toEqual(Array(LOGIN_LIMIT).fill(401));
+    expect(statuses.slice(0, LOGIN_LIMIT), statuses.join(' ')).toEqual(Array(LOGIN_LIMIT).fill(401));
     expect(statuses[LOGIN_LIMIT]).toBe(429); // the 31st, 15 of them on each replica
     // Another address is not affected.
-    expect((await from('127.0.0.8')(`${a.url}/api/v1/login/prod`, 'POST', { username: 'nobody', password: 'wrong-password-1' })).status).toBe(401);
+    expect(
+      (await from('127.0.0.8')(`${a.url}/api/v1/login/prod`, 'POST', { username: 'nobody', password: 'wrong-password-1' })).status,
+    ).toBe(401);
   });
 
   it('an agent enrolled through A checks in on B', async () => {
     const uuid = randomUUID();
-    const enrolled = await agentPost(agentAddress(a), flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'replica-host') }, { ca });
+    const enrolled = await agentPost(
+      agentAddress(a),
+      flags.endpoint.enroll,
+      { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'replica-host') },
+      { ca },
+    );
     expect(enrolled.body.node_invalid).toBe(false);
     const before = (await apiCall(a.url, 'GET', `/api/v1/nodes/prod/node/${uuid}`, { token })).body;
     await new Promise((r) => setTimeout(r, 20));
@@ -151,7 +176,9 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
     const enrolment = await apiCall(a.url, 'POST', '/api/v1/users/me/mfa/totp', { token: t });
     expect(enrolment.status).toBe(200);
     const totp = enrolment.body.secret as string;
-    expect((await apiCall(b.url, 'POST', '/api/v1/users/me/mfa/totp/confirm', { token: t, body: { code: totpCode(totp, Date.now()) } })).status).toBe(200);
+    expect(
+      (await apiCall(b.url, 'POST', '/api/v1/users/me/mfa/totp/confirm', { token: t, body: { code: totpCode(totp, Date.now()) } })).status,
+    ).toBe(200);
     // The confirm used this step; logins use the next one (a step is never accepted twice).
     const good = () => totpCode(totp, Date.now() + 30_000);
     const wrong = () => String((Number(good()) + 500_000) % 1_000_000).padStart(6, '0');
@@ -160,7 +187,8 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
       expect(r.body.code).toBe('mfa_required');
       return r.body.challenge as string;
     };
-    const answer = (s: ServerProcess, c: string, code: string) => apiCall(s.url, 'POST', '/api/v1/login/mfa', { body: { challenge: c, method: 'totp', code } });
+    const answer = (s: ServerProcess, c: string, code: string) =>
+      apiCall(s.url, 'POST', '/api/v1/login/mfa', { body: { challenge: c, method: 'totp', code } });
 
     const c1 = await challenge();
     const statuses: number[] = [];

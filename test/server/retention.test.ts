@@ -19,7 +19,14 @@ const realNow = () => new Date();
 const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
 const db = () => t.server.deps.db;
 const count = async (table: 'query_results' | 'audit_logs' | 'carve_blocks' | 'node_queries') =>
-  Number((await db().selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await db()
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 const login = async () => (admin = await t.login('admin'));
 
 /** A live query to the node, answered through the agent door. */
@@ -40,9 +47,27 @@ async function carved(blocks: number) {
   const ts = t.server.deps.now().toISOString();
   await db()
     .insertInto('carve_files')
-    .values({ uuid: node.uuid, query_id: q.id, carve_id: randomUUID(), session_id: session, path: '/etc/hosts', status: 'COMPLETED', archived: 0, block_size: 4, carve_size: blocks * 4, total_blocks: blocks, completed_blocks: blocks, created_at: ts, completed_at: ts })
+    .values({
+      uuid: node.uuid,
+      query_id: q.id,
+      carve_id: randomUUID(),
+      session_id: session,
+      path: '/etc/hosts',
+      status: 'COMPLETED',
+      archived: 0,
+      block_size: 4,
+      carve_size: blocks * 4,
+      total_blocks: blocks,
+      completed_blocks: blocks,
+      created_at: ts,
+      completed_at: ts,
+    })
     .execute();
-  for (let i = 0; i < blocks; i++) await db().insertInto('carve_blocks').values({ session_id: session, block_id: i, data: Buffer.from('abcd').toString('base64') }).execute();
+  for (let i = 0; i < blocks; i++)
+    await db()
+      .insertInto('carve_blocks')
+      .values({ session_id: session, block_id: i, data: Buffer.from('abcd').toString('base64') })
+      .execute();
   return { name: r.body.query_name as string, session };
 }
 
@@ -66,11 +91,18 @@ describe('retention settings', () => {
   it('are global settings with documented defaults; an environment cannot override them (400)', async () => {
     const rows = (await t.call('GET', '/api/v1/settings/admin/prod', { token: admin })).body as { name: string; integer: number }[];
     const v = Object.fromEntries(rows.map((s) => [s.name, s.integer]));
-    expect(v).toMatchObject({ retention_query_results_days: 30, retention_carves_days: 30, retention_audit_days: 365, cleanup_expired: 900 });
+    expect(v).toMatchObject({
+      retention_query_results_days: 30,
+      retention_carves_days: 30,
+      retention_audit_days: 365,
+      cleanup_expired: 900,
+    });
     const perEnv = await t.call('PATCH', '/api/v1/settings/admin/retention_audit_days?env=prod', { token: admin, body: { integer: 7 } });
     expect(perEnv.status).toBe(400);
     expect(perEnv.body.error).toMatch(/applies to the whole server/);
-    expect((await t.call('PATCH', '/api/v1/settings/admin/retention_audit_days', { token: admin, body: { integer: -1 } })).status).toBe(400);
+    expect((await t.call('PATCH', '/api/v1/settings/admin/retention_audit_days', { token: admin, body: { integer: -1 } })).status).toBe(
+      400,
+    );
   });
 });
 
@@ -88,7 +120,8 @@ describe('the purge', () => {
     expect(r).toMatchObject({ query_results: 1, more: false });
     // The old carve's 3 blocks went, and the demo fleet's seeded carves' (their archives are real
     // blocks, older than 30 days); the new carve's 2 stay.
-    const blocksOf = async (session: string) => (await db().selectFrom('carve_blocks').select('block_id').where('session_id', '=', session).execute()).length;
+    const blocksOf = async (session: string) =>
+      (await db().selectFrom('carve_blocks').select('block_id').where('session_id', '=', session).execute()).length;
     expect(await blocksOf(oldCarve.session)).toBe(0);
     expect(await blocksOf(newCarve.session)).toBe(2);
     expect(r.carve_blocks).toBeGreaterThanOrEqual(3);
@@ -123,18 +156,51 @@ describe('the purge', () => {
     expect(kept.audit_logs).toBe(0);
     await t.call('PATCH', '/api/v1/settings/admin/retention_audit_days', { token: admin, body: { integer: 365 } });
     const cutoff = new Date(t.server.deps.now().getTime() - 365 * DAY).toISOString();
-    const older = Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll<number>().as('n')).where('created_at', '<', cutoff).executeTakeFirstOrThrow()).n);
+    const older = Number(
+      (
+        await db()
+          .selectFrom('audit_logs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('created_at', '<', cutoff)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(older).toBeGreaterThan(0);
     const r = await t.server.retention!.runOnce();
     expect(r.audit_logs).toBe(older);
-    expect(Number((await db().selectFrom('audit_logs').select((eb) => eb.fn.countAll<number>().as('n')).where('created_at', '<', cutoff).executeTakeFirstOrThrow()).n)).toBe(0);
+    expect(
+      Number(
+        (
+          await db()
+            .selectFrom('audit_logs')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('created_at', '<', cutoff)
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+    ).toBe(0);
     // The settings changes just made (newer than a year) are still there.
     expect(await count('audit_logs')).toBeGreaterThan(0);
   });
 
   it('runs in bounded steps: a run out of budget says more is due, and the next one goes on', async () => {
     const ts = new Date(t.server.deps.now().getTime() - 500 * DAY).toISOString();
-    await db().insertInto('audit_logs').values(Array.from({ length: 2500 }, (_, i) => ({ created_at: ts, env_uuid: '', environment_id: 0, line: `old ${i}`, log_type: 9, severity: 1, service: 'api', source_ip: '', username: 'x' }))).execute();
+    await db()
+      .insertInto('audit_logs')
+      .values(
+        Array.from({ length: 2500 }, (_, i) => ({
+          created_at: ts,
+          env_uuid: '',
+          environment_id: 0,
+          line: `old ${i}`,
+          log_type: 9,
+          severity: 1,
+          service: 'api',
+          source_ip: '',
+          username: 'x',
+        })),
+      )
+      .execute();
     const none = await purgeByAge(t.server.deps, 0);
     expect(none).toMatchObject({ audit_logs: 0, more: true });
     const r = await purgeByAge(t.server.deps);

@@ -25,7 +25,14 @@ afterAll(async () => ts?.close());
 const patch = (service: string, name: string, body: unknown, env?: string) =>
   ts.call('PATCH', `/api/v1/settings/${service}/${name}${env ? `?env=${env}` : ''}`, { token: admin, body });
 const setting = async (service: string, name: string) =>
-  ((await ts.call('GET', `/api/v1/settings/${service}/prod`, { token: admin })).body as { name: string; info: string; integer: number; boolean: boolean }[]).find((s) => s.name === name)!;
+  (
+    (await ts.call('GET', `/api/v1/settings/${service}/prod`, { token: admin })).body as {
+      name: string;
+      info: string;
+      integer: number;
+      boolean: boolean;
+    }[]
+  ).find((s) => s.name === name)!;
 const rows = () => ts.server.deps.db.selectFrom('settings').selectAll().orderBy('id').execute();
 /** Polls until `check` holds: a background task's work is waited for, never timed (the test's timeout catches a hang). */
 async function until(check: () => Promise<boolean>): Promise<void> {
@@ -34,8 +41,18 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 
 describe('settings with no meaning on this server are refused, and say so', () => {
   it.each([
-    ['api', 'refresh_envs', { integer: 60 }, /^api\/refresh_envs has no effect on this server: environment changes reach every request on every replica at once/],
-    ['api', 'refresh_settings', { integer: 60 }, /^api\/refresh_settings has no effect on this server: setting changes reach every request/],
+    [
+      'api',
+      'refresh_envs',
+      { integer: 60 },
+      /^api\/refresh_envs has no effect on this server: environment changes reach every request on every replica at once/,
+    ],
+    [
+      'api',
+      'refresh_settings',
+      { integer: 60 },
+      /^api\/refresh_settings has no effect on this server: setting changes reach every request/,
+    ],
     ['tls', 'refresh_envs', { integer: 60 }, /^tls\/refresh_envs has no effect on this server: .*the agent door included/],
     ['admin', 'node_dashboard', { boolean: true }, /^admin\/node_dashboard has no effect on this server: this server has no web dashboard/],
   ])('%s/%s: 400 with one line why, nothing stored; its info says so', async (service, name, body, why) => {
@@ -68,7 +85,9 @@ describe('api/service_metrics turns /metrics of the API on and off', () => {
     const metrics = () => ts.call('GET', '/metrics', { token: admin });
     const off = await metrics();
     expect(off.status).toBe(404);
-    expect(off.body.error).toBe('metrics are off on this API: fleetctl settings set api service_metrics true (or serve them with --metrics-listen)');
+    expect(off.body.error).toBe(
+      'metrics are off on this API: fleetctl settings set api service_metrics true (or serve them with --metrics-listen)',
+    );
     expect((await patch('api', 'service_metrics', { boolean: true })).status).toBe(200);
     const on = await metrics();
     expect(on.status).toBe(200);
@@ -82,7 +101,10 @@ describe('api/service_metrics turns /metrics of the API on and off', () => {
 describe('admin/cleanup_expired: the clean-up of expired live queries and carves runs at that interval', () => {
   it('a carve past its expiration is listed EXPIRED once the clean-up ran (every second here; 900 s as seeded)', async () => {
     const node = (await ts.call('GET', '/api/v1/nodes/prod?page_size=1', { token: admin })).body.items[0];
-    const started = await ts.call('POST', '/api/v1/carves/prod', { token: admin, body: { path: '/etc/hosts', uuid_list: [node.uuid], expire_seconds: 1 } });
+    const started = await ts.call('POST', '/api/v1/carves/prod', {
+      token: admin,
+      body: { path: '/etc/hosts', uuid_list: [node.uuid], expire_seconds: 1 },
+    });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const name = started.body.query_name as string;
     const status = async () => (await ts.call('GET', `/api/v1/carves/prod/${name}`, { token: admin })).body.query.carve_status as string;
@@ -90,7 +112,11 @@ describe('admin/cleanup_expired: the clean-up of expired live queries and carves
     expect((await patch('admin', 'cleanup_expired', { integer: 1 })).status).toBe(200);
     try {
       await until(async () => (await status()) === 'EXPIRED');
-      const row = await ts.server.deps.db.selectFrom('queries').select(['expired', 'active']).where('name', '=', name).executeTakeFirstOrThrow();
+      const row = await ts.server.deps.db
+        .selectFrom('queries')
+        .select(['expired', 'active'])
+        .where('name', '=', name)
+        .executeTakeFirstOrThrow();
       expect(row).toEqual({ expired: 1, active: 0 });
     } finally {
       expect((await patch('admin', 'cleanup_expired', { integer: 900 })).status).toBe(200);
@@ -98,17 +124,22 @@ describe('admin/cleanup_expired: the clean-up of expired live queries and carves
   });
 });
 
-describe('tls/accelerated_seconds: a newly enrolled node checks in every 5 s for that long (osquery\'s accelerate)', () => {
+describe("tls/accelerated_seconds: a newly enrolled node checks in every 5 s for that long (osquery's accelerate)", () => {
   const post = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca });
   async function enroll(): Promise<string> {
     const uuid = randomUUID();
-    const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `accel-${uuid.slice(0, 8)}`) });
+    const r = await post('enroll', {
+      enroll_secret: secret,
+      host_identifier: uuid,
+      host_details: hostDetails(uuid, `accel-${uuid.slice(0, 8)}`),
+    });
     expect(r.status).toBe(200);
     return r.body.node_key as string;
   }
-  const read = async (key: string) => (await post('read', { node_key: key })).body as { queries: object; accelerate?: number; node_invalid?: boolean };
+  const read = async (key: string) =>
+    (await post('read', { node_key: key })).body as { queries: object; accelerate?: number; node_invalid?: boolean };
 
-  it('the first distributed read after enrolling carries accelerate = what is left of the setting\'s seconds', async () => {
+  it("the first distributed read after enrolling carries accelerate = what is left of the setting's seconds", async () => {
     expect((await patch('tls', 'accelerated_seconds', { integer: 600 })).status).toBe(200);
     try {
       const r = await read(await enroll());

@@ -24,7 +24,10 @@ const read = async (service: string, env = 'prod', token = tok.prodAdmin) => {
 };
 const find = async (service: string, name: string, env = 'prod') => (await read(service, env, tok.admin)).find((s) => s.name === name)!;
 const patch = (service: string, name: string, body: unknown, o: { env?: string; token?: string } = {}) =>
-  ts.call('PATCH', `/api/v1/settings/${service}/${name}${o.env === undefined ? '' : `?env=${encodeURIComponent(o.env)}`}`, { token: o.token ?? tok.admin, body });
+  ts.call('PATCH', `/api/v1/settings/${service}/${name}${o.env === undefined ? '' : `?env=${encodeURIComponent(o.env)}`}`, {
+    token: o.token ?? tok.admin,
+    body,
+  });
 const allRows = () => ts.server.deps.db.selectFrom('settings').selectAll().orderBy('id').execute();
 const activeProd = async () =>
   (await ts.call('GET', '/api/v1/nodes/prod?status=active&page_size=1', { token: tok.admin })).body.total_items as number;
@@ -32,7 +35,20 @@ const activeProd = async () =>
 describe('GET /api/v1/settings/{service}/{env}', () => {
   it.each([
     // retention_logs_*: issue 30 (docs/api.md "Logs and query reports").
-    ['admin', ['cleanup_expired', 'cleanup_sessions', 'inactive_hours', 'node_dashboard', 'retention_audit_days', 'retention_carves_days', 'retention_logs_days', 'retention_logs_mb', 'retention_query_results_days']],
+    [
+      'admin',
+      [
+        'cleanup_expired',
+        'cleanup_sessions',
+        'inactive_hours',
+        'node_dashboard',
+        'retention_audit_days',
+        'retention_carves_days',
+        'retention_logs_days',
+        'retention_logs_mb',
+        'retention_query_results_days',
+      ],
+    ],
     ['api', ['refresh_envs', 'refresh_settings', 'service_metrics']],
     ['tls', ['accelerated_seconds', 'oneliner_expiration', 'refresh_envs']],
   ])('%s: the seeded settings, every field of api-spec 2.3', async (service, names) => {
@@ -114,7 +130,9 @@ describe('PATCH /api/v1/settings/{service}/{name}', () => {
 
   it('each built-in setting says what it does on this server in its info', async () => {
     expect((await find('admin', 'cleanup_sessions')).info).toBe('Seconds between purges of ended sessions and expired MFA challenges');
-    expect((await find('tls', 'accelerated_seconds')).info).toMatch(/^Seconds after enrolling during which a node asks for live queries every 5 s/);
+    expect((await find('tls', 'accelerated_seconds')).info).toMatch(
+      /^Seconds after enrolling during which a node asks for live queries every 5 s/,
+    );
     expect((await find('api', 'refresh_envs')).info).toMatch(/^No effect on this server: /);
   });
 

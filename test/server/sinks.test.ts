@@ -22,7 +22,15 @@ const list = (envId?: number | string, token = admin) =>
   ts.call('GET', `/api/v1/log-sinks${envId === undefined ? '' : `?environment_id=${envId}`}`, { token });
 const clone = (body: unknown, token = admin) => ts.call('POST', '/api/v1/log-sinks/clone', { token, body });
 const decode = (bytes: number[]) => JSON.parse(Buffer.from(bytes).toString('utf8'));
-const sinkCount = async () => Number((await db().selectFrom('log_sinks').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const sinkCount = async () =>
+  Number(
+    (
+      await db()
+        .selectFrom('log_sinks')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 const allRows = () => db().selectFrom('log_sinks').selectAll().orderBy('id').execute();
 
 describe('GET /api/v1/log-sinks', () => {
@@ -61,11 +69,26 @@ describe('POST /api/v1/log-sinks', () => {
     const before = await list(ids.staging);
     const r = await ts.call('POST', '/api/v1/log-sinks', {
       token: admin,
-      body: { name: 'staging-file', type: 'file', source: 'result', environment_id: ids.staging, config: { path: 'staging/ünïcode.log', max_files: 2 } },
+      body: {
+        name: 'staging-file',
+        type: 'file',
+        source: 'result',
+        environment_id: ids.staging,
+        config: { path: 'staging/ünïcode.log', max_files: 2 },
+      },
     });
     expect(r.status).toBe(200);
     expectFields(r.body, LOG_SINK);
-    expect(r.body).toMatchObject({ name: 'staging-file', type: 'file', source: 'result', environment_id: ids.staging, enabled: true, info: '', bytes_sent: 0, exports_count: 0 });
+    expect(r.body).toMatchObject({
+      name: 'staging-file',
+      type: 'file',
+      source: 'result',
+      environment_id: ids.staging,
+      enabled: true,
+      info: '',
+      bytes_sent: 0,
+      exports_count: 0,
+    });
     expect(r.body.order).toBe(Math.max(-1, ...before.body.map((s: any) => s.order)) + 1);
     expect(decode(r.body.config)).toEqual({ path: 'staging/ünïcode.log', max_files: 2 });
     const after = await list(ids.staging);
@@ -78,7 +101,16 @@ describe('POST /api/v1/log-sinks', () => {
     const bytes = [...Buffer.from(JSON.stringify({ url: 'https://logs.example.com:8443/in', method: 'PUT' }), 'utf8')];
     const r = await ts.call('POST', '/api/v1/log-sinks', {
       token: admin,
-      body: { name: 'global-http', type: 'http', source: 'status', environment_id: 0, order: 7, info: 'gateway', enabled: false, config: bytes },
+      body: {
+        name: 'global-http',
+        type: 'http',
+        source: 'status',
+        environment_id: 0,
+        order: 7,
+        info: 'gateway',
+        enabled: false,
+        config: bytes,
+      },
     });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ environment_id: 0, order: 7, info: 'gateway', enabled: false, config: bytes });
@@ -112,28 +144,47 @@ describe('POST /api/v1/log-sinks', () => {
   it('a file sink writes inside the sink directory only: a path outside it, or none, is 400 and nothing is stored (issue 18)', async () => {
     const count = await sinkCount();
     for (const path of ['/etc/profile.d/x.sh', '../outside.log', '/root/.bashrc', '', 'a/../../b.log']) {
-      const r = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: `f-${Math.random()}`, type: 'file', source: 'result', environment_id: 0, config: { path } } });
+      const r = await ts.call('POST', '/api/v1/log-sinks', {
+        token: admin,
+        body: { name: `f-${Math.random()}`, type: 'file', source: 'result', environment_id: 0, config: { path } },
+      });
       expect(r.status, path).toBe(400);
       expect(r.body.code).toBe('bad_request');
     }
-    const none = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'no-path', type: 'file', source: 'result', environment_id: 0 } });
+    const none = await ts.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: { name: 'no-path', type: 'file', source: 'result', environment_id: 0 },
+    });
     expect(none.status).toBe(400);
     expect(await sinkCount()).toBe(count);
-    const inside = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'inside', type: 'file', source: 'result', environment_id: 0, config: { path: 'sub/results.log' } } });
+    const inside = await ts.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: { name: 'inside', type: 'file', source: 'result', environment_id: 0, config: { path: 'sub/results.log' } },
+    });
     expect(inside.status).toBe(200);
     expect((await ts.call('DELETE', `/api/v1/log-sinks/${inside.body.id}`, { token: admin })).status).toBe(200);
   });
 
   it('a second sink with the same name in the same scope is 409', async () => {
     const count = await sinkCount();
-    const r = await ts.call('POST', '/api/v1/log-sinks', { token: admin, body: { name: 'local-file', type: 'file', source: 'result', environment_id: 0, config: { path: 'other.log' } } });
+    const r = await ts.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      body: { name: 'local-file', type: 'file', source: 'result', environment_id: 0, config: { path: 'other.log' } },
+    });
     expectError(r, 409, 'conflict');
     expect(await sinkCount()).toBe(count);
   });
 
   it('is super-admin only', async () => {
     const count = await sinkCount();
-    expectError(await ts.call('POST', '/api/v1/log-sinks', { token: prodAdmin, body: { name: 'p', type: 'file', source: 'result', environment_id: ids.prod } }), 403, 'forbidden');
+    expectError(
+      await ts.call('POST', '/api/v1/log-sinks', {
+        token: prodAdmin,
+        body: { name: 'p', type: 'file', source: 'result', environment_id: ids.prod },
+      }),
+      403,
+      'forbidden',
+    );
     expect(await sinkCount()).toBe(count);
   });
 });
@@ -145,7 +196,9 @@ describe('DELETE /api/v1/log-sinks/{id}', () => {
     expect(r.status).toBe(200);
     expect(Object.keys(r.body)).toEqual(['message']);
     expect((await list(0)).body.map((s: any) => s.id)).not.toContain(target.id);
-    expect(await db().selectFrom('audit_logs').select('log_type').where('line', 'like', `log sink ${target.id} %deleted%`).executeTakeFirst()).toEqual({ log_type: 7 });
+    expect(
+      await db().selectFrom('audit_logs').select('log_type').where('line', 'like', `log sink ${target.id} %deleted%`).executeTakeFirst(),
+    ).toEqual({ log_type: 7 });
     expectError(await ts.call('DELETE', `/api/v1/log-sinks/${target.id}`, { token: admin }), 404, 'not_found');
   });
 
@@ -166,13 +219,25 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
     expect(r.status).toBe(200);
     expect(r.body.length).toBe(source.length);
     for (const s of r.body) expectFields(s, LOG_SINK, s.name);
-    const strip = (s: any) => ({ name: s.name, type: s.type, source: s.source, info: s.info, enabled: s.enabled, order: s.order, config: s.config });
+    const strip = (s: any) => ({
+      name: s.name,
+      type: s.type,
+      source: s.source,
+      info: s.info,
+      enabled: s.enabled,
+      order: s.order,
+      config: s.config,
+    });
     expect(r.body.map(strip)).toEqual(source.map(strip));
     for (const s of r.body) expect(s).toMatchObject({ environment_id: ids.dev, bytes_sent: 0, exports_count: 0 });
     expect(r.body.some((s: any) => source.some((o: any) => o.id === s.id))).toBe(false);
     expect((await list(ids.dev)).body).toEqual(r.body);
     expect((await list(ids.prod)).body).toEqual(source);
-    const audit = await db().selectFrom('audit_logs').selectAll().where('line', '=', 'log sinks of prod cloned to dev').executeTakeFirstOrThrow();
+    const audit = await db()
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('line', '=', 'log sinks of prod cloned to dev')
+      .executeTakeFirstOrThrow();
     expect(audit).toMatchObject({ log_type: 7, username: 'admin', environment_id: ids.dev });
   });
 
@@ -200,10 +265,16 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
     const before = await allRows();
     // Make the second copied row fail to insert.
     if (ts.server.store.dialect === 'postgres') {
-      await sql`CREATE FUNCTION fail_clone() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(db());
-      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks FOR EACH ROW WHEN (NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries') EXECUTE FUNCTION fail_clone()`.execute(db());
+      await sql`CREATE FUNCTION fail_clone() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`.execute(
+        db(),
+      );
+      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks FOR EACH ROW WHEN (NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries') EXECUTE FUNCTION fail_clone()`.execute(
+        db(),
+      );
     } else {
-      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks WHEN NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db());
+      await sql`CREATE TRIGGER fail_clone BEFORE INSERT ON log_sinks WHEN NEW.environment_id = ${sql.lit(ids.staging)} AND NEW.name = 'kafka-queries' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(
+        db(),
+      );
     }
     try {
       const r = await clone({ source_environment_id: ids.prod, target_environment_id: ids.staging, overwrite: true });
@@ -220,7 +291,11 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
 
   it('the global scope (0) works as source and as target', async () => {
     const global = (await list(0)).body;
-    const fresh = await createEnvironment(db(), 'sink-empty', { uuid: '00000000-0000-4000-a000-00000000beef', hostname: 'h', now: new Date() });
+    const fresh = await createEnvironment(db(), 'sink-empty', {
+      uuid: '00000000-0000-4000-a000-00000000beef',
+      hostname: 'h',
+      now: new Date(),
+    });
     const r = await clone({ source_environment_id: 0, target_environment_id: fresh });
     expect(r.status).toBe(200);
     expect(r.body.map((s: any) => s.name)).toEqual(global.map((s: any) => s.name));
@@ -232,7 +307,11 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
 
   it('400 for source = target, unknown ids, an empty source, wrong types; nothing changed', async () => {
     const before = await allRows();
-    const empty = await createEnvironment(db(), 'sink-none', { uuid: '00000000-0000-4000-a000-00000000cafe', hostname: 'h', now: new Date() });
+    const empty = await createEnvironment(db(), 'sink-none', {
+      uuid: '00000000-0000-4000-a000-00000000cafe',
+      hostname: 'h',
+      now: new Date(),
+    });
     const cases: [unknown, string][] = [
       [{ source_environment_id: ids.prod, target_environment_id: ids.prod, overwrite: true }, 'bad_request'],
       [{ source_environment_id: 0, target_environment_id: 0, overwrite: true }, 'bad_request'],
@@ -256,8 +335,16 @@ describe('POST /api/v1/log-sinks/clone (4.18)', () => {
 
   it('super-admin only: 403 and 401, nothing changed', async () => {
     const before = await allRows();
-    expectError(await clone({ source_environment_id: ids.prod, target_environment_id: ids.dev, overwrite: true }, prodAdmin), 403, 'forbidden');
-    expectError(await ts.call('POST', '/api/v1/log-sinks/clone', { body: { source_environment_id: ids.prod, target_environment_id: ids.dev } }), 401, 'unauthorized');
+    expectError(
+      await clone({ source_environment_id: ids.prod, target_environment_id: ids.dev, overwrite: true }, prodAdmin),
+      403,
+      'forbidden',
+    );
+    expectError(
+      await ts.call('POST', '/api/v1/log-sinks/clone', { body: { source_environment_id: ids.prod, target_environment_id: ids.dev } }),
+      401,
+      'unauthorized',
+    );
     expect(await allRows()).toEqual(before);
   });
 });

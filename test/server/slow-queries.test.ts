@@ -24,9 +24,12 @@ describe('the slow-query log', () => {
 
   it('logs a list query with its plan, once per statement text', async () => {
     const token = await t.login('admin');
-    for (let i = 0; i < 3; i++) expect((await t.call('GET', '/api/v1/nodes/prod?sort=hostname&platform=linux', { token })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await t.call('GET', '/api/v1/nodes/prod?sort=hostname&platform=linux', { token })).status).toBe(200);
     // (In the JSON line the quotes of the SQL are escaped.)
-    await vi.waitFor(() => expect(lines.filter((l) => l.includes('"slow_query_ms"')).join('\n')).toMatch(/order by \\"nodes\\"\.\\"hostname\\"/));
+    await vi.waitFor(() =>
+      expect(lines.filter((l) => l.includes('"slow_query_ms"')).join('\n')).toMatch(/order by \\"nodes\\"\.\\"hostname\\"/),
+    );
     const logged = lines.filter((l) => l.includes('"slow_query_ms"')).map((l) => JSON.parse(l) as { sql: string; plan: string[] });
     const list = logged.filter((l) => /order by "nodes"\."hostname"/.test(l.sql));
     expect(list.length).toBe(1);

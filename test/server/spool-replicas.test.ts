@@ -38,11 +38,21 @@ async function agent(s: ServerProcess) {
   const flags = parseFlags((await api(s, 'GET', '/api/v1/environments/prod/enroll/flags')).body.data);
   const secret = (await api(s, 'GET', '/api/v1/environments/prod/enroll/secret')).body.data;
   const uuid = randomUUID();
-  const r = await agentPost(agentAddress(s), flags.endpoint.enroll, { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `rep-${uuid.slice(0, 8)}`) }, { ca });
+  const r = await agentPost(
+    agentAddress(s),
+    flags.endpoint.enroll,
+    { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `rep-${uuid.slice(0, 8)}`) },
+    { ca },
+  );
   expect(r.body.node_invalid).toBe(false);
   const key = r.body.node_key as string;
   return (via: ServerProcess, from: number, n: number) =>
-    agentPost(agentAddress(via), flags.endpoint.log, { node_key: key, log_type: 'result', data: Array.from({ length: n }, (_, i) => ({ name: 'q', columns: { i: String(from + i) } })) }, { ca });
+    agentPost(
+      agentAddress(via),
+      flags.endpoint.log,
+      { node_key: key, log_type: 'result', data: Array.from({ length: n }, (_, i) => ({ name: 'q', columns: { i: String(from + i) } })) },
+      { ca },
+    );
 }
 
 /** Which replica holds the sink's lease now (its lease name, host:pid:random, carries its pid). */
@@ -57,7 +67,20 @@ beforeAll(async () => {
   const { certFile, keyFile } = selfSigned(dir, '127.0.0.1');
   ca = readFileSync(certFile, 'utf8');
   const database = onPostgres ? (await testDatabaseUrl())! : join(dir, 'fleet.db');
-  args = ['--db', database, '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir];
+  args = [
+    '--db',
+    database,
+    '--create-env',
+    'prod',
+    '--agent-listen',
+    '127.0.0.1:0',
+    '--agent-tls-cert',
+    certFile,
+    '--agent-tls-key',
+    keyFile,
+    '--sink-dir',
+    dir,
+  ];
   if (onPostgres) servers = await Promise.all([start(), start()]);
   else servers = [await start(), await start()];
   token = await apiToken(servers[0].url, 'admin', PASSWORD);
@@ -83,7 +106,13 @@ const counts = () => ({ distinct: got.size, duplicates: [...got.values()].filter
 describe('two replicas, one spool', () => {
   it('each entry reaches the sink once, whichever replica the agent posted to; the sink follows the replica that stays', async () => {
     const url = `http://127.0.0.1:${(collector.address() as { port: number }).port}/in`;
-    const sink = await api(servers[0], 'POST', '/api/v1/log-sinks', { name: 'collected', type: 'http', source: 'result', environment_id: 0, config: { url } });
+    const sink = await api(servers[0], 'POST', '/api/v1/log-sinks', {
+      name: 'collected',
+      type: 'http',
+      source: 'result',
+      environment_id: 0,
+      config: { url },
+    });
     expect(sink.status).toBe(200);
     const posters = await Promise.all([agent(servers[0]), agent(servers[1]), agent(servers[0])]);
     // 3 agents x 10 batches of 50, each batch to either replica, all at once.

@@ -27,17 +27,34 @@ const db = () => t.server.deps.db;
 
 async function enroll(): Promise<{ uuid: string; key: string }> {
   const uuid = randomUUID();
-  const r = await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `spool-${uuid.slice(0, 8)}`) });
+  const r = await post('enroll', {
+    enroll_secret: secret,
+    host_identifier: uuid,
+    host_details: hostDetails(uuid, `spool-${uuid.slice(0, 8)}`),
+  });
   expect(r.body.node_invalid).toBe(false);
   return { uuid, key: r.body.node_key };
 }
 
-const result = (name: string, i: number, tag: string) => ({ name, hostIdentifier: 'h', calendarTime: 'x', unixTime: 1700000000 + i, epoch: 0, counter: i, numerics: false, columns: { i: String(i), tag }, action: 'added' });
+const result = (name: string, i: number, tag: string) => ({
+  name,
+  hostIdentifier: 'h',
+  calendarTime: 'x',
+  unixTime: 1700000000 + i,
+  epoch: 0,
+  counter: i,
+  numerics: false,
+  columns: { i: String(i), tag },
+  action: 'added',
+});
 
 /** The lines of a file sink that carry `tag`, parsed. */
 function fileLines(path: string, tag: string): any[] {
   if (!existsSync(join(dir, path))) return [];
-  return readFileSync(join(dir, path), 'utf8').split('\n').filter((l) => l.includes(tag)).map((l) => JSON.parse(l));
+  return readFileSync(join(dir, path), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(tag))
+    .map((l) => JSON.parse(l));
 }
 
 async function addSink(body: Record<string, unknown>): Promise<any> {
@@ -76,13 +93,42 @@ describe('the spool', () => {
     const rows = await db().selectFrom('log_spool').selectAll().where('line', 'like', `%${tag}%`).orderBy('id').execute();
     expect(rows).toHaveLength(2);
     const node = await db().selectFrom('nodes').select(['id', 'hostname']).where('uuid', '=', n.uuid).executeTakeFirstOrThrow();
-    expect(rows[0]).toMatchObject({ environment_id: envId, node_id: node.id, host_identifier: n.uuid, hostname: node.hostname, log_type: 'result', name: 'pack_a_b', severity: null, time: 1700000001 });
+    expect(rows[0]).toMatchObject({
+      environment_id: envId,
+      node_id: node.id,
+      host_identifier: n.uuid,
+      hostname: node.hostname,
+      log_type: 'result',
+      name: 'pack_a_b',
+      severity: null,
+      time: 1700000001,
+    });
     expect(JSON.parse(rows[1].line)).toEqual(result('pack_a_b', 2, tag));
     expect(Number(rows[1].id)).toBeGreaterThan(Number(rows[0].id));
 
-    const status = await post('log', { node_key: n.key, log_type: 'status', data: [{ hostIdentifier: n.uuid, calendarTime: 'x', unixTime: '1700000100', severity: '1', filename: 'f.cpp', line: '7', message: tag, version: '5.12.1' }] });
+    const status = await post('log', {
+      node_key: n.key,
+      log_type: 'status',
+      data: [
+        {
+          hostIdentifier: n.uuid,
+          calendarTime: 'x',
+          unixTime: '1700000100',
+          severity: '1',
+          filename: 'f.cpp',
+          line: '7',
+          message: tag,
+          version: '5.12.1',
+        },
+      ],
+    });
     expect(status.status).toBe(200);
-    const st = await db().selectFrom('log_spool').selectAll().where('line', 'like', `%${tag}%`).where('log_type', '=', 'status').executeTakeFirstOrThrow();
+    const st = await db()
+      .selectFrom('log_spool')
+      .selectAll()
+      .where('line', 'like', `%${tag}%`)
+      .where('log_type', '=', 'status')
+      .executeTakeFirstOrThrow();
     expect(st).toMatchObject({ log_type: 'status', name: null, severity: 1, time: 1700000100 });
   });
 
@@ -91,7 +137,11 @@ describe('the spool', () => {
     const n = await enroll();
     const tag = randomUUID();
     for (let b = 0; b < 5; b++) {
-      const r = await post('log', { node_key: n.key, log_type: 'result', data: Array.from({ length: 20 }, (_, i) => result('q1', b * 20 + i, tag)) });
+      const r = await post('log', {
+        node_key: n.key,
+        log_type: 'result',
+        data: Array.from({ length: 20 }, (_, i) => result('q1', b * 20 + i, tag)),
+      });
       expect(r.status).toBe(200);
     }
     const lines = await eventually(async () => {
@@ -143,7 +193,16 @@ describe('a sink that is down', () => {
     const file = await addSink({ name: `file-${randomUUID().slice(0, 8)}`, type: 'file', config: { path: 'beside.jsonl' } });
     const n = await enroll();
     const tag = randomUUID();
-    for (let b = 0; b < 3; b++) expect((await post('log', { node_key: n.key, log_type: 'result', data: Array.from({ length: 10 }, (_, i) => result('q2', b * 10 + i, tag)) })).status).toBe(200);
+    for (let b = 0; b < 3; b++)
+      expect(
+        (
+          await post('log', {
+            node_key: n.key,
+            log_type: 'result',
+            data: Array.from({ length: 10 }, (_, i) => result('q2', b * 10 + i, tag)),
+          })
+        ).status,
+      ).toBe(200);
     await eventually(async () => (fileLines('beside.jsonl', tag).length === 30 ? true : undefined), 'the file sink to get all 30');
     const waiting = await eventually(async () => {
       const s = await sinkState(http.id);
@@ -154,7 +213,10 @@ describe('a sink that is down', () => {
     expect(waiting.oldest_undelivered_at).not.toBe('');
     expect(waiting.last_error).toContain('503');
     up = true;
-    await eventually(async () => (got.filter((e) => e.entry.columns.tag === tag).length >= 30 ? true : undefined), 'the http sink to catch up');
+    await eventually(
+      async () => (got.filter((e) => e.entry.columns.tag === tag).length >= 30 ? true : undefined),
+      'the http sink to catch up',
+    );
     const mine = got.filter((e) => e.entry.columns.tag === tag);
     expect(mine.map((e) => Number(e.entry.columns.i)).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     const after = await eventually(async () => {
@@ -179,7 +241,11 @@ describe('a sink that is down', () => {
     config.sinkBacklogBytes = 20_000;
     try {
       for (let b = 0; b < 5; b++) {
-        const r = await post('log', { node_key: n.key, log_type: 'result', data: Array.from({ length: 10 }, (_, i) => ({ ...result('q3', b * 10 + i, tag), pad: big })) });
+        const r = await post('log', {
+          node_key: n.key,
+          log_type: 'result',
+          data: Array.from({ length: 10 }, (_, i) => ({ ...result('q3', b * 10 + i, tag), pad: big })),
+        });
         expect(r.status).toBe(200);
       }
       const s = await eventually(async () => {
@@ -199,7 +265,11 @@ describe('a sink that is down', () => {
     } finally {
       config.sinkBacklogBytes = was;
     }
-    const audit = await eventually(async () => db().selectFrom('audit_logs').selectAll().where('line', 'like', `%${http.name}%dropped%backlog_bytes%`).executeTakeFirst(), 'the drop to be audited');
+    const audit = await eventually(
+      async () =>
+        db().selectFrom('audit_logs').selectAll().where('line', 'like', `%${http.name}%dropped%backlog_bytes%`).executeTakeFirst(),
+      'the drop to be audited',
+    );
     expect(audit).toMatchObject({ log_type: 7, severity: 3 });
     await api('DELETE', `/api/v1/log-sinks/${http.id}`);
   });
@@ -222,7 +292,13 @@ describe('an http sink over HTTPS with a private CA', () => {
     try {
       const url = `https://127.0.0.1:${(collector.address() as { port: number }).port}/in`;
       const ca = readFileSync(certFile, 'utf8');
-      const plain = await api('POST', '/api/v1/log-sinks', { name: `tls-${randomUUID().slice(0, 8)}`, environment_id: envId, source: 'status', type: 'http', config: { url: 'http://127.0.0.1:1/', ca } });
+      const plain = await api('POST', '/api/v1/log-sinks', {
+        name: `tls-${randomUUID().slice(0, 8)}`,
+        environment_id: envId,
+        source: 'status',
+        type: 'http',
+        config: { url: 'http://127.0.0.1:1/', ca },
+      });
       expect(plain.status).toBe(400);
       expect(plain.body.error).toBe('config.ca: a CA is only used with an https:// url');
       const sink = await addSink({ name: `tls-${randomUUID().slice(0, 8)}`, source: 'status', type: 'http', config: { url } });
@@ -249,10 +325,16 @@ describe('the pruner', () => {
     const pruner = t.server.delivery.spoolPruner;
     const n = await enroll();
     const tag = randomUUID();
-    expect((await post('log', { node_key: n.key, log_type: 'status', data: [{ message: tag, severity: '0', unixTime: '1700000000' }] })).status).toBe(200);
+    expect(
+      (await post('log', { node_key: n.key, log_type: 'status', data: [{ message: tag, severity: '0', unixTime: '1700000000' }] })).status,
+    ).toBe(200);
     const left = async () => (await db().selectFrom('log_spool').select('id').where('line', 'like', `%${tag}%`).execute()).length;
     // The demo's prod-status-file sink reads prod's status logs: it gets the line...
-    await eventually(async () => (existsSync(join(dir, 'prod-status.log')) && readFileSync(join(dir, 'prod-status.log'), 'utf8').includes(tag) ? true : undefined), 'the status line at the file sink');
+    await eventually(
+      async () =>
+        existsSync(join(dir, 'prod-status.log')) && readFileSync(join(dir, 'prod-status.log'), 'utf8').includes(tag) ? true : undefined,
+      'the status line at the file sink',
+    );
     // ...and the line stays for `fleetctl logs` within the environment's retention (a week by default)...
     await pruner.prune();
     expect(await left()).toBe(1);

@@ -19,9 +19,19 @@ afterAll(() => ts?.close());
 
 const put = (schedule: unknown, token = admin) => ts.call('PUT', '/api/v1/environments/prod/config/schedule', { token, body: schedule });
 const schedule = () => ts.call('GET', '/api/v1/environments/prod/config/schedule', { token: admin });
-const userId = async (name: string) => (await ts.server.deps.db.selectFrom('users').select('id').where('username', '=', name).executeTakeFirstOrThrow()).id;
+const userId = async (name: string) =>
+  (await ts.server.deps.db.selectFrom('users').select('id').where('username', '=', name).executeTakeFirstOrThrow()).id;
 const spent = async (name: string) =>
-  Number((await ts.server.deps.db.selectFrom('rate_windows').select('count').where('scope', '=', 'sql').where('key', '=', String(await userId(name))).executeTakeFirst())?.count ?? 0);
+  Number(
+    (
+      await ts.server.deps.db
+        .selectFrom('rate_windows')
+        .select('count')
+        .where('scope', '=', 'sql')
+        .where('key', '=', String(await userId(name)))
+        .executeTakeFirst()
+    )?.count ?? 0,
+  );
 /** A valid query of about `chars` characters, different for each `tag`. */
 const query = (tag: string, chars: number) => {
   const head = `SELECT pid FROM processes WHERE name = '${tag}'`;
@@ -31,11 +41,18 @@ const query = (tag: string, chars: number) => {
 describe('per request', () => {
   it('more new SQL than 256 KB in one request is 413 before any parsing, nothing stored, nothing counted', async () => {
     const before = await schedule();
-    const big = Object.fromEntries(Array.from({ length: Math.ceil(SQL_CHARS_PER_REQUEST / (SQL_MAX - 100)) + 1 }, (_, i) => [`big_${i}`, { query: query(`big-${i}`, SQL_MAX - 100), interval: 300 }]));
+    const big = Object.fromEntries(
+      Array.from({ length: Math.ceil(SQL_CHARS_PER_REQUEST / (SQL_MAX - 100)) + 1 }, (_, i) => [
+        `big_${i}`,
+        { query: query(`big-${i}`, SQL_MAX - 100), interval: 300 },
+      ]),
+    );
     const r = await put(big);
     expect(r.status).toBe(413);
     expect(r.body.code).toBe('bad_request');
-    expect(r.body.error).toMatch(/^the request brings \d+ KB of SQL never checked before; one request may bring at most 256 KB: send the configuration in parts$/);
+    expect(r.body.error).toMatch(
+      /^the request brings \d+ KB of SQL never checked before; one request may bring at most 256 KB: send the configuration in parts$/,
+    );
     expect((await schedule()).body).toEqual(before.body);
     expect(await spent('admin')).toBe(0);
   });

@@ -39,7 +39,10 @@ describe.skipIf(onPostgres)('SQLite: a transaction that runs out of space', () =
         .execute(async (tx) => {
           for (let i = 0; i < 50; i++) await sql`insert into ballast (b) values (${randomBytes(5000)})`.execute(tx);
         })
-        .then(() => undefined, (e: unknown) => e as Error);
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        );
       expect(err?.message).toMatch(/full/);
       expect(err?.message).not.toMatch(/rollback/);
       expect(dbFault(err)).toBe('no_space');

@@ -20,7 +20,24 @@ const db = () => ts.server.deps.db;
 const stats = (token = admin) => ts.call('GET', '/api/v1/stats', { token });
 
 // contract.md 4.11 platform buckets, spelled out independently of the server's platform_bucket.
-const LINUX = ['linux', 'ubuntu', 'debian', 'centos', 'rhel', 'fedora', 'arch', 'amzn', 'amazon', 'opensuse', 'sles', 'alpine', 'rocky', 'oracle', 'almalinux', 'kali'];
+const LINUX = [
+  'linux',
+  'ubuntu',
+  'debian',
+  'centos',
+  'rhel',
+  'fedora',
+  'arch',
+  'amzn',
+  'amazon',
+  'opensuse',
+  'sles',
+  'alpine',
+  'rocky',
+  'oracle',
+  'almalinux',
+  'kali',
+];
 const DARWIN = ['darwin', 'macos', 'mac'];
 const WINDOWS = ['windows', 'win', 'win32', 'win64'];
 const inList = (xs: string[]) => sql.join(xs.map((x) => sql.lit(x)));
@@ -39,7 +56,11 @@ interface Expected {
 }
 
 async function expectedFor(envName: string, hours: number): Promise<Expected> {
-  const env = await db().selectFrom('environments').select(['id', 'uuid', 'name', 'accept_enrolls', 'enroll_expire']).where('name', '=', envName).executeTakeFirstOrThrow();
+  const env = await db()
+    .selectFrom('environments')
+    .select(['id', 'uuid', 'name', 'accept_enrolls', 'enroll_expire'])
+    .where('name', '=', envName)
+    .executeTakeFirstOrThrow();
   const cutoff = new Date(Date.now() - hours * 3600_000).toISOString();
   const { rows } = await sql<{ total: number; active: number; linux: number; darwin: number; windows: number }>`
     select count(*) as total,
@@ -73,10 +94,24 @@ async function expectedFor(envName: string, hours: number): Promise<Expected> {
   const darwin = Number(n.darwin);
   const windows = Number(n.windows);
   return {
-    uuid: env.uuid, name: env.name, total, active, inactive: total - active, active_queries: Number(q[0].n), active_carves: activeCarves,
+    uuid: env.uuid,
+    name: env.name,
+    total,
+    active,
+    inactive: total - active,
+    active_queries: Number(q[0].n),
+    active_carves: activeCarves,
     platform_counts: { linux, darwin, windows, other: total - linux - darwin - windows },
     // Issue 27: closed when enrolls are off or the window ended, closing within a day, else open.
-    enrollment: !env.accept_enrolls ? 'closed' : env.enroll_expire.startsWith('0001-') ? 'open' : Date.parse(env.enroll_expire) <= Date.now() ? 'closed' : Date.parse(env.enroll_expire) - Date.now() < 86_400_000 ? 'closing' : 'open',
+    enrollment: !env.accept_enrolls
+      ? 'closed'
+      : env.enroll_expire.startsWith('0001-')
+        ? 'open'
+        : Date.parse(env.enroll_expire) <= Date.now()
+          ? 'closed'
+          : Date.parse(env.enroll_expire) - Date.now() < 86_400_000
+            ? 'closing'
+            : 'open',
     enroll_expire: env.enroll_expire,
   };
 }
@@ -114,7 +149,8 @@ describe('GET /api/v1/stats', () => {
     const expected = await Promise.all(['dev', 'prod', 'staging'].map((n) => expectedFor(n, 72)));
     expectTotals(r.body, expected);
     // The demo has some of everything, so zeros would mean broken counting, not an empty fleet.
-    for (const e of expected) expect(Math.min(e.active, e.inactive, e.active_queries, e.active_carves, e.platform_counts.other)).toBeGreaterThan(0);
+    for (const e of expected)
+      expect(Math.min(e.active, e.inactive, e.active_queries, e.active_carves, e.platform_counts.other)).toBeGreaterThan(0);
   });
 
   it('counts only the environments the caller can access', async () => {
@@ -132,7 +168,13 @@ describe('GET /api/v1/stats', () => {
 
   it('follows the inactive_hours setting, and an env override for that env', async () => {
     const before = (await stats()).body;
-    await db().updateTable('settings').set({ integer_value: 200 }).where('service', '=', 'admin').where('name', '=', 'inactive_hours').where('environment_id', '=', 0).execute();
+    await db()
+      .updateTable('settings')
+      .set({ integer_value: 200 })
+      .where('service', '=', 'admin')
+      .where('name', '=', 'inactive_hours')
+      .where('environment_id', '=', 0)
+      .execute();
     try {
       const r = await stats();
       expect(r.body.inactive_hours).toBe(200);
@@ -144,14 +186,32 @@ describe('GET /api/v1/stats', () => {
       const ts0 = new Date().toISOString();
       await db()
         .insertInto('settings')
-        .values({ name: 'inactive_hours', service: 'admin', type: 'integer', info: '', environment_id: devId, boolean_value: 0, integer_value: 1000, string_value: '', created_at: ts0, updated_at: ts0, deleted_at: null })
+        .values({
+          name: 'inactive_hours',
+          service: 'admin',
+          type: 'integer',
+          info: '',
+          environment_id: devId,
+          boolean_value: 0,
+          integer_value: 1000,
+          string_value: '',
+          created_at: ts0,
+          updated_at: ts0,
+          deleted_at: null,
+        })
         .execute();
       const o = await stats();
       expect(o.body.inactive_hours).toBe(200);
       expectTotals(o.body, [await expectedFor('dev', 1000), ...(await Promise.all(['prod', 'staging'].map((n) => expectedFor(n, 200))))]);
       await db().deleteFrom('settings').where('environment_id', '=', devId).where('name', '=', 'inactive_hours').execute();
     } finally {
-      await db().updateTable('settings').set({ integer_value: 72 }).where('service', '=', 'admin').where('name', '=', 'inactive_hours').where('environment_id', '=', 0).execute();
+      await db()
+        .updateTable('settings')
+        .set({ integer_value: 72 })
+        .where('service', '=', 'admin')
+        .where('name', '=', 'inactive_hours')
+        .where('environment_id', '=', 0)
+        .execute();
     }
   });
 
@@ -172,7 +232,11 @@ describe('GET /api/v1/stats', () => {
 
   it('counts 20,000 nodes right (aggregated in SQL)', async () => {
     const now = Date.now();
-    const envId = await createEnvironment(db(), 'bulk', { uuid: '00000000-0000-4000-a000-0000000b0001', hostname: 'h', now: new Date(now) });
+    const envId = await createEnvironment(db(), 'bulk', {
+      uuid: '00000000-0000-4000-a000-0000000b0001',
+      hostname: 'h',
+      now: new Date(now),
+    });
     for (let batch = 0; batch < 2; batch++) await insertNodes(db(), generateNodes(1000 + batch, 'bulk', envId, 10_000, now));
     const started = performance.now();
     const r = await stats();
@@ -181,7 +245,14 @@ describe('GET /api/v1/stats', () => {
     const expected = await Promise.all(['bulk', 'dev', 'prod', 'staging'].map((n) => expectedFor(n, 72)));
     expect(expected[0].total).toBe(20_000);
     expectTotals(r.body, expected);
-    const all = Number((await db().selectFrom('nodes').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const all = Number(
+      (
+        await db()
+          .selectFrom('nodes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(r.body.total_nodes).toBe(all);
     console.log(`stats over ${all} nodes: ${ms.toFixed(0)} ms`);
   });

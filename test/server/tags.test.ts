@@ -52,7 +52,11 @@ describe('GET /api/v1/tags/{env}', () => {
     // node_count is the number of nodes carrying the tag.
     const envId = servers.environment_id;
     const db = ts.server.deps.db;
-    const n = await db.selectFrom('node_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('tag_id', '=', servers.id).executeTakeFirst();
+    const n = await db
+      .selectFrom('node_tags')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tag_id', '=', servers.id)
+      .executeTakeFirst();
     expect(servers.node_count).toBe(Number(n!.n));
     expect(tags.every((t) => t.environment_id === envId)).toBe(true);
   });
@@ -74,8 +78,14 @@ describe('add', () => {
     expectData(r);
     const t = await tagOf('web-tier');
     expect(t).toMatchObject({
-      description: 'Front-end web servers', icon: 'fas fa-tag', tag_type: 6, custom_tag: 'tag', created_by: 'prod-admin',
-      auto_tag: false, cohort: false, node_count: 0,
+      description: 'Front-end web servers',
+      icon: 'fas fa-tag',
+      tag_type: 6,
+      custom_tag: 'tag',
+      created_by: 'prod-admin',
+      auto_tag: false,
+      cohort: false,
+      node_count: 0,
     });
     expect(t!.color).toMatch(/^#[0-9a-f]{6}$/);
     const [audit] = await auditRows(ts, 6);
@@ -131,13 +141,25 @@ describe('edit', () => {
     const before = (await tagOf('team-blue'))!;
     expectData(await act('edit', { name: 'team-blue', description: 'The blue team' }));
     const after = (await tagOf('team-blue'))!;
-    expect(after).toMatchObject({ description: 'The blue team', color: before.color, icon: before.icon, tag_type: 4, custom_tag: 'Team Blue' });
+    expect(after).toMatchObject({
+      description: 'The blue team',
+      color: before.color,
+      icon: before.icon,
+      tag_type: 4,
+      custom_tag: 'Team Blue',
+    });
     expect(after.updated_at >= before.updated_at).toBe(true);
   });
 
   it('changes color, icon and type', async () => {
     expectData(await act('edit', { name: 'team-blue', color: '#00ff00', icon: 'fas fa-flag', tagtype: 6 }));
-    expect(await tagOf('team-blue')).toMatchObject({ color: '#00ff00', icon: 'fas fa-flag', tag_type: 6, custom_tag: 'tag', description: 'The blue team' });
+    expect(await tagOf('team-blue')).toMatchObject({
+      color: '#00ff00',
+      icon: 'fas fa-flag',
+      tag_type: 6,
+      custom_tag: 'tag',
+      description: 'The blue team',
+    });
     expectData(await act('edit', { name: 'team-blue', tagtype: 4, custom: 'Blue' }));
     expect(await tagOf('team-blue')).toMatchObject({ tag_type: 4, custom_tag: 'Blue' });
     expectData(await act('edit', { name: 'team-blue', custom: 'Blue Team' }));
@@ -198,7 +220,12 @@ describe('tag and untag', () => {
 
   it('needs a known tag and a non-empty uuids array of strings', async () => {
     expect((await act('tag', { name: 'no-such-tag', uuids: [prodNodes[0]] })).status).toBe(404);
-    for (const body of [{ name: 'os-linux' }, { name: 'os-linux', uuids: [] }, { name: 'os-linux', uuids: prodNodes[0] }, { name: 'os-linux', uuids: [1, 2] }]) {
+    for (const body of [
+      { name: 'os-linux' },
+      { name: 'os-linux', uuids: [] },
+      { name: 'os-linux', uuids: prodNodes[0] },
+      { name: 'os-linux', uuids: [1, 2] },
+    ]) {
       const r = await act('tag', body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.code).toBe('bad_request');
@@ -226,7 +253,12 @@ describe('remove', () => {
     expectData(r);
     expect(await tagOf('web-tier')).toBeUndefined();
     expect(await nodeTags(b)).not.toContain('web-tier');
-    const links = await ts.server.deps.db.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('tags.name').where('tags.name', '=', 'web-tier').execute();
+    const links = await ts.server.deps.db
+      .selectFrom('node_tags')
+      .innerJoin('tags', 'tags.id', 'node_tags.tag_id')
+      .select('tags.name')
+      .where('tags.name', '=', 'web-tier')
+      .execute();
     expect(links).toEqual([]);
     // The staging tag of the same name is untouched.
     expect(await tagOf('web-tier', 'staging')).toBeDefined();

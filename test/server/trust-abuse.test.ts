@@ -32,7 +32,11 @@ describe('a flood of unauthenticated requests', () => {
     expect(statuses.get(401)).toBe(60);
     expect(statuses.get(429)).toBe(FLOOD - 60);
     await ts.server.denials.flush();
-    const rows = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('id', 'not in', before.length ? before.map((r) => r.id) : [0]).execute();
+    const rows = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('id', 'not in', before.length ? before.map((r) => r.id) : [0])
+      .execute();
     expect(rows.length).toBeLessThanOrEqual(50);
     expect(rows.reduce((n, r) => n + r.count, 0)).toBe(FLOOD);
     expect(rows[0]).toMatchObject({ log_type: 9, severity: 2, source_ip: '127.0.0.1', username: '' });
@@ -87,7 +91,10 @@ describe('per-account login limit', () => {
 
 describe('behind a load balancer (--trust-proxy)', () => {
   const attempt = (s: TestServer, forwardedFor: string) =>
-    s.call('POST', '/api/v1/login/prod', { body: { username: 'nobody', password: 'wrong-password-1' }, headers: { 'x-forwarded-for': forwardedFor } });
+    s.call('POST', '/api/v1/login/prod', {
+      body: { username: 'nobody', password: 'wrong-password-1' },
+      headers: { 'x-forwarded-for': forwardedFor },
+    });
 
   it('a trusted proxy: limits and audit key on the forwarded client address', async () => {
     const s = await startTestServer({ loginRateLimit: 3, trustProxy: ['127.0.0.1'] });

@@ -50,7 +50,10 @@ describe('router and parser errors in the envelope', () => {
     expect(arrays.status).toBe(400);
     // Brackets inside strings do not count.
     const ok = '{"a":'.repeat(60) + '"[[[[{{{{"' + '}'.repeat(60);
-    const fine = await ts.call('POST', '/api/v1/log-sinks', { token: admin, rawBody: `{"name":"x","type":"file","source":"status","environment_id":0,"config":${ok}}` });
+    const fine = await ts.call('POST', '/api/v1/log-sinks', {
+      token: admin,
+      rawBody: `{"name":"x","type":"file","source":"status","environment_id":0,"config":${ok}}`,
+    });
     expect(fine.status).not.toBe(500);
     expect(fine.body.code).not.toBe('invalid_json');
   });

@@ -17,13 +17,23 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const server = (args: string[], input?: string) =>
-  execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', ...args], { reject: false, input, stdin: input === undefined ? 'ignore' : undefined, timeout: 30_000 });
+  execa('node', [BIN, 'server', '--listen', '127.0.0.1:0', ...args], {
+    reject: false,
+    input,
+    stdin: input === undefined ? 'ignore' : undefined,
+    timeout: 30_000,
+  });
 
 async function login(url: string): Promise<string> {
-  const r = await fetch(`${url}/api/v1/login/prod`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: PASSWORD }) });
+  const r = await fetch(`${url}/api/v1/login/prod`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: PASSWORD }),
+  });
   return ((await r.json()) as { token: string }).token;
 }
-const me = async (url: string, token: string) => (await fetch(`${url}/api/v1/users/me`, { headers: { authorization: `Bearer ${token}` } })).status;
+const me = async (url: string, token: string) =>
+  (await fetch(`${url}/api/v1/users/me`, { headers: { authorization: `Bearer ${token}` } })).status;
 
 describe('database file modes', () => {
   it('a new database (and its new directories) is 0600 in 0700, -wal and -shm included', async () => {
@@ -56,7 +66,9 @@ describe('database file modes', () => {
 
     const fixed = await startServerProcess(['--db', db, '--fix-permissions']);
     try {
-      expect(fixed.output()).toMatch(/warning: old\.db was open to other users: now 0600; the JWT signing secret was rotated, ending 1 session/);
+      expect(fixed.output()).toMatch(
+        /warning: old\.db was open to other users: now 0600; the JWT signing secret was rotated, ending 1 session/,
+      );
       expect(mode(db)).toBe('600');
       // A token signed with the old (possibly leaked) secret no longer works; a new login does.
       expect(await me(fixed.url, leakedToken)).toBe(401);

@@ -32,7 +32,12 @@ describe('POST /api/v1/logout', () => {
   it('is audited (log_type 2, logout) with the user and address', async () => {
     const token = await ts.login('carver');
     await ts.call('POST', '/api/v1/logout', { token });
-    const row = await ts.server.deps.db.selectFrom('audit_logs').selectAll().where('log_type', '=', 2).where('username', '=', 'carver').executeTakeFirst();
+    const row = await ts.server.deps.db
+      .selectFrom('audit_logs')
+      .selectAll()
+      .where('log_type', '=', 2)
+      .where('username', '=', 'carver')
+      .executeTakeFirst();
     expect(row).toMatchObject({ line: 'user carver logged out', source_ip: '127.0.0.1' });
   });
 
@@ -45,7 +50,11 @@ describe('session expiry and purge', () => {
   it("a session row past its own expires_at is refused though the JWT's exp is hours away", async () => {
     const token = await ts.login('analyst');
     const { jti } = jwtClaims(token);
-    await ts.server.deps.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('jti', '=', jti).execute();
+    await ts.server.deps.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('jti', '=', jti)
+      .execute();
     const r = await ts.call('GET', '/api/v1/users/me', { token });
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('token_expired');
@@ -57,7 +66,11 @@ describe('session expiry and purge', () => {
     expect(set.status, JSON.stringify(set.body)).toBe(200);
     const dead = jwtClaims(await ts.login('analyst')).jti;
     const live = jwtClaims(await ts.login('analyst')).jti;
-    await ts.server.deps.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('jti', '=', dead).execute();
+    await ts.server.deps.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('jti', '=', dead)
+      .execute();
     // The purge runs in the background: waited for (the test's timeout catches a purge that never
     // comes), asserting what it did, not how fast.
     while ((await sessions(dead)).length > 0) await new Promise((r) => setTimeout(r, 200));

@@ -43,7 +43,8 @@ function refused(url: string): Promise<boolean> {
 }
 
 const bodyOf = (raw: string) => JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));
-const HALF_BODY = 'POST /api/v1/login/prod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"username":';
+const HALF_BODY =
+  'POST /api/v1/login/prod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"username":';
 const CONTINUE = '100 Continue\r\n\r\n';
 
 /** Headers with Expect: 100-continue, then part of the body once the server has the request. */
@@ -59,7 +60,17 @@ const HALF_HEADERS = 'GET /api/v1/users HTTP/1.1\r\nHost: x\r\nX-Slow: ';
 
 describe('timeouts', () => {
   it('a client that stops mid-body or mid-headers is answered 400 and cut (request/headers timeouts)', async () => {
-    const s = await startServerProcess(['--dev', '--dev-password', 'test-password-1', '--dev-nodes', '3', '--request-timeout', '2', '--headers-timeout', '1']);
+    const s = await startServerProcess([
+      '--dev',
+      '--dev-password',
+      'test-password-1',
+      '--dev-nodes',
+      '3',
+      '--request-timeout',
+      '2',
+      '--headers-timeout',
+      '1',
+    ]);
     try {
       const body = await open(s.url, HALF_BODY);
       const headers = await open(s.url, HALF_HEADERS);

@@ -31,7 +31,8 @@ describe.runIf(onPostgres)('PostgreSQL: backup with pg_dump and pg_restore, migr
     return s;
   };
   /** A Kysely on the URL for what the CLI cannot do: a schema left at an older release's. */
-  const raw = (url: string) => new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) });
+  const raw = (url: string) =>
+    new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) });
   const nodesOf = async (c: Cli, env: string) => {
     const r = await c.run(['nodes', 'list', '--env', env, '--all', '-o', 'json']);
     expect(r.exitCode, r.stderr).toBe(0);
@@ -50,7 +51,10 @@ describe.runIf(onPostgres)('PostgreSQL: backup with pg_dump and pg_restore, migr
   it('pg_dump of the live database while agents check in; pg_restore --clean --if-exists brings back what was deleted since', async () => {
     const url = (await testDatabaseUrl())!;
     const s = await serve(['--dev', '--dev-password', DEV_PASSWORD, '--dev-nodes', '50', '--dev-agents', '3', '--db', url]);
-    await eventually(() => Promise.resolve(/Simulated agents: 3 of 3 enrolled/.test(s.output()) ? true : undefined), 'the simulated agents enrolled');
+    await eventually(
+      () => Promise.resolve(/Simulated agents: 3 of 3 enrolled/.test(s.output()) ? true : undefined),
+      'the simulated agents enrolled',
+    );
     const c = newCli();
     await c.login(s.url);
     const staging = await nodesOf(c, 'staging');
@@ -94,7 +98,9 @@ describe.runIf(onPostgres)('PostgreSQL: backup with pg_dump and pg_restore, migr
     const run = await c.run(['server', 'migrate', '--db', url]);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).toBe(`Applied ${later.length} migration(s): ${later.join(', ')}; the schema is now ${names.at(-1)}.\n`);
-    expect((await c.run(['server', 'migrate', '--db', url])).stdout).toBe(`The schema is up to date (${names.at(-1)}): nothing to apply.\n`);
+    expect((await c.run(['server', 'migrate', '--db', url])).stdout).toBe(
+      `The schema is up to date (${names.at(-1)}): nothing to apply.\n`,
+    );
     // The migrated database is one a server starts on.
     const s = await serve(['--db', url, '--admin-password-stdin', '--create-env', 'prod'], DEV_PASSWORD);
     await newCli().login(s.url);
@@ -107,10 +113,15 @@ describe.runIf(onPostgres)('PostgreSQL: backup with pg_dump and pg_restore, migr
     expect((await c.run(['server', 'migrate', '--db', url])).exitCode).toBe(0);
     const k = raw(url);
     await sql`insert into kysely_migration (name, timestamp) values ('999_from_the_future', '2030-01-01T00:00:00.000Z')`.execute(k);
-    const tables = async () => (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'public'`.execute(k)).rows[0].n;
+    const tables = async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'public'`.execute(k)).rows[0]
+        .n;
     const before = await tables();
     const line = `error: the database's schema is newer than this fleetctl ${pkg.version} knows (its migration 999_from_the_future is not one of ours): run the release that upgraded it, or restore the backup taken before the upgrade\n`;
-    for (const args of [['server', '--db', url, '--listen', '127.0.0.1:0', '--workers', '1'], ['server', 'migrate', '--db', url]]) {
+    for (const args of [
+      ['server', '--db', url, '--listen', '127.0.0.1:0', '--workers', '1'],
+      ['server', 'migrate', '--db', url],
+    ]) {
       const r = await c.run(args);
       expect(r.exitCode, args.join(' ')).toBe(1);
       expect(r.stderr).toBe(line);

@@ -32,7 +32,18 @@ const auditOf = async (needle: string) =>
 const userCount = async () => (await ts.server.deps.db.selectFrom('users').select('id').execute()).length;
 
 function expectUserShape(u: Record<string, unknown>): void {
-  expect(Object.keys(u).sort()).toEqual(['admin', 'api', 'created_at', 'email', 'environments', 'fullname', 'last_login_at', 'mfa', 'service', 'username']);
+  expect(Object.keys(u).sort()).toEqual([
+    'admin',
+    'api',
+    'created_at',
+    'email',
+    'environments',
+    'fullname',
+    'last_login_at',
+    'mfa',
+    'service',
+    'username',
+  ]);
   for (const k of ['username', 'fullname', 'email', 'created_at', 'last_login_at']) expect(typeof u[k], k).toBe('string');
   for (const k of ['admin', 'service', 'api']) expect(typeof u[k], k).toBe('boolean');
   expect(u.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
@@ -63,7 +74,10 @@ describe('GET /api/v1/users and /api/v1/users/me', () => {
     const by = (n: string) => r.body.find((u: { username: string }) => u.username === n);
     expect(by('admin')).toMatchObject({ admin: true, mfa: { totp: false, webauthn: 2 } });
     expect(by('mfa-user')).toMatchObject({ admin: false, mfa: { totp: true, webauthn: 0, recovery_codes: 10 } });
-    expect(by('ci-bot')).toMatchObject({ service: true, environments: [{ name: 'staging', user: false, query: false, carve: false, admin: true }] });
+    expect(by('ci-bot')).toMatchObject({
+      service: true,
+      environments: [{ name: 'staging', user: false, query: false, carve: false, admin: true }],
+    });
     expect(by('dev-user').last_login_at).toBe('0001-01-01T00:00:00Z');
     expect(JSON.stringify(r.body)).not.toMatch(/scrypt|password|secret/i);
   });
@@ -101,7 +115,13 @@ describe('GET /api/v1/users and /api/v1/users/me', () => {
 
 describe('POST /api/v1/users/{username}/add', () => {
   it('adds a user: data reply, hashed password, user-only access on envs given by name or UUID, audit row', async () => {
-    const r = await act('alice', 'add', { username: 'alice', fullname: 'Alice A', email: 'alice@example.com', password: 'alice-pass-1', environments: ['staging', PROD_UUID] });
+    const r = await act('alice', 'add', {
+      username: 'alice',
+      fullname: 'Alice A',
+      email: 'alice@example.com',
+      password: 'alice-pass-1',
+      environments: ['staging', PROD_UUID],
+    });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ data: 'user alice added' });
     const u = (await row('alice'))!;
@@ -122,9 +142,21 @@ describe('POST /api/v1/users/{username}/add', () => {
   });
 
   it('levels: given ones set, user_access defaults to true; admin: true makes a super-admin; service flag', async () => {
-    expect((await act('bob', 'add', { username: 'bob', password: 'bob-pass-12', environments: ['prod'], query_access: true, carve_access: true })).status).toBe(200);
+    expect(
+      (
+        await act('bob', 'add', {
+          username: 'bob',
+          password: 'bob-pass-12',
+          environments: ['prod'],
+          query_access: true,
+          carve_access: true,
+        })
+      ).status,
+    ).toBe(200);
     expect(await access('bob')).toEqual([{ name: 'prod', user_level: 1, query_level: 1, carve_level: 1, admin_level: 0 }]);
-    expect((await act('root2', 'add', { username: 'root2', password: 'root2-pass', admin: true, service: true, api: false })).status).toBe(200);
+    expect((await act('root2', 'add', { username: 'root2', password: 'root2-pass', admin: true, service: true, api: false })).status).toBe(
+      200,
+    );
     expect(await row('root2')).toMatchObject({ admin: 1, service: 1, api: 0 });
     // Without API access the new super-admin cannot log in (issue 29); with it, reaches every env.
     const denied = await ts.call('POST', '/api/v1/login/dev', { body: { username: 'root2', password: 'root2-pass' } });
@@ -184,7 +216,13 @@ describe('POST /api/v1/users/{username}/add', () => {
 
 describe('POST /api/v1/users/{username}/edit', () => {
   it('changes only the given fields and flags', async () => {
-    await act('erin', 'add', { username: 'erin', password: 'erin-pass-1', fullname: 'Erin', email: 'erin@example.com', environments: ['dev'] });
+    await act('erin', 'add', {
+      username: 'erin',
+      password: 'erin-pass-1',
+      fullname: 'Erin',
+      email: 'erin@example.com',
+      environments: ['dev'],
+    });
     const r = await act('erin', 'edit', { username: 'erin', fullname: 'Erin E', service: true, admin: true });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ data: 'user erin updated' });
@@ -196,7 +234,9 @@ describe('POST /api/v1/users/{username}/edit', () => {
 
   it('environments + levels replace the access on the named envs only; all false revokes it', async () => {
     await act('frank', 'add', { username: 'frank', password: 'frank-pass', environments: ['prod', 'dev'], query_access: true });
-    expect((await act('frank', 'edit', { username: 'frank', environments: ['prod', 'staging'], admin_access: true, user_access: false })).status).toBe(200);
+    expect(
+      (await act('frank', 'edit', { username: 'frank', environments: ['prod', 'staging'], admin_access: true, user_access: false })).status,
+    ).toBe(200);
     expect(await access('frank')).toEqual([
       { name: 'dev', user_level: 1, query_level: 1, carve_level: 0, admin_level: 0 },
       { name: 'prod', user_level: 0, query_level: 0, carve_level: 0, admin_level: 1 },
@@ -208,7 +248,7 @@ describe('POST /api/v1/users/{username}/edit', () => {
     expect(denied.status).toBe(403);
   });
 
-  it('a new password ends the user\'s sessions and pending MFA challenges', async () => {
+  it("a new password ends the user's sessions and pending MFA challenges", async () => {
     await act('grace', 'add', { username: 'grace', password: 'grace-pass', environments: ['prod'] });
     const old = await ts.login('grace', 'prod', 'grace-pass');
     expect((await ts.call('GET', '/api/v1/users/me', { token: old })).status).toBe(200);
@@ -271,7 +311,7 @@ describe('the last super-admin, and removing users', () => {
     }
   });
 
-  it('remove: data reply, the user\'s tokens stop working, audit row; 404 unknown; 409 yourself', async () => {
+  it("remove: data reply, the user's tokens stop working, audit row; 404 unknown; 409 yourself", async () => {
     await act('ivan', 'add', { username: 'ivan', password: 'ivan-pass-1', environments: ['prod'] });
     const token = await ts.login('ivan', 'prod', 'ivan-pass-1');
     const r = await act('ivan', 'remove', { username: 'ivan' });
@@ -314,7 +354,10 @@ describe('the last super-admin, and removing users', () => {
     const envAdmin = await ts.call('POST', '/api/v1/users/judy/add', { body, token: await ts.login('prod-admin') });
     expect(envAdmin.status).toBe(403);
     expect(envAdmin.body.code).toBe('forbidden');
-    const rm = await ts.call('POST', '/api/v1/users/analyst/remove', { body: { username: 'analyst' }, token: await ts.login('prod-admin') });
+    const rm = await ts.call('POST', '/api/v1/users/analyst/remove', {
+      body: { username: 'analyst' },
+      token: await ts.login('prod-admin'),
+    });
     expect(rm.status).toBe(403);
     expect(await userCount()).toBe(n);
   });

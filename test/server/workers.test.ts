@@ -23,7 +23,11 @@ let secret: string;
 let ca: string;
 
 /** An admin API call on a connection of its own (Connection: close), so calls spread over the workers. */
-function api(method: string, path: string, o: { token?: string; body?: unknown; timeoutMs?: number } = {}): Promise<{ status: number; body: any }> {
+function api(
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; timeoutMs?: number } = {},
+): Promise<{ status: number; body: any }> {
   const url = new URL(path, server.url);
   const data = o.body === undefined ? undefined : Buffer.from(JSON.stringify(o.body));
   const headers: Record<string, string> = { connection: 'close' };
@@ -84,7 +88,22 @@ beforeAll(async () => {
   ca = readFileSync(certFile, 'utf8');
   const db = (await testDatabaseUrl()) ?? join(dir, 'fleet.db');
   server = await startServerProcess(
-    ['--db', db, '--workers', '2', '--create-env', 'prod', '--agent-listen', '127.0.0.1:0', '--agent-tls-cert', certFile, '--agent-tls-key', keyFile, '--sink-dir', dir],
+    [
+      '--db',
+      db,
+      '--workers',
+      '2',
+      '--create-env',
+      'prod',
+      '--agent-listen',
+      '127.0.0.1:0',
+      '--agent-tls-cert',
+      certFile,
+      '--agent-tls-key',
+      keyFile,
+      '--sink-dir',
+      dir,
+    ],
     { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } },
   );
   await eventually(async () => (/Agent API/.test(server.output()) ? true : undefined), 'the agent listener line');
@@ -105,12 +124,18 @@ describe('fleetctl server --workers 2', () => {
     expect(server.output()).toContain('Workers: 2 server processes share these ports');
     expect(workerPids()).toHaveLength(2);
     // Enroll on one connection each, check in on another: a key issued by either worker works on both.
-    const nodes = await Promise.all(Array.from({ length: 24 }, async () => {
-      const uuid = randomUUID();
-      const r = await agent('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `w-${uuid.slice(0, 8)}`) });
-      expect(r.body.node_invalid).toBe(false);
-      return { uuid, key: r.body.node_key as string };
-    }));
+    const nodes = await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        const uuid = randomUUID();
+        const r = await agent('enroll', {
+          enroll_secret: secret,
+          host_identifier: uuid,
+          host_details: hostDetails(uuid, `w-${uuid.slice(0, 8)}`),
+        });
+        expect(r.body.node_invalid).toBe(false);
+        return { uuid, key: r.body.node_key as string };
+      }),
+    );
     for (const n of nodes) {
       const c = await agent('config', { node_key: n.key });
       expect(c.status).toBe(200);
@@ -119,7 +144,10 @@ describe('fleetctl server --workers 2', () => {
     const list = await api('GET', '/api/v1/nodes/prod?page_size=100', { token });
     expect(list.body.total_items).toBe(24);
     // A tag applied through one worker filters the list on the other, every time.
-    expect((await api('POST', '/api/v1/tags/prod/add', { token, body: { name: 'pci', description: 'in scope', color: '#112233', tagtype: 6 } })).status).toBe(200);
+    expect(
+      (await api('POST', '/api/v1/tags/prod/add', { token, body: { name: 'pci', description: 'in scope', color: '#112233', tagtype: 6 } }))
+        .status,
+    ).toBe(200);
     const tagged = nodes.slice(0, 5).map((n) => n.uuid);
     expect((await api('POST', '/api/v1/tags/prod/tag', { token, body: { name: 'pci', uuids: tagged } })).status).toBe(200);
     for (let i = 0; i < 4; i++) expect((await api('GET', '/api/v1/nodes/prod?tag=pci', { token })).body.total_items).toBe(5);
@@ -132,13 +160,18 @@ describe('fleetctl server --workers 2', () => {
   it("the agent door's caches follow changes made through the other worker at once", async () => {
     const enroll = async () => {
       const uuid = randomUUID();
-      const r = await agent('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `c-${uuid.slice(0, 8)}`) });
+      const r = await agent('enroll', {
+        enroll_secret: secret,
+        host_identifier: uuid,
+        host_details: hostDetails(uuid, `c-${uuid.slice(0, 8)}`),
+      });
       return { uuid, key: r.body.node_key as string };
     };
     const [a, b] = [await enroll(), await enroll()];
     // Both workers have answered both nodes' reads (nothing owed: no query is run for it; a node
     // this new is also told to accelerate, tls/accelerated_seconds).
-    for (let i = 0; i < 4; i++) for (const n of [a, b]) expect((await agent('read', { node_key: n.key })).body).toMatchObject({ queries: {}, node_invalid: false });
+    for (let i = 0; i < 4; i++)
+      for (const n of [a, b]) expect((await agent('read', { node_key: n.key })).body).toMatchObject({ queries: {}, node_invalid: false });
     // A live query started through the API reaches the node it targets on either worker, and only it.
     const run = await api('POST', '/api/v1/queries/prod', { token, body: { query: 'SELECT * FROM osquery_info', uuid_list: [a.uuid] } });
     expect(run.status).toBe(200);
@@ -158,31 +191,46 @@ describe('fleetctl server --workers 2', () => {
   });
 
   it('a file sink written by both workers keeps every line once, rotated by size', async () => {
-    const sink = await api('POST', '/api/v1/log-sinks', { token, body: { name: 'rotating', type: 'file', source: 'status', environment_id: 0, config: { path: 'rot.jsonl', max_size_mb: 1, max_files: 4 } } });
+    const sink = await api('POST', '/api/v1/log-sinks', {
+      token,
+      body: {
+        name: 'rotating',
+        type: 'file',
+        source: 'status',
+        environment_id: 0,
+        config: { path: 'rot.jsonl', max_size_mb: 1, max_files: 4 },
+      },
+    });
     expect(sink.status).toBe(200);
     const keys: string[] = [];
     for (let i = 0; i < 4; i++) {
       const uuid = randomUUID();
-      keys.push((await agent('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `r-${uuid.slice(0, 8)}`) })).body.node_key);
+      keys.push(
+        (await agent('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, `r-${uuid.slice(0, 8)}`) }))
+          .body.node_key,
+      );
     }
     const pad = 'x'.repeat(1000);
     // 2.4 MB of status lines from 4 nodes, over connections both workers answer.
     const ids: string[] = [];
     for (let r = 0; r < 120; r += 8) {
-      await Promise.all(Array.from({ length: 8 }, async (_, k) => {
-        const data = Array.from({ length: 20 }, (_, j) => {
-          const id = `m-${r + k}-${j}`;
-          ids.push(id);
-          return { severity: '0', filename: 'w.cpp', line: '1', message: `${id} ${pad}`, version: '5.12.1' };
-        });
-        const res = await agent('log', { node_key: keys[(r + k) % 4], log_type: 'status', data });
-        expect(res.status).toBe(200);
-      }));
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, k) => {
+          const data = Array.from({ length: 20 }, (_, j) => {
+            const id = `m-${r + k}-${j}`;
+            ids.push(id);
+            return { severity: '0', filename: 'w.cpp', line: '1', message: `${id} ${pad}`, version: '5.12.1' };
+          });
+          const res = await agent('log', { node_key: keys[(r + k) % 4], log_type: 'status', data });
+          expect(res.status).toBe(200);
+        }),
+      );
     }
     const files = () => readdirSync(dir).filter((f) => /^rot\.jsonl(\.\d+)?$/.test(f));
     const seen = await eventually(async () => {
       const counts = new Map<string, number>();
-      for (const f of files()) for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/"(m-\d+-\d+) /g)) counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
+      for (const f of files())
+        for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/"(m-\d+-\d+) /g)) counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
       return counts.size === ids.length ? counts : undefined;
     }, 'every line in the sink files');
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
@@ -196,7 +244,11 @@ describe('fleetctl server --workers 2', () => {
     const before = await api('GET', '/metrics', { token });
     expect(before.status).toBe(200);
     const count = (text: string) =>
-      [...text.matchAll(/^fleetctl_http_requests_total\{[^}]*door="admin"[^}]*endpoint="\/api\/v1\/environments\/:env\/enroll\/:target"[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+      [
+        ...text.matchAll(
+          /^fleetctl_http_requests_total\{[^}]*door="admin"[^}]*endpoint="\/api\/v1\/environments\/:env\/enroll\/:target"[^}]*\} (\d+)/gm,
+        ),
+      ].reduce((a, m) => a + Number(m[1]), 0);
     const n0 = count(before.body);
     for (let i = 0; i < 6; i++) await api('GET', '/api/v1/environments/prod/enroll/flags', { token });
     expect(count((await api('GET', '/metrics', { token })).body)).toBe(n0 + 6);
@@ -209,13 +261,17 @@ describe('fleetctl server --workers 2', () => {
     // the dying one is lost with it (as with any replica that crashes): the client's timeout and
     // retry, as a load balancer's or an agent's, cover it.
     for (let i = 0; i < 4; i++) expect((await retried(() => api('GET', '/healthz', { timeoutMs: 2000 }))).status).toBe(200);
-    await eventually(async () => (/worker \d exited \(SIGKILL\); starting another/.test(server.output()) ? true : undefined), 'the restart line');
+    await eventually(
+      async () => (/worker \d exited \(SIGKILL\); starting another/.test(server.output()) ? true : undefined),
+      'the restart line',
+    );
     const pids = await eventually(async () => {
       const p = workerPids();
       return p.length === 2 && !p.includes(victim) ? p : undefined;
     }, 'a new worker');
     expect(pids).toContain(survivor);
-    for (let i = 0; i < 6; i++) expect((await retried(() => api('GET', '/api/v1/nodes/prod', { token, timeoutMs: 5000 }))).status).toBe(200);
+    for (let i = 0; i < 6; i++)
+      expect((await retried(() => api('GET', '/api/v1/nodes/prod', { token, timeoutMs: 5000 }))).status).toBe(200);
   });
 
   it('SIGTERM: both workers drain and exit, then the primary, exit 0', async () => {

@@ -30,7 +30,7 @@ const CONFIG = {
 };
 
 describe('simulated schedule', () => {
-  it('runs what osquery would, under osquery\'s names, at their intervals', () => {
+  it("runs what osquery would, under osquery's names, at their intervals", () => {
     const clock = { now: 1_000_000 };
     const { agent, logs } = agentAt(clock, 'linux');
     agent.loadSchedule(CONFIG);

@@ -24,7 +24,27 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-sim-'));
   const key = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', certFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   cert = readFileSync(certFile, 'utf8');
   server = createServer({ key: readFileSync(key), cert }, (req, res) => {
     const chunks: Buffer[] = [];
@@ -66,11 +86,24 @@ afterAll(() => {
 
 const flagsText = () =>
   [
-    '--host_identifier=uuid', '--enroll_tls_endpoint=/env-1/enroll', '--config_plugin=tls', '--config_tls_endpoint=/env-1/config',
-    '--logger_plugin=tls', '--logger_tls_compress=true', '--logger_tls_endpoint=/env-1/log', '--logger_tls_period=4',
-    '--disable_distributed=false', '--distributed_plugin=tls', '--distributed_interval=60', '--distributed_tls_read_endpoint=/env-1/read',
-    '--distributed_tls_write_endpoint=/env-1/write', '--disable_carver=false', '--carver_start_endpoint=/env-1/init',
-    '--carver_continue_endpoint=/env-1/block', '--carver_block_size=300', `--tls_hostname=127.0.0.1:${port}`,
+    '--host_identifier=uuid',
+    '--enroll_tls_endpoint=/env-1/enroll',
+    '--config_plugin=tls',
+    '--config_tls_endpoint=/env-1/config',
+    '--logger_plugin=tls',
+    '--logger_tls_compress=true',
+    '--logger_tls_endpoint=/env-1/log',
+    '--logger_tls_period=4',
+    '--disable_distributed=false',
+    '--distributed_plugin=tls',
+    '--distributed_interval=60',
+    '--distributed_tls_read_endpoint=/env-1/read',
+    '--distributed_tls_write_endpoint=/env-1/write',
+    '--disable_carver=false',
+    '--carver_start_endpoint=/env-1/init',
+    '--carver_continue_endpoint=/env-1/block',
+    '--carver_block_size=300',
+    `--tls_hostname=127.0.0.1:${port}`,
   ].join('\n');
 
 /** Waits for the event (no clock: the test's timeout catches what never comes, and says what it was). */
@@ -84,7 +117,14 @@ async function until(ok: () => boolean, what: string): Promise<void> {
 describe('agent simulator', () => {
   it('reads the flags osquery reads', () => {
     const f = parseAgentFlags(flagsText());
-    expect(f).toMatchObject({ host: '127.0.0.1', port, enroll: '/env-1/enroll', loggerCompress: true, distributedInterval: 60, carverBlockSize: 300 });
+    expect(f).toMatchObject({
+      host: '127.0.0.1',
+      port,
+      enroll: '/env-1/enroll',
+      loggerCompress: true,
+      distributedInterval: 60,
+      carverBlockSize: 300,
+    });
     expect(() => parseAgentFlags('--enroll_tls_endpoint=/x')).toThrow(/tls_hostname/);
   });
 
@@ -117,14 +157,28 @@ describe('agent simulator', () => {
     expect(vms.length).toBeGreaterThan(0);
     expect(vms.length).toBeLessThan(fleet.length);
     for (const x of vms) expect(Object.keys(x.systemInfo)).not.toContain('hardware_serial');
-    for (const x of fleet.filter((y) => y.platformInfo)) expect(Object.keys(x.platformInfo!).sort()).toEqual(['address', 'date', 'extra', 'revision', 'size', 'vendor', 'version', 'volume_size']);
+    for (const x of fleet.filter((y) => y.platformInfo))
+      expect(Object.keys(x.platformInfo!).sort()).toEqual([
+        'address',
+        'date',
+        'extra',
+        'revision',
+        'size',
+        'vendor',
+        'version',
+        'volume_size',
+      ]);
   });
 
   it('enrolls, checks in, answers queries and uploads a carve byte for byte; re-enrolls on node_invalid', async () => {
     const record = join(dir, 'carves');
     const sim = new Simulator({
-      flags: parseAgentFlags(flagsText()), secret: 's3cret', seed: 'unit', ca: cert,
-      intervals: { distributed: 200, log: 200, config: 60_000 }, recordDir: record,
+      flags: parseAgentFlags(flagsText()),
+      secret: 's3cret',
+      seed: 'unit',
+      ca: cert,
+      intervals: { distributed: 200, log: 200, config: 60_000 },
+      recordDir: record,
     });
     invalidateOnce = false;
     sim.add(3);
@@ -132,7 +186,10 @@ describe('agent simulator', () => {
       await until(() => sim.enrolled === 3, 'three enrollments');
       const enrolls = seen.filter((s) => s.path === '/env-1/enroll');
       expect(new Set(enrolls.map((e) => e.body.host_identifier)).size).toBe(3);
-      expect(enrolls[0].body).toMatchObject({ enroll_secret: 's3cret', host_details: { os_version: {}, system_info: {}, osquery_info: {} } });
+      expect(enrolls[0].body).toMatchObject({
+        enroll_secret: 's3cret',
+        host_details: { os_version: {}, system_info: {}, osquery_info: {} },
+      });
       await until(() => seen.some((s) => s.path === '/env-1/log'), 'a log request');
       const log = seen.find((s) => s.path === '/env-1/log')!;
       expect(log.gzip).toBe(true);
@@ -159,7 +216,13 @@ describe('agent simulator', () => {
       // As osquery 4.7+: a fresh carve_guid and random request_id in the row, and the carver start
       // carries those two, not the query's name (issue 26).
       const row = w.queries.c1[0];
-      expect(row).toMatchObject({ carve: '1', path: '/etc/hosts', status: 'SCHEDULED', carve_guid: expect.stringMatching(/^[0-9a-f-]{36}$/), request_id: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      expect(row).toMatchObject({
+        carve: '1',
+        path: '/etc/hosts',
+        status: 'SCHEDULED',
+        carve_guid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        request_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      });
       expect(row.request_id).not.toBe('c1');
       const start = seen.find((s) => s.path === '/env-1/init')!.body;
       expect(start).toMatchObject({ carve_id: row.carve_guid, request_id: row.request_id });

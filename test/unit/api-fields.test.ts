@@ -10,13 +10,22 @@ describe('fleetctl api fields', () => {
   it('-f keeps strings, -F types true/false/null/numbers', () => {
     expect(buildBody(raw('a=true', 'b=12', 'c=x=y'))).toEqual({ a: 'true', b: '12', c: 'x=y' });
     expect(buildBody(typed('a=true', 'b=false', 'c=null', 'd=12', 'e=-1.5e3', 'f=012', 'g=hello', 'h='))).toEqual({
-      a: true, b: false, c: null, d: 12, e: -1500, f: '012', g: 'hello', h: '',
+      a: true,
+      b: false,
+      c: null,
+      d: 12,
+      e: -1500,
+      f: '012',
+      g: 'hello',
+      h: '',
     });
     expect(typedValue('1.')).toBe('1.');
   });
   it('nests keys and builds lists', () => {
     expect(buildBody([...raw('name=pci', 'uuids[]=u1', 'uuids[]=u2'), ...typed('cfg[port]=514', 'cfg[tls]=true')])).toEqual({
-      name: 'pci', uuids: ['u1', 'u2'], cfg: { port: 514, tls: true },
+      name: 'pci',
+      uuids: ['u1', 'u2'],
+      cfg: { port: 514, tls: true },
     });
     expect(buildBody(typed('t[][type]=uuid', 't[][type]=host'))).toEqual({ t: [{ type: 'uuid' }, { type: 'host' }] });
   });

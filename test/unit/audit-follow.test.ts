@@ -3,8 +3,16 @@ import type { AuditLogEntry, Page } from '../../src/api/index.js';
 import { entriesAfter, follow } from '../../src/commands/audit/follow.js';
 
 const entry = (id: number): AuditLogEntry => ({
-  id, created_at: new Date(1_700_000_000_000 + id * 1000).toISOString(), env_uuid: '', environment_id: 0, line: `line ${id}`,
-  log_type: 1, severity: 1, service: 'api', source_ip: '127.0.0.1', username: 'admin',
+  id,
+  created_at: new Date(1_700_000_000_000 + id * 1000).toISOString(),
+  env_uuid: '',
+  environment_id: 0,
+  line: `line ${id}`,
+  log_type: 1,
+  severity: 1,
+  service: 'api',
+  source_ip: '127.0.0.1',
+  username: 'admin',
 });
 
 /** A newest-first audit log over `ids()`, paged as the server does; counts requests. */
@@ -13,7 +21,13 @@ function fakeLog(ids: () => number[]) {
   const fetchPage = async (page: number, pageSize: number): Promise<Page<AuditLogEntry>> => {
     calls.push(page);
     const all = [...ids()].sort((a, b) => b - a).map(entry);
-    return { items: all.slice((page - 1) * pageSize, page * pageSize), page, page_size: pageSize, total_items: all.length, total_pages: Math.ceil(all.length / pageSize) };
+    return {
+      items: all.slice((page - 1) * pageSize, page * pageSize),
+      page,
+      page_size: pageSize,
+      total_items: all.length,
+      total_pages: Math.ceil(all.length / pageSize),
+    };
   };
   return { fetchPage, calls };
 }
@@ -49,7 +63,14 @@ describe('follow', () => {
       if (ticks === 4) ids = [...ids, 5];
       if (ticks === 5) ac.abort();
     };
-    await follow({ fetchPage: log.fetchPage, afterId: 2, intervalMs: 2000, signal: ac.signal, sleep, emit: async (es) => void batches.push(es.map((e) => e.id)) });
+    await follow({
+      fetchPage: log.fetchPage,
+      afterId: 2,
+      intervalMs: 2000,
+      signal: ac.signal,
+      sleep,
+      emit: async (es) => void batches.push(es.map((e) => e.id)),
+    });
     expect(batches).toEqual([[3, 4], [5]]);
     expect(ticks).toBe(5);
   });

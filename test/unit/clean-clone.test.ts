@@ -52,7 +52,13 @@ describe('package name', () => {
   });
 
   it('README, docs, hints, scripts and the demo never tell anyone to fetch fleetctl from the registry', () => {
-    const bad = [['npx', 'fleetctl'], ['npm i -g', 'fleetctl'], ['npm install -g', 'fleetctl'], ['npm install --global', 'fleetctl'], ['npm exec', 'fleetctl']].map((p) => p.join(' '));
+    const bad = [
+      ['npx', 'fleetctl'],
+      ['npm i -g', 'fleetctl'],
+      ['npm install -g', 'fleetctl'],
+      ['npm install --global', 'fleetctl'],
+      ['npm exec', 'fleetctl'],
+    ].map((p) => p.join(' '));
     const all = ['src', 'scripts', 'docs', 'bin', 'man', 'completions'].flatMap((d) => files(join(ROOT, d)));
     all.push(join(ROOT, 'README.md'));
     const offenders = all.flatMap((p) => bad.filter((b) => read(p).includes(b)).map((b) => `${rel(p)}: ${b}`));

@@ -52,10 +52,14 @@ describe('redaction for --debug', () => {
     const body = redactBody(JSON.stringify({ username: 'u', password: 'p', nested: { token: 't', code: '123456' } }), false);
     expect(body).not.toMatch(/"p"|"t"|123456/);
     expect(body).toContain('"username":"u"');
-    expect(redactBody(JSON.stringify({ code: 'mfa_required', error: 'x', challenge: 'c' }), true)).toBe('{"code":"mfa_required","error":"x","challenge":"[redacted]"}');
+    expect(redactBody(JSON.stringify({ code: 'mfa_required', error: 'x', challenge: 'c' }), true)).toBe(
+      '{"code":"mfa_required","error":"x","challenge":"[redacted]"}',
+    );
     expect(redactBody('not json secret', false)).toBe('[15 bytes of text]');
     // An environment's secret paths are the secret part of its enroll.sh/remove.sh URLs.
-    expect(JSON.parse(redactBody(JSON.stringify({ name: 'prod', enroll_secret_path: '3Md7Io', remove_secret_path: '3Md7Ir' }), false))).toEqual({ name: 'prod', enroll_secret_path: '[redacted]', remove_secret_path: '[redacted]' });
+    expect(
+      JSON.parse(redactBody(JSON.stringify({ name: 'prod', enroll_secret_path: '3Md7Io', remove_secret_path: '3Md7Ir' }), false)),
+    ).toEqual({ name: 'prod', enroll_secret_path: '[redacted]', remove_secret_path: '[redacted]' });
   });
 });
 
@@ -87,7 +91,13 @@ describe('exit codes', () => {
 });
 
 describe('permission levels', () => {
-  const lv = (o: Partial<{ user: boolean; query: boolean; carve: boolean; admin: boolean }>) => ({ user: false, query: false, carve: false, admin: false, ...o });
+  const lv = (o: Partial<{ user: boolean; query: boolean; carve: boolean; admin: boolean }>) => ({
+    user: false,
+    query: false,
+    carve: false,
+    admin: false,
+    ...o,
+  });
   it('super-admin passes everything; env admin implies query and carve; any level reads', () => {
     expect(hasLevel(true, undefined, 'admin')).toBe(true);
     expect(hasLevel(false, undefined, 'user')).toBe(false);
@@ -126,16 +136,31 @@ describe('node health', () => {
   });
 
   it('healthy, degraded, unhealthy and unknown', () => {
-    expect(deriveHealth({ ...base, lastSeen: ago(60) }, ctx)).toMatchObject({ health: { status: 'healthy', signals: [] }, risk_level: 'low' });
-    expect(deriveHealth({ ...base, lastSeen: ago(3600) }, ctx)).toMatchObject({ health: { status: 'degraded', signals: ['stale_checkin'] }, risk_level: 'low' });
-    expect(deriveHealth({ ...base, lastSeen: ago(60), osqueryVersion: '5.12.2' }, ctx)).toMatchObject({ health: { status: 'degraded', signals: ['osquery_outdated'] }, risk_level: 'medium' });
+    expect(deriveHealth({ ...base, lastSeen: ago(60) }, ctx)).toMatchObject({
+      health: { status: 'healthy', signals: [] },
+      risk_level: 'low',
+    });
+    expect(deriveHealth({ ...base, lastSeen: ago(3600) }, ctx)).toMatchObject({
+      health: { status: 'degraded', signals: ['stale_checkin'] },
+      risk_level: 'low',
+    });
+    expect(deriveHealth({ ...base, lastSeen: ago(60), osqueryVersion: '5.12.2' }, ctx)).toMatchObject({
+      health: { status: 'degraded', signals: ['osquery_outdated'] },
+      risk_level: 'medium',
+    });
     expect(deriveHealth({ ...base, lastSeen: ago(60), osqueryVersion: '5.13.0' }, ctx).health.signals).toEqual([]);
-    expect(deriveHealth({ ...base, lastSeen: ago(60), configValid: false }, ctx)).toMatchObject({ health: { status: 'unhealthy' }, risk_level: 'high' });
+    expect(deriveHealth({ ...base, lastSeen: ago(60), configValid: false }, ctx)).toMatchObject({
+      health: { status: 'unhealthy' },
+      risk_level: 'high',
+    });
     const inactive = deriveHealth({ ...base, lastSeen: ago(80 * 3600), osqueryVersion: '5.9.1' }, ctx);
     expect(inactive.health.status).toBe('unhealthy');
     expect(inactive.health.signals).toEqual(['inactive', 'stale_checkin', 'osquery_outdated']);
     expect(inactive.risk_level).toBe('high');
-    expect(deriveHealth({ ...base, lastSeen: null }, ctx)).toMatchObject({ health: { status: 'unknown', signals: ['inactive'] }, risk_level: 'unknown' });
+    expect(deriveHealth({ ...base, lastSeen: null }, ctx)).toMatchObject({
+      health: { status: 'unknown', signals: ['inactive'] },
+      risk_level: 'unknown',
+    });
   });
 
   it('versions sort numerically and outdated means a minor release or more', () => {
@@ -146,7 +171,14 @@ describe('node health', () => {
   });
 
   it('uptime breaks seconds down', () => {
-    expect(uptime(90061, null)).toEqual({ days: 1, hours: 1, minutes: 1, seconds: 1, total_seconds: 90061, last_seen: '0001-01-01T00:00:00Z' });
+    expect(uptime(90061, null)).toEqual({
+      days: 1,
+      hours: 1,
+      minutes: 1,
+      seconds: 1,
+      total_seconds: 90061,
+      last_seen: '0001-01-01T00:00:00Z',
+    });
   });
 });
 

@@ -90,7 +90,9 @@ describe('FileCredentialStore', () => {
 
 describe('keychain availability', () => {
   it('on Linux a missing or disabled D-Bus session rules the keychain out without touching it', () => {
-    expect(keychainPrecheck({ DBUS_SESSION_BUS_ADDRESS: 'disabled:' }, 'linux')).toBe('D-Bus is disabled: DBUS_SESSION_BUS_ADDRESS=disabled:');
+    expect(keychainPrecheck({ DBUS_SESSION_BUS_ADDRESS: 'disabled:' }, 'linux')).toBe(
+      'D-Bus is disabled: DBUS_SESSION_BUS_ADDRESS=disabled:',
+    );
     expect(keychainPrecheck({}, 'linux')).toBe('no D-Bus session: DBUS_SESSION_BUS_ADDRESS is not set');
     expect(keychainPrecheck({ DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/1000/bus' }, 'linux')).toBeUndefined();
     const runtime = tempDir();
@@ -108,33 +110,36 @@ describe('keychain availability', () => {
     expect(k.unavailableReason).toBe('D-Bus is disabled: DBUS_SESSION_BUS_ADDRESS=disabled:');
   });
 
-  it.runIf(process.platform === 'linux')('a D-Bus that accepts but never answers is given up after the timeout, for the rest of the run', async () => {
-    const sock = join(tempDir(), 'bus.sock');
-    let connections = 0;
-    const silent = createServer((s) => {
-      connections++;
-      s.on('data', () => {});
-    });
-    await new Promise<void>((r) => silent.listen(sock, r));
-    const saved = process.env.DBUS_SESSION_BUS_ADDRESS;
-    // The helper process inherits this process's environment.
-    process.env.DBUS_SESSION_BUS_ADDRESS = `unix:path=${sock}`;
-    try {
-      const k = new KeychainCredentialStore(process.env, 700);
-      // Given up by the store's own timeout (this message), not by libdbus's 25 s (another error).
-      await expect(k.get('default')).rejects.toThrow('no answer from the keychain within 0.7 s');
-      expect(k.unavailableReason).toBe('no answer from the keychain within 0.7 s');
-      const tried = connections;
-      expect(tried).toBeGreaterThan(0);
-      // Not tried again for the rest of the run: no new connection to the bus.
-      await expect(k.set('default', { token: 't', csrfToken: '' })).rejects.toBeInstanceOf(KeychainUnavailableError);
-      expect(connections).toBe(tried);
-    } finally {
-      if (saved === undefined) delete process.env.DBUS_SESSION_BUS_ADDRESS;
-      else process.env.DBUS_SESSION_BUS_ADDRESS = saved;
-      await new Promise((r) => silent.close(r));
-    }
-  });
+  it.runIf(process.platform === 'linux')(
+    'a D-Bus that accepts but never answers is given up after the timeout, for the rest of the run',
+    async () => {
+      const sock = join(tempDir(), 'bus.sock');
+      let connections = 0;
+      const silent = createServer((s) => {
+        connections++;
+        s.on('data', () => {});
+      });
+      await new Promise<void>((r) => silent.listen(sock, r));
+      const saved = process.env.DBUS_SESSION_BUS_ADDRESS;
+      // The helper process inherits this process's environment.
+      process.env.DBUS_SESSION_BUS_ADDRESS = `unix:path=${sock}`;
+      try {
+        const k = new KeychainCredentialStore(process.env, 700);
+        // Given up by the store's own timeout (this message), not by libdbus's 25 s (another error).
+        await expect(k.get('default')).rejects.toThrow('no answer from the keychain within 0.7 s');
+        expect(k.unavailableReason).toBe('no answer from the keychain within 0.7 s');
+        const tried = connections;
+        expect(tried).toBeGreaterThan(0);
+        // Not tried again for the rest of the run: no new connection to the bus.
+        await expect(k.set('default', { token: 't', csrfToken: '' })).rejects.toBeInstanceOf(KeychainUnavailableError);
+        expect(connections).toBe(tried);
+      } finally {
+        if (saved === undefined) delete process.env.DBUS_SESSION_BUS_ADDRESS;
+        else process.env.DBUS_SESSION_BUS_ADDRESS = saved;
+        await new Promise((r) => silent.close(r));
+      }
+    },
+  );
 });
 
 describe('CredentialStores', () => {
@@ -175,13 +180,20 @@ describe('token expiry warning', () => {
     expect(expiryWarning(ctx, now + 10 * 60_000 + 1, now)).toBeUndefined();
     expect(expiryWarning(ctx, now - 1, now)).toBeUndefined(); // expired: the server says so
     expect(expiryWarning(ctx, undefined, now)).toBeUndefined();
-    expect(expiryWarning({ profileName: 'x', env: { FLEETCTL_TOKEN: 't' } }, now + 60_000, now)).toBe('the token in FLEETCTL_TOKEN expires in 1 minute (2026-01-01T12:01:00.000Z)');
+    expect(expiryWarning({ profileName: 'x', env: { FLEETCTL_TOKEN: 't' } }, now + 60_000, now)).toBe(
+      'the token in FLEETCTL_TOKEN expires in 1 minute (2026-01-01T12:01:00.000Z)',
+    );
   });
 
   it('Context.api() prints it once on stderr', async () => {
     const dir = tempDir();
     const io = memoryIO();
-    const env = { FLEETCTL_CONFIG_DIR: dir, ...NO_DBUS, FLEETCTL_TOKEN: jwt({ exp: Math.floor(Date.now() / 1000) + 120 }), FLEETCTL_URL: 'http://127.0.0.1:9' };
+    const env = {
+      FLEETCTL_CONFIG_DIR: dir,
+      ...NO_DBUS,
+      FLEETCTL_TOKEN: jwt({ exp: Math.floor(Date.now() / 1000) + 120 }),
+      FLEETCTL_URL: 'http://127.0.0.1:9',
+    };
     const c = new Context({}, env, io);
     await c.api();
     await c.api();
@@ -212,8 +224,12 @@ describe('profile names, URLs and stdin lines', () => {
   it('readStdinSecretLines names a missing line, never its content', async () => {
     expect(await readStdinSecretLines(memoryIO({ stdin: 'pw\n123456\n' }), ['the password', 'the code'])).toEqual(['pw', '123456']);
     expect(await readStdinSecretLines(memoryIO({ stdin: 'pw\r\n123456' }), ['the password', 'the code'])).toEqual(['pw', '123456']);
-    await expect(readStdinSecretLines(memoryIO({ stdin: 'pw\n' }), ['the password', 'the code'])).rejects.toThrow('the code is missing on stdin');
-    await expect(readStdinSecretLines(memoryIO({ stdin: 'pw\n1\n2\n' }), ['the password', 'the code'])).rejects.toThrow('expected 2 lines on stdin');
+    await expect(readStdinSecretLines(memoryIO({ stdin: 'pw\n' }), ['the password', 'the code'])).rejects.toThrow(
+      'the code is missing on stdin',
+    );
+    await expect(readStdinSecretLines(memoryIO({ stdin: 'pw\n1\n2\n' }), ['the password', 'the code'])).rejects.toThrow(
+      'expected 2 lines on stdin',
+    );
     const err = await readStdinSecretLines(memoryIO({ stdin: 'hunter2\n' }), ['the password', 'the code']).catch((e: Error) => e.message);
     expect(err).not.toContain('hunter2');
   });

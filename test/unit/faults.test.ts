@@ -28,7 +28,10 @@ describe('Faults', () => {
   it('logs the first fault of a kind at once, then one summary line with the count', () => {
     let t = 0;
     const lines: string[] = [];
-    const f = new Faults((l) => lines.push(l), () => t);
+    const f = new Faults(
+      (l) => lines.push(l),
+      () => t,
+    );
     for (let i = 0; i < 1000; i++) f.report('agent log', new Error('Connection terminated unexpectedly'));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^agent log failed \(database unavailable\): Connection terminated/);
@@ -42,7 +45,10 @@ describe('Faults', () => {
 
   it('remembers a refused write for space for a while (PostgreSQL /healthz)', () => {
     let t = 0;
-    const f = new Faults(() => undefined, () => t);
+    const f = new Faults(
+      () => undefined,
+      () => t,
+    );
     f.report('x', Object.assign(new Error('disk full'), { code: '53100' }));
     expect(f.recentlyOutOfSpace()).toBe(true);
     t = 60_000;
@@ -59,10 +65,16 @@ describe('Periodic', () => {
       const faults = new Faults((l) => reported.push(l));
       let fail = true;
       let runs = 0;
-      const p = new Periodic('flush', 1000, async () => {
-        runs++;
-        if (fail) throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
-      }, faults, 8000);
+      const p = new Periodic(
+        'flush',
+        1000,
+        async () => {
+          runs++;
+          if (fail) throw Object.assign(new Error('down'), { code: 'ECONNREFUSED' });
+        },
+        faults,
+        8000,
+      );
       p.start();
       await vi.advanceTimersByTimeAsync(1000);
       expect(runs).toBe(1);

@@ -6,7 +6,14 @@ import { applyEntry, boundedRows, REPORT_MAX_ROWS, stateRows, type ReportState }
 import { logRows, pairsText, severityName } from '../../src/commands/logs/rows.js';
 import type { LogLine } from '../../src/api/index.js';
 
-const ev = (action: 'added' | 'removed', columns: Record<string, string>, counter = 1, epoch = 0) => ({ name: 'q', action, columns, counter, epoch, unixTime: 1 });
+const ev = (action: 'added' | 'removed', columns: Record<string, string>, counter = 1, epoch = 0) => ({
+  name: 'q',
+  action,
+  columns,
+  counter,
+  epoch,
+  unixTime: 1,
+});
 const apply = (entries: unknown[], s?: ReportState) => entries.reduce<ReportState | undefined>((st, e) => applyEntry(st, e), s);
 
 describe('query report state', () => {
@@ -17,9 +24,17 @@ describe('query report state', () => {
     expect(stateRows(s!)).toEqual([{ a: '3' }]);
   });
   it('differential events add and remove rows, matched whatever the key order', () => {
-    const s = apply([ev('added', { a: '1', b: 'x' }, 0), ev('added', { a: '2', b: 'y' }, 0), ev('removed', { b: 'x', a: '1' }, 1), ev('added', { a: '3', b: 'z' }, 1)]);
+    const s = apply([
+      ev('added', { a: '1', b: 'x' }, 0),
+      ev('added', { a: '2', b: 'y' }, 0),
+      ev('removed', { b: 'x', a: '1' }, 1),
+      ev('added', { a: '3', b: 'z' }, 1),
+    ]);
     expect(s!.kind).toBe('differential');
-    expect(stateRows(s!)).toEqual([{ a: '2', b: 'y' }, { a: '3', b: 'z' }]);
+    expect(stateRows(s!)).toEqual([
+      { a: '2', b: 'y' },
+      { a: '3', b: 'z' },
+    ]);
     expect(s!.counter).toBe(1);
   });
   it('identical rows count: one removal takes one', () => {
@@ -41,7 +56,10 @@ describe('query report state', () => {
     expect(stateRows(s!)).toEqual([{ a: '8' }]);
   });
   it('counters and epochs as strings count the same', () => {
-    const s = apply([{ ...ev('added', { a: '1' }), counter: '0', epoch: '0' }, { ...ev('added', { a: '2' }), counter: '1', epoch: '0' }]);
+    const s = apply([
+      { ...ev('added', { a: '1' }), counter: '0', epoch: '0' },
+      { ...ev('added', { a: '2' }), counter: '1', epoch: '0' },
+    ]);
     expect(stateRows(s!)).toHaveLength(2);
   });
   it('lines without rows leave the state alone', () => {
@@ -70,18 +88,36 @@ describe('query report state', () => {
 });
 
 const line = (entry: unknown, o: Partial<LogLine> = {}): LogLine => ({
-  id: 1, environment: 'prod', node_uuid: 'u1', hostname: 'web-1', log_type: 'result', name: 'q', received_at: '2026-11-25T10:00:00.000Z', entry, ...o,
+  id: 1,
+  environment: 'prod',
+  node_uuid: 'u1',
+  hostname: 'web-1',
+  log_type: 'result',
+  name: 'q',
+  received_at: '2026-11-25T10:00:00.000Z',
+  entry,
+  ...o,
 });
 
 describe('log lines as table rows', () => {
   it('one row per result row, whatever the format', () => {
-    expect(logRows(line(ev('added', { user: 'root', uid: '0' }))).map((r) => [r.node, r.name, r.action, r.row])).toEqual([['web-1', 'q', 'added', 'user=root uid=0']]);
+    expect(logRows(line(ev('added', { user: 'root', uid: '0' }))).map((r) => [r.node, r.name, r.action, r.row])).toEqual([
+      ['web-1', 'q', 'added', 'user=root uid=0'],
+    ]);
     expect(logRows(line({ action: 'snapshot', snapshot: [{ a: '1' }, { a: '2' }] })).map((r) => r.row)).toEqual(['a=1', 'a=2']);
-    expect(logRows(line({ diffResults: { added: [{ a: '1' }], removed: [{ a: '0' }] } })).map((r) => `${r.action} ${r.row}`)).toEqual(['added a=1', 'removed a=0']);
+    expect(logRows(line({ diffResults: { added: [{ a: '1' }], removed: [{ a: '0' }] } })).map((r) => `${r.action} ${r.row}`)).toEqual([
+      'added a=1',
+      'removed a=0',
+    ]);
     expect(logRows(line({ action: 'snapshot', snapshot: [] }))).toEqual([]);
   });
   it('a status line shows its severity and where osquery said it', () => {
-    const [r] = logRows(line({ severity: '1', filename: 'scheduler.cpp', line: '84', message: 'Error executing scheduled query q: no such table: nope' }, { log_type: 'status', name: undefined }));
+    const [r] = logRows(
+      line(
+        { severity: '1', filename: 'scheduler.cpp', line: '84', message: 'Error executing scheduled query q: no such table: nope' },
+        { log_type: 'status', name: undefined },
+      ),
+    );
     expect([r.action, r.row, r.name]).toEqual(['warning', 'scheduler.cpp:84 Error executing scheduled query q: no such table: nope', '']);
     expect([0, '2', 3, 'x', undefined].map(severityName)).toEqual(['info', 'error', 'fatal', undefined, undefined]);
   });
@@ -95,7 +131,10 @@ describe('log lines as table rows', () => {
 
 describe('what the real osqueryd 5.23.0 sent (test/fixtures/osquery/logs-5.23.0.json)', async () => {
   const { readFileSync } = await import('node:fs');
-  const real = JSON.parse(readFileSync(new URL('../fixtures/osquery/logs-5.23.0.json', import.meta.url), 'utf8')) as { status: unknown[]; result: { name: string }[] };
+  const real = JSON.parse(readFileSync(new URL('../fixtures/osquery/logs-5.23.0.json', import.meta.url), 'utf8')) as {
+    status: unknown[];
+    result: { name: string }[];
+  };
   it('a differential query ends with its last row; a snapshot query with its snapshot', () => {
     const time = apply(real.result.filter((e) => e.name === 'time_q'));
     expect(stateRows(time!)).toEqual([{ unix_time: '1795666755' }]);

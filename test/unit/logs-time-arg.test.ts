@@ -34,7 +34,11 @@ describe('fleetctl logs filters', () => {
     expect(logFilters({ query: 'q' }, now)).toMatchObject({ type: 'result', query: 'q' });
     expect(logFilters({ pack: 'web' }, now)).toMatchObject({ type: 'result', pack: 'web' });
     expect(logFilters({ severity: 'warning' }, now)).toMatchObject({ type: 'status', severity: 'warning' });
-    expect(logFilters({ since: '1h', search: 'sshd' }, now)).toMatchObject({ since: '2026-11-25T11:00:00.000Z', q: 'sshd', type: undefined });
+    expect(logFilters({ since: '1h', search: 'sshd' }, now)).toMatchObject({
+      since: '2026-11-25T11:00:00.000Z',
+      q: 'sshd',
+      type: undefined,
+    });
   });
   it('refuses what cannot go together', () => {
     for (const o of [
@@ -44,6 +48,7 @@ describe('fleetctl logs filters', () => {
       { follow: true, until: '1h' },
       { follow: true, all: true },
       { since: '1h', until: '2h' },
-    ]) expect(() => logFilters(o, now), JSON.stringify(o)).toThrow(UsageError);
+    ])
+      expect(() => logFilters(o, now), JSON.stringify(o)).toThrow(UsageError);
   });
 });

@@ -31,11 +31,13 @@ function fake() {
 const hash = createHash('sha256').update(env.configuration).digest('hex');
 
 describe('osquery configuration on osctrl', () => {
-  it('reads the parts from osctrl\'s texts, with the hash of the configuration agents get', async () => {
+  it("reads the parts from osctrl's texts, with the hash of the configuration agents get", async () => {
     const { api } = fake();
     const v = await api.get('cfg');
     expect(v).toMatchObject({ environment: 'cfg', hash, schedule: { time: { query: 'SELECT unix_time FROM time', interval: 60 } } });
-    expect(v.packs).toEqual({ web: { queries: { procs: { query: 'SELECT pid, name FROM processes', interval: 300 } }, platform: 'linux' } });
+    expect(v.packs).toEqual({
+      web: { queries: { procs: { query: 'SELECT pid, name FROM processes', interval: 300 } }, platform: 'linux' },
+    });
     expect((v.decorators as { always: string[] }).always).toHaveLength(5);
     const agent = await api.agent('cfg');
     expect(agent.hash).toBe(hash);
@@ -47,11 +49,17 @@ describe('osquery configuration on osctrl', () => {
     const same = await api.put('cfg', 'schedule', { time: { interval: 60, query: 'SELECT unix_time FROM time' } }, { ifMatch: hash });
     expect(same.changed).toEqual([]);
     expect(sent.filter((r) => r.method === 'PATCH')).toEqual([]);
-    const changed = await api.patch('cfg', { schedule: { time: { query: 'SELECT unix_time FROM time', interval: 30 } }, options: {} }, { ifMatch: hash });
+    const changed = await api.patch(
+      'cfg',
+      { schedule: { time: { query: 'SELECT unix_time FROM time', interval: 30 } }, options: {} },
+      { ifMatch: hash },
+    );
     expect(changed.changed).toEqual(['schedule']);
     const patch = sent.find((r) => r.method === 'PATCH')!;
     expect(Object.keys(patch.body as object)).toEqual(['schedule']);
-    expect(JSON.parse((patch.body as { schedule: string }).schedule)).toEqual({ time: { query: 'SELECT unix_time FROM time', interval: 30 } });
+    expect(JSON.parse((patch.body as { schedule: string }).schedule)).toEqual({
+      time: { query: 'SELECT unix_time FROM time', interval: 30 },
+    });
   });
 
   it('a stale If-Match is 409 and a dry run writes nothing', async () => {
@@ -62,7 +70,7 @@ describe('osquery configuration on osctrl', () => {
     expect(sent.filter((r) => r.method === 'PATCH')).toEqual([]);
   });
 
-  it('apply\'s server check asks osctrl nothing (it checks only JSON) and names no hash', async () => {
+  it("apply's server check asks osctrl nothing (it checks only JSON) and names no hash", async () => {
     const { api, sent } = fake();
     expect(await api.check('cfg', { options: { verbose: true } }, { ifMatch: hash })).toBe('');
     expect(sent).toEqual([]);

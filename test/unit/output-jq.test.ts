@@ -81,8 +81,13 @@ describe('--jq', () => {
   });
   it('works on a 100,000-node list (jq-wasm aborted at ~27,000)', async () => {
     const node = (i: number) => ({
-      uuid: `4b8bc382-49a7-42c7-a26f-${String(i).padStart(12, '0')}`, hostname: `prod-web-${i}`, platform: 'ubuntu',
-      osquery_version: '5.12.1', tags: [{ name: 'pci' }], cpu: 'Intel(R) Xeon(R) CPU E5-2670', config_hash: 'a'.repeat(40),
+      uuid: `4b8bc382-49a7-42c7-a26f-${String(i).padStart(12, '0')}`,
+      hostname: `prod-web-${i}`,
+      platform: 'ubuntu',
+      osquery_version: '5.12.1',
+      tags: [{ name: 'pci' }],
+      cpu: 'Intel(R) Xeon(R) CPU E5-2670',
+      config_hash: 'a'.repeat(40),
     });
     const big = Array.from({ length: 100_000 }, (_, i) => node(i));
     expect(await jq('length', {}, big)).toBe('100000\n');

@@ -4,7 +4,6 @@ import { displayWidth, truncate } from '../../src/output/cell.js';
 import { fitWidths } from '../../src/output/table.js';
 import { memoryIO } from '../helpers/memory-io.js';
 
- 
 const ANSI = /\x1b\[[0-9;]*m/g;
 const strip = (s: string) => s.replace(ANSI, '');
 
@@ -18,7 +17,13 @@ interface Row {
 
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 const rows: Row[] = [
-  { uuid: '6f1c2a3b-1234-4cde-8f00-000000000001', hostname: 'web-1.prod.eu-west-1.example.com', status: 'active', last_seen: ago(3 * 60_000), bytes: 12 },
+  {
+    uuid: '6f1c2a3b-1234-4cde-8f00-000000000001',
+    hostname: 'web-1.prod.eu-west-1.example.com',
+    status: 'active',
+    last_seen: ago(3 * 60_000),
+    bytes: 12,
+  },
   { uuid: '6f1c2a3b-1234-4cde-8f00-000000000002', hostname: 'db-1', status: 'inactive', last_seen: '0001-01-01T00:00:00Z', bytes: 123456 },
   { uuid: '6f1c2a3b-1234-4cde-8f00-000000000003', hostname: 'cache', status: 'weird', last_seen: ago(2 * 86_400_000), bytes: 7 },
 ];
@@ -136,14 +141,7 @@ describe('object view on a TTY', () => {
     await printObject(io, { format: 'table' }, rows[1], columns);
     const out = strip(io.stdoutText());
     expect(out).toBe(
-      [
-        `uuid       ${rows[1].uuid}`,
-        'hostname   db-1',
-        'status     inactive',
-        'last_seen  never',
-        'bytes      123456',
-        '',
-      ].join('\n'),
+      [`uuid       ${rows[1].uuid}`, 'hostname   db-1', 'status     inactive', 'last_seen  never', 'bytes      123456', ''].join('\n'),
     );
     expect(io.stdoutText()).toContain('\x1b[31minactive');
   });

@@ -112,7 +112,12 @@ describe('lists in each format', () => {
     );
   });
   it('csv: RFC 4180 quoting of comma and quote; cells are single-line (CR and LF become spaces: a CR would redraw the line at a terminal)', async () => {
-    const rows = [node(1, { hostname: 'a,b' }), node(2, { hostname: 'say "hi"' }), node(3, { hostname: 'l1\nl2' }), node(4, { hostname: 'x\ry' })];
+    const rows = [
+      node(1, { hostname: 'a,b' }),
+      node(2, { hostname: 'say "hi"' }),
+      node(3, { hostname: 'l1\nl2' }),
+      node(4, { hostname: 'x\ry' }),
+    ];
     const out = await list(o('csv', { fields: ['hostname', 'platform'] }), rows);
     expect(out).toBe('hostname,platform\n"a,b",linux\n"say ""hi""",linux\nl1 l2,linux\nx y,linux\n');
   });
@@ -131,7 +136,7 @@ describe('lists in each format', () => {
       const out = await list(o(fmt, { fields: ['hostname'], noHeaders: true }), rows);
       expect(out, fmt).toBe(`${cell}\n`);
     }
-     
+
     const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
     for (const fmt of ['json', 'jsonl', 'yaml'] as const) {
       const out = await list(o(fmt, { fields: ['hostname'] }), rows);
@@ -157,7 +162,7 @@ describe('lists in each format', () => {
         'uuid-1\thost-1\tdegraded\t2026-01-02T03:04:05Z\tUbuntu\n' +
         'uuid-2\thost-2\thealthy\t2026-01-02T03:04:05Z\tUbuntu\n',
     );
-     
+
     expect(out).not.toMatch(/\x1b\[/);
   });
   it('table piped: tags as comma-joined names, booleans, null as empty, tabs/newlines flattened', async () => {
@@ -209,7 +214,10 @@ describe('single objects', () => {
     expect(io.stdoutText()).toBe(`uuid           u1\nlast_seen      ${seen} (3 minutes ago)\nhealth.status  healthy\n`);
   });
   it('--fields selects and validates for objects too', async () => {
-    expect(JSON.parse(await object(o('json', { fields: ['hostname', 'health.status'] })))).toEqual({ hostname: 'host-1', 'health.status': 'degraded' });
+    expect(JSON.parse(await object(o('json', { fields: ['hostname', 'health.status'] })))).toEqual({
+      hostname: 'host-1',
+      'health.status': 'degraded',
+    });
     await expect(object(o('json', { fields: ['nope'] }))).rejects.toThrow(FieldError);
   });
 });
@@ -256,7 +264,9 @@ describe('--fields', () => {
     await expect(list(o('json', { fields: ['tags.nope'] }))).rejects.toThrow('unknown field "tags.nope"; valid fields: tags.id, tags.name');
   });
   it('unknown nested field lists the keys at that level', async () => {
-    await expect(list(o('json', { fields: ['health.bogus'] }))).rejects.toThrow('unknown field "health.bogus"; valid fields: health.status, health.reason');
+    await expect(list(o('json', { fields: ['health.bogus'] }))).rejects.toThrow(
+      'unknown field "health.bogus"; valid fields: health.status, health.reason',
+    );
   });
   it('error is raised before anything is printed', async () => {
     const io = memoryIO();
@@ -264,7 +274,9 @@ describe('--fields', () => {
     expect(io.stdoutText()).toBe('');
   });
   it('empty list: validated against declared columns only; no columns: anything goes', async () => {
-    await expect(list(o('json', { fields: ['bogus'] }), [])).rejects.toThrow('unknown field "bogus"; valid fields: uuid, hostname, health.status, last_seen, os');
+    await expect(list(o('json', { fields: ['bogus'] }), [])).rejects.toThrow(
+      'unknown field "bogus"; valid fields: uuid, hostname, health.status, last_seen, os',
+    );
     expect(await list(o('json', { fields: ['hostname'] }), [])).toBe('[]\n');
     const io = memoryIO();
     await printList(io, o('json', { fields: ['anything'] }), [], []);
@@ -304,7 +316,12 @@ describe('createListWriter (streaming)', () => {
     expect((await stream(o('json'), [[], []])).out).toBe('[]\n');
   });
   it('jsonl, csv and piped table stream with one header', async () => {
-    expect((await stream(o('jsonl'), batches)).out.trim().split('\n').map((l) => JSON.parse(l))).toEqual(all);
+    expect(
+      (await stream(o('jsonl'), batches)).out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual(all);
     const csv = (await stream(o('csv', { fields: ['uuid'] }), batches)).out;
     expect(csv).toBe('uuid\nuuid-1\nuuid-2\nuuid-3\nuuid-4\nuuid-5\n');
     const tsv = (await stream(o('table', { fields: ['uuid', 'hostname'] }), batches)).out;

@@ -13,12 +13,33 @@ const stats: DashboardStats = {
   total_active_carves: 1,
   platform_counts: { linux: 1200, darwin: 440, windows: 374, other: 186 },
   environments: [
-    { uuid: 'u-dev', name: 'dev', active: 300, inactive: 100, total: 400, active_queries: 0, active_carves: 0, platform_counts: { linux: 200, darwin: 100, windows: 60, other: 40 }, enrollment: 'open', enroll_expire: '0001-01-01T00:00:00Z' },
-    { uuid: 'u-prod', name: 'prod', active: 1200, inactive: 600, total: 1800, active_queries: 3, active_carves: 1, platform_counts: { linux: 1000, darwin: 340, windows: 314, other: 146 }, enrollment: 'open', enroll_expire: '0001-01-01T00:00:00Z' },
+    {
+      uuid: 'u-dev',
+      name: 'dev',
+      active: 300,
+      inactive: 100,
+      total: 400,
+      active_queries: 0,
+      active_carves: 0,
+      platform_counts: { linux: 200, darwin: 100, windows: 60, other: 40 },
+      enrollment: 'open',
+      enroll_expire: '0001-01-01T00:00:00Z',
+    },
+    {
+      uuid: 'u-prod',
+      name: 'prod',
+      active: 1200,
+      inactive: 600,
+      total: 1800,
+      active_queries: 3,
+      active_carves: 1,
+      platform_counts: { linux: 1000, darwin: 340, windows: 314, other: 146 },
+      enrollment: 'open',
+      enroll_expire: '0001-01-01T00:00:00Z',
+    },
   ],
 };
 
- 
 const ANSI = /\u001b\[[0-9;]*m/;
 
 describe('bar', () => {
@@ -38,7 +59,9 @@ describe('bar', () => {
 describe('platformBars', () => {
   it('scales the largest platform to the room left on the line, and keeps every line within the width', () => {
     for (const width of [40, 80, 132, 200]) {
-      const lines = platformBars(stats.platform_counts, width, colorsFor({ color: false })).trimEnd().split('\n');
+      const lines = platformBars(stats.platform_counts, width, colorsFor({ color: false }))
+        .trimEnd()
+        .split('\n');
       expect(lines).toHaveLength(4);
       expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(['linux', 'darwin', 'windows', 'other']);
       for (const l of lines) expect([...l].length).toBeLessThanOrEqual(width);
@@ -76,7 +99,13 @@ describe('printDashboard', () => {
   it('says an enrollment window that is closing or closed (issue 27), and nothing when all are open', async () => {
     const soon = new Date(Date.now() + 5 * 3600_000 + 60_000).toISOString();
     const io = memoryIO({ tty: true, columns: 100, color: false });
-    await printDashboard(io, { ...stats, environments: [{ ...stats.environments[0], enrollment: 'closing', enroll_expire: soon }, { ...stats.environments[1], enrollment: 'closed' }] });
+    await printDashboard(io, {
+      ...stats,
+      environments: [
+        { ...stats.environments[0], enrollment: 'closing', enroll_expire: soon },
+        { ...stats.environments[1], enrollment: 'closed' },
+      ],
+    });
     expect(io.stdoutText()).toMatch(/^Enroll\s+dev closing in 5 hours, prod closed$/m);
     const open = memoryIO({ tty: true, columns: 100, color: false });
     await printDashboard(open, stats);

@@ -14,7 +14,10 @@ const DEPCRUISE = join(root, 'node_modules/.bin/depcruise');
 async function cruise(files: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'fleetctl-walls-'));
   try {
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }),
+    );
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
@@ -32,7 +35,9 @@ describe('the walls of the code (npm run lint:deps)', () => {
       'src/server/services/auth/guard.ts': "import type { Deps } from '../../context.js';\nexport type Guard = { deps?: Deps };\n",
     });
     expect(r.exitCode).not.toBe(0);
-    expect(r.stdout).toMatch(/no-circular: src\/server\/context\.ts →\s+src\/server\/services\/auth\/guard\.ts →\s+src\/server\/context\.ts/);
+    expect(r.stdout).toMatch(
+      /no-circular: src\/server\/context\.ts →\s+src\/server\/services\/auth\/guard\.ts →\s+src\/server\/context\.ts/,
+    );
   });
 
   it('the client importing the server fails; the server command may start the server', async () => {

@@ -31,7 +31,8 @@ export const FEATURE_NAMES = {
   'enroll-window': 'an enrollment window of any length (--enroll-window)',
   'detail-refresh': 'refreshing host details at an interval (--detail-refresh)',
   'agent-host-follow': "an agent host that follows the server's --agent-url (--follow-server)",
-  'carve-delete': "deleting a carve's files (osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive)",
+  'carve-delete':
+    "deleting a carve's files (osctrl's carve delete only marks the carve deleted: its files and blocks stay, and it still serves the archive)",
 } as const;
 export type Feature = keyof typeof FEATURE_NAMES;
 

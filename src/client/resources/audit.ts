@@ -19,7 +19,8 @@ const AUDIT_PAGE = needs(Paginated(ENTRY), 'items');
 
 export const auditApi = (http: HttpClient) => ({
   /** 4.19: newest first. */
-  list: (query: AuditListQuery = {}) => http.request<Page<AuditLogEntry>>('GET', 'api/v1/audit-logs', { query: { ...query }, schema: AUDIT_PAGE }),
+  list: (query: AuditListQuery = {}) =>
+    http.request<Page<AuditLogEntry>>('GET', 'api/v1/audit-logs', { query: { ...query }, schema: AUDIT_PAGE }),
   /** GET /api/v1/audit-logs/{id} (added): one entry; another user's is 404 for non-super-admins. */
   get: (id: number) => http.request<AuditLogEntry>('GET', `api/v1/audit-logs/${id}`, { schema: ENTRY }),
 });

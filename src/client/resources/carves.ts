@@ -2,7 +2,17 @@ import { Type } from '../../api/type.js';
 import type { HttpClient } from '../http.js';
 import { needs } from '../validate.js';
 import * as S from '../../api/index.js';
-import type { CarveAction, CarveDetail, CarveListStatus, CarveQuery, CarveTargets, MessageResponse, Page, QueryRunRequest, QueryRunResponse } from '../../api/index.js';
+import type {
+  CarveAction,
+  CarveDetail,
+  CarveListStatus,
+  CarveQuery,
+  CarveTargets,
+  MessageResponse,
+  Page,
+  QueryRunRequest,
+  QueryRunResponse,
+} from '../../api/index.js';
 
 const seg = encodeURIComponent;
 
@@ -24,7 +34,8 @@ export const RUN_ANSWER = needs(S.QueryRunResponse, 'query_name');
 
 export const carvesApi = (http: HttpClient) => ({
   /** GET /api/v1/carves/{env} (contract.md 5): newest first. */
-  list: (env: string, query: CarveListQuery = {}) => http.request<Page<CarveQuery>>('GET', `api/v1/carves/${seg(env)}`, { query: { ...query }, schema: CARVE_PAGE }),
+  list: (env: string, query: CarveListQuery = {}) =>
+    http.request<Page<CarveQuery>>('GET', `api/v1/carves/${seg(env)}`, { query: { ...query }, schema: CARVE_PAGE }),
   /** 4.16 */
   get: (env: string, name: string) => http.request<CarveDetail>('GET', `api/v1/carves/${seg(env)}/${seg(name)}`, { schema: CARVE_DETAIL }),
   /** 4.17: no body. */
@@ -32,8 +43,10 @@ export const carvesApi = (http: HttpClient) => ({
   targets: (env: string, body: QueryRunRequest): Promise<Partial<CarveTargets>> =>
     http.request<CarveTargets>('POST', `api/v1/carves/${seg(env)}/targets`, { body, schema: S.CarveTargets }),
   /** POST /api/v1/carves/{env}: start a carve of `path` on the targets. */
-  run: (env: string, body: QueryRunRequest) => http.request<QueryRunResponse>('POST', `api/v1/carves/${seg(env)}`, { body, schema: RUN_ANSWER }),
+  run: (env: string, body: QueryRunRequest) =>
+    http.request<QueryRunResponse>('POST', `api/v1/carves/${seg(env)}`, { body, schema: RUN_ANSWER }),
   /** GET /api/v1/carves/{env}/archive/{name}[?session=]: the reassembled archive, streamed. */
   archive: (env: string, name: string, session?: string) => http.download(`api/v1/carves/${seg(env)}/archive/${seg(name)}`, { session }),
-  action: (env: string, action: CarveAction, name: string) => http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`, { schema: S.MessageResponse }),
+  action: (env: string, action: CarveAction, name: string) =>
+    http.request<MessageResponse>('POST', `api/v1/carves/${seg(env)}/${seg(action)}/${seg(name)}`, { schema: S.MessageResponse }),
 });

@@ -19,9 +19,21 @@ import { logsApi } from './logs.js';
 
 export function fleetResources(http: HttpClient) {
   return {
-    auth: authApi(http), users: usersApi(http), mfa: mfaApi(http), environments: environmentsApi(http), nodes: nodesApi(http),
-    tags: tagsApi(http), settings: settingsApi(http), carves: carvesApi(http), sinks: sinksApi(http), audit: auditApi(http), stats: statsApi(http),
-    queries: queriesApi(http), config: osqueryConfigApi(http), server: serverApi(http), logs: logsApi(http),
+    auth: authApi(http),
+    users: usersApi(http),
+    mfa: mfaApi(http),
+    environments: environmentsApi(http),
+    nodes: nodesApi(http),
+    tags: tagsApi(http),
+    settings: settingsApi(http),
+    carves: carvesApi(http),
+    sinks: sinksApi(http),
+    audit: auditApi(http),
+    stats: statsApi(http),
+    queries: queriesApi(http),
+    config: osqueryConfigApi(http),
+    server: serverApi(http),
+    logs: logsApi(http),
   };
 }
 export type FleetResources = ReturnType<typeof fleetResources>;

@@ -33,7 +33,8 @@ const REPORTS = Type.Array(needs(S.ReportSummary, 'name'));
 
 export const logsApi = (http: HttpClient) => ({
   /** GET /api/v1/logs/{env}: a page of lines, newest first unless `order: 'asc'`. */
-  list: (env: string, query: LogListQuery = {}) => http.request<LogPage>('GET', `api/v1/logs/${seg(env)}`, { query: { ...query }, schema: LOG_PAGE }),
+  list: (env: string, query: LogListQuery = {}) =>
+    http.request<LogPage>('GET', `api/v1/logs/${seg(env)}`, { query: { ...query }, schema: LOG_PAGE }),
   /** GET /api/v1/reports/{env}/{name}: a scheduled query's current rows per node. */
   report: (env: string, name: string, query: { node?: string; limit?: number; cursor?: string } = {}) =>
     http.request<ReportPage>('GET', `api/v1/reports/${seg(env)}/${seg(name)}`, { query: { ...query }, schema: REPORT_PAGE }),

@@ -28,9 +28,12 @@ const NODE_PAGE = needs(S.Paginated(NODE), 'items');
 
 export const nodesApi = (http: HttpClient) => ({
   /** 4.11 */
-  list: (env: string, query: NodeListQuery = {}) => http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query }, schema: NODE_PAGE }),
+  list: (env: string, query: NodeListQuery = {}) =>
+    http.request<Page<Node>>('GET', `api/v1/nodes/${seg(env)}`, { query: { ...query }, schema: NODE_PAGE }),
   /** 4.12; this server's read carries the node's last status problems (issue 30) whether asked or not. */
-  get: (env: string, node: string, _o: { statusProblems?: boolean } = {}) => http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`, { schema: NODE }),
+  get: (env: string, node: string, _o: { statusProblems?: boolean } = {}) =>
+    http.request<Node>('GET', `api/v1/nodes/${seg(env)}/node/${seg(node)}`, { schema: NODE }),
   /** 4.13 */
-  delete: (env: string, uuid: string) => http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid }, schema: S.MessageResponse }),
+  delete: (env: string, uuid: string) =>
+    http.request<MessageResponse>('POST', `api/v1/nodes/${seg(env)}/delete`, { body: { uuid }, schema: S.MessageResponse }),
 });

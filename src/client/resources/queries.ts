@@ -1,7 +1,16 @@
 import { Type } from '../../api/type.js';
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
-import type { DistributedQuery, MessageResponse, Page, QueryAction, QueryListStatus, QueryResultsPage, QueryRunRequest, QueryRunResponse } from '../../api/index.js';
+import type {
+  DistributedQuery,
+  MessageResponse,
+  Page,
+  QueryAction,
+  QueryListStatus,
+  QueryResultsPage,
+  QueryRunRequest,
+  QueryRunResponse,
+} from '../../api/index.js';
 import { needs } from '../validate.js';
 import { RUN_ANSWER } from './carves.js';
 
@@ -10,11 +19,15 @@ const seg = encodeURIComponent;
 export const QUERY = needs(S.DistributedQuery, 'name');
 const QUERY_PAGE = needs(S.Paginated(QUERY), 'items');
 /** Answers are streamed after the last id seen and counted by node: both are needed. */
-export const RESULTS_PAGE = needs(Type.Object({ ...S.QueryResultsPage.properties, items: Type.Array(needs(S.QueryResult, 'id', 'uuid')) }), 'items');
+export const RESULTS_PAGE = needs(
+  Type.Object({ ...S.QueryResultsPage.properties, items: Type.Array(needs(S.QueryResult, 'id', 'uuid')) }),
+  'items',
+);
 
 export const queriesApi = (http: HttpClient) => ({
   /** POST /api/v1/queries/{env}: start a distributed query. */
-  run: (env: string, body: QueryRunRequest) => http.request<QueryRunResponse>('POST', `api/v1/queries/${seg(env)}`, { body, schema: RUN_ANSWER }),
+  run: (env: string, body: QueryRunRequest) =>
+    http.request<QueryRunResponse>('POST', `api/v1/queries/${seg(env)}`, { body, schema: RUN_ANSWER }),
   /** GET /api/v1/queries/{env}: paged, newest first. */
   list: (env: string, query: { status?: QueryListStatus; page?: number; page_size?: number } = {}) =>
     http.request<Page<DistributedQuery>>('GET', `api/v1/queries/${seg(env)}`, { query: { ...query }, schema: QUERY_PAGE }),

@@ -12,7 +12,8 @@ const SETTINGS = Type.Array(SETTING);
 
 export const settingsApi = (http: HttpClient) => ({
   /** 4.14: the env's own rows, then the global rows it does not override. */
-  list: (service: SettingService, env: string) => http.request<Setting[]>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`, { schema: SETTINGS, answerName: 'settings' }),
+  list: (service: SettingService, env: string) =>
+    http.request<Setting[]>('GET', `api/v1/settings/${seg(service)}/${seg(env)}`, { schema: SETTINGS, answerName: 'settings' }),
   /** 4.15: the global row, or the env's row when `env` is given. */
   update: (service: SettingService, name: string, body: SettingUpdateBody, env?: string) =>
     http.request<Setting>('PATCH', `api/v1/settings/${seg(service)}/${seg(name)}`, { body, query: { env }, schema: SETTING }),

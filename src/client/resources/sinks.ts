@@ -9,7 +9,8 @@ const SINKS = Type.Array(SINK);
 
 export const sinksApi = (http: HttpClient) => ({
   /** GET /api/v1/log-sinks?environment_id=N (0 = global), ordered by `order`. */
-  list: (environmentId: number) => http.request<LogSink[]>('GET', 'api/v1/log-sinks', { query: { environment_id: environmentId }, schema: SINKS, answerName: 'sinks' }),
+  list: (environmentId: number) =>
+    http.request<LogSink[]>('GET', 'api/v1/log-sinks', { query: { environment_id: environmentId }, schema: SINKS, answerName: 'sinks' }),
   /** 4.18: 409 when the target has sinks and overwrite is false. */
   clone: (body: SinkCloneBody) => http.request<LogSink[]>('POST', 'api/v1/log-sinks/clone', { body, schema: SINKS }),
   create: (body: SinkCreateBody) => http.request<LogSink>('POST', 'api/v1/log-sinks', { body, schema: SINK }),

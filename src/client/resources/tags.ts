@@ -11,7 +11,8 @@ const TAGS = Type.Array(TAG);
 
 export const tagsApi = (http: HttpClient) => {
   /** 4.10: every tag change is one POST with the action in the path. */
-  const action = (env: string, act: TagAction, body: TagBody) => http.request<DataResponse>('POST', `api/v1/tags/${seg(env)}/${seg(act)}`, { body, schema: S.DataResponse });
+  const action = (env: string, act: TagAction, body: TagBody) =>
+    http.request<DataResponse>('POST', `api/v1/tags/${seg(env)}/${seg(act)}`, { body, schema: S.DataResponse });
   return {
     /** GET /api/v1/tags/{env} (contract.md 5): every tag of the env, by name, with node_count. */
     list: (env: string) => http.request<TagWithCount[]>('GET', `api/v1/tags/${seg(env)}`, { schema: TAGS, answerName: 'tags' }),

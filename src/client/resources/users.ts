@@ -16,7 +16,11 @@ export const usersApi = (http: HttpClient) => ({
   me: () => http.request<User>('GET', 'api/v1/users/me', { schema: USER }),
   /** 4.5 — the body's username is always the path's (the server insists on it). */
   action: (username: string, action: UserAction, body: Omit<UserBody, 'username'> = {}) =>
-    http.request<DataResponse>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...body, username }, schema: S.DataResponse }),
+    http.request<DataResponse>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, {
+      body: { ...body, username },
+      schema: S.DataResponse,
+    }),
   /** 4.3 */
-  changeOwnPassword: (body: Required<PasswordChangeBody>) => http.request<MessageResponse>('POST', 'api/v1/users/me/password', { body, schema: S.MessageResponse }),
+  changeOwnPassword: (body: Required<PasswordChangeBody>) =>
+    http.request<MessageResponse>('POST', 'api/v1/users/me/password', { body, schema: S.MessageResponse }),
 });

@@ -23,7 +23,8 @@ const collect = (v: string, prev: string[]) => [...prev, v];
 export function requestPath(path: string, baseUrl: string): string {
   if (/^https?:\/\//i.test(path)) {
     const u = new URL(path);
-    if (u.origin !== new URL(baseUrl).origin) throw new UsageError(`${path} is not on ${new URL(baseUrl).origin}: pass a path such as /api/v1/stats`);
+    if (u.origin !== new URL(baseUrl).origin)
+      throw new UsageError(`${path} is not on ${new URL(baseUrl).origin}: pass a path such as /api/v1/stats`);
     return u.toString();
   }
   return path.replace(/^\/+/, '');
@@ -121,13 +122,15 @@ export function registerApi(program: Command): void {
         method = !o.paginate && (o.rawField.length || o.field.length || o.input !== undefined) ? 'POST' : 'GET';
       }
       method = method.toUpperCase();
-      if (!(METHODS as readonly string[]).includes(method)) throw new UsageError(`unknown method "${method}": use one of ${METHODS.join(', ')}`);
+      if (!(METHODS as readonly string[]).includes(method))
+        throw new UsageError(`unknown method "${method}": use one of ${METHODS.join(', ')}`);
       if (o.paginate && method !== 'GET') throw new UsageError('--paginate works with GET only');
 
       const fields: FieldSpec[] = o.rawField.map((f) => parseField(f, false));
       for (const spec of o.field) {
         const f = parseField(spec, true);
-        if (typeof f.value === 'string' && f.value.startsWith('@')) f.value = await readInput(ctx.io, f.value.slice(1), `-F ${f.path.join('.')}`);
+        if (typeof f.value === 'string' && f.value.startsWith('@'))
+          f.value = await readInput(ctx.io, f.value.slice(1), `-F ${f.path.join('.')}`);
         fields.push(f);
       }
       let body: unknown;

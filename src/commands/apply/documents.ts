@@ -32,7 +32,12 @@ export interface ConfigDocument {
 export function toDocument(view: OsqueryConfigView, withHash = true): ConfigDocument {
   const spec: Partial<OsqueryConfigParts> = {};
   for (const p of CONFIG_PARTS) if (view[p] !== undefined) (spec as Record<string, unknown>)[p] = view[p];
-  return { apiVersion: API_VERSION, kind: KIND, metadata: { environment: view.environment, ...(withHash ? { hash: view.hash } : {}) }, spec };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { environment: view.environment, ...(withHash ? { hash: view.hash } : {}) },
+    spec,
+  };
 }
 
 /** Every part of a view, a part it leaves out read as empty. */
@@ -63,7 +68,9 @@ async function expand(path: string, recursive: boolean): Promise<string[]> {
   try {
     s = await stat(path);
   } catch (e) {
-    throw new UsageError(`-f ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`);
+    throw new UsageError(
+      `-f ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message}`,
+    );
   }
   if (!s.isDirectory()) return [path];
   const out: string[] = [];
@@ -78,7 +85,11 @@ async function expand(path: string, recursive: boolean): Promise<string[]> {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** One line for a YAML (or JSON) syntax problem: file:line:column: what. */
-function syntaxLine(name: string, text: string, e: { code?: string; message: string; linePos?: { line: number; col: number }[]; pos?: [number, number] }): string {
+function syntaxLine(
+  name: string,
+  text: string,
+  e: { code?: string; message: string; linePos?: { line: number; col: number }[]; pos?: [number, number] },
+): string {
   const at = e.linePos?.[0];
   const where = at ? `${name}:${at.line}:${at.col}` : name;
   if (e.code === 'DUPLICATE_KEY' && e.pos) {
@@ -120,14 +131,18 @@ function checkDocument(source: string, v: unknown): LoadedDocument {
   const fail = (msg: string): never => {
     throw new DocumentError(`${source}: ${msg}`);
   };
-  if (!isObject(v)) return fail(`a document must be a map with apiVersion, kind, metadata and spec, not ${Array.isArray(v) ? 'a list' : typeof v}`);
-  for (const k of Object.keys(v)) if (!['apiVersion', 'kind', 'metadata', 'spec'].includes(k)) fail(`${k}: unknown field (valid: apiVersion, kind, metadata, spec)`);
-  if (v.apiVersion !== API_VERSION) fail(`apiVersion: must be ${API_VERSION}${v.apiVersion === undefined ? '' : `, not ${JSON.stringify(v.apiVersion)}`}`);
+  if (!isObject(v))
+    return fail(`a document must be a map with apiVersion, kind, metadata and spec, not ${Array.isArray(v) ? 'a list' : typeof v}`);
+  for (const k of Object.keys(v))
+    if (!['apiVersion', 'kind', 'metadata', 'spec'].includes(k)) fail(`${k}: unknown field (valid: apiVersion, kind, metadata, spec)`);
+  if (v.apiVersion !== API_VERSION)
+    fail(`apiVersion: must be ${API_VERSION}${v.apiVersion === undefined ? '' : `, not ${JSON.stringify(v.apiVersion)}`}`);
   if (v.kind !== KIND) fail(`kind: must be ${KIND}${v.kind === undefined ? '' : `, not ${JSON.stringify(v.kind)}`}`);
   if (!isObject(v.metadata)) return fail('metadata: must be a map with the environment (metadata: {environment: prod})');
   const env = v.metadata.environment;
-  if (typeof env !== 'string' || env.trim() === '') return fail('metadata.environment: required (the environment\'s name or UUID)');
-  for (const k of Object.keys(v.metadata)) if (k !== 'environment' && k !== 'hash') fail(`metadata.${k}: unknown field (valid: environment, hash)`);
+  if (typeof env !== 'string' || env.trim() === '') return fail("metadata.environment: required (the environment's name or UUID)");
+  for (const k of Object.keys(v.metadata))
+    if (k !== 'environment' && k !== 'hash') fail(`metadata.${k}: unknown field (valid: environment, hash)`);
   if (!isObject(v.spec)) return fail('spec: must be a map of the parts to set (options, schedule, packs, decorators, atc)');
   const spec: Partial<OsqueryConfigParts> = {};
   try {
@@ -154,7 +169,8 @@ export async function loadDocuments(io: IO, paths: string[], recursive = false):
   const seen = new Map<string, string>();
   for (const d of docs) {
     const first = seen.get(d.environment);
-    if (first) throw new DocumentError(`${d.source}: environment ${d.environment} is already configured by ${first}; one document per environment`);
+    if (first)
+      throw new DocumentError(`${d.source}: environment ${d.environment} is already configured by ${first}; one document per environment`);
     seen.set(d.environment, d.source);
   }
   return docs;
@@ -208,7 +224,9 @@ export function plan(current: OsqueryConfigParts, spec: Partial<OsqueryConfigPar
       (prune ? changes : kept).push({ part: p, name: k, op: '-' });
     }
     // Canonical order (the server's): names sorted.
-    (after as unknown as Record<string, unknown>)[p] = Object.fromEntries(Object.entries(next).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    (after as unknown as Record<string, unknown>)[p] = Object.fromEntries(
+      Object.entries(next).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
   }
   for (const c of changes) (parts as Record<string, unknown>)[c.part] = after[c.part];
   try {
@@ -230,14 +248,35 @@ export async function documentYaml(doc: ConfigDocument): Promise<string> {
  * A unified diff (as `kubectl diff` and `git diff` show) of the environment's configuration
  * before and after, as YAML documents; colored at a terminal.
  */
-export async function renderDiff(environment: string, before: OsqueryConfigParts, after: OsqueryConfigParts, color: boolean): Promise<string> {
+export async function renderDiff(
+  environment: string,
+  before: OsqueryConfigParts,
+  after: OsqueryConfigParts,
+  color: boolean,
+): Promise<string> {
   const { createTwoFilesPatch } = await import('diff');
   const doc = (parts: OsqueryConfigParts) => documentYaml({ apiVersion: API_VERSION, kind: KIND, metadata: { environment }, spec: parts });
-  const patch = createTwoFilesPatch(`${environment} (server)`, `${environment} (files)`, await doc(before), await doc(after), undefined, undefined, { context: 3 });
+  const patch = createTwoFilesPatch(
+    `${environment} (server)`,
+    `${environment} (files)`,
+    await doc(before),
+    await doc(after),
+    undefined,
+    undefined,
+    { context: 3 },
+  );
   const lines = patch.split('\n').filter((l) => !l.startsWith('====') && l !== '\\ No newline at end of file');
   if (!color) return `${lines.join('\n').trimEnd()}\n`;
   const paint = (l: string) =>
-    l.startsWith('+++') || l.startsWith('---') ? `\x1b[1m${l}\x1b[0m` : l.startsWith('+') ? `\x1b[32m${l}\x1b[0m` : l.startsWith('-') ? `\x1b[31m${l}\x1b[0m` : l.startsWith('@@') ? `\x1b[36m${l}\x1b[0m` : l;
+    l.startsWith('+++') || l.startsWith('---')
+      ? `\x1b[1m${l}\x1b[0m`
+      : l.startsWith('+')
+        ? `\x1b[32m${l}\x1b[0m`
+        : l.startsWith('-')
+          ? `\x1b[31m${l}\x1b[0m`
+          : l.startsWith('@@')
+            ? `\x1b[36m${l}\x1b[0m`
+            : l;
   return `${lines.map(paint).join('\n').trimEnd()}\n`;
 }
 
@@ -250,6 +289,13 @@ export function summary(changes: EntryChange[]): string {
     by.set(c.part, m);
   }
   return [...by]
-    .map(([p, m]) => (p === 'decorators' ? 'decorators replaced' : `${p} ${(['+', '~', '-'] as const).filter((o) => m[o] > 0).map((o) => `${o}${m[o]}`).join(' ')}`))
+    .map(([p, m]) =>
+      p === 'decorators'
+        ? 'decorators replaced'
+        : `${p} ${(['+', '~', '-'] as const)
+            .filter((o) => m[o] > 0)
+            .map((o) => `${o}${m[o]}`)
+            .join(' ')}`,
+    )
     .join(', ');
 }

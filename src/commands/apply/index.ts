@@ -5,7 +5,6 @@ import type { Command } from 'commander';
 import { verb } from '../define.js';
 import type { FileOpts } from './options.js';
 
-
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export function registerApply(program: Command): void {
@@ -15,7 +14,7 @@ export function registerApply(program: Command): void {
       name: 'apply',
       summary: 'Apply osquery configuration files to environments (GitOps)',
       description:
-        'Make environments\' osquery configuration (options, schedule, packs, decorators, atc) what the files say.\n' +
+        "Make environments' osquery configuration (options, schedule, packs, decorators, atc) what the files say.\n" +
         'A file holds one or more documents (YAML separated by ---, or JSON):\n\n' +
         '  apiVersion: fleetctl/v1\n  kind: OsqueryConfig\n  metadata:\n    environment: prod\n  spec:\n    schedule:\n' +
         '      users_query:\n        query: SELECT uid, username FROM users\n        interval: 300\n\n' +
@@ -46,7 +45,7 @@ export function registerApply(program: Command): void {
       name: 'diff',
       summary: 'Show what `apply -f` would change; exit 1 when it would change something',
       description:
-        'Compare the files with the environments\' osquery configuration on the server and print a unified diff\n' +
+        "Compare the files with the environments' osquery configuration on the server and print a unified diff\n" +
         '(server, then files) of each environment that differs. Exits 0 when nothing differs, 1 when something\n' +
         'does (as `kubectl diff`, for CI), and 2 or more on an error (a file that does not hold exits 2).',
       examples: ['fleetctl diff -f prod.yaml', 'fleetctl diff -f config/ --prune || echo "drift"'],

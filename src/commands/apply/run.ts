@@ -21,7 +21,10 @@ async function planAll(api: FleetApi, docs: LoadedDocument[], prune: boolean): P
     const current = await api.config.get(doc.environment);
     // One document per environment, also when one names it by name and another by UUID.
     const twin = out.find((p) => p.current.environment === current.environment);
-    if (twin) throw new DocumentError(`${doc.source}: environment ${current.environment} is already configured by ${twin.doc.source}; one document per environment`);
+    if (twin)
+      throw new DocumentError(
+        `${doc.source}: environment ${current.environment} is already configured by ${twin.doc.source}; one document per environment`,
+      );
     out.push({ doc, current, plan: plan(partsOf(current), doc.spec, prune) });
   }
   return out;
@@ -51,11 +54,14 @@ export async function runApply(ctx: Context, o: FileOpts): Promise<void> {
   if (!data) await showDiffs(ctx, planned);
   noteKept(ctx, planned);
   const changing = planned.filter((p) => p.plan.changes.length > 0);
-  for (const p of changing) if (p.plan.parts.options) for (const w of optionWarnings(p.plan.parts.options)) ctx.io.err(`warning: ${p.current.environment}: ${w}\n`);
+  for (const p of changing)
+    if (p.plan.parts.options) for (const w of optionWarnings(p.plan.parts.options)) ctx.io.err(`warning: ${p.current.environment}: ${w}\n`);
   // The server checks every change before any is stored: one refusal changes nothing anywhere.
   const checked = new Map<Planned, string>();
-  for (const p of changing) checked.set(p, await api.config.check(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p)));
-  const results: { environment: string; changed: boolean; changes: string[]; hash_before: string; hash_after: string; dry_run: boolean }[] = [];
+  for (const p of changing)
+    checked.set(p, await api.config.check(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p)));
+  const results: { environment: string; changed: boolean; changes: string[]; hash_before: string; hash_after: string; dry_run: boolean }[] =
+    [];
   for (const p of planned) {
     const env = p.current.environment;
     let after = p.current.hash;
@@ -64,9 +70,19 @@ export async function runApply(ctx: Context, o: FileOpts): Promise<void> {
       else after = (await api.config.patch(p.doc.environment, p.plan.parts, { ifMatch: p.current.hash }).catch(failIn(p))).hash;
     }
     const changes = p.plan.changes.map((c) => `${c.op}${c.part}${c.name ? `.${c.name}` : ''}`);
-    results.push({ environment: env, changed: changes.length > 0, changes, hash_before: p.current.hash, hash_after: after, dry_run: Boolean(o.dryRun) });
+    results.push({
+      environment: env,
+      changed: changes.length > 0,
+      changes,
+      hash_before: p.current.hash,
+      hash_after: after,
+      dry_run: Boolean(o.dryRun),
+    });
     if (!data) {
-      const what = changes.length === 0 ? 'unchanged' : `${o.dryRun ? 'would be configured' : 'configured'} (${summary(p.plan.changes)}; hash ${p.current.hash.slice(0, 12)} -> ${after.slice(0, 12) || '?'})`;
+      const what =
+        changes.length === 0
+          ? 'unchanged'
+          : `${o.dryRun ? 'would be configured' : 'configured'} (${summary(p.plan.changes)}; hash ${p.current.hash.slice(0, 12)} -> ${after.slice(0, 12) || '?'})`;
       ctx.io.out(`osqueryconfig/${env} ${what}${o.dryRun ? ' (dry run)' : ''}\n`);
     }
   }

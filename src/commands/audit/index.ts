@@ -7,7 +7,16 @@ import { paginate } from '../../client/paginate.js';
 import type { Context } from '../../context.js';
 import { parseDuration } from '../../lib/duration.js';
 import { UsageError } from '../../errors.js';
-import { createListWriter, evalJq, printObject, selectFields, setTimeStyle, validateFields, type Column, type OutputOptions } from '../../output/index.js';
+import {
+  createListWriter,
+  evalJq,
+  printObject,
+  selectFields,
+  setTimeStyle,
+  validateFields,
+  type Column,
+  type OutputOptions,
+} from '../../output/index.js';
 import type { AuditListQuery } from '../../client/resources/audit.js';
 import { follow } from './follow.js';
 import { printPagedList } from '../paged-list.js';
@@ -58,9 +67,14 @@ const FOLLOW_BACKLOG = 10;
 async function runFollow(ctx: Context, api: FleetApi, query: AuditListQuery, o: ListOpts, columns: Column<AuditLogEntry>[]): Promise<void> {
   const intervalMs = parseDuration(o.interval);
   const base = ctx.output();
-  if (base.format === 'yaml' && base.jq === undefined) throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
+  if (base.format === 'yaml' && base.jq === undefined)
+    throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
   // A JSON array would never close: a stream of entries is JSON lines.
-  const out: OutputOptions = { ...base, format: base.format === 'json' ? 'jsonl' : base.format, schema: (await import('../../api/index.js')).AuditLogEntry };
+  const out: OutputOptions = {
+    ...base,
+    format: base.format === 'json' ? 'jsonl' : base.format,
+    schema: (await import('../../api/index.js')).AuditLogEntry,
+  };
   if (out.fields) validateFields(out.fields, undefined, columns, out.schema);
   // A followed log reads by the clock: "just now" on every new line says nothing.
   if (!ctx.globals.time) setTimeStyle('local');
@@ -82,7 +96,8 @@ async function runFollow(ctx: Context, api: FleetApi, query: AuditListQuery, o: 
   const fetchPage = (page: number, page_size: number) => api.audit.list({ ...query, page, page_size });
   const backlog: AuditLogEntry[] = [];
   const limit = o.all ? undefined : (o.limit ?? FOLLOW_BACKLOG);
-  for await (const items of paginate(fetchPage, { pageSize: Math.min(limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX), limit })) backlog.push(...items);
+  for await (const items of paginate(fetchPage, { pageSize: Math.min(limit ?? PAGE_SIZE_MAX, PAGE_SIZE_MAX), limit }))
+    backlog.push(...items);
   backlog.reverse(); // the server's newest-first order, turned around
   if (backlog.length > 0) await emit(backlog);
   if (ctx.io.stdoutIsTTY && !ctx.wantsData()) ctx.io.err(`Following new audit entries every ${o.interval}; Ctrl-C to stop.\n`);
@@ -153,7 +168,8 @@ export function registerAudit(program: Command): void {
       name: 'show',
       aliases: ['get'],
       summary: 'Show one audit entry by its id',
-      description: 'Show one audit entry (the ID column of `audit list`). Non-super-admins can read only their own entries. -o json prints the API object.',
+      description:
+        'Show one audit entry (the ID column of `audit list`). Non-super-admins can read only their own entries. -o json prints the API object.',
       examples: ['fleetctl audit show 42', 'fleetctl audit show 42 -o json'],
     },
     (cmd) => cmd.argument('<id>', 'entry id (the ID column of audit list)'),
@@ -163,7 +179,12 @@ export function registerAudit(program: Command): void {
       api.need('audit-show');
       const entry = await api.audit.get(Number(id));
       const columns = auditColumns(await envNames(api));
-      await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).AuditLogEntry }, entry, ctx.wantsData() ? [] : columns);
+      await printObject(
+        ctx.io,
+        { ...ctx.output(), schema: (await import('../../api/index.js')).AuditLogEntry },
+        entry,
+        ctx.wantsData() ? [] : columns,
+      );
     },
   );
 }

@@ -73,7 +73,11 @@ export function registerAuth(program: Command): void {
   const auth = group(program, {
     name: 'auth',
     summary: 'Log in and out, show the login state of a profile, or print its token',
-    examples: ['fleetctl auth login --url https://fleet.example.com --env prod', 'fleetctl auth status', 'export FLEETCTL_TOKEN="$(fleetctl auth token)"'],
+    examples: [
+      'fleetctl auth login --url https://fleet.example.com --env prod',
+      'fleetctl auth status',
+      'export FLEETCTL_TOKEN="$(fleetctl auth token)"',
+    ],
   });
   // `auth login` / `auth logout` as gh spells them: the same verbs as the top-level ones.
   registerLogin(auth);
@@ -104,7 +108,11 @@ export function registerAuth(program: Command): void {
           await api.users.me();
           s.verified = true;
           // Issue 27: which release the server runs (a server without the endpoint just leaves it blank).
-          if (api.flavor === 'fleet') s.server_version = await api.server.version().then((v) => v.version, () => '');
+          if (api.flavor === 'fleet')
+            s.server_version = await api.server.version().then(
+              (v) => v.version,
+              () => '',
+            );
         } catch (e) {
           // A 200 whose body is not the shape we expect still means the server accepted the token.
           if (e instanceof UnexpectedAnswerError) s.verified = true;
@@ -117,7 +125,11 @@ export function registerAuth(program: Command): void {
       await printObject(ctx.io, ctx.output(), s, STATUS_COLUMNS);
       if (unverified instanceof ApiError && unverified.status === 401) {
         const whose = s.credential_store === 'env' ? 'the token in FLEETCTL_TOKEN' : `the token of profile "${s.profile}"`;
-        throw new CliError(`the server does not accept ${whose}: ${unverified.message} (${unverified.code})`, ExitCode.auth, loginHint(ctx));
+        throw new CliError(
+          `the server does not accept ${whose}: ${unverified.message} (${unverified.code})`,
+          ExitCode.auth,
+          loginHint(ctx),
+        );
       }
       if (unverified) {
         const m = mapError(unverified);
@@ -125,7 +137,12 @@ export function registerAuth(program: Command): void {
         // Not verified is not "logged in" for a script: the token may be dead on the server.
         throw new CliError(`not verified: ${what}`, unverified instanceof NetworkError ? ExitCode.unavailable : m.exitCode, m.hint);
       }
-      if (!s.logged_in) throw new CliError(s.token_expired ? `the token of profile "${s.profile}" has expired` : `not logged in (profile "${s.profile}")`, ExitCode.auth, loginHint(ctx));
+      if (!s.logged_in)
+        throw new CliError(
+          s.token_expired ? `the token of profile "${s.profile}" has expired` : `not logged in (profile "${s.profile}")`,
+          ExitCode.auth,
+          loginHint(ctx),
+        );
     },
   );
 

@@ -69,13 +69,38 @@ interface ListOpts {
 // verb's examples run as printed against the demo (test/e2e/examples-help.test.ts).
 const ACTIONS: { action: CarveAction; summary: string; description: string; destructive: boolean; done: string; example: string }[] = [
   {
-    action: 'delete', summary: 'Delete a carve and its files',
-    description: 'Delete a carve: its files (every block the nodes uploaded) are removed from the server and can no longer be downloaded; the carve stays listed, as DELETED. Asks at a terminal; needs --yes otherwise.',
-    destructive: true, done: 'Deleted', example: 'carve_tmp_payload',
+    action: 'delete',
+    summary: 'Delete a carve and its files',
+    description:
+      'Delete a carve: its files (every block the nodes uploaded) are removed from the server and can no longer be downloaded; the carve stays listed, as DELETED. Asks at a terminal; needs --yes otherwise.',
+    destructive: true,
+    done: 'Deleted',
+    example: 'carve_tmp_payload',
   },
-  { action: 'expire', summary: 'Expire a carve now', description: 'End a carve now: nodes stop picking it up. Asks at a terminal; needs --yes otherwise.', destructive: true, done: 'Expired', example: 'carve_auth_log' },
-  { action: 'complete', summary: 'Mark a carve completed', description: 'Mark a carve completed: nodes stop picking it up, its files are kept.', destructive: false, done: 'Completed', example: 'carve_bash_history' },
-  { action: 'archive', summary: 'Archive the completed files of a carve', description: 'Mark the completed files of a carve archived.', destructive: false, done: 'Archived', example: 'carve_etc_hosts' },
+  {
+    action: 'expire',
+    summary: 'Expire a carve now',
+    description: 'End a carve now: nodes stop picking it up. Asks at a terminal; needs --yes otherwise.',
+    destructive: true,
+    done: 'Expired',
+    example: 'carve_auth_log',
+  },
+  {
+    action: 'complete',
+    summary: 'Mark a carve completed',
+    description: 'Mark a carve completed: nodes stop picking it up, its files are kept.',
+    destructive: false,
+    done: 'Completed',
+    example: 'carve_bash_history',
+  },
+  {
+    action: 'archive',
+    summary: 'Archive the completed files of a carve',
+    description: 'Mark the completed files of a carve archived.',
+    destructive: false,
+    done: 'Archived',
+    example: 'carve_etc_hosts',
+  },
 ];
 
 export function registerCarves(program: Command): void {
@@ -163,7 +188,10 @@ export function registerCarves(program: Command): void {
         aliases: a.action === 'delete' ? ['rm'] : undefined,
         summary: a.summary,
         description: a.description,
-        examples: [`fleetctl carves ${a.action} ${a.example}`, `fleetctl carves ${a.action} ${a.example} --env staging${a.destructive ? ' --yes' : ''} -o json`],
+        examples: [
+          `fleetctl carves ${a.action} ${a.example}`,
+          `fleetctl carves ${a.action} ${a.example} --env staging${a.destructive ? ' --yes' : ''} -o json`,
+        ],
       },
       (cmd) => {
         cmd.argument('<name>', 'carve name');
@@ -178,7 +206,12 @@ export function registerCarves(program: Command): void {
         const r = await api.carves.action(env, a.action, name);
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, action: a.action, message: r.message });
         // delete: the server's message says what was removed (files, blocks).
-        else ctx.io.err(a.action === 'delete' ? `${safeText(r.message.charAt(0).toUpperCase() + r.message.slice(1))} (environment ${env})\n` : `${a.done} carve ${name} in ${env}\n`);
+        else
+          ctx.io.err(
+            a.action === 'delete'
+              ? `${safeText(r.message.charAt(0).toUpperCase() + r.message.slice(1))} (environment ${env})\n`
+              : `${a.done} carve ${name} in ${env}\n`,
+          );
       },
     );
   }

@@ -21,7 +21,13 @@ const headerInt = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v)
 const done = (f: CarveFile) => f.status === 'COMPLETED' || (f.total_blocks > 0 && f.completed_blocks >= f.total_blocks);
 
 /** Polls `carves show` until every file is complete (or, with --exit, every online target's), the deadline, or Ctrl-C. */
-async function waitForFiles(ctx: Context, api: FleetApi, run: LiveRun, name: string, o: { deadline: number; exit?: boolean }): Promise<{ detail: CarveDetail; onlineDone: boolean; online?: number }> {
+async function waitForFiles(
+  ctx: Context,
+  api: FleetApi,
+  run: LiveRun,
+  name: string,
+  o: { deadline: number; exit?: boolean },
+): Promise<{ detail: CarveDetail; onlineDone: boolean; online?: number }> {
   const progress = ctx.io.stderr.isTTY === true;
   const started = Date.now();
   try {
@@ -32,7 +38,10 @@ async function waitForFiles(ctx: Context, api: FleetApi, run: LiveRun, name: str
       // Online targets that have not started their upload, from the query's read (fleetctl's server).
       const state = o.exit || progress ? await api.queries.get(run.env, name).catch(() => undefined) : undefined;
       const online = state?.online;
-      if (progress) ctx.io.err(`\r\x1b[K${complete}/${expected} files complete${online !== undefined ? `, ${online} online` : ''} (${Math.round((Date.now() - started) / 1000)} s)`);
+      if (progress)
+        ctx.io.err(
+          `\r\x1b[K${complete}/${expected} files complete${online !== undefined ? `, ${online} online` : ''} (${Math.round((Date.now() - started) / 1000)} s)`,
+        );
       // A node whose carver start was refused gives that carve up (osquery does not retry it): done too.
       const refused = refusedWithoutFile(d).length;
       const settled = complete + refused;
@@ -40,7 +49,8 @@ async function waitForFiles(ctx: Context, api: FleetApi, run: LiveRun, name: str
       // a node answers the carve query before it starts the upload, so answered alone is not enough.
       const onlineStarted = online !== undefined && d.files.length + refused >= online;
       const onlineDone = o.exit === true && state?.online_pending === 0 && onlineStarted && d.files.every(done) && complete < expected;
-      if ((expected > 0 && settled >= expected) || onlineDone || Date.now() >= o.deadline || run.interrupted) return { detail: d, onlineDone, online };
+      if ((expected > 0 && settled >= expected) || onlineDone || Date.now() >= o.deadline || run.interrupted)
+        return { detail: d, onlineDone, online };
       await run.sleep(Math.min(1000, Math.max(0, o.deadline - Date.now())));
     }
   } finally {
@@ -97,8 +107,11 @@ export function registerCarveRun(carves: Command): void {
       let onlineDone = false;
       try {
         detail = await api.carves.get(env, name);
-        ctx.io.err(`Carve ${name} of ${sanitize(path)} started on ${detail.query.expected} node${detail.query.expected === 1 ? '' : 's'} in ${env}\n`);
-        if (run.waitMs > 0) ({ detail, onlineDone } = await waitForFiles(ctx, api, run, name, { deadline: Date.now() + run.waitMs, exit: o.exit }));
+        ctx.io.err(
+          `Carve ${name} of ${sanitize(path)} started on ${detail.query.expected} node${detail.query.expected === 1 ? '' : 's'} in ${env}\n`,
+        );
+        if (run.waitMs > 0)
+          ({ detail, onlineDone } = await waitForFiles(ctx, api, run, name, { deadline: Date.now() + run.waitMs, exit: o.exit }));
       } catch (e) {
         await run.end(name, 'cancel');
         throw e;
@@ -109,14 +122,20 @@ export function registerCarveRun(carves: Command): void {
       }
       const completed = detail.files.filter(done).length;
       const expected = detail.query.expected;
-      const fate = run.waitMs > 0 ? run.fate(await run.end(name, completed < expected ? 'complete' : 'none'), name) : (await run.end(name, 'none'), '');
+      const fate =
+        run.waitMs > 0
+          ? run.fate(await run.end(name, completed < expected ? 'complete' : 'none'), name)
+          : (await run.end(name, 'none'), '');
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), { name, env, expected, completed });
       else ctx.io.out(`${name}\n`);
       if (run.waitMs > 0 && completed < expected) {
         const refused = refusedWithoutFile(detail);
-        const why = refused.length > 0
-          ? `the server refused the upload of ${perNode(refused.map((r) => ({ host: r.hostname || r.uuid, why: r.error })))}`
-          : onlineDone ? 'every online target uploaded its file; the others are offline' : `not within ${o.wait}`;
+        const why =
+          refused.length > 0
+            ? `the server refused the upload of ${perNode(refused.map((r) => ({ host: r.hostname || r.uuid, why: r.error })))}`
+            : onlineDone
+              ? 'every online target uploaded its file; the others are offline'
+              : `not within ${o.wait}`;
         throw new CliError(
           `${expected - completed} of ${expected} file${expected === 1 ? '' : 's'} not uploaded (${why})${fate ? `; ${fate}` : ''}`,
           ExitCode.incomplete,
@@ -174,9 +193,14 @@ export function registerCarveRun(carves: Command): void {
       if (o.session) files = files.filter((f) => f.session_id === o.session);
       const picked = [o.node && `node ${o.node}`, o.session && `session ${o.session}`].filter(Boolean).join(' and ');
       // osctrl marks a carve deleted and keeps serving its files: there a deleted carve downloads.
-      if (d.query.carve_status === 'DELETED' && api.traits.carveDeleteRemovesFiles) throw new CliError(`carve ${name} was deleted: its files were removed from the server`, ExitCode.notFound);
+      if (d.query.carve_status === 'DELETED' && api.traits.carveDeleteRemovesFiles)
+        throw new CliError(`carve ${name} was deleted: its files were removed from the server`, ExitCode.notFound);
       if (files.length === 0) {
-        throw new CliError(picked ? `carve ${name} has no file of ${picked}` : `carve ${name} has no files yet`, ExitCode.notFound, `see fleetctl carves show ${name}`);
+        throw new CliError(
+          picked ? `carve ${name} has no file of ${picked}` : `carve ${name} has no files yet`,
+          ExitCode.notFound,
+          `see fleetctl carves show ${name}`,
+        );
       }
       if (out && files.length > 1) {
         throw new UsageError(
@@ -188,12 +212,20 @@ export function registerCarveRun(carves: Command): void {
       const ready = files.filter(done);
       if (files.length === 1 && ready.length === 0) {
         const f = files[0];
-        throw new CliError(`carve ${name} is not complete: ${f.completed_blocks}/${f.total_blocks} blocks received`, ExitCode.conflict, `wait, then retry; fleetctl carves show ${name}`);
+        throw new CliError(
+          `carve ${name} is not complete: ${f.completed_blocks}/${f.total_blocks} blocks received`,
+          ExitCode.conflict,
+          `wait, then retry; fleetctl carves show ${name}`,
+        );
       }
       const dests = ready.map((f) => (out === '-' ? undefined : (out ?? defaultFileName(name, f))));
       if (!o.force) {
         const there = dests.filter((p): p is string => p !== undefined && exists(p));
-        if (there.length > 0) throw new CliError(`${there.join(', ')} ${there.length === 1 ? 'exists' : 'exist'}: pass --force to overwrite`, ExitCode.conflict);
+        if (there.length > 0)
+          throw new CliError(
+            `${there.join(', ')} ${there.length === 1 ? 'exists' : 'exist'}: pass --force to overwrite`,
+            ExitCode.conflict,
+          );
       }
       const results = [];
       for (const [i, file] of ready.entries()) results.push(await downloadFile(ctx, api, env, name, file, dests[i]));
@@ -201,7 +233,11 @@ export function registerCarveRun(carves: Command): void {
       if (ctx.wantsData() && out !== '-') await printObject(ctx.io, ctx.output(), results.length === 1 ? results[0] : results);
       const left = files.length - ready.length;
       if (left > 0) {
-        throw new CliError(`${left} of ${files.length} files of ${name} are not complete yet and were not downloaded`, ExitCode.incomplete, `see fleetctl carves show ${name}`);
+        throw new CliError(
+          `${left} of ${files.length} files of ${name} are not complete yet and were not downloaded`,
+          ExitCode.incomplete,
+          `see fleetctl carves show ${name}`,
+        );
       }
     },
   );
@@ -209,7 +245,11 @@ export function registerCarveRun(carves: Command): void {
 
 /** NAME_HOST_SESSION.tar (.tar.zst for a zstd archive), from characters safe in a file name on every system (the hostname is the node's word). */
 export function defaultFileName(name: string, f: CarveFile): string {
-  const safe = (v: string) => v.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._-]+/, '').slice(0, 100) || 'node';
+  const safe = (v: string) =>
+    v
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^[._-]+/, '')
+      .slice(0, 100) || 'node';
   return `${safe(name)}_${safe(f.hostname || f.uuid)}_${safe(f.session_id).slice(0, 12)}.tar${f.compression === 'zstd' ? '.zst' : ''}`;
 }
 
@@ -264,15 +304,32 @@ async function downloadFile(ctx: Context, api: FleetApi, env: string, name: stri
   const digest = sha.digest('hex');
   const problems: string[] = [];
   if (bytes !== announcedSize || bytes !== file.carve_size) problems.push(`${bytes} bytes received, the node announced ${file.carve_size}`);
-  if (blocks !== announcedBlocks || blocks !== file.total_blocks) problems.push(`${blocks} blocks of ${file.block_size} bytes, the node announced ${file.total_blocks}`);
+  if (blocks !== announcedBlocks || blocks !== file.total_blocks)
+    problems.push(`${blocks} blocks of ${file.block_size} bytes, the node announced ${file.total_blocks}`);
   const wantSha = dl.headers['x-carve-sha256'];
   if (wantSha && wantSha.toLowerCase() !== digest) problems.push(`sha256 ${digest}, the server announced ${wantSha}`);
   if (problems.length > 0) {
     if (partial) await rm(partial, { force: true });
-    throw new CliError(`the archive of ${name} (${sanitize(file.hostname || file.uuid)}) does not match the carve: ${problems.join('; ')}`, ExitCode.error);
+    throw new CliError(
+      `the archive of ${name} (${sanitize(file.hostname || file.uuid)}) does not match the carve: ${problems.join('; ')}`,
+      ExitCode.error,
+    );
   }
   if (dest && partial) await rename(partial, dest);
   const host = file.hostname || file.uuid;
-  if (!ctx.wantsData()) ctx.io.err(`Downloaded ${name} of ${sanitize(host)} (${bytes} bytes, ${blocks} block${blocks === 1 ? '' : 's'}, size and block count checked)${dest ? ` to ${dest}` : ''}\n`);
-  return { name, env, hostname: file.hostname ?? '', uuid: file.uuid, session_id: file.session_id, file: dest ?? '-', bytes, blocks, sha256: digest };
+  if (!ctx.wantsData())
+    ctx.io.err(
+      `Downloaded ${name} of ${sanitize(host)} (${bytes} bytes, ${blocks} block${blocks === 1 ? '' : 's'}, size and block count checked)${dest ? ` to ${dest}` : ''}\n`,
+    );
+  return {
+    name,
+    env,
+    hostname: file.hostname ?? '',
+    uuid: file.uuid,
+    session_id: file.session_id,
+    file: dest ?? '-',
+    bytes,
+    blocks,
+    sha256: digest,
+  };
 }

@@ -30,8 +30,14 @@ export async function completeValues(ctx: Context, kind: string, prefix: string)
       const api = await ctx.api({ check: true });
       const env = ctx.requireEnv();
       const [schedule, reported] = await Promise.all([
-        api.config.get(env, 'schedule').then((v) => Object.keys(v.schedule ?? {}), () => []),
-        api.logs.reports(env).then((r) => r.map((q) => q.name), () => []),
+        api.config.get(env, 'schedule').then(
+          (v) => Object.keys(v.schedule ?? {}),
+          () => [],
+        ),
+        api.logs.reports(env).then(
+          (r) => r.map((q) => q.name),
+          () => [],
+        ),
       ]);
       return [...new Set([...schedule, ...reported])];
     }

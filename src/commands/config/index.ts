@@ -134,7 +134,8 @@ export function registerConfig(program: Command): void {
       name: 'remove',
       aliases: ['rm'],
       summary: 'Remove a profile and its stored token',
-      description: 'Remove a profile from the config and its token from the OS keychain or the credentials file. Nothing on the server changes.',
+      description:
+        'Remove a profile from the config and its token from the OS keychain or the credentials file. Nothing on the server changes.',
       examples: ['fleetctl config remove staging'],
     },
     (cmd) => cmd.argument('<profile>', 'profile name'),
@@ -177,7 +178,10 @@ export function registerConfig(program: Command): void {
       ctx.config.set(name, next);
       if (!ctx.config.get(ctx.config.currentName())) ctx.config.use(name);
       ctx.io.err(`Profile ${name}: ${key} = ${v}.\n`);
-      if (dropped) ctx.io.err(`Its token (for the previous ${key}) was removed: run \`fleetctl login${ctx.globals.profile ? ` --profile ${name}` : ''}\` to sign in.\n`);
+      if (dropped)
+        ctx.io.err(
+          `Its token (for the previous ${key}) was removed: run \`fleetctl login${ctx.globals.profile ? ` --profile ${name}` : ''}\` to sign in.\n`,
+        );
     },
   );
 }

@@ -35,7 +35,7 @@ export function registerDev(program: Command): void {
       summary: 'Run simulated osquery agents against a server',
       description:
         'Enroll N synthetic osquery agents with the flags file of an environment (fleetctl enroll show ENV flags)\n' +
-        'and its enroll secret, then check in at the flags\' intervals over TLS: config, status and result logs\n' +
+        "and its enroll secret, then check in at the flags' intervals over TLS: config, status and result logs\n" +
         '(gzip when --logger_tls_compress=true), distributed queries answered with plausible rows, carves uploaded.\n' +
         'Runs until --duration passes or Ctrl-C/SIGTERM; prints a summary (latencies per request kind).',
       examples: [
@@ -47,8 +47,8 @@ export function registerDev(program: Command): void {
     (cmd) =>
       cmd
         .requiredOption('--flags <file>', 'osquery flags file (- for stdin)')
-        .option('--secret-file <file>', 'enroll secret (default: the flags\' --enroll_secret_path)')
-        .option('--certs <file>', 'CA / server certificate PEM (default: the flags\' --tls_server_certs)')
+        .option('--secret-file <file>', "enroll secret (default: the flags' --enroll_secret_path)")
+        .option('--certs <file>', "CA / server certificate PEM (default: the flags' --tls_server_certs)")
         .option('--connect <host:port>', 'connect here instead of --tls_hostname (loopback only)')
         .option('--count <n>', 'number of agents', intArg(1), 1)
         .option('--local', 'one agent that is this machine: its hostname, and real files for carves')
@@ -66,7 +66,10 @@ export function registerDev(program: Command): void {
       const read = async (file: string, what: string) => {
         // The generic flags carry osctrl's placeholders where an install script puts real paths.
         if (/^__[A-Z_]+__$/.test(file)) {
-          throw new UsageError(`the flags name no file for ${what} (${file})`, `pass ${what === 'the enroll secret' ? '--secret-file FILE (fleetctl enroll show ENV secret > FILE)' : '--certs FILE (fleetctl enroll show ENV cert > FILE), or --insecure'}`);
+          throw new UsageError(
+            `the flags name no file for ${what} (${file})`,
+            `pass ${what === 'the enroll secret' ? '--secret-file FILE (fleetctl enroll show ENV secret > FILE)' : '--certs FILE (fleetctl enroll show ENV cert > FILE), or --insecure'}`,
+          );
         }
         try {
           return file === '-' ? await readStdin(ctx.io.stdin) : await readFile(file, 'utf8');
@@ -88,7 +91,8 @@ export function registerDev(program: Command): void {
       const ca = certFile ? await read(certFile, 'the certificate') : undefined;
       const connect = o.connect ? parseListen(o.connect) : undefined;
       const target = connect ?? flags;
-      if (!isLoopback(target.host)) throw new UsageError(`the simulator talks to loopback servers only; ${target.host} is not (use --connect 127.0.0.1:PORT)`);
+      if (!isLoopback(target.host))
+        throw new UsageError(`the simulator talks to loopback servers only; ${target.host} is not (use --connect 127.0.0.1:PORT)`);
       const ms = (v: string | undefined) => (v === undefined ? undefined : parseDuration(v));
       const duration = ms(o.duration);
       const sim = new Simulator({
@@ -106,7 +110,9 @@ export function registerDev(program: Command): void {
         spread: o.count > 1,
         log: (line) => ctx.io.err(`${line}\n`),
       });
-      ctx.io.err(`Starting ${o.count} simulated agent${o.count === 1 ? '' : 's'} against https://${flags.host}:${flags.port}${connect ? ` (via ${connect.host}:${connect.port})` : ''}\n`);
+      ctx.io.err(
+        `Starting ${o.count} simulated agent${o.count === 1 ? '' : 's'} against https://${flags.host}:${flags.port}${connect ? ` (via ${connect.host}:${connect.port})` : ''}\n`,
+      );
       const started = Date.now();
       sim.add(o.count);
       let announced = false;
@@ -142,8 +148,11 @@ export function registerDev(program: Command): void {
         last_error: sim.stats.lastError ?? '',
       };
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), summary);
-      else ctx.io.err(`Stopped: ${summary.enrolled}/${summary.agents} enrolled, ${summary.queries_answered} queries answered, ${summary.carves_uploaded} carves uploaded` +
-        `${summary.requests.checkin ? `, check-in p99 ${summary.requests.checkin.p99_ms} ms` : ''}${summary.last_error ? `; last error: ${summary.last_error}` : ''}\n`);
+      else
+        ctx.io.err(
+          `Stopped: ${summary.enrolled}/${summary.agents} enrolled, ${summary.queries_answered} queries answered, ${summary.carves_uploaded} carves uploaded` +
+            `${summary.requests.checkin ? `, check-in p99 ${summary.requests.checkin.p99_ms} ms` : ''}${summary.last_error ? `; last error: ${summary.last_error}` : ''}\n`,
+        );
       if (sim.gaveUp >= o.count) throw new CliError(`no agent could enroll: ${sim.stats.lastError ?? 'unknown error'}`, ExitCode.error);
     },
   );

@@ -27,7 +27,8 @@ const LIFECYCLE: LifecycleSpec[] = [
   {
     action: 'expire',
     summary: 'Stop enrollment now',
-    description: 'Expire the enrollment of the environment now: new nodes can no longer enrol until it is extended. Asks for confirmation at a terminal; needs --yes otherwise.',
+    description:
+      'Expire the enrollment of the environment now: new nodes can no longer enrol until it is extended. Asks for confirmation at a terminal; needs --yes otherwise.',
     confirm: (env) => `Expire enrollment of ${env} now (new nodes cannot enrol)?`,
   },
   {
@@ -65,7 +66,16 @@ async function report(ctx: Context, api: FleetApi, env: string, action: Lifecycl
 }
 
 /** Targets that only work while enrollment is open: showing them for a closed one warns. */
-const ENROLLING_TARGETS: ReadonlySet<string> = new Set(['secret', 'flags', 'flagsLinux', 'flagsMac', 'flagsWindows', 'flagsFreeBSD', 'enroll.sh', 'enroll.ps1']);
+const ENROLLING_TARGETS: ReadonlySet<string> = new Set([
+  'secret',
+  'flags',
+  'flagsLinux',
+  'flagsMac',
+  'flagsWindows',
+  'flagsFreeBSD',
+  'enroll.sh',
+  'enroll.ps1',
+]);
 
 /** Exactly one trailing newline, so `fleetctl enroll show prod enroll.sh | sh` gets a clean script. */
 export function scriptText(data: string): string {
@@ -94,7 +104,9 @@ export function registerEnroll(program: Command): void {
         name: spec.action,
         summary: spec.summary,
         description: spec.description,
-        examples: spec.confirm ? [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging --yes`] : [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging -o json`],
+        examples: spec.confirm
+          ? [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging --yes`]
+          : [`fleetctl enroll ${spec.action} prod`, `fleetctl enroll ${spec.action} staging -o json`],
       },
       (cmd) => {
         cmd.argument('<env>', 'environment name or UUID');
@@ -115,10 +127,10 @@ export function registerEnroll(program: Command): void {
       name: 'update',
       summary: 'Set the certificate and package URLs that enroll scripts use',
       description:
-        'Set the certificate agents trust (PEM file; - reads stdin: the root of the server\'s chain, written to ' +
+        "Set the certificate agents trust (PEM file; - reads stdin: the root of the server's chain, written to " +
         '--tls_server_certs by the scripts) and the package URLs (https:// URLs or bare file names) of the install ' +
-        'scripts. Only the values given change. A certificate given here is this environment\'s own, kept when the ' +
-        'server\'s trust anchor changes; an empty file makes the environment follow the server\'s anchor again.',
+        "scripts. Only the values given change. A certificate given here is this environment's own, kept when the " +
+        "server's trust anchor changes; an empty file makes the environment follow the server's anchor again.",
       examples: [
         'fleetctl enroll update prod --certificate ./fleet.pem',
         'fleetctl enroll update prod --deb-url https://pkg.example.com/osquery.deb --rpm-url https://pkg.example.com/osquery.rpm',
@@ -148,7 +160,13 @@ export function registerEnroll(program: Command): void {
       if (ctx.wantsData()) {
         const e = await api.environments.get(env);
         await printObject(ctx.io, ctx.output(), {
-          name: e.name, uuid: e.uuid, deb_package: e.deb_package, rpm_package: e.rpm_package, msi_package: e.msi_package, pkg_package: e.pkg_package, message: res.message,
+          name: e.name,
+          uuid: e.uuid,
+          deb_package: e.deb_package,
+          rpm_package: e.rpm_package,
+          msi_package: e.msi_package,
+          pkg_package: e.pkg_package,
+          message: res.message,
         });
       } else ctx.io.err(`${safeText(res.message)}\n`);
     },
@@ -175,7 +193,10 @@ export function registerEnroll(program: Command): void {
         'fleetctl enroll show prod secret',
       ],
     },
-    (cmd) => cmd.argument('<env>', 'environment name or UUID').addArgument(new Argument('<target>', 'what to print').choices(EnrollTargets as unknown as string[])),
+    (cmd) =>
+      cmd
+        .argument('<env>', 'environment name or UUID')
+        .addArgument(new Argument('<target>', 'what to print').choices(EnrollTargets as unknown as string[])),
     async (ctx, [env, target]) => {
       const api = await ctx.api();
       const [res, e] = await Promise.all([
@@ -190,7 +211,9 @@ export function registerEnroll(program: Command): void {
       else ctx.io.out(scriptText(res.data));
       // The generic template is not a file to use as is (issue 29): say what fills its placeholders.
       if (target === 'flags' && /__(SECRET|CERT)_FILE__/.test(res.data)) {
-        ctx.io.err('note: these are the generic flags: __SECRET_FILE__ and __CERT_FILE__ stand for paths the install scripts fill in; the flags file for a host is flagsLinux, flagsMac, flagsWindows or flagsFreeBSD\n');
+        ctx.io.err(
+          'note: these are the generic flags: __SECRET_FILE__ and __CERT_FILE__ stand for paths the install scripts fill in; the flags file for a host is flagsLinux, flagsMac, flagsWindows or flagsFreeBSD\n',
+        );
       }
     },
   );

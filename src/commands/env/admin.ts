@@ -93,7 +93,9 @@ export async function runEnvEdit(ctx: Context, ref: string, o: EnvEditOpts): Pro
   if (o.name !== undefined) body.name = o.name;
   if (o.followServer) body.hostname = '';
   if (Object.keys(body).length === 0) {
-    throw new UsageError('nothing to change: give --name, --agent-host, --follow-server, --config, --log, --query, --detail-refresh, --enroll or --no-enroll');
+    throw new UsageError(
+      'nothing to change: give --name, --agent-host, --follow-server, --config, --log, --query, --detail-refresh, --enroll or --no-enroll',
+    );
   }
   const api = await ctx.api();
   if (o.detailRefresh !== undefined) api.need('detail-refresh');

@@ -31,7 +31,11 @@ export async function runEnvConfig(ctx: Context, env: string, arg: string | unde
   if (modes > 1) throw new UsageError('use one of --edit, --set and --agent');
   if (o.set !== undefined) {
     const part = partArg(o.set, '--set part')!;
-    if (!arg) throw new UsageError(`--set ${part} needs the file with the new ${part} (or - for stdin)`, `fleetctl env config ${env} --set ${part} ${part}.yaml`);
+    if (!arg)
+      throw new UsageError(
+        `--set ${part} needs the file with the new ${part} (or - for stdin)`,
+        `fleetctl env config ${env} --set ${part} ${part}.yaml`,
+      );
     return setPart(ctx, env, part, arg);
   }
   const part = partArg(arg);
@@ -67,7 +71,11 @@ async function setPart(ctx: Context, env: string, part: ConfigPart, file: string
   const before = await api.config.get(env, part);
   const after = await api.config.put(env, part, value, { ifMatch: before.hash });
   if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), toDocument(after));
-  ctx.io.err(after.changed?.length ? `Set ${part} of ${after.environment} (config hash ${before.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n` : `${part} of ${after.environment} unchanged\n`);
+  ctx.io.err(
+    after.changed?.length
+      ? `Set ${part} of ${after.environment} (config hash ${before.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n`
+      : `${part} of ${after.environment} unchanged\n`,
+  );
 }
 
 const HEADER = (env: string) =>
@@ -77,7 +85,8 @@ const HEADER = (env: string) =>
 function editorCommand(ctx: Context): string {
   const e = process.env.VISUAL || process.env.EDITOR;
   if (e) return e;
-  if (!ctx.io.stdin.isTTY || !ctx.io.stdout.isTTY) throw new UsageError('--edit needs a terminal (or $EDITOR set to a program that edits a file)');
+  if (!ctx.io.stdin.isTTY || !ctx.io.stdout.isTTY)
+    throw new UsageError('--edit needs a terminal (or $EDITOR set to a program that edits a file)');
   return 'vi';
 }
 
@@ -105,7 +114,12 @@ async function runEditor(cmd: string, file: string): Promise<void> {
   }
 }
 
-const withoutComments = (text: string) => text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n').trim();
+const withoutComments = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => !/^\s*#/.test(l))
+    .join('\n')
+    .trim();
 
 async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Promise<void> {
   const cmd = editorCommand(ctx);
@@ -130,7 +144,11 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
       if (withoutComments(edited) === withoutComments(shown)) {
         if (lastError) {
           keep = true;
-          throw new CliError(`edit cancelled: the configuration still does not hold (${lastError}); nothing changed`, ExitCode.error, `your edit is kept in ${file}`);
+          throw new CliError(
+            `edit cancelled: the configuration still does not hold (${lastError}); nothing changed`,
+            ExitCode.error,
+            `your edit is kept in ${file}`,
+          );
         }
         ctx.io.err('Edit cancelled: no changes made.\n');
         return;
@@ -139,7 +157,8 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
         const docs = await parseDocuments(file, edited);
         if (docs.length !== 1) throw new DocumentError(`${file}: edit one document, not ${docs.length}`);
         const doc = docs[0];
-        if (doc.environment !== view.environment && doc.environment !== env) throw new DocumentError(`metadata.environment: this edits ${view.environment}, not ${doc.environment}`);
+        if (doc.environment !== view.environment && doc.environment !== env)
+          throw new DocumentError(`metadata.environment: this edits ${view.environment}, not ${doc.environment}`);
         // What the editor showed is the whole truth: a part deleted from the file becomes empty.
         const spec: Partial<OsqueryConfigParts> = {};
         for (const p of part ? [part] : CONFIG_PARTS) (spec as Record<string, unknown>)[p] = doc.spec[p] ?? {};
@@ -153,7 +172,9 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
         if (p.parts.options) for (const w of optionWarnings(p.parts.options)) ctx.io.err(`warning: ${w}\n`);
         const after = await api.config.patch(env, p.parts, { ifMatch: view.hash });
         if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), toDocument(after));
-        ctx.io.err(`osqueryconfig/${after.environment} edited (${summary(p.changes)}; config hash ${view.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n`);
+        ctx.io.err(
+          `osqueryconfig/${after.environment} edited (${summary(p.changes)}; config hash ${view.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)})\n`,
+        );
         return;
       } catch (e) {
         // Checked on save: a problem reopens the editor with it on top (kubectl edit's way).
@@ -167,11 +188,13 @@ async function edit(ctx: Context, env: string, part: ConfigPart | undefined): Pr
         if (problem === undefined) throw e;
         lastError = problem;
         if (!ctx.io.stdin.isTTY) ctx.io.err(`error: ${problem}\n`);
-        shown = `# error: ${problem.replace(/\n/g, ' ')}\n#\n${edited.split('\n').filter((l) => !l.startsWith('# error:') && l !== '#').join('\n')}`;
+        shown = `# error: ${problem.replace(/\n/g, ' ')}\n#\n${edited
+          .split('\n')
+          .filter((l) => !l.startsWith('# error:') && l !== '#')
+          .join('\n')}`;
       }
     }
   } finally {
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }
-

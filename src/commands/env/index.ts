@@ -20,7 +20,10 @@ function redactSecret(e: Environment, show: boolean | undefined): Environment {
 
 /** Issue 27: where enrollment stands (open, closing within a day, closed), beside the expiry. */
 type EnvRow = Environment & { enrollment: string };
-const withEnrollment = (e: Environment, now: Date, expiryStops: boolean): EnvRow => ({ ...e, enrollment: enrollmentOf(e, now, expiryStops).state });
+const withEnrollment = (e: Environment, now: Date, expiryStops: boolean): EnvRow => ({
+  ...e,
+  enrollment: enrollmentOf(e, now, expiryStops).state,
+});
 
 const ENV_COLUMNS: Column<EnvRow>[] = [
   { key: 'name', header: 'NAME' },
@@ -73,7 +76,6 @@ export const intervalsOf = (e: Environment): IntervalsView => ({
   query_interval: e.query_interval,
 });
 
-
 /**
  * Issue 27: an enrollment window closing within a day, or closed, said on stderr (new hosts of a
  * rollout would be refused), with the command that reopens it.
@@ -82,7 +84,9 @@ function warnEnrollment(ctx: Context, envs: Environment[], now: Date, expiryStop
   for (const e of envs) {
     const s = enrollmentOf(e, now, expiryStops);
     if (s.state === 'open' || !e.accept_enrolls) continue;
-    ctx.io.err(`warning: enrollment of ${safeText(e.name)} is ${s.text}: new hosts ${s.state === 'closed' ? 'are' : 'will be'} refused; \`fleetctl enroll notexpire ${safeText(e.name)}\` keeps it open\n`);
+    ctx.io.err(
+      `warning: enrollment of ${safeText(e.name)} is ${s.text}: new hosts ${s.state === 'closed' ? 'are' : 'will be'} refused; \`fleetctl enroll notexpire ${safeText(e.name)}\` keeps it open\n`,
+    );
   }
 }
 
@@ -95,7 +99,14 @@ export function registerEnv(program: Command): void {
   const env = group(program, {
     name: 'env',
     summary: 'Environments: list, show, create, edit, delete, map, intervals, osquery configuration',
-    examples: ['fleetctl env list', 'fleetctl env show prod', 'fleetctl env create rollout --enroll-window 14d', 'fleetctl env map uuid -o json', 'fleetctl env intervals prod --config 600', 'fleetctl env config prod schedule'],
+    examples: [
+      'fleetctl env list',
+      'fleetctl env show prod',
+      'fleetctl env create rollout --enroll-window 14d',
+      'fleetctl env map uuid -o json',
+      'fleetctl env intervals prod --config 600',
+      'fleetctl env config prod schedule',
+    ],
   });
 
   registerEnvListAndShow(env);
@@ -130,7 +141,12 @@ function registerEnvListAndShow(env: Command): void {
       const stops = api.traits.enrollExpiryStopsAgents;
       const rows = envs.map((e) => redactSecret(e, o.showSecret));
       // Tables say where enrollment stands; machine output stays the API's objects.
-      await printWholeList(ctx, ctx.wantsData() ? rows : rows.map((e) => withEnrollment(e, now, stops)), ENV_COLUMNS as Column<Environment>[], 'No environments you can access');
+      await printWholeList(
+        ctx,
+        ctx.wantsData() ? rows : rows.map((e) => withEnrollment(e, now, stops)),
+        ENV_COLUMNS as Column<Environment>[],
+        'No environments you can access',
+      );
       warnEnrollment(ctx, envs, now, stops);
     },
   );
@@ -142,7 +158,7 @@ function registerEnvListAndShow(env: Command): void {
       aliases: ['get'],
       summary: 'Show one environment',
       description:
-        'Show an environment (by name or UUID; default: --env or the profile\'s). The table view shows the ' +
+        "Show an environment (by name or UUID; default: --env or the profile's). The table view shows the " +
         'main fields; -o json the whole object, with `secret` blanked unless --show-secret (certificate ' +
         'and flags, like the secret, are only sent to env admins).',
       examples: ['fleetctl env show prod', 'fleetctl env show -o json', 'fleetctl env show staging --jq .enroll_expire'],
@@ -154,7 +170,12 @@ function registerEnvListAndShow(env: Command): void {
       const now = new Date();
       const stops = api.traits.enrollExpiryStopsAgents;
       const shown = redactSecret(e, o.showSecret);
-      await printObject(ctx.io, ctx.output(), ctx.wantsData() ? shown : { ...shown, enrollment: enrollmentOf(e, now, stops).text }, ENV_DETAIL_COLUMNS as Column<Environment>[]);
+      await printObject(
+        ctx.io,
+        ctx.output(),
+        ctx.wantsData() ? shown : { ...shown, enrollment: enrollmentOf(e, now, stops).text },
+        ENV_DETAIL_COLUMNS as Column<Environment>[],
+      );
       warnEnrollment(ctx, [e], now, stops);
     },
   );
@@ -172,11 +193,15 @@ function registerEnvIntervalsAndMap(env: Command): void {
         'Running agents take --log and --query from their configuration at their next config fetch (the ' +
         'server puts them in its options); --config reaches them through their flags only (osquery reads ' +
         'config_refresh from the command line). Needs env admin. Prints the intervals as they now are.',
-      examples: ['fleetctl env intervals prod --config 600', 'fleetctl env intervals staging --log 120 --query 30', 'fleetctl --env dev env intervals --query 15 -o json'],
+      examples: [
+        'fleetctl env intervals prod --config 600',
+        'fleetctl env intervals staging --log 120 --query 30',
+        'fleetctl --env dev env intervals --query 15 -o json',
+      ],
     },
     (cmd) =>
       cmd
-        .argument('[env]', 'environment name or UUID (default: --env or the profile\'s)')
+        .argument('[env]', "environment name or UUID (default: --env or the profile's)")
         .option('--config <seconds>', 'config refresh interval', intArg(1))
         .option('--log <seconds>', 'log flush interval', intArg(1))
         .option('--query <seconds>', 'distributed query poll interval', intArg(1)),
@@ -185,7 +210,8 @@ function registerEnvIntervalsAndMap(env: Command): void {
       if (o.config !== undefined) body.config_interval = o.config;
       if (o.log !== undefined) body.log_interval = o.log;
       if (o.query !== undefined) body.query_interval = o.query;
-      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: pass at least one of --config, --log, --query (seconds)');
+      if (Object.keys(body).length === 0)
+        throw new UsageError('nothing to change: pass at least one of --config, --log, --query (seconds)');
       const api = await ctx.api();
       const updated = await api.environments.setIntervals(envArg(ctx, name), body);
       await printObject(ctx.io, ctx.output(), intervalsOf(updated));
@@ -197,18 +223,24 @@ function registerEnvIntervalsAndMap(env: Command): void {
     {
       name: 'map',
       summary: 'Show the environments you can access, keyed by id, name or uuid',
-      description: 'Show the environment map (id, name, uuid of each environment you can access). With -o json the object is printed as the server returns it: keys are the chosen attribute.',
+      description:
+        'Show the environment map (id, name, uuid of each environment you can access). With -o json the object is printed as the server returns it: keys are the chosen attribute.',
       examples: ['fleetctl env map', 'fleetctl env map uuid --json', "fleetctl env map name --jq '.prod.uuid'"],
     },
     (cmd) => cmd.argument('[target]', `key of the map: ${MapTargets.join(', ')}`, 'name'),
     async (ctx, [target = 'name']) => {
-      if (!(MapTargets as readonly string[]).includes(target)) throw new UsageError(`invalid target "${target}"; valid: ${MapTargets.join(', ')}`);
+      if (!(MapTargets as readonly string[]).includes(target))
+        throw new UsageError(`invalid target "${target}"; valid: ${MapTargets.join(', ')}`);
       const api = await ctx.api();
       const map = await api.environments.map(target as MapTarget);
       const o = ctx.output();
       if (o.format === 'table' && o.jq === undefined) {
         const rows: EnvironmentMapEntry[] = Object.values(map).sort((a, b) => a.name.localeCompare(b.name));
-        await printList(ctx.io, o, rows, [{ key: 'id', header: 'ID' }, { key: 'name', header: 'NAME' }, { key: 'uuid', header: 'UUID' }]);
+        await printList(ctx.io, o, rows, [
+          { key: 'id', header: 'ID' },
+          { key: 'name', header: 'NAME' },
+          { key: 'uuid', header: 'UUID' },
+        ]);
       } else {
         await printObject(ctx.io, o, map);
       }
@@ -219,11 +251,18 @@ function registerEnvIntervalsAndMap(env: Command): void {
 function registerEnvCreateEditDelete(env: Command): void {
   const settable = (cmd: import('commander').Command) =>
     cmd
-      .option('--agent-host <host[:port]>', "the name agents connect to (osquery's --tls_hostname), when it is not the server's --agent-url")
+      .option(
+        '--agent-host <host[:port]>',
+        "the name agents connect to (osquery's --tls_hostname), when it is not the server's --agent-url",
+      )
       .option('--config <seconds>', 'config refresh interval', intArg(1))
       .option('--log <seconds>', 'log flush interval', intArg(1))
       .option('--query <seconds>', 'distributed query poll interval', intArg(1))
-      .option('--detail-refresh <span>', "how often its nodes are asked for their details, e.g. 30m, 1h (0: the server's --detail-refresh)", (v: string) => (v === '0' ? 0 : spanArg({ min: 60 })(v)))
+      .option(
+        '--detail-refresh <span>',
+        "how often its nodes are asked for their details, e.g. 30m, 1h (0: the server's --detail-refresh)",
+        (v: string) => (v === '0' ? 0 : spanArg({ min: 60 })(v)),
+      )
       .option('--enroll', 'accept enrolls (the default of a new environment)')
       .option('--no-enroll', 'refuse every enroll until --enroll');
 
@@ -238,9 +277,18 @@ function registerEnvCreateEditDelete(env: Command): void {
         "to the server's --agent-url (or --agent-host for this environment) and trust the server's anchor; enrollment " +
         'stays open until someone closes it (`enroll expire`, `env edit --no-enroll`), unless --enroll-window (or the ' +
         "server's --enroll-window) sets a window. Prints the environment; `fleetctl enroll show NAME enroll.sh` is the next step.",
-      examples: ['fleetctl env create qa', 'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d', 'fleetctl env create lab --query 10 --detail-refresh 10m -o json'],
+      examples: [
+        'fleetctl env create qa',
+        'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d',
+        'fleetctl env create lab --query 10 --detail-refresh 10m -o json',
+      ],
     },
-    (cmd) => settable(cmd.argument('<name>', 'letters, digits, . _ - (at most 64)')).option('--enroll-window <span>', 'accept enrolls for this long, e.g. 7d, 12h, or never (default: the server\'s --enroll-window, else until closed)', spanArg({ allowNever: true })),
+    (cmd) =>
+      settable(cmd.argument('<name>', 'letters, digits, . _ - (at most 64)')).option(
+        '--enroll-window <span>',
+        "accept enrolls for this long, e.g. 7d, 12h, or never (default: the server's --enroll-window, else until closed)",
+        spanArg({ allowNever: true }),
+      ),
     async (ctx, [name], o) => (await import('./admin.js')).runEnvCreate(ctx, name, o),
   );
 
@@ -254,7 +302,12 @@ function registerEnvCreateEditDelete(env: Command): void {
         "the name its agents connect to, --follow-server makes it follow the server's --agent-url again, and the intervals, " +
         'detail refresh and enroll switch as `env create`. Flags, certificates and install scripts follow at once; hosts ' +
         'already enrolled keep the flags they were given until they are enrolled again.',
-      examples: ['fleetctl env edit prod --agent-host fleet.example.com:443', 'fleetctl env edit prod --follow-server', 'fleetctl env edit lab --no-enroll', 'fleetctl env edit qa --name qa-eu'],
+      examples: [
+        'fleetctl env edit prod --agent-host fleet.example.com:443',
+        'fleetctl env edit prod --follow-server',
+        'fleetctl env edit lab --no-enroll',
+        'fleetctl env edit qa --name qa-eu',
+      ],
     },
     (cmd) =>
       settable(cmd.argument('<env>', 'environment name or UUID'))
@@ -306,7 +359,10 @@ function registerEnvConfig(env: Command): void {
     (cmd) =>
       cmd
         .argument('<env>', 'environment name or UUID')
-        .argument('[part]', 'one part: options, schedule, packs, decorators, atc (with --set PART: the FILE with its new content, - for stdin)')
+        .argument(
+          '[part]',
+          'one part: options, schedule, packs, decorators, atc (with --set PART: the FILE with its new content, - for stdin)',
+        )
         .option('--edit', 'edit it in $EDITOR; checked and stored on save')
         .option('--set <part>', 'replace PART with the content of FILE')
         .option('--agent', 'the configuration as agents receive it, with its hash'),

@@ -19,11 +19,20 @@ interface LoginOpts {
   mfaMethod?: MfaMethod;
 }
 
-async function ask(ctx: Context, current: string | undefined, what: string, flag: string, def?: string, validate?: (v: string) => true | string): Promise<string> {
+async function ask(
+  ctx: Context,
+  current: string | undefined,
+  what: string,
+  flag: string,
+  def?: string,
+  validate?: (v: string) => true | string,
+): Promise<string> {
   if (current) return current;
   if (!ctx.io.canPrompt()) throw new UsageError(`${what} is required: pass ${flag}`);
   const p = await ctx.prompter();
-  return (await p.input(`${what}:`, { default: def, validate: (v) => (!v.trim() ? `${what} is required` : (validate?.(v.trim()) ?? true)) })).trim();
+  return (
+    await p.input(`${what}:`, { default: def, validate: (v) => (!v.trim() ? `${what} is required` : (validate?.(v.trim()) ?? true)) })
+  ).trim();
 }
 
 const validUrl = (v: string) => (normalizeServerUrl(v) ? true : 'enter an http:// or https:// URL');
@@ -86,7 +95,13 @@ export function registerLogin(program: Command): void {
         .option('--totp-code <code>', 'TOTP code for an account with a second factor (no prompt)')
         .option('--recovery-code <code>', 'recovery code for an account with a second factor (no prompt)')
         .option('--mfa-code-stdin', 'read the second-factor code from stdin (the line after the password with --password-stdin)')
-        .addOption(choiceOption('--mfa-method <method>', 'method of the --mfa-code-stdin code (default: totp for digits, else recovery)', MfaMethods)),
+        .addOption(
+          choiceOption(
+            '--mfa-method <method>',
+            'method of the --mfa-code-stdin code (default: totp for digits, else recovery)',
+            MfaMethods,
+          ),
+        ),
     async (ctx, _args, opts) => {
       if (!isValidProfileName(ctx.profileName)) {
         throw new UsageError(`invalid profile name "${ctx.profileName}": use letters, digits, ".", "_" and "-"`);
@@ -128,7 +143,9 @@ export function registerLogin(program: Command): void {
       const saved = await saveLogin(ctx, input, tokens);
       const { rememberEnvironments } = await import('../completion/dynamic.js');
       await rememberEnvironments(ctx, saved.profile);
-      ctx.io.err(`Logged in to ${input.url} as ${username} (environment ${env}, profile ${saved.profile}).\nToken stored in ${saved.storedIn}${saved.expiresAt ? `; it expires ${saved.expiresAt}` : ''}.\n`);
+      ctx.io.err(
+        `Logged in to ${input.url} as ${username} (environment ${env}, profile ${saved.profile}).\nToken stored in ${saved.storedIn}${saved.expiresAt ? `; it expires ${saved.expiresAt}` : ''}.\n`,
+      );
     },
   );
 
@@ -141,7 +158,7 @@ export function registerLogin(program: Command): void {
         'End the session of the current profile (or --profile) on the server (POST /api/v1/logout), then remove its\n' +
         'token from the keychain or the file. The profile keeps its URL, environment and username. When the server\n' +
         'cannot be reached or refuses, the local copy is removed anyway and the command says that the token stays\n' +
-        'valid on the server until it expires (exit 7 when unreachable, else the error\'s exit code).',
+        "valid on the server until it expires (exit 7 when unreachable, else the error's exit code).",
       examples: ['fleetctl logout', 'fleetctl logout --profile staging'],
     },
     () => {},
@@ -192,6 +209,10 @@ export async function removeStoredToken(ctx: Context, name: string): Promise<{ r
     return await ctx.credentialStores.remove(name, ctx.config.get(name)?.credentialStore);
   } catch (e) {
     if (!(e instanceof KeychainUnavailableError)) throw e;
-    throw new CliError(`cannot remove the token of profile "${name}" from the OS keychain: ${e.message}`, ExitCode.error, 'try again where the keychain can be reached (e.g. in your desktop session)');
+    throw new CliError(
+      `cannot remove the token of profile "${name}" from the OS keychain: ${e.message}`,
+      ExitCode.error,
+      'try again where the keychain can be reached (e.g. in your desktop session)',
+    );
   }
 }

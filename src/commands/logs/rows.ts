@@ -36,7 +36,7 @@ export function severityName(v: unknown): string | undefined {
 export function pairsText(columns: Obj): string {
   return Object.entries(columns)
     .map(([k, v]) => {
-      const s = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+      const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
       return `${k}=${s === '' || /[\s"=]/.test(s) ? JSON.stringify(s) : s}`;
     })
     .join(' ');
@@ -50,7 +50,14 @@ export function statusText(e: Obj): string {
 
 /** The table lines of one log line (none for a result that carries no rows, e.g. an empty snapshot). */
 export function logRows(l: LogLine): LogRow[] {
-  const base = { id: l.id, node: l.hostname || l.node_uuid, node_uuid: l.node_uuid, received_at: l.received_at, log_type: l.log_type, name: l.name ?? '' };
+  const base = {
+    id: l.id,
+    node: l.hostname || l.node_uuid,
+    node_uuid: l.node_uuid,
+    received_at: l.received_at,
+    log_type: l.log_type,
+    name: l.name ?? '',
+  };
   const e = isObj(l.entry) ? l.entry : {};
   if (l.log_type === 'status') {
     const columns = { severity: e.severity, filename: e.filename, line: e.line, message: e.message };
@@ -59,7 +66,8 @@ export function logRows(l: LogLine): LogRow[] {
   const line = (action: string, columns: Obj): LogRow => ({ ...base, action, row: pairsText(columns), columns });
   if (Array.isArray(e.snapshot)) return rowsOf(e.snapshot).map((c) => line('snapshot', c));
   if (isObj(e.columns)) return [line(typeof e.action === 'string' ? e.action : '', e.columns)];
-  if (isObj(e.diffResults)) return [...rowsOf(e.diffResults.added).map((c) => line('added', c)), ...rowsOf(e.diffResults.removed).map((c) => line('removed', c))];
+  if (isObj(e.diffResults))
+    return [...rowsOf(e.diffResults.added).map((c) => line('added', c)), ...rowsOf(e.diffResults.removed).map((c) => line('removed', c))];
   // Something else (a newer osquery, a hand-made line): shown whole rather than hidden.
   return [{ ...base, action: typeof e.action === 'string' ? e.action : '', row: JSON.stringify(l.entry) ?? '', columns: {} }];
 }

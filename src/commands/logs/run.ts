@@ -38,14 +38,16 @@ const FOLLOW_WAIT_S = 25;
 /** The filters of the request, checked before anything is sent (exit 2). */
 export function logFilters(o: LogsOpts, now = new Date()): Omit<LogListQuery, 'order' | 'cursor' | 'limit' | 'wait'> {
   if (o.severity && o.type === 'result') throw new UsageError('--severity is about status lines: it cannot go with --type result');
-  if ((o.query || o.pack) && o.type === 'status') throw new UsageError('status lines belong to no query: --query and --pack go with results');
-  if ((o.query || o.pack) && o.severity) throw new UsageError('--severity is about status lines, --query/--pack about results: give one kind');
+  if ((o.query || o.pack) && o.type === 'status')
+    throw new UsageError('status lines belong to no query: --query and --pack go with results');
+  if ((o.query || o.pack) && o.severity)
+    throw new UsageError('--severity is about status lines, --query/--pack about results: give one kind');
   if (o.follow && o.until) throw new UsageError('--follow prints lines as they arrive: it cannot end at --until');
   if (o.follow && o.all) throw new UsageError('--follow starts with the newest lines (--limit N of them): --all cannot go with it');
   const since = o.since === undefined ? undefined : parseTimeArg(o.since, '--since', now);
   const until = o.until === undefined ? undefined : parseTimeArg(o.until, '--until', now);
   if (since && until && since >= until) throw new UsageError(`--since (${since}) must be before --until (${until})`);
-  const type = o.severity ? 'status' : (o.query || o.pack) ? 'result' : o.type;
+  const type = o.severity ? 'status' : o.query || o.pack ? 'result' : o.type;
   return { type, query: o.query, pack: o.pack, node: o.node, since, until, severity: o.severity, q: o.search };
 }
 
@@ -64,7 +66,8 @@ async function printer(ctx: Context, follow: boolean): Promise<Printer> {
   const base = ctx.output();
   const explicit = ctx.globals.output !== undefined || ctx.globals.json === true;
   let out: OutputOptions = !explicit && !ctx.io.stdoutIsTTY && base.jq === undefined ? { ...base, format: 'jsonl' } : base;
-  if (follow && out.format === 'yaml' && out.jq === undefined) throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
+  if (follow && out.format === 'yaml' && out.jq === undefined)
+    throw new UsageError('--follow prints a stream: use -o jsonl, json (printed as jsonl), csv or table');
   if (follow && out.format === 'json') out = { ...out, format: 'jsonl' };
   // Logs read by the clock: "3 minutes ago" on every line of a burst says little.
   if (!ctx.globals.time) setTimeStyle('local');
@@ -91,7 +94,13 @@ async function printer(ctx: Context, follow: boolean): Promise<Printer> {
       };
     }
     const w = createListWriter<LogLine>(ctx.io, out, []);
-    return { get count() { return w.count; }, print: (lines) => w.write(lines), end: () => w.end() };
+    return {
+      get count() {
+        return w.count;
+      },
+      print: (lines) => w.write(lines),
+      end: () => w.end(),
+    };
   }
   // The NODE and QUERY columns are identifiers (never cut); ROW takes what the terminal has left.
   const w = createListWriter(ctx.io, out, LOG_COLUMNS, { stream: true });
@@ -180,5 +189,6 @@ export async function runLogs(ctx: Context, o: LogsOpts): Promise<void> {
     await followLines(ctx, api, env, filters, followCursor, p);
   }
   await p.end();
-  if (p.count === 0 && human) ctx.io.err(`No log lines in ${safeText(env)}${Object.values(filters).some((v) => v !== undefined) ? ' match' : ''}.\n`);
+  if (p.count === 0 && human)
+    ctx.io.err(`No log lines in ${safeText(env)}${Object.values(filters).some((v) => v !== undefined) ? ' match' : ''}.\n`);
 }

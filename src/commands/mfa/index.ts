@@ -22,13 +22,19 @@ function checkCode(code: string): string {
 async function showEnrolment(ctx: Context, t: TotpBeginResponse): Promise<void> {
   if (ctx.io.stderr.isTTY) {
     const QRCode = (await import('qrcode')).default;
-    ctx.io.err(`Scan this QR code with your authenticator app:\n\n${await QRCode.toString(t.otpauth_uri, { type: 'terminal', small: true })}\n`);
+    ctx.io.err(
+      `Scan this QR code with your authenticator app:\n\n${await QRCode.toString(t.otpauth_uri, { type: 'terminal', small: true })}\n`,
+    );
   }
   ctx.io.err(`URI:    ${t.otpauth_uri}\nSecret: ${t.secret}   (to type in by hand)\n`);
 }
 
 /** Recovery codes go to stdout exactly once; the warning to keep them goes to stderr. */
-async function showRecoveryCodes(ctx: Context, codes: string[], lead = 'Two-factor authentication (TOTP) is on: logins now ask for a code.'): Promise<void> {
+async function showRecoveryCodes(
+  ctx: Context,
+  codes: string[],
+  lead = 'Two-factor authentication (TOTP) is on: logins now ask for a code.',
+): Promise<void> {
   ctx.io.err(
     `\n${lead}\n` +
       `Store these ${codes.length} recovery codes somewhere safe. Each one logs you in once without your\n` +
@@ -42,7 +48,9 @@ async function showRecoveryCodes(ctx: Context, codes: string[], lead = 'Two-fact
 async function confirmInteractively(ctx: Context, api: FleetApi): Promise<string[]> {
   const p = await ctx.prompter();
   for (let attempt = 1; ; attempt++) {
-    const code = await p.input('6-digit code from the app:', { validate: (v) => (CODE_RE.test(v.replace(/\s+/g, '')) ? true : 'enter the 6 digits the app shows') });
+    const code = await p.input('6-digit code from the app:', {
+      validate: (v) => (CODE_RE.test(v.replace(/\s+/g, '')) ? true : 'enter the 6 digits the app shows'),
+    });
     try {
       return (await api.mfa.totpConfirm(code.replace(/\s+/g, ''))).recovery_codes;
     } catch (e) {
@@ -78,7 +86,12 @@ export function registerMfa(program: Command): void {
       const api = await ctx.api();
       const me = await api.users.me();
       const { totp, webauthn, recovery_codes } = me.mfa;
-      await printObject(ctx.io, ctx.output(), { username: me.username, totp, webauthn, ...(recovery_codes === undefined ? {} : { recovery_codes }) });
+      await printObject(ctx.io, ctx.output(), {
+        username: me.username,
+        totp,
+        webauthn,
+        ...(recovery_codes === undefined ? {} : { recovery_codes }),
+      });
     },
   );
 
@@ -120,7 +133,12 @@ function registerTotp(mfa: Command): void {
       api.need('mfa');
       const interactive = !o.codeStdin && ctx.io.canPrompt();
       const begun = await api.mfa.totpBegin().catch((e: unknown) => {
-        if (e instanceof ApiError && e.status === 409) throw new CliError(`${e.message} (${e.code}, HTTP 409)`, ExitCode.conflict, 'TOTP is already on: `fleetctl mfa totp disable` first to enrol another authenticator');
+        if (e instanceof ApiError && e.status === 409)
+          throw new CliError(
+            `${e.message} (${e.code}, HTTP 409)`,
+            ExitCode.conflict,
+            'TOTP is already on: `fleetctl mfa totp disable` first to enrol another authenticator',
+          );
         throw e;
       });
       if (!interactive && !o.codeStdin) {
@@ -129,7 +147,9 @@ function registerTotp(mfa: Command): void {
         return;
       }
       await showEnrolment(ctx, begun);
-      const codes = interactive ? await confirmInteractively(ctx, api) : (await api.mfa.totpConfirm(checkCode(await readStdinSecret(ctx.io, 'the code')))).recovery_codes;
+      const codes = interactive
+        ? await confirmInteractively(ctx, api)
+        : (await api.mfa.totpConfirm(checkCode(await readStdinSecret(ctx.io, 'the code')))).recovery_codes;
       await showRecoveryCodes(ctx, codes);
     },
   );
@@ -157,7 +177,8 @@ function registerTotp(mfa: Command): void {
       else if (ctx.io.canPrompt()) return showRecoveryCodes(ctx, await confirmInteractively(ctx, api));
       else throw new UsageError('a code is required: pass --code CODE or --code-stdin');
       const confirmed = await api.mfa.totpConfirm(code).catch((e: unknown) => {
-        if (e instanceof ApiError && e.status === 400) throw new CliError(`${e.message} (${e.code}, HTTP 400)`, ExitCode.error, 'start with `fleetctl mfa totp setup`');
+        if (e instanceof ApiError && e.status === 400)
+          throw new CliError(`${e.message} (${e.code}, HTTP 400)`, ExitCode.error, 'start with `fleetctl mfa totp setup`');
         throw e;
       });
       await showRecoveryCodes(ctx, confirmed.recovery_codes);
@@ -188,7 +209,10 @@ function registerRecoveryCodes(mfa: Command): void {
   const recovery = group(mfa, {
     name: 'recovery-codes',
     summary: 'Replace your TOTP recovery codes',
-    examples: ['fleetctl mfa recovery-codes regenerate', 'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt'],
+    examples: [
+      'fleetctl mfa recovery-codes regenerate',
+      'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt',
+    ],
   });
 
   verb<{ yes?: boolean; passwordStdin?: boolean }>(
@@ -200,7 +224,10 @@ function registerRecoveryCodes(mfa: Command): void {
         'Replace your recovery codes with ten new ones: the old codes, used or not, stop working at once. ' +
         'Needs TOTP to be on and your password (prompt, or --password-stdin); asks for confirmation at a ' +
         'terminal (--yes otherwise). The new codes go to stdout, once. `fleetctl mfa status` shows how many are left.',
-      examples: ['fleetctl mfa recovery-codes regenerate', 'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt'],
+      examples: [
+        'fleetctl mfa recovery-codes regenerate',
+        'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt',
+      ],
     },
     (cmd) => cmd.option('-y, --yes', 'do not ask for confirmation').option('--password-stdin', 'read your password from standard input'),
     async (ctx, _args, o) => {
@@ -232,7 +259,12 @@ function registerWebauthn(mfa: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       api.need('mfa');
-      await printWholeList<WebauthnCredential>(ctx, await api.mfa.webauthnList(), WEBAUTHN_COLUMNS, 'No WebAuthn keys (they are registered in a browser)');
+      await printWholeList<WebauthnCredential>(
+        ctx,
+        await api.mfa.webauthnList(),
+        WEBAUTHN_COLUMNS,
+        'No WebAuthn keys (they are registered in a browser)',
+      );
     },
   );
 
@@ -262,9 +294,16 @@ function registerWebauthn(mfa: Command): void {
       description:
         'Remove a WebAuthn credential (see `fleetctl mfa webauthn list` for IDs). Asks for confirmation at a ' +
         'terminal (--yes otherwise) and needs your password (prompt, or --password-stdin).',
-      examples: ['fleetctl mfa webauthn remove cred-1a2b', 'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin'],
+      examples: [
+        'fleetctl mfa webauthn remove cred-1a2b',
+        'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin',
+      ],
     },
-    (cmd) => cmd.argument('<id>', 'credential ID').option('-y, --yes', 'do not ask for confirmation').option('--password-stdin', 'read your password from standard input'),
+    (cmd) =>
+      cmd
+        .argument('<id>', 'credential ID')
+        .option('-y, --yes', 'do not ask for confirmation')
+        .option('--password-stdin', 'read your password from standard input'),
     async (ctx, [id], o) => {
       const api = await ctx.api();
       api.need('mfa');
@@ -276,4 +315,3 @@ function registerWebauthn(mfa: Command): void {
     },
   );
 }
-

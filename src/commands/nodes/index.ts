@@ -61,7 +61,7 @@ export function registerNodes(program: Command): void {
       aliases: ['ls'],
       summary: 'List the nodes of an environment',
       description:
-        'List nodes of the environment (--env or the profile\'s), filtered and sorted by the server.\n' +
+        "List nodes of the environment (--env or the profile's), filtered and sorted by the server.\n" +
         'Without --all or --limit one page is shown (--page, --page-size). --all fetches every page as a\n' +
         'stream, so memory stays flat however large the fleet is.',
       examples: [
@@ -72,18 +72,18 @@ export function registerNodes(program: Command): void {
         'fleetctl nodes list --platform linux --sort osquery --order desc --limit 20',
         'fleetctl nodes list --all --json > nodes.json',
         'fleetctl nodes list --config-stale',
-        "fleetctl nodes list --status inactive --all -o jsonl --fields uuid,hostname,last_seen",
+        'fleetctl nodes list --status inactive --all -o jsonl --fields uuid,hostname,last_seen',
       ],
     },
     (cmd) =>
       cmd
         .addOption(choiceOption('--status <status>', 'node status', NodeStatuses))
         .addOption(choiceOption('--platform <platform>', 'platform family', Platforms))
-        .addOption(choiceOption('--risk <level>', "posture.risk_level, as the server derives it (docs/api.md)", RiskLevels))
+        .addOption(choiceOption('--risk <level>', 'posture.risk_level, as the server derives it (docs/api.md)', RiskLevels))
         .addOption(choiceOption('--health <status>', 'health.status, as the server derives it', HealthStatuses))
         .option('-t, --tag <name>', 'only nodes carrying this tag')
         .option('-q, --search <text>', 'substring of uuid, hostname, localname, IP, user, platform or osquery version')
-        .option('--config-stale', 'only nodes not yet on the environment\'s current osquery configuration (see `env config --agent`)')
+        .option('--config-stale', "only nodes not yet on the environment's current osquery configuration (see `env config --agent`)")
         .addOption(choiceOption('--sort <field>', 'sort field (default lastseen)', NodeSorts))
         .addOption(choiceOption('--order <order>', 'sort order (default: desc for lastseen/firstseen, else asc)', SortOrders))
         .option('--page <n>', 'page number', intArg(1))
@@ -93,7 +93,17 @@ export function registerNodes(program: Command): void {
     async (ctx, _args, o) => {
       const env = ctx.requireEnv();
       const api = await ctx.api();
-      const filters = { status: o.status, platform: o.platform, risk: o.risk, health: o.health, q: o.search, tag: o.tag, config: o.configStale ? ('stale' as const) : undefined, sort: o.sort, order: o.order };
+      const filters = {
+        status: o.status,
+        platform: o.platform,
+        risk: o.risk,
+        health: o.health,
+        q: o.search,
+        tag: o.tag,
+        config: o.configStale ? ('stale' as const) : undefined,
+        sort: o.sort,
+        order: o.order,
+      };
       const filtered = o.status || o.platform || o.search || o.tag || o.configStale || o.risk || o.health;
       if (o.tag !== undefined) api.need('node-tag-filter');
       if (o.configStale) api.need('node-config-filter');
@@ -118,7 +128,11 @@ export function registerNodes(program: Command): void {
       description:
         'Show one node. At a terminal: a readable view in groups (identity, status and health, system, tags). ' +
         'The raw API record: -o json or yaml, --fields, --jq, or piped (key<TAB>value lines).',
-      examples: ['fleetctl nodes show prod-web-0013', 'fleetctl nodes show 89915AB5-8BFA-4CB5-AC75-CFE1D7626738 -o json', 'fleetctl nodes show prod-db-0029 --jq .health'],
+      examples: [
+        'fleetctl nodes show prod-web-0013',
+        'fleetctl nodes show 89915AB5-8BFA-4CB5-AC75-CFE1D7626738 -o json',
+        'fleetctl nodes show prod-db-0029 --jq .health',
+      ],
     },
     (cmd) =>
       cmd
@@ -157,7 +171,8 @@ export function registerNodes(program: Command): void {
       });
       const unique = [...new Map(targets.map((t) => [t.uuid, t])).values()];
       const names = unique.map((t) => `${t.hostname || '(no hostname)'} (${t.uuid})`);
-      const question = unique.length === 1 ? `Delete node ${names[0]} from ${env}?` : `Delete ${unique.length} nodes from ${env}: ${names.join(', ')}?`;
+      const question =
+        unique.length === 1 ? `Delete node ${names[0]} from ${env}?` : `Delete ${unique.length} nodes from ${env}: ${names.join(', ')}?`;
       await confirmDestructive(ctx, o.yes, question);
       const results: { uuid: string; hostname: string; deleted: boolean; error?: string }[] = [];
       let firstError: unknown;
@@ -173,7 +188,8 @@ export function registerNodes(program: Command): void {
           if (unique.length > 1) ctx.io.err(`error: ${safeText(t.uuid)}: ${safeText(m.message)}\n`);
         }
       }
-      if (ctx.wantsData()) await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'hostname' }, { key: 'deleted' }, { key: 'error' }]);
+      if (ctx.wantsData())
+        await printList(ctx.io, ctx.output(), results, [{ key: 'uuid' }, { key: 'hostname' }, { key: 'deleted' }, { key: 'error' }]);
       if (firstError) {
         const m = mapError(firstError);
         // One node: its own error, exactly as a single delete reports it (exit code and hint).

@@ -53,7 +53,14 @@ export function renderNodeView(n: Node, c: Colors, now = new Date()): string {
         ['Platform', join(' ', n.platform, n.platform_version)],
         ['OS', join(' ', si?.os?.name, si?.os?.version)],
         ['osquery', join(', ', n.osquery_version, n.osquery_user && `runs as ${n.osquery_user}`)],
-        ['Config', n.config_fetched_at === undefined ? n.config_hash : isNever(n.config_fetched_at) ? 'never fetched' : `${n.config_hash.slice(0, 12)}, fetched ${when(n.config_fetched_at, now)}`],
+        [
+          'Config',
+          n.config_fetched_at === undefined
+            ? n.config_hash
+            : isNever(n.config_fetched_at)
+              ? 'never fetched'
+              : `${n.config_hash.slice(0, 12)}, fetched ${when(n.config_fetched_at, now)}`,
+        ],
         ['CPU', join(', ', n.cpu, si?.system?.cpu_logical_cores && `${si.system.cpu_logical_cores} cores`)],
         ['Memory', n.memory],
         ['Hardware', join(' ', si?.system?.hardware_vendor, si?.system?.hardware_model)],

@@ -62,7 +62,9 @@ function summary(r: StreamResult, wait: string, fate: string): { line?: string; 
   if (missing > 0) {
     const offline = r.online !== undefined ? Math.max(0, missing - (r.onlinePending ?? 0)) : undefined;
     const why = r.onlineDone ? 'every online target answered; the others are offline' : `not within ${wait}`;
-    parts.push(`${missing} of ${plural(r.expected, 'target')} did not answer (${why}${offline !== undefined && !r.onlineDone ? `; ${offline} offline` : ''})`);
+    parts.push(
+      `${missing} of ${plural(r.expected, 'target')} did not answer (${why}${offline !== undefined && !r.onlineDone ? `; ${offline} offline` : ''})`,
+    );
   }
   if (r.errors > 0) parts.push(`${r.errors} of ${r.answered} answered with an error`);
   if (parts.length === 0) return { incomplete: false };
@@ -117,13 +119,18 @@ function registerQueryRun(query: Command): void {
         'fleetctl query run "SELECT * FROM processes" --detach --wait 0 --expire 2h   # start it, read later with query results',
       ],
     },
-    (cmd) => addRunOptions(cmd.argument('<sql>', 'the osquery SQL to run'), 'query', 'ask', 'answers').option('--hidden', 'hide the query from the default list'),
+    (cmd) =>
+      addRunOptions(cmd.argument('<sql>', 'the osquery SQL to run'), 'query', 'ask', 'answers').option(
+        '--hidden',
+        'hide the query from the default list',
+      ),
     async (ctx, [sql], o) => {
       if (!sql.trim()) throw new UsageError('the query is empty');
       const lists = targetLists(o.target ?? ['all']);
       // A --fields typo is refused before a query is started on a fleet (machine formats: the API's items).
       const out = ctx.output();
-      if (out.fields && ctx.wantsData() && out.format !== 'csv') validateFields(out.fields, undefined, [], (await import('../../api/index.js')).QueryResult);
+      if (out.fields && ctx.wantsData() && out.format !== 'csv')
+        validateFields(out.fields, undefined, [], (await import('../../api/index.js')).QueryResult);
       const env = ctx.requireEnv();
       const api = await ctx.api();
       if (lists.status_list || lists.health_list || lists.risk_list) api.need('derived-targets');
@@ -151,7 +158,12 @@ function registerQueryRun(query: Command): void {
       }
       const fate = run.fate(await run.end(name, r.answered < r.expected ? 'complete' : 'none'), name);
       const s = summary(r, o.wait, fate);
-      if (s.incomplete) throw new CliError(s.line!, ExitCode.incomplete, r.answered < r.expected && !o.exit ? 'offline targets are not waited for with --exit; --wait waits longer' : undefined);
+      if (s.incomplete)
+        throw new CliError(
+          s.line!,
+          ExitCode.incomplete,
+          r.answered < r.expected && !o.exit ? 'offline targets are not waited for with --exit; --wait waits longer' : undefined,
+        );
       if (!ctx.wantsData() && ctx.io.stdoutIsTTY && r.rows === 0) ctx.io.err('No rows.\n');
     },
   );
@@ -203,7 +215,12 @@ function registerQueryShowAndResults(query: Command): void {
     async (ctx, [name]) => {
       const api = await ctx.api();
       const q = await api.queries.get(ctx.requireEnv(), name);
-      await printObject(ctx.io, { ...ctx.output(), schema: (await import('../../api/index.js')).DistributedQuery }, q, ctx.wantsData() ? [] : QUERY_DETAIL_COLUMNS);
+      await printObject(
+        ctx.io,
+        { ...ctx.output(), schema: (await import('../../api/index.js')).DistributedQuery },
+        q,
+        ctx.wantsData() ? [] : QUERY_DETAIL_COLUMNS,
+      );
     },
   );
 
@@ -235,8 +252,12 @@ function registerQueryCancel(query: Command): void {
       description:
         'Expire distributed queries now: nodes that have not picked them up yet no longer will. Answers received\n' +
         'are kept. Name the queries, or --all-mine for every active query you started in the environment.\n' +
-        'Each is cancelled even when another fails; the exit code is the first failure\'s.',
-      examples: ['fleetctl query cancel listening_ports', 'fleetctl query cancel osquery_versions logged_in_users', 'fleetctl query cancel --all-mine'],
+        "Each is cancelled even when another fails; the exit code is the first failure's.",
+      examples: [
+        'fleetctl query cancel listening_ports',
+        'fleetctl query cancel osquery_versions logged_in_users',
+        'fleetctl query cancel --all-mine',
+      ],
     },
     (cmd) => cmd.argument('[names...]', 'query names').option('--all-mine', 'every active query you started in the environment'),
     async (ctx, names, o) => {
@@ -248,7 +269,9 @@ function registerQueryCancel(query: Command): void {
       if (o.allMine) {
         const me = (await api.users.me()).username;
         targets = [];
-        for await (const page of paginate((page, page_size) => api.queries.list(env, { status: 'active', page, page_size }), { pageSize: PAGE_SIZE_MAX })) {
+        for await (const page of paginate((page, page_size) => api.queries.list(env, { status: 'active', page, page_size }), {
+          pageSize: PAGE_SIZE_MAX,
+        })) {
           for (const q of page) if (q.creator === me) targets.push(q.name);
         }
         if (targets.length === 0) {

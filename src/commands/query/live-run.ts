@@ -37,8 +37,10 @@ export class LiveRun {
   ) {
     this.waitMs = parseWait(flags.wait);
     this.detached = Boolean(flags.detach) || this.waitMs === 0;
-    if (flags.expire !== undefined && flags.expireHours !== undefined) throw new UsageError('--expire and --expire-hours say the same thing: give one');
-    const explicit = flags.expire !== undefined ? parseDuration(flags.expire) : flags.expireHours !== undefined ? flags.expireHours * 3600_000 : undefined;
+    if (flags.expire !== undefined && flags.expireHours !== undefined)
+      throw new UsageError('--expire and --expire-hours say the same thing: give one');
+    const explicit =
+      flags.expire !== undefined ? parseDuration(flags.expire) : flags.expireHours !== undefined ? flags.expireHours * 3600_000 : undefined;
     if (explicit !== undefined && explicit < 1000) throw new UsageError('--expire must be at least 1s');
     if (explicit !== undefined && explicit > 8760 * 3600_000) throw new UsageError('--expire is at most a year (8760h)');
     this.expireMs = explicit ?? (this.detached ? DETACHED_EXPIRY_MS : this.waitMs + ATTACHED_MARGIN_MS);

@@ -27,7 +27,11 @@ const KINDS = {
   risk: 'risk_list',
 } as const;
 /** Kinds whose values are a fixed set, checked before any request. */
-const CHOICES: Partial<Record<keyof typeof KINDS, readonly string[]>> = { status: ['active', 'inactive'], health: HealthStatuses, risk: RiskLevels };
+const CHOICES: Partial<Record<keyof typeof KINDS, readonly string[]>> = {
+  status: ['active', 'inactive'],
+  health: HealthStatuses,
+  risk: RiskLevels,
+};
 
 export const TARGET_HELP =
   'all (the default: every node of the environment), env:NAME, platform:NAME, tag:NAME, status:active|inactive, ' +
@@ -36,11 +40,26 @@ export const TARGET_HELP =
 
 /** Collects repeated and comma-separated --target values (commander's reducer). */
 export function collectTargets(v: string, acc: string[] = []): string[] {
-  return [...acc, ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+  return [
+    ...acc,
+    ...v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
 }
 
 export function targetLists(targets: readonly string[]): TargetLists {
-  const out: Required<TargetLists> = { uuid_list: [], host_list: [], platform_list: [], environment_list: [], tag_list: [], status_list: [], health_list: [], risk_list: [] };
+  const out: Required<TargetLists> = {
+    uuid_list: [],
+    host_list: [],
+    platform_list: [],
+    environment_list: [],
+    tag_list: [],
+    status_list: [],
+    health_list: [],
+    risk_list: [],
+  };
   let all = false;
   for (const t of targets) {
     if (t === 'all') {
@@ -61,7 +80,8 @@ export function targetLists(targets: readonly string[]): TargetLists {
     else out.host_list.push(t);
   }
   const lists = Object.fromEntries(Object.entries(out).filter(([, v]) => v.length > 0)) as TargetLists;
-  if (all && Object.keys(lists).length > 0) throw new UsageError('--target all cannot be combined with other targets (several targets are a union: all would swallow them)');
+  if (all && Object.keys(lists).length > 0)
+    throw new UsageError('--target all cannot be combined with other targets (several targets are a union: all would swallow them)');
   return lists;
 }
 
@@ -78,17 +98,27 @@ export interface RunFlags {
 /** The options `query run` and `carves run` share. */
 export function addRunOptions(cmd: Command, noun: 'query' | 'carve', verb: string, waitFor: string): Command {
   return cmd
-    .option('-t, --target <target>', `nodes to ${verb} (repeatable, comma-separated; several are a union: a node matching any is targeted): ${TARGET_HELP}`, collectTargets)
+    .option(
+      '-t, --target <target>',
+      `nodes to ${verb} (repeatable, comma-separated; several are a union: a node matching any is targeted): ${TARGET_HELP}`,
+      collectTargets,
+    )
     .option(
       '--wait <duration>',
       `how long to wait for ${waitFor} (30s, 2m; 0: start it and return, like --detach)` +
         (noun === 'carve'
-          ? ' (default: twice the targets\' query interval as the server knows it, else the environment\'s, plus the minute osquery waits to start a carve and 2m for the upload; at least 5m)'
+          ? " (default: twice the targets' query interval as the server knows it, else the environment's, plus the minute osquery waits to start a carve and 2m for the upload; at least 5m)"
           : ''),
       noun === 'carve' ? undefined : '1m',
     )
-    .option('--exit', `stop as soon as every online target has ${noun === 'carve' ? 'uploaded its file' : 'answered'} (offline ones are not waited for)`)
-    .option('--detach', `leave the ${noun} running when the command ends (it expires after --expire); otherwise it is stopped on exit or Ctrl-C`)
+    .option(
+      '--exit',
+      `stop as soon as every online target has ${noun === 'carve' ? 'uploaded its file' : 'answered'} (offline ones are not waited for)`,
+    )
+    .option(
+      '--detach',
+      `leave the ${noun} running when the command ends (it expires after --expire); otherwise it is stopped on exit or Ctrl-C`,
+    )
     .option('--expire <duration>', `with --detach (or --wait 0): when the ${noun} expires on the server (default 24h)`)
     .addOption(new Option('--expire-hours <n>', 'the same as --expire Nh').argParser(intArg(1)).hideHelp());
 }

@@ -7,14 +7,11 @@ import { group, intArg, verb } from '../define.js';
 import type { QueryOpts } from './options.js';
 import type { ReportOpts } from './report.js';
 
-
 const packOption = '--pack <pack>';
 const packHelp = 'the queries of this pack instead of the schedule';
 
 function queryOptions(cmd: Command, adding: boolean): Command {
-  cmd
-    .option('--query <sql>', 'the SQL (one SELECT)')
-    .option('--query-file <file>', 'read the SQL from a file (- for stdin)');
+  cmd.option('--query <sql>', 'the SQL (one SELECT)').option('--query-file <file>', 'read the SQL from a file (- for stdin)');
   if (adding) cmd.requiredOption('--interval <seconds>', 'run every N seconds (1 to 604800)', intArg(1));
   else cmd.option('--interval <seconds>', 'run every N seconds (1 to 604800)', intArg(1));
   cmd
@@ -28,15 +25,15 @@ function queryOptions(cmd: Command, adding: boolean): Command {
     cmd
       .option('--snapshot', 'log the whole result each time (not the rows added and removed)')
       .option('--no-removed', 'do not log rows that disappear (differential results)')
-      .option('--no-denylist', 'keep running it even when it exceeds osquery\'s watchdog limits');
+      .option('--no-denylist', "keep running it even when it exceeds osquery's watchdog limits");
   } else {
     cmd
       .option('--snapshot', 'log the whole result each time')
       .option('--no-snapshot', 'log differences again (rows added and removed)')
       .option('--removed', 'log rows that disappear again')
       .option('--no-removed', 'do not log rows that disappear')
-      .option('--denylist', 'let osquery\'s watchdog deny it again')
-      .option('--no-denylist', 'keep running it even when it exceeds osquery\'s watchdog limits');
+      .option('--denylist', "let osquery's watchdog deny it again")
+      .option('--no-denylist', "keep running it even when it exceeds osquery's watchdog limits");
   }
   return cmd;
 }
@@ -46,8 +43,8 @@ export function registerSchedule(program: Command): void {
     name: 'schedule',
     summary: 'The scheduled queries agents of an environment run: list, show, add, edit, remove',
     description:
-      'Scheduled queries of an environment\'s osquery configuration (its `schedule`; with --pack, the queries of that\n' +
-      'pack). Agents pick changes up at their next config refresh and send the results to the environment\'s log\n' +
+      "Scheduled queries of an environment's osquery configuration (its `schedule`; with --pack, the queries of that\n" +
+      "pack). Agents pick changes up at their next config refresh and send the results to the environment's log\n" +
       'sinks, each entry with the query name and the node. Needs env admin. To manage the whole configuration as\n' +
       'files, see `fleetctl apply`.',
     examples: [
@@ -66,7 +63,8 @@ export function registerSchedule(program: Command): void {
       aliases: ['ls'],
       watch: true,
       summary: 'List the scheduled queries of an environment',
-      description: 'List the scheduled queries (name, interval, platform, snapshot, removed, version, SQL). ENV defaults to --env or the profile\'s. The boolean columns show osquery\'s defaults when a query does not set them (snapshot false, removed true).',
+      description:
+        "List the scheduled queries (name, interval, platform, snapshot, removed, version, SQL). ENV defaults to --env or the profile's. The boolean columns show osquery's defaults when a query does not set them (snapshot false, removed true).",
       examples: ['fleetctl schedule list prod', 'fleetctl schedule list prod --pack web -o json'],
     },
     (cmd) => cmd.argument('[env]', 'environment name or UUID').option(packOption, packHelp),
@@ -91,7 +89,8 @@ export function registerSchedule(program: Command): void {
       name: 'add',
       aliases: ['create'],
       summary: 'Add a scheduled query',
-      description: 'Add a scheduled query; its SQL is checked (one SQLite SELECT; unknown tables are fine) before anything is sent. An existing name is refused (exit 6): use `schedule edit`.',
+      description:
+        'Add a scheduled query; its SQL is checked (one SQLite SELECT; unknown tables are fine) before anything is sent. An existing name is refused (exit 6): use `schedule edit`.',
       examples: [
         'fleetctl schedule add prod users_query --query "SELECT uid, username FROM users" --interval 300',
         'fleetctl schedule add prod procs --query-file procs.sql --interval 60 --platform linux --snapshot',
@@ -109,7 +108,10 @@ export function registerSchedule(program: Command): void {
       aliases: ['update'],
       summary: 'Change fields of a scheduled query',
       description: 'Change the given fields of a scheduled query; the others keep their value.',
-      examples: ['fleetctl schedule edit prod users_query --interval 600', 'fleetctl schedule edit prod procs --no-snapshot --platform all'],
+      examples: [
+        'fleetctl schedule edit prod users_query --interval 600',
+        'fleetctl schedule edit prod procs --no-snapshot --platform all',
+      ],
     },
     (cmd) => queryOptions(cmd.argument('<env>', 'environment name or UUID').argument('<query-name>', 'the scheduled query'), false),
     async (ctx, [env, name], o) => (await import('./run.js')).edit(ctx, env, name, o),
@@ -141,11 +143,11 @@ export function registerSchedule(program: Command): void {
       summary: 'The current rows of a scheduled query on every node that runs it',
       description:
         'What a scheduled query returns now across the fleet, kept by the server from the results agents send: a\n' +
-        'snapshot query\'s last snapshot, a differential query\'s rows added and not removed since. At a terminal (and\n' +
-        'piped, as TSV) one line per row, the NODE first, then the query\'s columns (--fields picks them, e.g.\n' +
+        "snapshot query's last snapshot, a differential query's rows added and not removed since. At a terminal (and\n" +
+        "piped, as TSV) one line per row, the NODE first, then the query's columns (--fields picks them, e.g.\n" +
         '--fields node,username); -o json|jsonl|yaml gives one item per node with its rows, when it last reported\n' +
-        '(reported_at) and osquery\'s epoch and counter. The first 100 nodes by hostname unless --limit N or --all.\n' +
-        'Needs env user (as nodes list). Reports are kept for the environment\'s log retention.',
+        "(reported_at) and osquery's epoch and counter. The first 100 nodes by hostname unless --limit N or --all.\n" +
+        "Needs env user (as nodes list). Reports are kept for the environment's log retention.",
       examples: [
         'fleetctl schedule report prod users_query',
         'fleetctl schedule report prod users_query --node web-fra-0001',
@@ -157,7 +159,7 @@ export function registerSchedule(program: Command): void {
       cmd
         .argument('<env>', 'environment name or UUID')
         .argument('<query-name>', 'the scheduled query')
-        .option(packOption, 'the query is this pack\'s')
+        .option(packOption, "the query is this pack's")
         .option('--node <node>', 'only this node (UUID, hostname or local name)')
         .addOption(new Option('--limit <n>', 'at most N nodes').argParser(intArg(1)).conflicts('all'))
         .option('--all', 'every node (a stream of pages)'),

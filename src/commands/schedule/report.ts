@@ -32,7 +32,11 @@ export async function report(ctx: Context, env: string, query: string, o: Report
   // Made at the first page, which tells the longest hostname: the NODE column is never cut.
   const writers = (p: ReportPage) => {
     if (data) nodes ??= createListWriter<ReportNode>(ctx.io, out);
-    else rows ??= createListWriter<Row>(ctx.io, out, [], { stream: o.all === true, hints: { node: { id: true, width: Math.max(p.hostname_width, 'NODE'.length) } } });
+    else
+      rows ??= createListWriter<Row>(ctx.io, out, [], {
+        stream: o.all === true,
+        hints: { node: { id: true, width: Math.max(p.hostname_width, 'NODE'.length) } },
+      });
   };
   const pageSize = Math.min(o.limit ?? (o.all ? REPORT_PAGE_MAX : 100), REPORT_PAGE_MAX);
   let cursor: string | undefined;
@@ -52,7 +56,8 @@ export async function report(ctx: Context, env: string, query: string, o: Report
   await (nodes ?? rows)!.end();
   if (!ctx.io.stdoutIsTTY || ctx.wantsData()) return;
   const f = first;
-  if (f.total_nodes === 0) ctx.io.err(`No node has reported ${safeText(name)} in ${safeText(env)}${o.node ? ` (node ${safeText(o.node)})` : ''}.\n`);
+  if (f.total_nodes === 0)
+    ctx.io.err(`No node has reported ${safeText(name)} in ${safeText(env)}${o.node ? ` (node ${safeText(o.node)})` : ''}.\n`);
   else if (rows && rows.count === 0) ctx.io.err(`${f.total_nodes} node(s) reported ${safeText(name)}, with no rows.\n`);
   else if (more) ctx.io.err(`Showing ${shown} of ${f.total_nodes} nodes (${f.total_rows} rows in all); --all for every node\n`);
 }

@@ -82,14 +82,20 @@ async function target(ctx: Context, env: string, pack: string | undefined): Prom
   const view = await api.config.get(env, 'packs');
   const packs = { ...(view.packs ?? {}) };
   const p = packs[pack];
-  if (p === undefined) throw new CliError(`no pack "${pack}" in ${view.environment}`, ExitCode.notFound, `run \`fleetctl env config ${env} packs\` to see them`);
-  if (typeof p === 'string') throw new UsageError(`pack "${pack}" of ${view.environment} is a local pack (${p}): its queries are in that file on the agents`);
+  if (p === undefined)
+    throw new CliError(
+      `no pack "${pack}" in ${view.environment}`,
+      ExitCode.notFound,
+      `run \`fleetctl env config ${env} packs\` to see them`,
+    );
+  if (typeof p === 'string')
+    throw new UsageError(`pack "${pack}" of ${view.environment} is a local pack (${p}): its queries are in that file on the agents`);
   return {
     view,
     queries: { ...p.queries },
     label: `pack ${pack} of ${view.environment}`,
     base: `${pathOf('packs', pack)}.queries`,
-    write: (queries) => api.config.put(env, 'packs', { ...packs, [pack]: { ...(p), queries } }, { ifMatch: view.hash }),
+    write: (queries) => api.config.put(env, 'packs', { ...packs, [pack]: { ...p, queries } }, { ifMatch: view.hash }),
   };
 }
 
@@ -143,14 +149,21 @@ function merged(base: Partial<ScheduledQuery>, sql: string | undefined, o: Query
 }
 
 function done(ctx: Context, what: string, before: OsqueryConfigView, after: OsqueryConfigView): void {
-  ctx.io.err(`${what} (config hash ${before.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)}; agents get it at their next config refresh)\n`);
+  ctx.io.err(
+    `${what} (config hash ${before.hash.slice(0, 12)} -> ${after.hash.slice(0, 12)}; agents get it at their next config refresh)\n`,
+  );
 }
 
 export async function add(ctx: Context, env: string, name: string, o: QueryOpts): Promise<void> {
   const sql = await sqlOf(ctx, o);
   if (sql === undefined) throw new UsageError('the SQL is required: --query SQL or --query-file FILE');
   const t = await target(ctx, env, o.pack);
-  if (t.queries[name]) throw new CliError(`scheduled query "${name}" already exists in ${t.label}`, ExitCode.conflict, `change it with \`fleetctl schedule edit ${env} ${name} ...\``);
+  if (t.queries[name])
+    throw new CliError(
+      `scheduled query "${name}" already exists in ${t.label}`,
+      ExitCode.conflict,
+      `change it with \`fleetctl schedule edit ${env} ${name} ...\``,
+    );
   const q = merged({}, sql, o, pathOf(t.base, name));
   const after = await t.write({ ...t.queries, [name]: q });
   if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), row(name, q));
@@ -159,8 +172,15 @@ export async function add(ctx: Context, env: string, name: string, o: QueryOpts)
 
 export async function edit(ctx: Context, env: string, name: string, o: QueryOpts): Promise<void> {
   const sql = await sqlOf(ctx, o);
-  const given = sql !== undefined || ['interval', 'platform', 'minVersion', 'shard', 'description', 'snapshot', 'removed', 'denylist'].some((k) => o[k as keyof QueryOpts] !== undefined);
-  if (!given) throw new UsageError('nothing to change: give at least one of --query, --query-file, --interval, --platform, --min-version, --shard, --description, --[no-]snapshot, --[no-]removed, --[no-]denylist');
+  const given =
+    sql !== undefined ||
+    ['interval', 'platform', 'minVersion', 'shard', 'description', 'snapshot', 'removed', 'denylist'].some(
+      (k) => o[k as keyof QueryOpts] !== undefined,
+    );
+  if (!given)
+    throw new UsageError(
+      'nothing to change: give at least one of --query, --query-file, --interval, --platform, --min-version, --shard, --description, --[no-]snapshot, --[no-]removed, --[no-]denylist',
+    );
   const t = await target(ctx, env, o.pack);
   const old = t.queries[name];
   if (!old) throw notFound(t, name, env);
@@ -175,7 +195,11 @@ export async function remove(ctx: Context, env: string, names: string[], o: Quer
   const t = await target(ctx, env, o.pack);
   const missing = names.find((n) => !t.queries[n]);
   if (missing !== undefined) throw notFound(t, missing, env);
-  await confirmDestructive(ctx, o.yes, `Remove ${names.length === 1 ? `scheduled query ${names[0]}` : `${names.length} scheduled queries (${names.join(', ')})`} from ${t.label}?`);
+  await confirmDestructive(
+    ctx,
+    o.yes,
+    `Remove ${names.length === 1 ? `scheduled query ${names[0]}` : `${names.length} scheduled queries (${names.join(', ')})`} from ${t.label}?`,
+  );
   const rest = { ...t.queries };
   for (const n of names) delete rest[n];
   const after = await t.write(rest);

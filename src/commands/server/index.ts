@@ -29,11 +29,11 @@ export function registerServer(program: Command): void {
         'agents (the --tls_hostname of every environment that follows the server), --agent-ca the root they are\n' +
         'handed (or system for a public CA); the leaf and its intermediates are served. SIGHUP reads the certificate,\n' +
         'key and CA files again (a renewal); SIGTERM drains. server backup copies a live SQLite database, server\n' +
-        'migrate applies this release\'s migrations and exits.',
+        "migrate applies this release's migrations and exits.",
       examples: [
         'fleetctl server --dev',
         'fleetctl server --dev --dev-agents 5 --dev-password s3cret-demo --listen 127.0.0.1:9090   # agents on :9091',
-        "printf %s \"$ADMIN_PW\" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod",
+        'printf %s "$ADMIN_PW" | fleetctl server --db /var/lib/fleetctl/fleet.db --admin-password-stdin --create-env prod',
         'FLEETCTL_DB=postgres://fleet:pw@db.internal/fleet?sslmode=verify-full fleetctl server --db-ca ca.pem --listen 0.0.0.0:8080',
       ],
     },
@@ -47,7 +47,8 @@ export function registerServer(program: Command): void {
  * The database a maintenance verb works on: --db, FLEETCTL_DB, or the server's default. `server`
  * declares --db too, and commander gives an option both declare to the parent: read either.
  */
-const dbOf = (ctx: Ctx, server: Command, db: string | undefined) => db ?? server.opts<ServerOpts>().db ?? (ctx.env.FLEETCTL_DB || defaultDbPath(ctx.env));
+const dbOf = (ctx: Ctx, server: Command, db: string | undefined) =>
+  db ?? server.opts<ServerOpts>().db ?? (ctx.env.FLEETCTL_DB || defaultDbPath(ctx.env));
 
 /** `server backup` and `server migrate` (issue 27). */
 function registerMaintenance(server: Command): void {
@@ -57,14 +58,20 @@ function registerMaintenance(server: Command): void {
       name: 'backup',
       summary: 'Copy a SQLite database, live or not, into a new file',
       description:
-        'Take a consistent copy of the server\'s SQLite database into OUT while the server runs (one read transaction: ' +
-        'the database as it was at one moment, write-ahead log included), compacted and checked with SQLite\'s ' +
+        "Take a consistent copy of the server's SQLite database into OUT while the server runs (one read transaction: " +
+        "the database as it was at one moment, write-ahead log included), compacted and checked with SQLite's " +
         'quick_check. OUT must not exist; it is created 0600, as it holds enroll secrets and password hashes. To restore: ' +
         'stop the server, put the copy in place of the database file (removing its -wal and -shm files), start it. ' +
         'A PostgreSQL database is backed up with pg_dump instead (README, "Backup and restore").',
-      examples: ['fleetctl server backup --db /var/lib/fleetctl/fleet.db /var/backups/fleet-$(date +%F).db', 'fleetctl server backup fleet-backup.db -o json'],
+      examples: [
+        'fleetctl server backup --db /var/lib/fleetctl/fleet.db /var/backups/fleet-$(date +%F).db',
+        'fleetctl server backup fleet-backup.db -o json',
+      ],
     },
-    (cmd) => cmd.argument('<out>', 'the new file to write the copy to').option('--db <path>', 'the SQLite database (env FLEETCTL_DB; default: the server\'s)'),
+    (cmd) =>
+      cmd
+        .argument('<out>', 'the new file to write the copy to')
+        .option('--db <path>', "the SQLite database (env FLEETCTL_DB; default: the server's)"),
     async (ctx, [out], o) => (await import('./maintenance.js')).runBackup(ctx, dbOf(ctx, server, o.db), out),
   );
   verb<{ db?: string; dbCa?: string; dryRun?: boolean }>(
@@ -74,16 +81,21 @@ function registerMaintenance(server: Command): void {
       summary: 'Apply the database migrations of this release, then exit',
       description:
         'Bring an existing database to the schema of this release and exit, as a step of an upgrade of its own: ' +
-        'take a backup, stop the server (or every replica), run the new release\'s migrate, start the new release. ' +
+        "take a backup, stop the server (or every replica), run the new release's migrate, start the new release. " +
         '--dry-run lists what would be applied. A database migrated by a newer release is refused, as the server refuses ' +
         'to start on it. (fleetctl server also migrates at start; this makes the step explicit and checkable.)',
-      examples: ['fleetctl server migrate --db /var/lib/fleetctl/fleet.db --dry-run', 'fleetctl server migrate --db /var/lib/fleetctl/fleet.db', "FLEETCTL_DB='postgres://fleet:pw@db.internal/fleet?sslmode=verify-full' fleetctl server migrate --db-ca ca.pem"],
+      examples: [
+        'fleetctl server migrate --db /var/lib/fleetctl/fleet.db --dry-run',
+        'fleetctl server migrate --db /var/lib/fleetctl/fleet.db',
+        "FLEETCTL_DB='postgres://fleet:pw@db.internal/fleet?sslmode=verify-full' fleetctl server migrate --db-ca ca.pem",
+      ],
     },
     (cmd) =>
       cmd
-        .option('--db <path|url>', 'the SQLite database or postgres:// URL (env FLEETCTL_DB; default: the server\'s)')
+        .option('--db <path|url>', "the SQLite database or postgres:// URL (env FLEETCTL_DB; default: the server's)")
         .option('--db-ca <file>', 'PostgreSQL: CA certificate (PEM) to verify the database server')
         .option('--dry-run', 'list the migrations that would be applied; change nothing'),
-    async (ctx, _args, o) => (await import('./maintenance.js')).runMigrate(ctx, dbOf(ctx, server, o.db), { ...o, dbCa: o.dbCa ?? server.opts<ServerOpts>().dbCa }),
+    async (ctx, _args, o) =>
+      (await import('./maintenance.js')).runMigrate(ctx, dbOf(ctx, server, o.db), { ...o, dbCa: o.dbCa ?? server.opts<ServerOpts>().dbCa }),
   );
 }

@@ -27,7 +27,9 @@ export async function runBackup(ctx: Context, db: string, out: string): Promise<
   const { backupSqlite } = await import('../../server/maintenance.js');
   const r = await setupErrors(() => backupSqlite(db, out));
   if (ctx.wantsData()) return printObject(ctx.io, ctx.output(), r);
-  ctx.io.out(`Backed up ${r.source} (schema ${r.schema || 'none'}, ${r.nodes} nodes) to ${r.out}: ${mib(r.bytes)}, checked, in ${(r.ms / 1000).toFixed(1)} s\n`);
+  ctx.io.out(
+    `Backed up ${r.source} (schema ${r.schema || 'none'}, ${r.nodes} nodes) to ${r.out}: ${mib(r.bytes)}, checked, in ${(r.ms / 1000).toFixed(1)} s\n`,
+  );
 }
 
 export async function runMigrate(ctx: Context, db: string, o: { dryRun?: boolean; dbCa?: string }): Promise<void> {
@@ -39,6 +41,8 @@ export async function runMigrate(ctx: Context, db: string, o: { dryRun?: boolean
   } else if (o.dryRun) {
     ctx.io.out(`Would apply ${r.migrations.length} migration(s) to the schema at ${r.schema || 'empty'}: ${r.migrations.join(', ')}\n`);
   } else {
-    ctx.io.out(`Applied ${r.migrations.length} migration(s): ${r.migrations.join(', ')}; the schema is now ${r.migrations[r.migrations.length - 1]}.\n`);
+    ctx.io.out(
+      `Applied ${r.migrations.length} migration(s): ${r.migrations.join(', ')}; the schema is now ${r.migrations[r.migrations.length - 1]}.\n`,
+    );
   }
 }

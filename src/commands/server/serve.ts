@@ -7,7 +7,11 @@ import { readStdinSecret } from '../../prompt.js';
 import { serverLog } from '../../server/lib/server-log.js';
 import { defaultDbPath, parseListen, type ServerOpts } from './options.js';
 
-function banner(url: string, demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>, database: string): string {
+function banner(
+  url: string,
+  demo: NonNullable<Awaited<ReturnType<typeof import('../../server/start.js').startServer>>['demo']>,
+  database: string,
+): string {
   const envs = demo.environments.map((e) => `${e.name} (${e.nodes} nodes)`).join(', ');
   const users = demo.users.map((u) => `    ${u.username.padEnd(12)} ${u.description}`).join('\n');
   const extra = demo.extra ? `\n${demo.extra}` : '';
@@ -35,13 +39,15 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
   if (o.agentTlsCert && !o.agentListen) throw new UsageError('--agent-tls-cert needs --agent-listen');
-  if (o.agentListen && !o.agentTlsCert && !o.dev) throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
+  if (o.agentListen && !o.agentTlsCert && !o.dev)
+    throw new UsageError('--agent-listen needs --agent-tls-cert and --agent-tls-key (only --dev makes a self-signed one)');
   if (o.agentCa && !o.agentTlsCert) throw new UsageError('--agent-ca needs --agent-tls-cert (it anchors that certificate)');
   // --dev gives the demo fleet an agent door too, with a self-signed certificate, on a port
   // chosen the same way every time: the admin port + 1 (issue 20: it used to be random and
   // unsaid), or any free port when the admin port is (--listen HOST:0, as tests and the demo do).
   const agentAt = o.agentListen ? parseListen(o.agentListen) : o.dev ? { host, port: port === 0 ? 0 : port + 1 } : undefined;
-  if (agentAt && agentAt.port > 65535) throw new UsageError(`the agent listener would be on port ${agentAt.port} (--listen's port + 1): choose one with --agent-listen`);
+  if (agentAt && agentAt.port > 65535)
+    throw new UsageError(`the agent listener would be on port ${agentAt.port} (--listen's port + 1): choose one with --agent-listen`);
   if (o.agentUrl && !agentAt) throw new UsageError('--agent-url needs an agent listener (--agent-listen)');
   const tlsLib = await import('../../server/lib/agent-tls.js');
   const { bindsEveryAddress } = tlsLib;
@@ -54,9 +60,12 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   // Agents are told where to connect; an address that binds every interface tells them nothing.
   if (agentAt && !o.agentUrl && bindsEveryAddress(agentAt.host)) {
     const shown = agentAt.host.includes(':') ? `[${agentAt.host}]` : agentAt.host;
-    throw new UsageError(`the agent listener binds every address (${shown}:${agentAt.port}), which agents cannot connect to: add --agent-url https://NAME:${agentAt.port || 8443} (the name agents reach this server by, in its certificate)`);
+    throw new UsageError(
+      `the agent listener binds every address (${shown}:${agentAt.port}), which agents cannot connect to: add --agent-url https://NAME:${agentAt.port || 8443} (the name agents reach this server by, in its certificate)`,
+    );
   }
-  if ((o.devPassword || o.devNodes || o.devAgents) && !o.dev) throw new UsageError('--dev-password, --dev-nodes and --dev-agents need --dev');
+  if ((o.devPassword || o.devNodes || o.devAgents) && !o.dev)
+    throw new UsageError('--dev-password, --dev-nodes and --dev-agents need --dev');
   const timeouts = {
     requestMs: o.requestTimeout === undefined ? undefined : o.requestTimeout * 1000,
     headersMs: o.headersTimeout === undefined ? undefined : o.headersTimeout * 1000,
@@ -74,23 +83,33 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   // and bootstrapped the database; the worker serves.
   const { workerSetup, defaultWorkers } = await import('../../server/cluster.js');
   const setup = workerSetup(ctx.env);
-  const adminPassword = setup ? undefined : o.adminPasswordStdin ? await readStdinSecret(ctx.io, 'the admin password') : ctx.env.FLEETCTL_ADMIN_PASSWORD;
+  const adminPassword = setup
+    ? undefined
+    : o.adminPasswordStdin
+      ? await readStdinSecret(ctx.io, 'the admin password')
+      : ctx.env.FLEETCTL_ADMIN_PASSWORD;
   if (adminPassword !== undefined && adminPassword.length < PASSWORD_MIN_LENGTH) {
     throw new UsageError(`the admin password must have at least ${PASSWORD_MIN_LENGTH} characters`);
   }
   const db = o.db ?? (ctx.env.FLEETCTL_DB || undefined);
   const { isPostgresUrl } = await import('../../server/store/db.js');
-  if ((o.dbPool !== undefined || o.dbCa) && !(db && isPostgresUrl(db))) throw new UsageError('--db-pool and --db-ca need a postgres:// database (--db or FLEETCTL_DB)');
-  if (o.fixPermissions && db && isPostgresUrl(db)) throw new UsageError('--fix-permissions is for a SQLite file; PostgreSQL keeps its own access rules');
+  if ((o.dbPool !== undefined || o.dbCa) && !(db && isPostgresUrl(db)))
+    throw new UsageError('--db-pool and --db-ca need a postgres:// database (--db or FLEETCTL_DB)');
+  if (o.fixPermissions && db && isPostgresUrl(db))
+    throw new UsageError('--fix-permissions is for a SQLite file; PostgreSQL keeps its own access rules');
   const { startServer, ServerSetupError } = await import('../../server/start.js');
   const { AgentTlsError } = await import('../../server/lib/agent-tls.js');
   const { MissingDependencyError } = await import('../../server/store/db.js');
   const failed = (e: unknown): never => {
-    if (e instanceof ServerSetupError || e instanceof MissingDependencyError || e instanceof AgentTlsError) throw new CliError(e.message, ExitCode.error);
+    if (e instanceof ServerSetupError || e instanceof MissingDependencyError || e instanceof AgentTlsError)
+      throw new CliError(e.message, ExitCode.error);
     if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       const busy = (e as { port?: number }).port;
       if (agentAt && busy === agentAt.port && busy !== port) {
-        throw new CliError(`address ${agentAt.host}:${busy} of the agent listener is already in use${o.agentListen ? '' : " (--dev's default: --listen's port + 1)"}: choose another with --agent-listen`, ExitCode.unavailable);
+        throw new CliError(
+          `address ${agentAt.host}:${busy} of the agent listener is already in use${o.agentListen ? '' : " (--dev's default: --listen's port + 1)"}: choose another with --agent-listen`,
+          ExitCode.unavailable,
+        );
       }
       throw new CliError(`address ${o.listen} is already in use: choose another with --listen`, ExitCode.unavailable);
     }
@@ -120,7 +139,9 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
     warn: (line) => ctx.io.err(`${line}\n`),
     logJson: o.log,
     tls: o.tlsCert && o.tlsKey ? { certFile: o.tlsCert, keyFile: o.tlsKey } : undefined,
-    agent: agentAt ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa, maxInFlight: o.agentMaxInFlight } : undefined,
+    agent: agentAt
+      ? { ...agentAt, certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa, maxInFlight: o.agentMaxInFlight }
+      : undefined,
     agentUrl: o.agentUrl,
     enrollWindowSeconds: o.enrollWindow,
     detailRefreshSeconds: o.detailRefresh,
@@ -135,7 +156,10 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   // worker would fail on them): one line naming the flag to fix.
   if (o.agentTlsCert && o.agentTlsKey && !setup) {
     try {
-      tlsLib.loadAgentTls({ certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa }, { agentHost: o.agentUrl ? tlsLib.parseAgentUrl(o.agentUrl).host : undefined });
+      tlsLib.loadAgentTls(
+        { certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa },
+        { agentHost: o.agentUrl ? tlsLib.parseAgentUrl(o.agentUrl).host : undefined },
+      );
     } catch (e) {
       failed(e);
     }
@@ -143,7 +167,16 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   const pgWhere = db && isPostgresUrl(db) ? (await import('../../server/store/postgres.js')).redactUrl(db) : undefined;
   if (setup) return serveAsWorker(options, setup, failed);
   const workers = o.workers ?? defaultWorkers();
-  if (workers > 1) return serveAsPrimary(ctx, o, options, workers, failed, pgWhere ?? db ?? defaultDbPath(ctx.env), db ? undefined : 'temporary database (deleted on exit)');
+  if (workers > 1)
+    return serveAsPrimary(
+      ctx,
+      o,
+      options,
+      workers,
+      failed,
+      pgWhere ?? db ?? defaultDbPath(ctx.env),
+      db ? undefined : 'temporary database (deleted on exit)',
+    );
   let server;
   try {
     server = await startServer(options);
@@ -157,18 +190,24 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   process.on('unhandledRejection', (e) => void server.deps.faults.report('BUG: unhandled rejection', e));
   const seededInto = pgWhere ?? db;
   const say = sayer(ctx, o);
-  if (server.demo) say(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
+  if (server.demo)
+    say(banner(server.url, server.demo, seededInto ? `demo fleet seeded into ${seededInto}` : 'temporary database (deleted on exit)'));
   else await printListening(say, server.url, pgWhere ?? db ?? defaultDbPath(ctx.env), server.deps.db);
   if (server.agent) {
     const { describeTrust } = await import('../../server/lib/agent-tls.js');
-    say(`Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`);
+    say(
+      `Agent API (osquery TLS) listening on ${server.agent.url}; certificate ${server.agent.certFile}\n${describeTrust(server.agent.tls, server.deps.agentIdentity?.hostname ?? server.agent.address)}\n`,
+    );
   }
   if (server.metricsUrl) say(`Prometheus metrics at ${server.metricsUrl}\n`);
   onReload(server);
   if (o.log) logStart(server);
   // Live agents for the demo: the simulator in this process, enrolled like a real install.
   const slog = server.deps.log;
-  const agents = server.demo && server.agent ? await startDemoAgents(say, o, server.url, server.demo.password, server.agent, (line) => slog.event('info', 'demo_agents', line)) : undefined;
+  const agents =
+    server.demo && server.agent
+      ? await startDemoAgents(say, o, server.url, server.demo.password, server.agent, (line) => slog.event('info', 'demo_agents', line))
+      : undefined;
   await new Promise<void>((resolve) => {
     const stop = () => {
       slog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
@@ -202,7 +241,12 @@ function sayer(ctx: Ctx, o: ServerOpts): Say {
 }
 
 /** The banner of a server without the demo fleet: where it listens, its database, its environments. */
-async function printListening(say: Say, url: string, where: string, db: import('kysely').Kysely<import('../../server/store/schema.js').DB>): Promise<void> {
+async function printListening(
+  say: Say,
+  url: string,
+  where: string,
+  db: import('kysely').Kysely<import('../../server/store/schema.js').DB>,
+): Promise<void> {
   const envs = await db.selectFrom('environments').select('name').orderBy('name').execute();
   say(
     `fleetctl reference server listening on ${url} (database ${where})\n` +
@@ -211,15 +255,30 @@ async function printListening(say: Say, url: string, where: string, db: import('
 }
 
 /** --dev-agents: the simulator in this process, enrolled like a real install (one process or the primary of --workers). */
-async function startDemoAgents(say: Say, o: ServerOpts, url: string, password: string, agent: { url: string; certPem: string }, log: (line: string) => void): Promise<{ stop(): Promise<void> } | undefined> {
+async function startDemoAgents(
+  say: Say,
+  o: ServerOpts,
+  url: string,
+  password: string,
+  agent: { url: string; certPem: string },
+  log: (line: string) => void,
+): Promise<{ stop(): Promise<void> } | undefined> {
   if (!o.devAgents) return undefined;
   const { startDevAgents } = await import('../../agent-sim/dev.js');
   const { sim, hosts } = await startDevAgents({
-    apiUrl: url, username: o.adminUsername, password, env: 'prod', count: o.devAgents, ca: agent.certPem,
+    apiUrl: url,
+    username: o.adminUsername,
+    password,
+    env: 'prod',
+    count: o.devAgents,
+    ca: agent.certPem,
     log: (line) => log(`agents: ${line}`),
   });
   say(
-    `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts.slice(0, 3).map((h) => h.hostname).join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
+    `Simulated agents: ${sim.enrolled} of ${o.devAgents} enrolled in prod over ${agent.url}, tagged live-agents (${hosts
+      .slice(0, 3)
+      .map((h) => h.hostname)
+      .join(', ')}${hosts.length > 3 ? ', ...' : ''}).\n` +
       '  They answer live queries and carves: fleetctl query run "SELECT * FROM os_version" --target tag:live-agents\n',
   );
   return sim;
@@ -293,7 +352,11 @@ function stopSignal(): Promise<void> {
 }
 
 /** One process of --workers: serves both doors until SIGTERM, then drains and exits. */
-async function serveAsWorker(options: import('../../server/start.js').ServerOptions, setup: import('../../server/cluster.js').WorkerSetup, failed: Failed): Promise<void> {
+async function serveAsWorker(
+  options: import('../../server/start.js').ServerOptions,
+  setup: import('../../server/cluster.js').WorkerSetup,
+  failed: Failed,
+): Promise<void> {
   const { startServer } = await import('../../server/start.js');
   const { reportReady, clusterMetricsText } = await import('../../server/cluster.js');
   let server;
@@ -318,7 +381,13 @@ async function serveAsWorker(options: import('../../server/start.js').ServerOpti
   const { describeTrust } = await import('../../server/lib/agent-tls.js');
   reportReady({
     url: server.url,
-    agent: agent && { url: agent.url, address: agent.address, certFile: agent.certFile, certPem: agent.certPem, trust: describeTrust(agent.tls, server.deps.agentIdentity?.hostname ?? agent.address) },
+    agent: agent && {
+      url: agent.url,
+      address: agent.address,
+      certFile: agent.certFile,
+      certPem: agent.certPem,
+      trust: describeTrust(agent.tls, server.deps.agentIdentity?.hostname ?? agent.address),
+    },
   });
   await stopSignal();
   await server.close();
@@ -380,11 +449,19 @@ async function serveAsPrimary(
   await boot.closeStore();
   let metricsServer: import('node:http').Server | undefined;
   if (options.metricsListen) {
-    const m = await listenMetrics(options.metricsListen, () => primary.metrics(), primary.metricsContentType, (e) => log(`metrics: ${(e as Error).message}`));
+    const m = await listenMetrics(
+      options.metricsListen,
+      () => primary.metrics(),
+      primary.metricsContentType,
+      (e) => log(`metrics: ${(e as Error).message}`),
+    );
     metricsServer = m.server;
     say(`Prometheus metrics at ${m.url}\n`);
   }
-  const agents = boot.demo && agent ? await startDemoAgents(say, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line)) : undefined;
+  const agents =
+    boot.demo && agent
+      ? await startDemoAgents(say, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line))
+      : undefined;
   await (stopped ?? stopSignal());
   plog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
   await agents?.stop();

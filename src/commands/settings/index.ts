@@ -45,7 +45,12 @@ export function registerSettings(program: Command): void {
   const settings = group(program, {
     name: 'settings',
     summary: 'Read and change server settings (tls, admin, api services)',
-    examples: ['fleetctl settings list admin', 'fleetctl settings list tls staging -o json', 'fleetctl settings set admin inactive_hours 48', 'fleetctl settings set tls accelerated_seconds 120 --env staging'],
+    examples: [
+      'fleetctl settings list admin',
+      'fleetctl settings list tls staging -o json',
+      'fleetctl settings set admin inactive_hours 48',
+      'fleetctl settings set tls accelerated_seconds 120 --env staging',
+    ],
   });
 
   verb(
@@ -59,7 +64,11 @@ export function registerSettings(program: Command): void {
         'List the settings of a service (tls, admin, api) that apply to an environment (default: --env or ' +
         "the profile's): the environment's own values, then the global ones it does not override (SCOPE).\n" +
         'Needs env admin. -o json prints the settings as the API returns them.',
-      examples: ['fleetctl settings list admin', 'fleetctl settings list tls staging', "fleetctl settings list api --jq '.[] | select(.type == \"boolean\") | .name'"],
+      examples: [
+        'fleetctl settings list admin',
+        'fleetctl settings list tls staging',
+        'fleetctl settings list api --jq \'.[] | select(.type == "boolean") | .name\'',
+      ],
     },
     (cmd) => cmd.addArgument(serviceArgument()).argument('[env]', 'environment name or UUID'),
     async (ctx, [service, env]) => {
@@ -75,7 +84,7 @@ export function registerSettings(program: Command): void {
       name: 'set',
       summary: 'Change one setting (global, or one environment with --env)',
       description:
-        'Change a setting. VALUE is converted to the setting\'s type, read from the server first: booleans ' +
+        "Change a setting. VALUE is converted to the setting's type, read from the server first: booleans " +
         'accept true/false, yes/no, on/off, 1/0; integers digits. A value that does not fit exits 2 and ' +
         'changes nothing. Without --env the global value changes; with --env ENV (the flag, not the ' +
         "profile's environment) that environment's own value. Needs super-admin.\n\n" +
@@ -84,7 +93,11 @@ export function registerSettings(program: Command): void {
         'marked expired, tls/accelerated_seconds how long a newly enrolled node asks for live queries every 5 s; ' +
         'settings with no meaning here (refresh_envs, refresh_settings, node_dashboard) are refused with the ' +
         'reason, and server-wide ones take no --env.',
-      examples: ['fleetctl settings set admin inactive_hours 48', 'fleetctl settings set api service_metrics yes', 'fleetctl settings set tls accelerated_seconds 10 --env prod -o json'],
+      examples: [
+        'fleetctl settings set admin inactive_hours 48',
+        'fleetctl settings set api service_metrics yes',
+        'fleetctl settings set tls accelerated_seconds 10 --env prod -o json',
+      ],
     },
     (cmd) => cmd.addArgument(serviceArgument()).argument('<name>', 'setting name').argument('<value>', 'new value'),
     async (ctx, [service, name, value]) => {
@@ -94,11 +107,15 @@ export function registerSettings(program: Command): void {
       if (target) api.need('env-settings');
       const via = target ?? (await readEnv(ctx, api));
       const current = (await api.settings.list(svc, via)).find((s) => s.name === name);
-      if (!current) throw new CliError(`setting "${name}" not found in service ${svc}`, ExitCode.notFound, `run \`fleetctl settings list ${svc}\` to see its settings`);
+      if (!current)
+        throw new CliError(
+          `setting "${name}" not found in service ${svc}`,
+          ExitCode.notFound,
+          `run \`fleetctl settings list ${svc}\` to see its settings`,
+        );
       const body = settingBody(current, value);
       const updated = await api.settings.update(svc, name, body, target);
       await printObject(ctx.io, ctx.output(), updated, SETTING_DETAIL_COLUMNS);
     },
   );
 }
-

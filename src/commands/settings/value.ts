@@ -31,7 +31,8 @@ export function settingBody(setting: Pick<Setting, 'name' | 'type'>, raw: string
     }
     case 'integer': {
       const n = Number(v);
-      if (!/^-?\d+$/.test(v) || !Number.isSafeInteger(n)) throw new UsageError(`${setting.name} is an integer setting; "${raw}" is not an integer`);
+      if (!/^-?\d+$/.test(v) || !Number.isSafeInteger(n))
+        throw new UsageError(`${setting.name} is an integer setting; "${raw}" is not an integer`);
       return { type: 'integer', integer: n };
     }
     case 'string':

@@ -31,7 +31,8 @@ function setPath(config: Record<string, unknown>, path: string, value: unknown, 
   for (const p of parts.slice(0, -1)) {
     const next = o[p];
     if (next === undefined) o[p] = {};
-    else if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new UsageError(`${flag} ${path}: ${p} is not an object`);
+    else if (typeof next !== 'object' || next === null || Array.isArray(next))
+      throw new UsageError(`${flag} ${path}: ${p} is not an object`);
     o = o[p] as Record<string, unknown>;
   }
   if (value === undefined) delete o[parts[parts.length - 1]];
@@ -108,11 +109,15 @@ export function registerSinkChanges(sinks: Command): void {
         .option('--disable', 'switch it off'),
     async (ctx, [ref, envRef], o) => {
       if (o.enable && o.disable) throw new UsageError('--enable and --disable: choose one');
-      if (o.config !== undefined && (o.set?.length || o.unset?.length)) throw new UsageError('--config replaces the whole config: give it alone, or use --set/--unset');
+      if (o.config !== undefined && (o.set?.length || o.unset?.length))
+        throw new UsageError('--config replaces the whole config: give it alone, or use --set/--unset');
       const sets = (o.set ?? []).map(parseSet);
       let replace: Record<string, unknown> | undefined;
       if (o.config !== undefined) {
-        const text = o.config === '-' || o.config.startsWith('@') ? await readInput(ctx.io, o.config === '-' ? '-' : o.config.slice(1), '--config') : o.config;
+        const text =
+          o.config === '-' || o.config.startsWith('@')
+            ? await readInput(ctx.io, o.config === '-' ? '-' : o.config.slice(1), '--config')
+            : o.config;
         replace = parseSinkConfig(text, '--config');
       }
       const api = await ctx.api();
@@ -128,22 +133,31 @@ export function registerSinkChanges(sinks: Command): void {
       if (replace) body.config = replace;
       else if (sets.length || o.unset?.length) {
         const current = decodeSinkConfig(sink.config);
-        const config = (typeof current === 'object' && current !== null && !Array.isArray(current) ? current : {}) as Record<string, unknown>;
+        const config = (typeof current === 'object' && current !== null && !Array.isArray(current) ? current : {}) as Record<
+          string,
+          unknown
+        >;
         for (const [k, v] of sets) setPath(config, k, v, '--set');
         for (const k of o.unset ?? []) setPath(config, k, undefined, '--unset');
         body.config = config;
       }
-      if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give --set, --unset, --config, --name, --info, --order, --source, --enable or --disable');
+      if (Object.keys(body).length === 0)
+        throw new UsageError('nothing to change: give --set, --unset, --config, --name, --info, --order, --source, --enable or --disable');
       await report(ctx, await api.sinks.edit(sink.id, body), 'Changed');
     },
   );
 
-  for (const [name, enabled] of [['enable', true], ['disable', false]] as const) {
+  for (const [name, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
     verb(
       sinks,
       {
         name,
-        summary: enabled ? 'Switch a log sink on: it delivers what agents send from now on' : 'Switch a log sink off: it stops delivering and keeps nothing for later',
+        summary: enabled
+          ? 'Switch a log sink on: it delivers what agents send from now on'
+          : 'Switch a log sink off: it stops delivering and keeps nothing for later',
         examples: enabled ? ['fleetctl sinks enable siem global'] : ['fleetctl sinks disable archive prod'],
       },
       (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
@@ -175,7 +189,12 @@ export function registerSinkChanges(sinks: Command): void {
       const r = await api.sinks.test(sink.id);
       if (ctx.wantsData()) await printObject(ctx.io, ctx.output(), r);
       else ctx.io.out(`${r.ok ? 'ok' : 'failed'}: ${r.answer} (${r.ms} ms)\n`);
-      if (!r.ok) throw new CliError(`log sink ${sink.name}: the test entry was not delivered`, ExitCode.error, 'fix its config with `fleetctl sinks edit`, then test again');
+      if (!r.ok)
+        throw new CliError(
+          `log sink ${sink.name}: the test entry was not delivered`,
+          ExitCode.error,
+          'fix its config with `fleetctl sinks edit`, then test again',
+        );
     },
   );
 }

@@ -12,7 +12,12 @@ export async function targetEnv(ctx: Context, api: FleetApi, ref: string | undef
   return resolveEnvRef(api, r);
 }
 
-export async function findSink(ctx: Context, api: FleetApi, ref: string, envRef: string | undefined): Promise<{ sink: LogSink; env: EnvRef }> {
+export async function findSink(
+  ctx: Context,
+  api: FleetApi,
+  ref: string,
+  envRef: string | undefined,
+): Promise<{ sink: LogSink; env: EnvRef }> {
   const env = await targetEnv(ctx, api, envRef);
   const list = await api.sinks.list(env.id);
   const sink = list.find((x) => x.name === ref) ?? (/^\d+$/.test(ref) ? list.find((x) => x.id === Number(ref)) : undefined);

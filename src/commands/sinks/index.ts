@@ -27,8 +27,36 @@ const SINK_COLUMNS: Column<ShownSink>[] = [
 
 /** `sinks show`: every field, the state's one by one. */
 const SHOW_COLUMNS: Column<ShownSink>[] = [
-  ...['id', 'name', 'type', 'source', 'enabled', 'order', 'info', 'config', 'environment_id', 'exports_count', 'bytes_sent', 'created_at', 'updated_at'].map((key) => ({ key })),
-  ...['supported', 'delivering', 'backlog_entries', 'backlog_bytes', 'oldest_undelivered_at', 'delivered', 'dropped', 'rejected', 'failed', 'last_success_at', 'last_error', 'last_error_at', 'retrying_since'].map((k) => ({
+  ...[
+    'id',
+    'name',
+    'type',
+    'source',
+    'enabled',
+    'order',
+    'info',
+    'config',
+    'environment_id',
+    'exports_count',
+    'bytes_sent',
+    'created_at',
+    'updated_at',
+  ].map((key) => ({ key })),
+  ...[
+    'supported',
+    'delivering',
+    'backlog_entries',
+    'backlog_bytes',
+    'oldest_undelivered_at',
+    'delivered',
+    'dropped',
+    'rejected',
+    'failed',
+    'last_success_at',
+    'last_error',
+    'last_error_at',
+    'retrying_since',
+  ].map((k) => ({
     key: `state.${k}`,
     header: k.toUpperCase().replace(/_/g, ' '),
     ...(k.endsWith('_at') || k === 'retrying_since' ? { kind: 'time' as const } : {}),
@@ -36,7 +64,6 @@ const SHOW_COLUMNS: Column<ShownSink>[] = [
 ];
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
 
 interface AddOpts {
   name: string;
@@ -81,7 +108,7 @@ function registerSinksListAndShow(sinks: Command): void {
       summary: 'List the log sinks of an environment, or the global ones',
       description:
         'List log sinks by their order. ENV is a name, UUID or id; `global` lists the sinks that apply to every\n' +
-        'environment; without ENV, --env or the profile\'s environment. The sink config (bytes in the API)\n' +
+        "environment; without ENV, --env or the profile's environment. The sink config (bytes in the API)\n" +
         'is shown decoded: JSON output carries it as a JSON value.',
       examples: ['fleetctl sinks list', 'fleetctl sinks list global', 'fleetctl sinks list staging -o json --jq ".[].config"'],
     },
@@ -104,7 +131,7 @@ function registerSinksListAndShow(sinks: Command): void {
       summary: 'Show one log sink, by name or id',
       description:
         'Show one log sink of an environment (or `global`) by its name (unique in that scope) or id, with\n' +
-        'its config decoded. Without ENV, --env or the profile\'s environment.',
+        "its config decoded. Without ENV, --env or the profile's environment.",
       examples: ['fleetctl sinks show splunk-hec', 'fleetctl sinks show local-file global -o json'],
     },
     (cmd) => cmd.argument('<sink>', 'sink name or id').argument('[env]', 'environment name, UUID or id, or global'),
@@ -144,7 +171,10 @@ function registerSinksClone(sinks: Command): void {
       if (from.id === to.id) throw new UsageError(`--from and --to are both ${from.label}`);
       if (o.overwrite && !o.yes) {
         const existing = (await api.sinks.list(to.id)).length;
-        const what = existing > 0 ? `Replace the ${plural(existing, 'log sink')} of ${to.label} with those of ${from.label}?` : `Copy the log sinks of ${from.label} to ${to.label} (overwrite)?`;
+        const what =
+          existing > 0
+            ? `Replace the ${plural(existing, 'log sink')} of ${to.label} with those of ${from.label}?`
+            : `Copy the log sinks of ${from.label} to ${to.label} (overwrite)?`;
         await confirmDestructive(ctx, o.yes, what);
       }
       let cloned;
@@ -157,7 +187,10 @@ function registerSinksClone(sinks: Command): void {
         throw e;
       }
       if (ctx.wantsData()) await printList(ctx.io, ctx.output(), cloned.map(showSink), SINK_COLUMNS);
-      else ctx.io.err(`Cloned ${plural(cloned.length, 'log sink')} from ${from.label} to ${to.label}${o.overwrite ? ' (replacing its sinks)' : ''}\n`);
+      else
+        ctx.io.err(
+          `Cloned ${plural(cloned.length, 'log sink')} from ${from.label} to ${to.label}${o.overwrite ? ' (replacing its sinks)' : ''}\n`,
+        );
     },
   );
 }
@@ -190,7 +223,10 @@ function registerSinksAddAndRemove(sinks: Command): void {
     async (ctx, [ref], o) => {
       let config: Record<string, unknown> | undefined;
       if (o.config !== undefined) {
-        const text = o.config === '-' || o.config.startsWith('@') ? await readInput(ctx.io, o.config === '-' ? '-' : o.config.slice(1), '--config') : o.config;
+        const text =
+          o.config === '-' || o.config.startsWith('@')
+            ? await readInput(ctx.io, o.config === '-' ? '-' : o.config.slice(1), '--config')
+            : o.config;
         config = parseSinkConfig(text, '--config');
       }
       const api = await ctx.api();

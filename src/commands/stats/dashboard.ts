@@ -15,7 +15,12 @@ export const ENV_STATS_COLUMNS: Column<EnvironmentStats>[] = [
   { key: 'active_queries', header: 'QUERIES', kind: 'number', drop: 2 },
   { key: 'active_carves', header: 'CARVES', kind: 'number', drop: 3 },
   // Platform counts go first on a narrow terminal (the dashboard's bars show them too).
-  ...PLATFORM_KEYS.map((p, i): Column<EnvironmentStats> => ({ key: `platform_counts.${p}`, header: p.toUpperCase(), kind: 'number', drop: 4 + PLATFORM_KEYS.length - i })),
+  ...PLATFORM_KEYS.map((p, i): Column<EnvironmentStats> => ({
+    key: `platform_counts.${p}`,
+    header: p.toUpperCase(),
+    kind: 'number',
+    drop: 4 + PLATFORM_KEYS.length - i,
+  })),
   { key: 'enrollment', header: 'ENROLLMENT', drop: 9 },
 ];
 
@@ -35,7 +40,12 @@ const pct = (n: number, total: number) => (total > 0 ? `${((n / total) * 100).to
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function paintPlatform(c: Colors, p: (typeof PLATFORM_KEYS)[number]): (s: string) => string {
-  const paints = { linux: (s: string) => c.yellow(s), darwin: (s: string) => c.cyan(s), windows: (s: string) => c.blue(s), other: (s: string) => c.magenta(s) };
+  const paints = {
+    linux: (s: string) => c.yellow(s),
+    darwin: (s: string) => c.cyan(s),
+    windows: (s: string) => c.blue(s),
+    other: (s: string) => c.magenta(s),
+  };
   return paints[p];
 }
 
@@ -72,7 +82,10 @@ export async function printDashboard(io: IO, s: DashboardStats): Promise<void> {
   io.out(`${summaryText(s, c)}`);
   // Issue 27: an enrollment window that is closing or closed is said here, where a rollout is watched.
   const shut = s.environments.filter((e) => e.enrollment === 'closing' || e.enrollment === 'closed');
-  if (shut.length) io.out(`${c.bold('Enroll')}   ${shut.map((e) => `${safeText(e.name)} ${e.enrollment === 'closed' ? c.red('closed') : c.yellow(`closing ${relativeTime(e.enroll_expire)}`)}`).join(', ')}\n`);
+  if (shut.length)
+    io.out(
+      `${c.bold('Enroll')}   ${shut.map((e) => `${safeText(e.name)} ${e.enrollment === 'closed' ? c.red('closed') : c.yellow(`closing ${relativeTime(e.enroll_expire)}`)}`).join(', ')}\n`,
+    );
   io.out('\n');
   if (s.environments.length > 0) {
     await printList(io, { format: 'table' }, s.environments, DASHBOARD_ENV_COLUMNS);

@@ -14,7 +14,12 @@ export function registerStats(program: Command): void {
         'At a terminal: totals, a per-environment table and platform bars. Piped, or with -o/--json/--fields/--jq:\n' +
         'data instead. json, jsonl, yaml and --jq get the statistics object as the API returns it; table\n' +
         '(piped: tab-separated) and csv get one row per environment.',
-      examples: ['fleetctl stats', 'fleetctl stats -o json', 'fleetctl stats --jq .active_nodes', 'fleetctl stats | sort -t"$(printf \'\\t\')" -k3 -n'],
+      examples: [
+        'fleetctl stats',
+        'fleetctl stats -o json',
+        'fleetctl stats --jq .active_nodes',
+        'fleetctl stats | sort -t"$(printf \'\\t\')" -k3 -n',
+      ],
     },
     () => {},
     async (ctx) => {
@@ -24,7 +29,8 @@ export function registerStats(program: Command): void {
       const g = ctx.globals;
       const dashboard = ctx.io.stdoutIsTTY && g.output === undefined && !g.json && out.jq === undefined && !out.fields;
       if (dashboard) return printDashboard(ctx.io, stats);
-      if (out.jq === undefined && (out.format === 'table' || out.format === 'csv')) return printList(ctx.io, out, stats.environments, ENV_STATS_COLUMNS);
+      if (out.jq === undefined && (out.format === 'table' || out.format === 'csv'))
+        return printList(ctx.io, out, stats.environments, ENV_STATS_COLUMNS);
       await printObject(ctx.io, out, stats);
     },
   );

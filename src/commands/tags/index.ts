@@ -26,7 +26,11 @@ const TAG_COLUMNS: Column<TagWithCount>[] = [
   { key: 'description', header: 'DESCRIPTION' },
   { key: 'color', header: 'COLOR' },
   // tag_type stays the API's integer in json; tables show its name (custom: its text).
-  { key: 'type', header: 'TYPE', get: (t) => (t.tag_type === TagTypes.custom && t.custom_tag ? `custom: ${t.custom_tag}` : tagTypeName(t.tag_type)) },
+  {
+    key: 'type',
+    header: 'TYPE',
+    get: (t) => (t.tag_type === TagTypes.custom && t.custom_tag ? `custom: ${t.custom_tag}` : tagTypeName(t.tag_type)),
+  },
   { key: 'node_count', header: 'NODES', kind: 'number' },
 ];
 
@@ -56,7 +60,8 @@ function tagFlags(cmd: Command): Command {
 }
 
 function tagBody(name: string, o: TagFlags): TagBody & { name: string } {
-  if (o.custom !== undefined && o.type !== undefined && o.type !== 'custom') throw new UsageError(`--custom goes with --type custom, not --type ${o.type}`);
+  if (o.custom !== undefined && o.type !== undefined && o.type !== 'custom')
+    throw new UsageError(`--custom goes with --type custom, not --type ${o.type}`);
   const type = o.custom !== undefined ? 'custom' : o.type;
   const body: TagBody & { name: string } = { name };
   if (o.description !== undefined) body.description = o.description;
@@ -87,7 +92,13 @@ async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs
     if (refs.length > 1) throw new UsageError('- (node names from stdin) cannot be mixed with names on the command line');
     refs = await refsFromStdin(ctx.io);
   }
-  const uuids = await nodesToChange(api, env, refs, { search: o.search, status: o.status, platform: o.platform, risk: o.risk, health: o.health });
+  const uuids = await nodesToChange(api, env, refs, {
+    search: o.search,
+    status: o.status,
+    platform: o.platform,
+    risk: o.risk,
+    health: o.health,
+  });
   let done = 0;
   const progress = Progress.start(ctx.io, 'nodes', { verb: action === 'tag' ? 'Tagged' : 'Untagged', bulk: true });
   try {
@@ -103,7 +114,11 @@ async function applyTag(ctx: Context, action: 'tag' | 'untag', tag: string, refs
     if (done === 0) throw e;
     // Earlier batches are applied and stay so: say exactly how far it got.
     const m = mapError(e);
-    throw new CliError(`${m.message}; ${action === 'tag' ? 'tagged' : 'untagged'} ${done} of ${uuids.length} nodes before the error`, m.exitCode, m.hint);
+    throw new CliError(
+      `${m.message}; ${action === 'tag' ? 'tagged' : 'untagged'} ${done} of ${uuids.length} nodes before the error`,
+      m.exitCode,
+      m.hint,
+    );
   }
   const verbText = action === 'tag' ? `Tagged ${plural(done, 'node')} with ${tag}` : `Removed tag ${tag} from ${plural(done, 'node')}`;
   await report(ctx, `${verbText} in ${env}`, { tag, env, action, count: done, uuids });
@@ -138,8 +153,12 @@ function registerTagsListAndShow(tags: Command): void {
       watch: true,
       aliases: ['ls'],
       summary: 'List the tags of an environment',
-      description: 'List every tag of the environment (--env or the profile\'s), by name, with how many nodes carry it.',
-      examples: ['fleetctl tags list', 'fleetctl tags list --env staging -o json', 'fleetctl tags list --fields name,node_count --no-headers'],
+      description: "List every tag of the environment (--env or the profile's), by name, with how many nodes carry it.",
+      examples: [
+        'fleetctl tags list',
+        'fleetctl tags list --env staging -o json',
+        'fleetctl tags list --fields name,node_count --no-headers',
+      ],
     },
     () => {},
     async (ctx) => {
@@ -155,7 +174,8 @@ function registerTagsListAndShow(tags: Command): void {
       name: 'show',
       aliases: ['get'],
       summary: 'Show one tag and how many nodes carry it',
-      description: 'Show a tag of the environment (--env or the profile\'s) by name: description, color, type and its node count. -o json prints the API object.',
+      description:
+        "Show a tag of the environment (--env or the profile's) by name: description, color, type and its node count. -o json prints the API object.",
       examples: ['fleetctl tags show pci', 'fleetctl tags show pci -o json', 'fleetctl tags show pci --nodes --all'],
     },
     (cmd) =>
@@ -170,13 +190,17 @@ function registerTagsListAndShow(tags: Command): void {
       const tag = (await api.tags.list(env)).find((t) => t.name === name);
       if (!tag) throw new CliError(`no tag named "${name}" in ${env}`, ExitCode.notFound, 'run `fleetctl tags list` to see the tag names');
       if (!o.nodes) return printObject(ctx.io, ctx.output(), tag, ctx.wantsData() ? [] : TAG_COLUMNS);
-      await printPagedList(ctx, { all: o.all }, {
-        noun: 'nodes',
-        columns: NODE_COLUMNS,
-        schema: (await import('../../api/index.js')).Node,
-        fetchPage: (page, page_size) => api.nodes.list(env, { tag: name, page, page_size }),
-        empty: `No nodes in ${env} carry ${name}`,
-      });
+      await printPagedList(
+        ctx,
+        { all: o.all },
+        {
+          noun: 'nodes',
+          columns: NODE_COLUMNS,
+          schema: (await import('../../api/index.js')).Node,
+          fetchPage: (page, page_size) => api.nodes.list(env, { tag: name, page, page_size }),
+          empty: `No nodes in ${env} carry ${name}`,
+        },
+      );
     },
   );
 }
@@ -215,7 +239,8 @@ function registerTagsAddEditRemove(tags: Command): void {
     (cmd) => tagFlags(cmd.argument('<name>', 'tag name')),
     async (ctx, [name], o) => {
       const body = tagBody(name, o);
-      if (Object.keys(body).length === 1) throw new UsageError('nothing to change: pass --description, --color, --icon, --type or --custom');
+      if (Object.keys(body).length === 1)
+        throw new UsageError('nothing to change: pass --description, --color, --icon, --type or --custom');
       const env = ctx.requireEnv();
       const api = await ctx.api();
       const r = await api.tags.edit(env, body);
@@ -276,7 +301,8 @@ function registerTagsApplyAndUnapply(tags: Command): void {
         'fleetctl tags apply quarantine -q 10.1.0. --status inactive -o json',
       ],
     },
-    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
+    (cmd) =>
+      selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
     async (ctx, [tag, ...refs], o) => applyTag(ctx, 'tag', tag, refs, o),
   );
 
@@ -289,7 +315,8 @@ function registerTagsApplyAndUnapply(tags: Command): void {
       description: 'The reverse of `tags apply`: same ways to name or select nodes, same all-or-nothing name resolution.',
       examples: ['fleetctl tags unapply quarantine prod-web-0013', 'fleetctl tags unapply quarantine --status active'],
     },
-    (cmd) => selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
+    (cmd) =>
+      selection(cmd.argument('<tag>', 'tag name').argument('[nodes...]', 'node UUIDs, hostnames or local names; - reads them from stdin')),
     async (ctx, [tag, ...refs], o) => applyTag(ctx, 'untag', tag, refs, o),
   );
 }

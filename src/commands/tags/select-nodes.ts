@@ -39,7 +39,6 @@ export function describeFilter(f: NodeFilter): string {
   return parts.join(' ');
 }
 
-
 type Lookup = { ref: string; uuid: string } | { ref: string; error: ApiError | Error };
 
 /**
@@ -62,7 +61,8 @@ export async function resolveNodeRefs(api: FleetApi, env: string, refs: readonly
       const e = f.error as ApiError;
       if (e.status === 409) {
         const uuids = Array.isArray(e.body.uuids) ? (e.body.uuids as unknown[]).map(String) : [];
-        const shown = uuids.slice(0, MAX_CANDIDATES).join(', ') + (uuids.length > MAX_CANDIDATES ? ` and ${uuids.length - MAX_CANDIDATES} more` : '');
+        const shown =
+          uuids.slice(0, MAX_CANDIDATES).join(', ') + (uuids.length > MAX_CANDIDATES ? ` and ${uuids.length - MAX_CANDIDATES} more` : '');
         return `"${f.ref}" matches ${uuids.length || 'several'} nodes in ${env}${uuids.length ? `: ${shown}` : ''}`;
       }
       return `no node "${f.ref}" in ${env}`;
@@ -82,7 +82,9 @@ export async function selectNodes(api: FleetApi, env: string, f: NodeFilter): Pr
   const uuids: string[] = [];
   if (f.risk !== undefined || f.health !== undefined) api.need('node-health-filter');
   const query = { q: f.search, status: f.status, platform: f.platform, risk: f.risk, health: f.health, sort: 'uuid' as const };
-  for await (const items of paginate((page, page_size) => api.nodes.list(env, { ...query, page, page_size }), { pageSize: PAGE_SIZE_MAX })) {
+  for await (const items of paginate((page, page_size) => api.nodes.list(env, { ...query, page, page_size }), {
+    pageSize: PAGE_SIZE_MAX,
+  })) {
     for (const n of items) uuids.push(n.uuid);
   }
   if (uuids.length === 0) throw new CliError(`no nodes in ${env} match ${describeFilter(f)}; nothing changed`, ExitCode.notFound);

@@ -26,7 +26,13 @@ interface UserFlags {
 
 /** Repeatable and comma-separated: `--environment prod,staging --environment dev`. */
 function collect(v: string, prev: string[] | undefined): string[] {
-  return [...(prev ?? []), ...v.split(',').map((s) => s.trim()).filter(Boolean)];
+  return [
+    ...(prev ?? []),
+    ...v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
 }
 
 /** `none` revokes access to the environments given; it cannot be combined with a level. */
@@ -35,8 +41,12 @@ type LevelChoice = (typeof LEVEL_CHOICES)[number];
 
 function collectLevel(v: string, prev: LevelChoice[] | undefined): LevelChoice[] {
   const out = [...(prev ?? [])];
-  for (const l of v.split(',').map((s) => s.trim()).filter(Boolean)) {
-    if (!(LEVEL_CHOICES as readonly string[]).includes(l)) throw new UsageError(`invalid --level "${l}"; valid: ${LEVEL_CHOICES.join(', ')}`);
+  for (const l of v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    if (!(LEVEL_CHOICES as readonly string[]).includes(l))
+      throw new UsageError(`invalid --level "${l}"; valid: ${LEVEL_CHOICES.join(', ')}`);
     if (!out.includes(l as LevelChoice)) out.push(l as LevelChoice);
   }
   if (out.includes('none') && out.length > 1) throw new UsageError('--level none (revoke access) cannot be combined with other levels');
@@ -60,8 +70,16 @@ function userFlags(cmd: Command, mode: 'add' | 'edit'): Command {
     .option('--service', 'mark as a service account')
     .option('--no-service', mode === 'add' ? 'not a service account (the default)' : 'clear the service-account mark')
     .option('--api', mode === 'add' ? 'may log in and use the API (the default)' : 'allow logging in and API use again')
-    .option('--no-api', mode === 'add' ? 'may not log in or use the API (the server\'s only door)' : 'disallow logging in and API use: ends the user\'s sessions, their tokens answer 403')
-    .option('--password-stdin', mode === 'add' ? 'read the password from standard input (else prompted twice)' : 'read a new password from standard input');
+    .option(
+      '--no-api',
+      mode === 'add'
+        ? "may not log in or use the API (the server's only door)"
+        : "disallow logging in and API use: ends the user's sessions, their tokens answer 403",
+    )
+    .option(
+      '--password-stdin',
+      mode === 'add' ? 'read the password from standard input (else prompted twice)' : 'read a new password from standard input',
+    );
 }
 
 /** The 4.5 body for the flags given; what is not given is not sent (edit keeps it). */
@@ -69,8 +87,10 @@ export function userBody(o: UserFlags, mode: 'add' | 'edit'): Omit<UserBody, 'us
   const body: Omit<UserBody, 'username'> = {};
   if (o.fullname !== undefined) body.fullname = o.fullname;
   if (o.email !== undefined) body.email = o.email;
-  if (o.level?.includes('none') && mode === 'add') throw new UsageError('--level none only makes sense for `users edit` (it revokes access)');
-  if (o.level?.length && !o.environment?.length) throw new UsageError('--level applies to the environments given with --environment: pass --environment ENV too');
+  if (o.level?.includes('none') && mode === 'add')
+    throw new UsageError('--level none only makes sense for `users edit` (it revokes access)');
+  if (o.level?.length && !o.environment?.length)
+    throw new UsageError('--level applies to the environments given with --environment: pass --environment ENV too');
   if (o.environment?.length) {
     body.environments = o.environment;
     if (o.level?.length) {
@@ -133,7 +153,12 @@ export function registerUsers(program: Command): void {
     async (ctx) => {
       const api = await ctx.api();
       const list = await api.users.list();
-      await printList(ctx.io, ctx.output(), [...list].sort((a, b) => a.username.localeCompare(b.username)), USER_COLUMNS);
+      await printList(
+        ctx.io,
+        ctx.output(),
+        [...list].sort((a, b) => a.username.localeCompare(b.username)),
+        USER_COLUMNS,
+      );
     },
   );
 
@@ -216,12 +241,15 @@ export function registerUsers(program: Command): void {
         'printf %s "$PW" | fleetctl users edit ci-deploy --password-stdin',
       ],
     },
-    (cmd) => userFlags(cmd, 'edit').addOption(new Option('--set-password', 'set a new password, prompted twice').conflicts('passwordStdin')),
+    (cmd) =>
+      userFlags(cmd, 'edit').addOption(new Option('--set-password', 'set a new password, prompted twice').conflicts('passwordStdin')),
     async (ctx, [username], o) => {
       const body = userBody(o, 'edit');
       if (o.setPassword && !ctx.io.canPrompt()) throw new UsageError('--set-password prompts at a terminal: use --password-stdin instead');
       if (Object.keys(body).length === 0 && !o.setPassword && !o.passwordStdin) {
-        throw new UsageError('nothing to change: pass at least one of --email, --fullname, --environment, --admin/--no-admin, --service/--no-service, --api/--no-api, --set-password, --password-stdin');
+        throw new UsageError(
+          'nothing to change: pass at least one of --email, --fullname, --environment, --admin/--no-admin, --service/--no-service, --api/--no-api, --set-password, --password-stdin',
+        );
       }
       const api = await ctx.api();
       if (o.setPassword || o.passwordStdin) body.password = await readNewPassword(ctx, o.passwordStdin, username);

@@ -36,7 +36,12 @@ export function checkNewPassword(pw: string): string {
  * A new password typed twice at a terminal (asked again when the two differ), or read from stdin.
  * `flag` names the option that supplies it when there is no terminal.
  */
-export async function readNewPassword(ctx: Context, fromStdin: boolean | undefined, who: string, flag = '--password-stdin'): Promise<string> {
+export async function readNewPassword(
+  ctx: Context,
+  fromStdin: boolean | undefined,
+  who: string,
+  flag = '--password-stdin',
+): Promise<string> {
   if (fromStdin) return checkNewPassword(await readStdinSecret(ctx.io, 'the password'));
   if (!ctx.io.canPrompt()) throw new UsageError(`a password is required: pass ${flag} and pipe it in (prompts need a terminal)`);
   return promptNewPassword(ctx, who);

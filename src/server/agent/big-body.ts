@@ -67,13 +67,16 @@ export class BigBodyDecoder {
     // Its own heap is capped: it holds one batch at a time, and a tight heap is collected early.
     const w = new Worker(CODE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 16 } });
     w.unref();
-    w.on('message', (m: { id: number; status?: number; error?: string; head?: Record<string, unknown>; entries?: DecodedLog['entries'] }) => {
-      const p = this.waiting.get(m.id);
-      this.waiting.delete(m.id);
-      if (!p) return;
-      if (m.error !== undefined) p.reject(new DecodeError(m.error, m.status ?? 400));
-      else p.resolve({ head: m.head ?? {}, entries: m.entries ?? [] });
-    });
+    w.on(
+      'message',
+      (m: { id: number; status?: number; error?: string; head?: Record<string, unknown>; entries?: DecodedLog['entries'] }) => {
+        const p = this.waiting.get(m.id);
+        this.waiting.delete(m.id);
+        if (!p) return;
+        if (m.error !== undefined) p.reject(new DecodeError(m.error, m.status ?? 400));
+        else p.resolve({ head: m.head ?? {}, entries: m.entries ?? [] });
+      },
+    );
     // A worker that dies (out of memory) fails what it held; the next body starts a new one.
     const fail = (e: Error) => {
       for (const p of this.waiting.values()) p.reject(e);

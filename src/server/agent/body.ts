@@ -34,7 +34,8 @@ export async function inflate(req: FastifyRequest, limit: number): Promise<Buffe
       // In libuv's thread pool, not on the event loop: a 16 MB batch does not stall other agents.
       return await gunzipAsync(raw, { maxOutputLength: limit });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw agentError(413, `the body inflates to more than ${limit} bytes`);
+      if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        throw agentError(413, `the body inflates to more than ${limit} bytes`);
       throw agentError(400, 'the body is not valid gzip');
     }
   }
@@ -54,7 +55,8 @@ export function parseObject(raw: Buffer): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-export const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+export const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 /**
  * Every body is taken as bytes (osquery's content type varies; gzip is decoded later), read

@@ -99,7 +99,9 @@ export function makeDispatcher(deps: Deps, services: AgentServices, o: AgentDoor
         throw rateLimited(failed.retryAfter, 'too many failed enrolls from this address; try again later');
       }
       let refusal = enrollRefusal(env, body.enroll_secret, deps.now());
-      const enrolled = refusal ? undefined : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (statements) => services.enrolls.run(statements));
+      const enrolled = refusal
+        ? undefined
+        : await enrollNode(deps, env, body.host_identifier, body.host_details, req.ip, (statements) => services.enrolls.run(statements));
       if (enrolled) {
         // Its next request (the config) finds the node without a query.
         services.state.remember(enrolled.key, enrolled.node);
@@ -176,7 +178,13 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
   if (w.tooLarge) {
     const names = w.names();
     const why = `the answer was ${w.bytes} bytes, over this server's limit of ${WRITE_LIMIT} bytes (16 MiB); it was discarded: ask for fewer rows or columns`;
-    await recordAnswers(deps, node, Object.fromEntries(names.map((n) => [n, []])), Object.fromEntries(names.map((n) => [n, 1])), Object.fromEntries(names.map((n) => [n, why])));
+    await recordAnswers(
+      deps,
+      node,
+      Object.fromEntries(names.map((n) => [n, []])),
+      Object.fromEntries(names.map((n) => [n, 1])),
+      Object.fromEntries(names.map((n) => [n, why])),
+    );
     return OK;
   }
   // Issue 27: the detail answers update the node's row and are taken out before the live queries' turn.
@@ -194,7 +202,14 @@ async function storeAnswers(deps: Deps, services: AgentServices, env: Environmen
   return OK;
 }
 
-async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, node: AgentNode, ep: Endpoint, body: Record<string, unknown>) {
+async function handle(
+  deps: Deps,
+  services: AgentServices,
+  env: EnvironmentRow,
+  node: AgentNode,
+  ep: Endpoint,
+  body: Record<string, unknown>,
+) {
   switch (ep) {
     case 'config': {
       if (!env.config_tls) return OK;
@@ -204,7 +219,13 @@ async function handle(deps: Deps, services: AgentServices, env: EnvironmentRow, 
       // fetched the configuration we serve (validated when it was stored) has one, so health
       // follows the config fetch, not the enroll (issue 18).
       // Its distributed interval from now on is the one in these options (issue 26: "online" follows it).
-      services.checkins.record(node.id, { bytes: 0, configHash: hash, configFetched: true, configValid: true, distributedInterval: env.query_interval });
+      services.checkins.record(node.id, {
+        bytes: 0,
+        configHash: hash,
+        configFetched: true,
+        configValid: true,
+        distributedInterval: env.query_interval,
+      });
       return { ...config, ...OK };
     }
     case 'log': {

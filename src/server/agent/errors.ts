@@ -29,7 +29,11 @@ export interface AgentAnswer {
 export function answerForError(deps: Deps, err: FastifyError | HttpError, req: FastifyRequest): AgentAnswer {
   if (err instanceof SpoolBusy) {
     // Not a fault: agents send faster than the spool commits. osquery keeps the batch and resends.
-    return { status: 503, body: { code: 'unavailable', error: `the log spool is busy (${err.message}); retry later` }, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } };
+    return {
+      status: 503,
+      body: { code: 'unavailable', error: `the log spool is busy (${err.message}); retry later` },
+      headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    };
   }
   if (err instanceof HttpError && (err.status < 500 || err.code === 'unavailable')) {
     return {
@@ -41,13 +45,22 @@ export function answerForError(deps: Deps, err: FastifyError | HttpError, req: F
   const fastifyStatus = err instanceof HttpError ? err.status : err.statusCode;
   if (!(err instanceof HttpError) && err.code?.startsWith('FST_') && fastifyStatus !== undefined && fastifyStatus < 500) {
     const tooLarge = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
-    return { status: tooLarge ? 413 : 400, body: { code: 'bad_request', error: tooLarge ? `the body is larger than ${AGENT_BODY_LIMIT} bytes` : err.message } };
+    return {
+      status: tooLarge ? 413 : 400,
+      body: { code: 'bad_request', error: tooLarge ? `the body is larger than ${AGENT_BODY_LIMIT} bytes` : err.message },
+    };
   }
   const kind = deps.faults.report(`agent ${endpointName(req)}`, err);
   if (kind) {
     return {
       status: 503,
-      body: { code: 'unavailable', error: kind === 'no_space' ? 'the server cannot store this now (out of space); retry later' : 'the server cannot reach its database; retry later' },
+      body: {
+        code: 'unavailable',
+        error:
+          kind === 'no_space'
+            ? 'the server cannot store this now (out of space); retry later'
+            : 'the server cannot reach its database; retry later',
+      },
       headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
     };
   }

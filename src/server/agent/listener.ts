@@ -74,12 +74,34 @@ export interface AgentDoor {
 export function selfSigned(dir: string, host: string): { certFile: string; keyFile: string } {
   const certFile = join(dir, 'agent-cert.pem');
   const keyFile = join(dir, 'agent-key.pem');
-  const san = ['DNS:localhost', 'IP:127.0.0.1', ...(host && host !== 'localhost' && host !== '127.0.0.1' ? [/^[\d.]+$/.test(host) ? `IP:${host}` : `DNS:${host}`] : [])];
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '365',
-    '-subj', '/CN=fleetctl agent API', '-addext', `subjectAltName=${san.join(',')}`,
-    '-keyout', keyFile, '-out', certFile,
-  ], { stdio: 'ignore' });
+  const san = [
+    'DNS:localhost',
+    'IP:127.0.0.1',
+    ...(host && host !== 'localhost' && host !== '127.0.0.1' ? [/^[\d.]+$/.test(host) ? `IP:${host}` : `DNS:${host}`] : []),
+  ];
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '365',
+      '-subj',
+      '/CN=fleetctl agent API',
+      '-addext',
+      `subjectAltName=${san.join(',')}`,
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'ignore' },
+  );
   return { certFile, keyFile };
 }
 
@@ -96,20 +118,24 @@ export async function openAgentDoor(deps: Deps, o: AgentListenOptions): Promise<
   if (deps.metrics) deps.metrics.sources.checkinsPending = () => checkins.size;
   const lifecycle = new HttpLifecycle(deps.config.timeouts);
   const enrolls = new WriteGroup(deps.write ?? ((statements) => writeInTransaction(deps.db, statements)));
-  const app = await buildAgentApp(deps, { checkins, logs, state, enrolls, details }, {
-    https: { cert: Buffer.from(tls.chainPem), key: Buffer.from(tls.keyPem) },
-    lifecycle,
-    maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,
-    denials: o.denials,
-    exposeInFlight: (read) => {
-      if (deps.metrics) deps.metrics.sources.agentInFlight = read;
+  const app = await buildAgentApp(
+    deps,
+    { checkins, logs, state, enrolls, details },
+    {
+      https: { cert: Buffer.from(tls.chainPem), key: Buffer.from(tls.keyPem) },
+      lifecycle,
+      maxInFlight: o.maxInFlight ?? DEFAULT_AGENT_MAX_IN_FLIGHT,
+      denials: o.denials,
+      exposeInFlight: (read) => {
+        if (deps.metrics) deps.metrics.sources.agentInFlight = read;
+      },
+      onDone: (r) => {
+        deps.metrics?.agentRequest(r);
+        // The secret paths are never logged: the endpoint's kind names the request.
+        deps.log.request({ door: 'agent', endpoint: r.endpoint, status: r.status, ms: r.ms, node: r.node });
+      },
     },
-    onDone: (r) => {
-      deps.metrics?.agentRequest(r);
-      // The secret paths are never logged: the endpoint's kind names the request.
-      deps.log.request({ door: 'agent', endpoint: r.endpoint, status: r.status, ms: r.ms, node: r.node });
-    },
-  });
+  );
   const listening = await app.listen({ host: o.host, port: o.port });
   checkins.start();
   const port = new URL(listening).port;

@@ -51,7 +51,9 @@ export async function buildAgentApp(deps: Deps, services: AgentServices, o: Agen
     if (a.headers) void reply.headers(a.headers);
     return reply.status(a.status).send(a.body);
   });
-  app.setNotFoundHandler((req, reply) => reply.status(404).send({ code: 'not_found', error: `no agent endpoint ${req.method} ${req.url.split('?')[0]}` }));
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({ code: 'not_found', error: `no agent endpoint ${req.method} ${req.url.split('?')[0]}` }),
+  );
 
   registerScriptRoute(app, deps);
   app.post('/:env/*', async (req, reply) => {

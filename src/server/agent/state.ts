@@ -102,7 +102,11 @@ export class AgentState {
     }
     let n = this.nodes.get(key);
     if (!n) {
-      n = await this.db.selectFrom('nodes').select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at']).where('node_key', '=', key).executeTakeFirst();
+      n = await this.db
+        .selectFrom('nodes')
+        .select(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at'])
+        .where('node_key', '=', key)
+        .executeTakeFirst();
       if (!n) return undefined; // unknown keys are not kept: the network chooses them
       if (this.nodeGeneration === g) {
         if (this.nodes.size >= MAX_NODES) this.nodes.clear();
@@ -182,7 +186,11 @@ export class AgentState {
         .selectFrom('node_queries')
         .select('node_id')
         .where('status', '=', 'pending')
-        .where('query_id', 'in', running.map((q) => q.id))
+        .where(
+          'query_id',
+          'in',
+          running.map((q) => q.id),
+        )
         .execute()
         .then((rows) => (a.owed = new Set(rows.map((r) => r.node_id))));
       a.loadingOwed.catch(() => (a.loadingOwed = undefined));
@@ -214,4 +222,3 @@ export class AgentState {
     return hit;
   }
 }
-

@@ -146,7 +146,8 @@ export function readWriteBody(payload: Readable, done: (err: Error | null, body?
       readTail(w, tail.toString('utf8'));
       for (const k of Object.keys(w.statuses)) names.add(k);
       w.queries = Object.fromEntries([...names].map((k) => [k, []]));
-      if (typeof w.node_key !== 'string') return finish(agentError(413, `the answer is larger than ${WRITE_LIMIT} bytes and names no node key at its end`));
+      if (typeof w.node_key !== 'string')
+        return finish(agentError(413, `the answer is larger than ${WRITE_LIMIT} bytes and names no node key at its end`));
       return finish(null, w);
     }
     if (!parseError && !parser.isEnded) parser.end();

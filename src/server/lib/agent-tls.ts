@@ -81,10 +81,15 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
   } catch {
     throw new AgentTlsError(`--agent-tls-key ${files.keyFile} is not a PEM private key`);
   }
-  if (!leaf.checkPrivateKey(key)) throw new AgentTlsError(`--agent-tls-key ${files.keyFile} is not the key of the first certificate in --agent-tls-cert (${leaf.subject.replace(/\n/g, ', ')})`);
+  if (!leaf.checkPrivateKey(key))
+    throw new AgentTlsError(
+      `--agent-tls-key ${files.keyFile} is not the key of the first certificate in --agent-tls-cert (${leaf.subject.replace(/\n/g, ', ')})`,
+    );
   for (let i = 0; i + 1 < given.length; i++) {
     if (!issued(given[i + 1], given[i])) {
-      throw new AgentTlsError(`--agent-tls-cert ${files.certFile}: certificate ${i + 2} did not issue certificate ${i + 1}; put the leaf first, then each issuer in order`);
+      throw new AgentTlsError(
+        `--agent-tls-cert ${files.certFile}: certificate ${i + 2} did not issue certificate ${i + 1}; put the leaf first, then each issuer in order`,
+      );
     }
   }
   // The served chain: the given certificates without a self-signed root, plus the intermediates of
@@ -98,7 +103,7 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
     anchorFrom = 'system';
   } else if (files.caFile) {
     const ca = parseCertificates(readText(files.caFile, '--agent-ca'), `--agent-ca ${files.caFile}`);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       const next = ca.find((c) => !isSelfSigned(c) && issued(c, top()) && !chain.some((x) => x.fingerprint256 === c.fingerprint256));
       if (next) {
@@ -116,7 +121,10 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
     }
     anchors = roots.length ? roots : ca;
     anchorFrom = 'ca-file';
-    if (!roots.length) warnings.push(`warning: --agent-ca ${files.caFile} holds no self-signed root: osquery (OpenSSL) verifies a chain up to a root, so give the root certificate`);
+    if (!roots.length)
+      warnings.push(
+        `warning: --agent-ca ${files.caFile} holds no self-signed root: osquery (OpenSSL) verifies a chain up to a root, so give the root certificate`,
+      );
   } else if (given.length > 1 && isSelfSigned(given[given.length - 1])) {
     anchors = [given[given.length - 1]];
     anchorFrom = 'chain-root';
@@ -130,19 +138,33 @@ export function loadAgentTls(files: AgentTlsFiles, o: { agentHost?: string; now?
     );
   }
   if (o.agentHost && !matchesHost(leaf, o.agentHost)) {
-    throw new AgentTlsError(`the agent certificate is not valid for ${o.agentHost} (--agent-url): its names are ${leaf.subjectAltName ?? leaf.subject.replace(/\n/g, ', ')}; agents would refuse it`);
+    throw new AgentTlsError(
+      `the agent certificate is not valid for ${o.agentHost} (--agent-url): its names are ${leaf.subjectAltName ?? leaf.subject.replace(/\n/g, ', ')}; agents would refuse it`,
+    );
   }
   const now = o.now ?? new Date();
   const expires = new Date(leaf.validTo);
-  if (expires <= now) throw new AgentTlsError(`the agent certificate expired on ${expires.toISOString()}: renew it (docs/deploy.md, "Renewing the certificate")`);
+  if (expires <= now)
+    throw new AgentTlsError(
+      `the agent certificate expired on ${expires.toISOString()}: renew it (docs/deploy.md, "Renewing the certificate")`,
+    );
   const days = (expires.getTime() - now.getTime()) / 86_400_000;
-  if (days < 14) warnings.push(`warning: the agent certificate expires in ${Math.floor(days)} day(s), on ${expires.toISOString()}: renew it and send the server SIGHUP`);
+  if (days < 14)
+    warnings.push(
+      `warning: the agent certificate expires in ${Math.floor(days)} day(s), on ${expires.toISOString()}: renew it and send the server SIGHUP`,
+    );
   return {
     chainPem: pemOf(chain),
     keyPem,
     anchorPem: pemOf(anchors),
     anchorFrom,
-    leaf: { subject: leaf.subject, issuer: leaf.issuer, serial: leaf.serialNumber, validTo: expires.toISOString(), fingerprint256: leaf.fingerprint256 },
+    leaf: {
+      subject: leaf.subject,
+      issuer: leaf.issuer,
+      serial: leaf.serialNumber,
+      validTo: expires.toISOString(),
+      fingerprint256: leaf.fingerprint256,
+    },
     warnings,
   };
 }
@@ -165,7 +187,9 @@ export function parseAgentUrl(v: string): { tlsHostname: string; host: string } 
   }
   if (u.protocol !== 'https:') throw new AgentTlsError(`--agent-url "${v}" must be https:// (osquery speaks only TLS to its server)`);
   if (u.username || u.password || u.search || u.hash || (u.pathname !== '/' && u.pathname !== '')) {
-    throw new AgentTlsError(`--agent-url "${v}" must be https://NAME[:PORT] with no path, query or user: agents reach the server's paths below it`);
+    throw new AgentTlsError(
+      `--agent-url "${v}" must be https://NAME[:PORT] with no path, query or user: agents reach the server's paths below it`,
+    );
   }
   if (u.hostname === '0.0.0.0' || u.hostname === '[::]') throw new AgentTlsError(`--agent-url "${v}" names no host agents can reach`);
   return { tlsHostname: u.port ? `${u.hostname}:${u.port}` : u.hostname, host: u.hostname };

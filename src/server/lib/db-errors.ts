@@ -29,7 +29,7 @@ export function dbFault(e: unknown): DbFault | undefined {
   const code = typeof err.code === 'string' ? err.code : '';
   const message = typeof err.message === 'string' ? err.message.toLowerCase() : '';
   // SQLite (better-sqlite3 puts the extended code in `code`).
-  if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE' && /no space|disk/.test(message)) return 'no_space';
+  if (code === 'SQLITE_FULL' || (code === 'SQLITE_IOERR_WRITE' && /no space|disk/.test(message))) return 'no_space';
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy';
   if (code.startsWith('SQLITE_IOERR') || code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_READONLY')) return 'unavailable';
   // PostgreSQL SQLSTATEs: 53100 disk_full, 53xxx insufficient resources, 08xxx connection
@@ -41,7 +41,8 @@ export function dbFault(e: unknown): DbFault | undefined {
     return undefined;
   }
   // Node's socket errors (node-postgres connecting or mid-query).
-  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) return 'unavailable';
+  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code))
+    return 'unavailable';
   if (code === 'ENOSPC' || code === 'EDQUOT') return 'no_space';
   if (PG_CONNECTION_MESSAGES.some((m) => message.includes(m))) return 'unavailable';
   return undefined;

@@ -40,7 +40,8 @@ export class Faults {
   private readonly listeners: ((where: string, kind: DbFault | 'error') => void)[] = [];
 
   constructor(
-    private readonly log: (line: string, fields?: FaultFields) => void = (line, f) => console.error(f?.stack ? `${line}\n${f.stack}` : line),
+    private readonly log: (line: string, fields?: FaultFields) => void = (line, f) =>
+      console.error(f?.stack ? `${line}\n${f.stack}` : line),
     private readonly clock: () => number = Date.now,
   ) {}
 
@@ -65,7 +66,13 @@ export class Faults {
       // Unknown errors are bugs: their stack helps (a field of the line, or the lines after it in
       // text); database trouble is one line.
       const stack = !kind && e instanceof Error && e.stack ? e.stack : undefined;
-      this.log(`${where} failed (${kind ? `database ${kind.replace('_', ' ')}` : 'error'}): ${message}`, { event: 'fault', level: kind ? 'warn' : 'error', where, kind: label, stack });
+      this.log(`${where} failed (${kind ? `database ${kind.replace('_', ' ')}` : 'error'}): ${message}`, {
+        event: 'fault',
+        level: kind ? 'warn' : 'error',
+        where,
+        kind: label,
+        stack,
+      });
       this.schedule();
     } else {
       q.suppressed++;
@@ -86,13 +93,16 @@ export class Faults {
     for (const [key, q] of this.quiet) {
       const [where, kind] = key.split('\u0000');
       if (q.suppressed > 0) {
-        this.log(`${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`, {
-          event: 'fault_summary',
-          level: kind === 'error' ? 'error' : 'warn',
-          where: where,
-          kind: kind,
-          count: q.suppressed,
-        });
+        this.log(
+          `${where} failed ${q.suppressed} more time${q.suppressed === 1 ? '' : 's'} (${kind === 'error' ? 'error' : `database ${kind.replace('_', ' ')}`}) in the last ${Math.round((t - q.first) / 1000)} s; last: ${q.lastMessage}`,
+          {
+            event: 'fault_summary',
+            level: kind === 'error' ? 'error' : 'warn',
+            where: where,
+            kind: kind,
+            count: q.suppressed,
+          },
+        );
         q.suppressed = 0;
         q.first = t;
       } else if (t - q.first >= LOG_EVERY_MS) {

@@ -19,7 +19,9 @@ function jsonBody(code: string, error: string): string {
 
 /** A whole HTTP response written on a raw socket (no request object to answer through). */
 function rawResponse(status: number, reason: string, body: string, headers: Record<string, string> = {}): string {
-  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   return (
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
     `${extra}Connection: close\r\n\r\n${body}`
@@ -83,7 +85,12 @@ export class HttpLifecycle {
 
   /** The 503 of a request that reaches a closing server. */
   static shutdownError() {
-    return { status: 503, code: 'unavailable' as const, message: SHUTDOWN_MESSAGE, headers: { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' } };
+    return {
+      status: 503,
+      code: 'unavailable' as const,
+      message: SHUTDOWN_MESSAGE,
+      headers: { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' },
+    };
   }
 
   private busy(): boolean {
@@ -124,7 +131,8 @@ export class HttpLifecycle {
           connection: 'close',
         });
         res.end(body);
-      } else if (res) socket.destroy(); // half-written answer: nothing better to do
+      } else if (res)
+        socket.destroy(); // half-written answer: nothing better to do
       else socket.end(); // idle, or headers never completed
     }
     const deadline = Date.now() + LINGER_MS;

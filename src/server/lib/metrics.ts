@@ -45,29 +45,102 @@ export class Metrics {
    */
   constructor(o: { processMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (o.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'fleetctl_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
-    this.requests = new Counter({ name: 'fleetctl_http_requests_total', help: 'HTTP requests answered, by door (admin, agent), endpoint and status', labelNames: ['door', 'endpoint', 'status'], registers });
-    this.duration = new Histogram({ name: 'fleetctl_http_request_duration_seconds', help: 'Time from request start to answer, by door and endpoint', labelNames: ['door', 'endpoint'], buckets: BUCKETS, registers });
-    this.shed = new Counter({ name: 'fleetctl_http_shed_total', help: 'Requests answered 503 at once because the door was at its in-flight bound', labelNames: ['door'], registers });
-    this.reenroll = new Counter({ name: 'fleetctl_agent_node_invalid_total', help: 'Agent requests answered node_invalid (the agent re-enrolls): unknown node keys', registers });
-    this.dbErrors = new Counter({ name: 'fleetctl_faults_total', help: 'Server faults (5xx and failed background runs) by where and kind (unavailable, no_space, busy, error)', labelNames: ['where', 'kind'], registers });
-    this.drops = new Counter({ name: 'fleetctl_log_dropped_total', help: 'Log entries dropped on purpose, by sink and reason (counted and audited)', labelNames: ['sink', 'reason'], registers });
+    if (o.processMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, prefix: 'fleetctl_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    this.requests = new Counter({
+      name: 'fleetctl_http_requests_total',
+      help: 'HTTP requests answered, by door (admin, agent), endpoint and status',
+      labelNames: ['door', 'endpoint', 'status'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'fleetctl_http_request_duration_seconds',
+      help: 'Time from request start to answer, by door and endpoint',
+      labelNames: ['door', 'endpoint'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.shed = new Counter({
+      name: 'fleetctl_http_shed_total',
+      help: 'Requests answered 503 at once because the door was at its in-flight bound',
+      labelNames: ['door'],
+      registers,
+    });
+    this.reenroll = new Counter({
+      name: 'fleetctl_agent_node_invalid_total',
+      help: 'Agent requests answered node_invalid (the agent re-enrolls): unknown node keys',
+      registers,
+    });
+    this.dbErrors = new Counter({
+      name: 'fleetctl_faults_total',
+      help: 'Server faults (5xx and failed background runs) by where and kind (unavailable, no_space, busy, error)',
+      labelNames: ['where', 'kind'],
+      registers,
+    });
+    this.drops = new Counter({
+      name: 'fleetctl_log_dropped_total',
+      help: 'Log entries dropped on purpose, by sink and reason (counted and audited)',
+      labelNames: ['sink', 'reason'],
+      registers,
+    });
     this.enrollRefusals = new Counter({
       name: 'fleetctl_agent_enroll_refused_total',
       help: 'Enrolls refused, by environment and reason (closed: enrolls off; expired: the window ended; secret; identifier; throttled: too many from one address)',
-      labelNames: ['environment', 'reason'], registers,
+      labelNames: ['environment', 'reason'],
+      registers,
     });
     const sources = this.sources;
-    new Gauge({ name: 'fleetctl_agent_in_flight', help: 'Agent requests in progress', registers, collect() { this.set(sources.agentInFlight?.() ?? 0); } });
-    new Gauge({ name: 'fleetctl_checkins_pending', help: 'Nodes whose check-ins wait to be written', registers, collect() { this.set(sources.checkinsPending?.() ?? 0); } });
-    new Gauge({ name: 'fleetctl_log_followers', help: 'Log followers (fleetctl logs --follow) waiting for new lines', registers, collect() { this.set(sources.logFollowers?.() ?? 0); } });
-    this.sinkDeliveredTotal = new Counter({ name: 'fleetctl_sink_delivered_total', help: 'Log entries a sink\'s destination acknowledged', labelNames: ['sink', 'environment'], registers });
-    this.sinkFailedTotal = new Counter({ name: 'fleetctl_sink_failed_total', help: 'Failed delivery attempts of a sink (each retried)', labelNames: ['sink', 'environment'], registers });
-    this.sinkDelivery = new Histogram({ name: 'fleetctl_sink_delivery_seconds', help: 'Time from an entry\'s acknowledgement to the agent to its acknowledgement by the sink\'s destination', labelNames: ['sink', 'environment'], buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600], registers });
+    new Gauge({
+      name: 'fleetctl_agent_in_flight',
+      help: 'Agent requests in progress',
+      registers,
+      collect() {
+        this.set(sources.agentInFlight?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fleetctl_checkins_pending',
+      help: 'Nodes whose check-ins wait to be written',
+      registers,
+      collect() {
+        this.set(sources.checkinsPending?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'fleetctl_log_followers',
+      help: 'Log followers (fleetctl logs --follow) waiting for new lines',
+      registers,
+      collect() {
+        this.set(sources.logFollowers?.() ?? 0);
+      },
+    });
+    this.sinkDeliveredTotal = new Counter({
+      name: 'fleetctl_sink_delivered_total',
+      help: "Log entries a sink's destination acknowledged",
+      labelNames: ['sink', 'environment'],
+      registers,
+    });
+    this.sinkFailedTotal = new Counter({
+      name: 'fleetctl_sink_failed_total',
+      help: 'Failed delivery attempts of a sink (each retried)',
+      labelNames: ['sink', 'environment'],
+      registers,
+    });
+    this.sinkDelivery = new Histogram({
+      name: 'fleetctl_sink_delivery_seconds',
+      help: "Time from an entry's acknowledgement to the agent to its acknowledgement by the sink's destination",
+      labelNames: ['sink', 'environment'],
+      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+      registers,
+    });
     // Every process reads the same spool state: across --workers the figures are one, not a sum.
     const backlog = (name: string, help: string, pick: (b: { entries: number; bytes: number; oldestSeconds: number }) => number) =>
       new Gauge({
-        name, help, labelNames: ['sink', 'environment'], registers, aggregator: 'max',
+        name,
+        help,
+        labelNames: ['sink', 'environment'],
+        registers,
+        aggregator: 'max',
         collect() {
           this.reset();
           for (const b of sources.sinkBacklog?.() ?? []) this.set({ sink: b.sink, environment: b.environment }, pick(b));

@@ -14,7 +14,10 @@ export function auditRoutes(app: App, deps: Deps): void {
   );
   app.get(
     '/api/v1/audit-logs/:id',
-    { config: { rule: RULES.audit }, schema: { params: Type.Object({ id: Type.String({ pattern: '^[1-9][0-9]{0,15}$' }) }), response: { 200: AuditLogEntry } } },
+    {
+      config: { rule: RULES.audit },
+      schema: { params: Type.Object({ id: Type.String({ pattern: '^[1-9][0-9]{0,15}$' }) }), response: { 200: AuditLogEntry } },
+    },
     async (req) => readAuditLog(deps, callerOf(req), Number(req.params.id)),
   );
 }

@@ -28,7 +28,10 @@ export function carvesRoutes(app: App, deps: Deps): void {
     '/api/v1/carves/:env/:action/:name',
     {
       config: { rule: RULES.carveAction },
-      schema: { params: Type.Object({ env: Type.String(), action: Type.String(), name: Type.String() }), response: { 200: MessageResponse } },
+      schema: {
+        params: Type.Object({ env: Type.String(), action: Type.String(), name: Type.String() }),
+        response: { 200: MessageResponse },
+      },
     },
     async (req) => ({ message: await carveAction(deps, callerOf(req), envOf(req), req.params.action, req.params.name, req.ip) }),
   );

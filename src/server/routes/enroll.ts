@@ -22,7 +22,11 @@ export function enrollRoutes(app: App, deps: Deps): void {
       '/api/v1/environments/:env/enroll/:action',
       {
         config: { rule: RULES.enrollAction },
-        schema: { params: Type.Object({ env: Type.String(), action: Type.String() }), body: EnrollBody, response: { 200: MessageResponse } },
+        schema: {
+          params: Type.Object({ env: Type.String(), action: Type.String() }),
+          body: EnrollBody,
+          response: { 200: MessageResponse },
+        },
         preValidation: async (req) => {
           if (req.body === undefined) req.body = {};
         },
@@ -32,7 +36,10 @@ export function enrollRoutes(app: App, deps: Deps): void {
   });
   app.get(
     '/api/v1/environments/:env/enroll/:target',
-    { config: { rule: RULES.enrollRead }, schema: { params: Type.Object({ env: Type.String(), target: Type.String() }), response: { 200: DataResponse } } },
+    {
+      config: { rule: RULES.enrollRead },
+      schema: { params: Type.Object({ env: Type.String(), target: Type.String() }), response: { 200: DataResponse } },
+    },
     async (req) => ({ data: await enrollRead(deps, envOf(req), req.params.target) }),
   );
 }

@@ -6,7 +6,13 @@ import { RULES } from '../permissions.js';
 import type { ErrorCode } from '../../api/index.js';
 
 const STATUS_CODES: Record<number, ErrorCode> = {
-  400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'conflict', 429: 'rate_limited', 503: 'unavailable',
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  429: 'rate_limited',
+  503: 'unavailable',
 };
 
 export function errorRoutes(app: App, _deps: Deps): void {

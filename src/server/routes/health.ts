@@ -28,7 +28,11 @@ export function healthRoutes(app: App, deps: Deps): void {
       } catch {
         throw new HttpError(503, 'unavailable', 'the database does not answer');
       }
-      const full = deps.outOfSpace ? await deps.outOfSpace().catch(() => undefined) : deps.faults.recentlyOutOfSpace() ? 'a write was refused for lack of space' : undefined;
+      const full = deps.outOfSpace
+        ? await deps.outOfSpace().catch(() => undefined)
+        : deps.faults.recentlyOutOfSpace()
+          ? 'a write was refused for lack of space'
+          : undefined;
       if (full) throw new HttpError(503, 'unavailable', `the database is out of space (${full}): writes are refused, reads still work`);
       return { status: 'ok' as const, database: deps.dialect, version: SERVER_VERSION };
     },
@@ -55,7 +59,11 @@ export function metricsRoutes(app: App, deps: Deps): void {
   app.get('/metrics', { config: { rule: RULES.metrics } }, async (req, reply) => {
     if (!deps.metrics) throw new HttpError(404, 'not_found', 'metrics are not collected by this server');
     if (!(await serviceMetrics(deps, req.caller?.generations?.config))) {
-      throw new HttpError(404, 'not_found', 'metrics are off on this API: fleetctl settings set api service_metrics true (or serve them with --metrics-listen)');
+      throw new HttpError(
+        404,
+        'not_found',
+        'metrics are off on this API: fleetctl settings set api service_metrics true (or serve them with --metrics-listen)',
+      );
     }
     const text = await deps.metrics.text();
     return reply.type(deps.metrics.contentType).send(text);

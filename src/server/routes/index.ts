@@ -21,7 +21,25 @@ import { logsRoutes } from './logs.js';
 
 export async function registerRoutes(app: App, deps: Deps): Promise<void> {
   for (const register of [
-    authRoutes, usersRoutes, mfaRoutes, environmentRoutes, enrollRoutes, tagsRoutes, nodeRoutes, settingsRoutes,
-    carvesRoutes, sinksRoutes, auditRoutes, statsRoutes, errorRoutes, queriesRoutes, healthRoutes, metricsRoutes, osqueryConfigRoutes, versionRoutes, logsRoutes,
-  ]) register(app, deps);
+    authRoutes,
+    usersRoutes,
+    mfaRoutes,
+    environmentRoutes,
+    enrollRoutes,
+    tagsRoutes,
+    nodeRoutes,
+    settingsRoutes,
+    carvesRoutes,
+    sinksRoutes,
+    auditRoutes,
+    statsRoutes,
+    errorRoutes,
+    queriesRoutes,
+    healthRoutes,
+    metricsRoutes,
+    osqueryConfigRoutes,
+    versionRoutes,
+    logsRoutes,
+  ])
+    register(app, deps);
 }

@@ -30,12 +30,18 @@ export function logsRoutes(app: App, deps: Deps): void {
   );
   app.get(
     '/api/v1/reports/:env',
-    { config: { rule: RULES.logsRead }, schema: { params: Type.Object({ env: Type.String() }), response: { 200: Type.Array(ReportSummary) } } },
+    {
+      config: { rule: RULES.logsRead },
+      schema: { params: Type.Object({ env: Type.String() }), response: { 200: Type.Array(ReportSummary) } },
+    },
     async (req) => reportList(deps, envOf(req)),
   );
   app.get(
     '/api/v1/reports/:env/:name',
-    { config: { rule: RULES.logsRead }, schema: { params: Type.Object({ env: Type.String(), name: Type.String() }), querystring: ReportQuery } },
+    {
+      config: { rule: RULES.logsRead },
+      schema: { params: Type.Object({ env: Type.String(), name: Type.String() }), querystring: ReportQuery },
+    },
     async (req, reply) => reply.type(JSON_TYPE).send(await reportPage(deps, envOf(req), req.params.name, req.query)),
   );
 }

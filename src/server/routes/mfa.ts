@@ -2,15 +2,27 @@
 import { Type } from '@sinclair/typebox';
 import { callerOf, type App } from './request.js';
 import type { Deps } from '../context.js';
-import { MessageResponse, PasswordBody, TotpBeginResponse, TotpConfirmBody, TotpConfirmResponse, WebauthnCredential } from '../../api/index.js';
+import {
+  MessageResponse,
+  PasswordBody,
+  TotpBeginResponse,
+  TotpConfirmBody,
+  TotpConfirmResponse,
+  WebauthnCredential,
+} from '../../api/index.js';
 import { RULES } from '../permissions.js';
-import { beginTotp, confirmTotp, disableTotp, listWebauthn, regenerateRecoveryCodes, removeWebauthn } from '../services/auth/mfa-factors.js';
+import {
+  beginTotp,
+  confirmTotp,
+  disableTotp,
+  listWebauthn,
+  regenerateRecoveryCodes,
+  removeWebauthn,
+} from '../services/auth/mfa-factors.js';
 
 export function mfaRoutes(app: App, deps: Deps): void {
-  app.post(
-    '/api/v1/users/me/mfa/totp',
-    { config: { rule: RULES.ownMfa }, schema: { response: { 200: TotpBeginResponse } } },
-    async (req) => beginTotp(deps, callerOf(req), req.ip),
+  app.post('/api/v1/users/me/mfa/totp', { config: { rule: RULES.ownMfa }, schema: { response: { 200: TotpBeginResponse } } }, async (req) =>
+    beginTotp(deps, callerOf(req), req.ip),
   );
   app.post(
     '/api/v1/users/me/mfa/totp/confirm',

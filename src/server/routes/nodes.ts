@@ -29,7 +29,10 @@ export function nodeRoutes(app: App, deps: Deps): void {
   );
   app.get(
     '/api/v1/nodes/:env/node/:node',
-    { config: { rule: RULES.nodeRead }, schema: { params: Type.Object({ env: Type.String(), node: Type.String() }), response: { 200: Node } } },
+    {
+      config: { rule: RULES.nodeRead },
+      schema: { params: Type.Object({ env: Type.String(), node: Type.String() }), response: { 200: Node } },
+    },
     async (req) => {
       const node = await readNode(deps, callerOf(req), envOf(req), req.params.node);
       // Issue 30: osquery's last warnings and errors about this node, from its status log.

@@ -13,7 +13,8 @@ const PartParams = Type.Object({ env: Type.String(), part: Type.String() });
 
 function options(req: FastifyRequest): PatchOptions {
   const dry = (req.query as { dry_run?: string }).dry_run;
-  if (dry !== undefined && !['true', 'false', '1', '0', ''].includes(dry)) throw badRequest(`invalid dry_run "${dry}"; valid values: true, false`);
+  if (dry !== undefined && !['true', 'false', '1', '0', ''].includes(dry))
+    throw badRequest(`invalid dry_run "${dry}"; valid values: true, false`);
   // If-Match carries the hash the client read, quoted as an entity tag or bare.
   const ifMatch = req.headers['if-match'];
   const tag = typeof ifMatch === 'string' && ifMatch !== '*' ? ifMatch.trim().replace(/^W\//, '').replace(/^"|"$/g, '') : undefined;
@@ -40,12 +41,18 @@ export function osqueryConfigRoutes(app: App, deps: Deps): void {
   );
   app.patch(
     '/api/v1/environments/:env/config',
-    { config: { ...rule, uniqueKeys: true }, schema: { params: EnvParam, querystring: OsqueryConfigQuery, body: OsqueryConfigPatch, response: { 200: OsqueryConfigView } } },
+    {
+      config: { ...rule, uniqueKeys: true },
+      schema: { params: EnvParam, querystring: OsqueryConfigQuery, body: OsqueryConfigPatch, response: { 200: OsqueryConfigView } },
+    },
     async (req) => patchConfig(deps, callerOf(req), envOf(req), req.body as Record<string, unknown>, options(req), req.ip),
   );
   app.put(
     '/api/v1/environments/:env/config/:part',
-    { config: { ...rule, uniqueKeys: true }, schema: { params: PartParams, querystring: OsqueryConfigQuery, response: { 200: OsqueryConfigView } } },
+    {
+      config: { ...rule, uniqueKeys: true },
+      schema: { params: PartParams, querystring: OsqueryConfigQuery, response: { 200: OsqueryConfigView } },
+    },
     async (req) => replacePart(deps, callerOf(req), envOf(req), req.params.part, req.body, options(req), req.ip),
   );
   app.get(

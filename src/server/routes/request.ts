@@ -1,7 +1,14 @@
 // What routes take from a request: the App type, and the caller and environment the auth hook of
 // app.ts attached. A small module of its own, so that routes never import the app that registers
 // them (no import circle app -> routes -> app).
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../context.js';
 import type { EnvironmentRow } from '../store/schema.js';
@@ -29,7 +36,13 @@ declare module 'fastify' {
   }
 }
 
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 export function callerOf(req: FastifyRequest): Caller {
   if (!req.caller) throw new HttpError(500, 'internal', 'route has no authenticated caller');

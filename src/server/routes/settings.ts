@@ -8,7 +8,10 @@ import { readSettings, updateSetting } from '../services/environments/settings.j
 export function settingsRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/settings/:service/:env',
-    { config: { rule: RULES.settingsRead }, schema: { params: Type.Object({ service: Type.String(), env: Type.String() }), response: { 200: Type.Array(Setting) } } },
+    {
+      config: { rule: RULES.settingsRead },
+      schema: { params: Type.Object({ service: Type.String(), env: Type.String() }), response: { 200: Type.Array(Setting) } },
+    },
     async (req) => readSettings(deps, req.params.service, envOf(req)),
   );
   app.patch(

@@ -30,7 +30,10 @@ export function sinksRoutes(app: App, deps: Deps): void {
   );
   app.patch(
     '/api/v1/log-sinks/:id',
-    { config: { rule: RULES.sinks }, schema: { params: Type.Object({ id: Type.String() }), body: SinkEditBody, response: { 200: LogSink } } },
+    {
+      config: { rule: RULES.sinks },
+      schema: { params: Type.Object({ id: Type.String() }), body: SinkEditBody, response: { 200: LogSink } },
+    },
     async (req) => editSink(deps, callerOf(req), req.params.id, req.body, req.ip),
   );
   app.post(

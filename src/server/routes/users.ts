@@ -8,15 +8,9 @@ import { listUsers, readMe, userAction } from '../services/users/users.js';
 import { changeOwnPassword } from '../services/auth/password.js';
 
 export function usersRoutes(app: App, deps: Deps): void {
-  app.get(
-    '/api/v1/users',
-    { config: { rule: RULES.users }, schema: { response: { 200: Type.Array(User) } } },
-    async () => listUsers(deps),
-  );
-  app.get(
-    '/api/v1/users/me',
-    { config: { rule: RULES.me }, schema: { response: { 200: User } } },
-    async (req) => readMe(deps, callerOf(req)),
+  app.get('/api/v1/users', { config: { rule: RULES.users }, schema: { response: { 200: Type.Array(User) } } }, async () => listUsers(deps));
+  app.get('/api/v1/users/me', { config: { rule: RULES.me }, schema: { response: { 200: User } } }, async (req) =>
+    readMe(deps, callerOf(req)),
   );
   // Checks the current password, so it shares the per-IP login limit (see routes/mfa.ts).
   app.post(

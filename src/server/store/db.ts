@@ -1,6 +1,15 @@
 // Opening the database: the one query layer (Kysely) over SQLite (a file path, the default) or
 // PostgreSQL (a postgres:// URL, for several replicas on one database). Migrations run on open.
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type DatabaseConnection, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type QueryResult,
+  type SqliteDialectConfig,
+} from 'kysely';
 import { statfs } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
@@ -99,11 +108,15 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   // on the event loop; the WAL file is cut back to 64 MiB when it is reset.
   sqlite.pragma('wal_autocheckpoint = 0');
   sqlite.pragma('journal_size_limit = 67108864');
-  const checkpointer = startCheckpointer(path, (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`));
+  const checkpointer = startCheckpointer(path, (message, code) =>
+    warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
+  );
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
   const explain = (text: string, params: readonly unknown[]) =>
-    Promise.resolve((sqlite.prepare(`explain query plan ${text}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail));
+    Promise.resolve(
+      (sqlite.prepare(`explain query plan ${text}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail),
+    );
   const log = slowMs === undefined ? undefined : slowQueryLog(slowMs, explain);
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }), ...(log ? { log } : {}) });
   let migrated: string[];
@@ -133,7 +146,8 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
       sqlite.pragma('optimize = 0x10002');
     } catch (e) {
       // Busy (another process writing) or read-only: the old statistics stay; try next time.
-      if (!/SQLITE_BUSY|readonly/i.test(String((e as { code?: string }).code ?? e))) warn(`sqlite optimize failed: ${(e as Error).message ?? String(e)}`);
+      if (!/SQLITE_BUSY|readonly/i.test(String((e as { code?: string }).code ?? e)))
+        warn(`sqlite optimize failed: ${(e as Error).message ?? String(e)}`);
     }
   };
   optimize();
@@ -242,7 +256,6 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-
 type SqliteDb = InstanceType<typeof import('better-sqlite3')>;
 
 /**
@@ -283,7 +296,11 @@ export class SchemaTooNewError extends ServerSetupError {}
 export async function appliedMigrations(db: Kysely<DB>): Promise<string[]> {
   const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
   if (!tables.some((t) => t.name === 'kysely_migration')) return [];
-  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>).selectFrom('kysely_migration').select('name').orderBy('name').execute();
+  const rows = await (db as unknown as Kysely<{ kysely_migration: { name: string } }>)
+    .selectFrom('kysely_migration')
+    .select('name')
+    .orderBy('name')
+    .execute();
   return rows.map((r) => r.name);
 }
 
@@ -295,7 +312,9 @@ export async function migrationNames(dialect: Dialect): Promise<string[]> {
 /** The migrations this release would apply to the database (none when it is current). */
 export async function pendingMigrations(db: Kysely<DB>, dialect: Dialect): Promise<string[]> {
   const applied = new Set(await appliedMigrations(db));
-  return Object.keys(await migrationProvider(dialect).getMigrations()).filter((n) => !applied.has(n)).sort();
+  return Object.keys(await migrationProvider(dialect).getMigrations())
+    .filter((n) => !applied.has(n))
+    .sort();
 }
 
 /**

@@ -16,9 +16,18 @@ import { sql, type Kysely, type Migration } from 'kysely';
 export function productionMigration(): Migration {
   return {
     async up(db: Kysely<any>) {
-      await db.schema.alterTable('environments').addColumn('hostname_pinned', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('environments').addColumn('certificate_pinned', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('environments').addColumn('detail_refresh', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('environments')
+        .addColumn('hostname_pinned', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('environments')
+        .addColumn('certificate_pinned', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('environments')
+        .addColumn('detail_refresh', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
       await db.schema.alterTable('nodes').addColumn('details_at', 'text').execute();
       await db.schema.createIndex('audit_logs_created').on('audit_logs').column('created_at').execute();
       await db.schema.createIndex('query_results_created').on('query_results').column('created_at').execute();

@@ -11,10 +11,16 @@ export function carveIdsMigration(): Migration {
   return {
     async up(db: Kysely<any>) {
       for (const c of ['carve_guid', 'carve_request_id', 'carve_error', 'carve_error_at']) {
-        await db.schema.alterTable('node_queries').addColumn(c, 'text', (b) => b.notNull().defaultTo('')).execute();
+        await db.schema
+          .alterTable('node_queries')
+          .addColumn(c, 'text', (b) => b.notNull().defaultTo(''))
+          .execute();
       }
       for (const c of ['compression', 'note']) {
-        await db.schema.alterTable('carve_files').addColumn(c, 'text', (b) => b.notNull().defaultTo('')).execute();
+        await db.schema
+          .alterTable('carve_files')
+          .addColumn(c, 'text', (b) => b.notNull().defaultTo(''))
+          .execute();
       }
     },
   };
@@ -35,7 +41,10 @@ export function agentCadenceMigration(): Migration {
   return {
     async up(db: Kysely<any>) {
       for (const c of ['distributed_interval', 'distributed_interval_told']) {
-        await db.schema.alterTable('nodes').addColumn(c, 'integer', (b) => b.notNull().defaultTo(0)).execute();
+        await db.schema
+          .alterTable('nodes')
+          .addColumn(c, 'integer', (b) => b.notNull().defaultTo(0))
+          .execute();
       }
       await db
         .updateTable('environments')

@@ -52,7 +52,9 @@ export function nodeSeenMigration(dialect: Dialect): Migration {
   return {
     async up(db: Kysely<any>) {
       const big = dialect === 'postgres' ? 'bigint' : 'integer';
-      await sql.raw(`create table node_seen (
+      await sql
+        .raw(
+          `create table node_seen (
         node_id integer primary key,
         environment_id integer not null,
         platform_bucket text not null default '',
@@ -61,15 +63,23 @@ export function nodeSeenMigration(dialect: Dialect): Migration {
         last_seen text not null default '',
         bytes_received ${big} not null default 0,
         config_fetched_at text
-      )`).execute(db);
-      await sql.raw(`insert into node_seen (node_id, ${SEEN_COPIES.join(', ')}, last_seen, bytes_received, config_fetched_at)
-        select id, ${SEEN_COPIES.join(', ')}, coalesce(last_seen, ''), bytes_received, config_fetched_at from nodes`).execute(db);
+      )`,
+        )
+        .execute(db);
+      await sql
+        .raw(
+          `insert into node_seen (node_id, ${SEEN_COPIES.join(', ')}, last_seen, bytes_received, config_fetched_at)
+        select id, ${SEEN_COPIES.join(', ')}, coalesce(last_seen, ''), bytes_received, config_fetched_at from nodes`,
+        )
+        .execute(db);
       for (const [name, cols] of SEEN_INDEXES) {
         await sql.raw(`create index ${name} on node_seen (${cols.join(', ')})`).execute(db);
       }
       const watched = WATCHED;
       if (dialect === 'postgres') {
-        await sql.raw(`create function node_seen_sync() returns trigger language plpgsql as $$
+        await sql
+          .raw(
+            `create function node_seen_sync() returns trigger language plpgsql as $$
           begin
             if tg_op = 'INSERT' then
               insert into node_seen (node_id, ${SEEN_COPIES.join(', ')}) values (new.id, ${SEEN_COPIES.map((c) => `new.${c}`).join(', ')});
@@ -79,40 +89,89 @@ export function nodeSeenMigration(dialect: Dialect): Migration {
               delete from node_seen where node_id = old.id;
             end if;
             return null;
-          end $$`).execute(db);
+          end $$`,
+          )
+          .execute(db);
         await sql.raw(`create trigger node_seen_ins after insert on nodes for each row execute function node_seen_sync()`).execute(db);
-        await sql.raw(`create trigger node_seen_upd after update of ${SEEN_COPIES.join(', ')} on nodes for each row when (${changed(SEEN_COPIES, 'is distinct from')}) execute function node_seen_sync()`).execute(db);
+        await sql
+          .raw(
+            `create trigger node_seen_upd after update of ${SEEN_COPIES.join(', ')} on nodes for each row when (${changed(SEEN_COPIES, 'is distinct from')}) execute function node_seen_sync()`,
+          )
+          .execute(db);
         await sql.raw(`create trigger node_seen_del after delete on nodes for each row execute function node_seen_sync()`).execute(db);
         await sql.raw(`drop trigger nodes_au_generation on nodes`).execute(db);
-        await sql.raw(`create function node_generation_bump_row() returns trigger language plpgsql as $$
+        await sql
+          .raw(
+            `create function node_generation_bump_row() returns trigger language plpgsql as $$
           begin
             update node_generation set generation = generation + 1 where id = any (tg_argv[0]::int[]);
             return null;
-          end $$`).execute(db);
-        await sql.raw(`create trigger nodes_au_generation after update of ${watched.join(', ')} on nodes for each row when (${changed(watched, 'is distinct from')}) execute function node_generation_bump_row('{1,2}')`).execute(db);
+          end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger nodes_au_generation after update of ${watched.join(', ')} on nodes for each row when (${changed(watched, 'is distinct from')}) execute function node_generation_bump_row('{1,2}')`,
+          )
+          .execute(db);
         await sql.raw(`drop trigger node_tags_content on node_tags`).execute(db);
         await sql.raw(`drop trigger tags_content on tags`).execute(db);
         for (const table of ['node_tags', 'tags'])
-          await sql.raw(`create trigger ${table}_content after insert or update or delete on ${table} for each statement execute function node_generation_bump('{1,2}')`).execute(db);
+          await sql
+            .raw(
+              `create trigger ${table}_content after insert or update or delete on ${table} for each statement execute function node_generation_bump('{1,2}')`,
+            )
+            .execute(db);
         await sql.raw(`drop index if exists nodes_env_bucket_lastseen_id`).execute(db);
       } else {
-        await sql.raw(`create trigger node_seen_ins after insert on nodes begin
-          insert into node_seen (node_id, ${SEEN_COPIES.join(', ')}) values (new.id, ${SEEN_COPIES.map((c) => `new.${c}`).join(', ')}); end`).execute(db);
-        await sql.raw(`create trigger node_seen_upd after update of ${SEEN_COPIES.join(', ')} on nodes when ${changed(SEEN_COPIES)} begin
-          update node_seen set ${SEEN_COPIES.map((c) => `${c} = new.${c}`).join(', ')} where node_id = new.id; end`).execute(db);
-        await sql.raw(`create trigger node_seen_del after delete on nodes begin delete from node_seen where node_id = old.id; end`).execute(db);
+        await sql
+          .raw(
+            `create trigger node_seen_ins after insert on nodes begin
+          insert into node_seen (node_id, ${SEEN_COPIES.join(', ')}) values (new.id, ${SEEN_COPIES.map((c) => `new.${c}`).join(', ')}); end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger node_seen_upd after update of ${SEEN_COPIES.join(', ')} on nodes when ${changed(SEEN_COPIES)} begin
+          update node_seen set ${SEEN_COPIES.map((c) => `${c} = new.${c}`).join(', ')} where node_id = new.id; end`,
+          )
+          .execute(db);
+        await sql
+          .raw(`create trigger node_seen_del after delete on nodes begin delete from node_seen where node_id = old.id; end`)
+          .execute(db);
         // last_seen leaves the counted columns (and SQLite drops no column a trigger names).
         await sql.raw(`drop trigger nodes_au_generation`).execute(db);
-        await sql.raw(`create trigger nodes_au_generation after update of ${watched.join(', ')} on nodes when ${changed(watched)} begin
-          update node_generation set generation = generation + 1 where id in (1, 2); end`).execute(db);
-        for (const [table, event] of [['node_tags', 'insert'], ['node_tags', 'delete'], ['node_tags', 'update'], ['tags', 'update'], ['tags', 'delete']]) {
+        await sql
+          .raw(
+            `create trigger nodes_au_generation after update of ${watched.join(', ')} on nodes when ${changed(watched)} begin
+          update node_generation set generation = generation + 1 where id in (1, 2); end`,
+          )
+          .execute(db);
+        for (const [table, event] of [
+          ['node_tags', 'insert'],
+          ['node_tags', 'delete'],
+          ['node_tags', 'update'],
+          ['tags', 'update'],
+          ['tags', 'delete'],
+        ]) {
           await sql.raw(`drop trigger ${table}_${event}_content`).execute(db);
-          await sql.raw(`create trigger ${table}_${event}_content after ${event} on ${table} begin update node_generation set generation = generation + 1 where id in (1, 2); end`).execute(db);
+          await sql
+            .raw(
+              `create trigger ${table}_${event}_content after ${event} on ${table} begin update node_generation set generation = generation + 1 where id in (1, 2); end`,
+            )
+            .execute(db);
         }
       }
-      await db.insertInto('node_generation').values([{ id: SEEN_GENERATION, generation: 0 }, { id: CHECKINS_GENERATION, generation: 0 }]).execute();
+      await db
+        .insertInto('node_generation')
+        .values([
+          { id: SEEN_GENERATION, generation: 0 },
+          { id: CHECKINS_GENERATION, generation: 0 },
+        ])
+        .execute();
       for (const name of OLD_INDEXES) await sql.raw(`drop index if exists ${name}`).execute(db);
-      for (const col of ['last_seen', 'bytes_received', 'config_fetched_at']) await sql.raw(`alter table nodes drop column ${col}`).execute(db);
+      for (const col of ['last_seen', 'bytes_received', 'config_fetched_at'])
+        await sql.raw(`alter table nodes drop column ${col}`).execute(db);
     },
   };
 }

@@ -16,14 +16,15 @@ import type { Dialect } from './dialect.js';
 export function spoolMigration(dialect: Dialect): Migration {
   return {
     // Migrations see the schema as it was then, not as schema.ts types it now.
-     
+
     async up(db: Kysely<any>) {
       let spool = db.schema.createTable('log_spool');
-      spool = dialect === 'postgres'
-        ? spool.addColumn('id', 'bigserial', (c) => c.primaryKey())
-        // AUTOINCREMENT: an id is never reused, even after the newest rows were pruned (a cursor
-        // past them must never see a new row below it).
-        : spool.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      spool =
+        dialect === 'postgres'
+          ? spool.addColumn('id', 'bigserial', (c) => c.primaryKey())
+          : // AUTOINCREMENT: an id is never reused, even after the newest rows were pruned (a cursor
+            // past them must never see a new row below it).
+            spool.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
       await spool
         .addColumn('environment_id', 'integer', (c) => c.notNull())
         .addColumn('node_id', 'integer', (c) => c.notNull())

@@ -27,14 +27,49 @@ function initial(dialect: Dialect): Migration {
     async up(db: Kysely<any>) {
       const T = (name: string) => withId(db.schema.createTable<string>(name), dialect);
       const envText = [
-        'uuid', 'name', 'type', 'hostname', 'icon', 'secret', 'certificate', 'flags', 'options', 'schedule', 'packs',
-        'decorators', 'atc', 'configuration', 'enroll_path', 'enroll_secret_path', 'remove_secret_path', 'config_path',
-        'log_path', 'query_read_path', 'query_write_path', 'carver_init_path', 'carver_block_path', 'enroll_expire',
-        'remove_expire', 'deb_package', 'msi_package', 'pkg_package', 'rpm_package', 'created_at', 'updated_at',
+        'uuid',
+        'name',
+        'type',
+        'hostname',
+        'icon',
+        'secret',
+        'certificate',
+        'flags',
+        'options',
+        'schedule',
+        'packs',
+        'decorators',
+        'atc',
+        'configuration',
+        'enroll_path',
+        'enroll_secret_path',
+        'remove_secret_path',
+        'config_path',
+        'log_path',
+        'query_read_path',
+        'query_write_path',
+        'carver_init_path',
+        'carver_block_path',
+        'enroll_expire',
+        'remove_expire',
+        'deb_package',
+        'msi_package',
+        'pkg_package',
+        'rpm_package',
+        'created_at',
+        'updated_at',
       ];
       const envInt = [
-        'user_id', 'accept_enrolls', 'config_tls', 'logging_tls', 'query_tls', 'carves_tls', 'debug_http',
-        'config_interval', 'log_interval', 'query_interval',
+        'user_id',
+        'accept_enrolls',
+        'config_tls',
+        'logging_tls',
+        'query_tls',
+        'carves_tls',
+        'debug_http',
+        'config_interval',
+        'log_interval',
+        'query_interval',
       ];
       let env = T('environments');
       for (const c of envText) env = env.addColumn(c, text, (b) => b.notNull().defaultTo(''));
@@ -59,7 +94,8 @@ function initial(dialect: Dialect): Migration {
         .addColumn('last_login_at', text)
         .execute();
 
-      await db.schema.createTable('user_env_access')
+      await db.schema
+        .createTable('user_env_access')
         .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('environment_id', int, (c) => c.notNull().references('environments.id').onDelete('cascade'))
         .addColumn('user_level', int, (c) => c.notNull().defaultTo(0))
@@ -69,7 +105,8 @@ function initial(dialect: Dialect): Migration {
         .addPrimaryKeyConstraint('user_env_access_pk', ['user_id', 'environment_id'])
         .execute();
 
-      await db.schema.createTable('sessions')
+      await db.schema
+        .createTable('sessions')
         .addColumn('jti', text, (c) => c.primaryKey())
         .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('csrf_token', text, (c) => c.notNull())
@@ -86,7 +123,8 @@ function initial(dialect: Dialect): Migration {
         .execute();
       await db.schema.createIndex('recovery_codes_user').on('recovery_codes').column('user_id').execute();
 
-      await db.schema.createTable('webauthn_credentials')
+      await db.schema
+        .createTable('webauthn_credentials')
         .addColumn('id', text, (c) => c.primaryKey())
         .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('name', text, (c) => c.notNull())
@@ -94,7 +132,8 @@ function initial(dialect: Dialect): Migration {
         .addColumn('last_used_at', text)
         .execute();
 
-      await db.schema.createTable('mfa_challenges')
+      await db.schema
+        .createTable('mfa_challenges')
         .addColumn('id', text, (c) => c.primaryKey())
         .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('environment_id', int, (c) => c.notNull())
@@ -106,9 +145,27 @@ function initial(dialect: Dialect): Migration {
         .execute();
 
       const nodeText = [
-        'uuid', 'node_key', 'hostname', 'localname', 'ip_address', 'country_code', 'platform', 'platform_bucket',
-        'platform_version', 'osquery_user', 'osquery_version', 'osquery_version_key', 'cpu', 'memory',
-        'hardware_serial', 'config_hash', 'daemon_hash', 'extra_data', 'username', 'system_info', 'created_at',
+        'uuid',
+        'node_key',
+        'hostname',
+        'localname',
+        'ip_address',
+        'country_code',
+        'platform',
+        'platform_bucket',
+        'platform_version',
+        'osquery_user',
+        'osquery_version',
+        'osquery_version_key',
+        'cpu',
+        'memory',
+        'hardware_serial',
+        'config_hash',
+        'daemon_hash',
+        'extra_data',
+        'username',
+        'system_info',
+        'created_at',
         'updated_at',
       ];
       let nodes = T('nodes');
@@ -139,7 +196,9 @@ function initial(dialect: Dialect): Migration {
         // PostgreSQL sorts NULL last ascending; SQLite first. last_seen is the one nullable sort
         // column: built NULLS FIRST on PostgreSQL, both directions read it in SQLite's order.
         if (dialect === 'postgres' && cols.includes('last_seen')) {
-          await sql.raw(`create index ${name} on nodes (${cols.map((c) => (c === 'last_seen' ? 'last_seen nulls first' : c)).join(', ')})`).execute(db);
+          await sql
+            .raw(`create index ${name} on nodes (${cols.map((c) => (c === 'last_seen' ? 'last_seen nulls first' : c)).join(', ')})`)
+            .execute(db);
         } else await db.schema.createIndex(name).on('nodes').columns(cols).execute();
       }
 
@@ -159,7 +218,8 @@ function initial(dialect: Dialect): Migration {
         .execute();
       await db.schema.createIndex('tags_env_name').unique().on('tags').columns(['environment_id', 'name']).execute();
 
-      await db.schema.createTable('node_tags')
+      await db.schema
+        .createTable('node_tags')
         .addColumn('node_id', int, (c) => c.notNull().references('nodes.id').onDelete('cascade'))
         .addColumn('tag_id', int, (c) => c.notNull().references('tags.id').onDelete('cascade'))
         .addPrimaryKeyConstraint('node_tags_pk', ['node_id', 'tag_id'])
@@ -198,7 +258,19 @@ function initial(dialect: Dialect): Migration {
       await db.schema.createIndex('log_sinks_env').on('log_sinks').columns(['environment_id', 'sort_order']).execute();
 
       let q = T('queries');
-      for (const c of ['name', 'query', 'path', 'type', 'target', 'targets', 'creator', 'expiration', 'extra_data', 'created_at', 'updated_at'])
+      for (const c of [
+        'name',
+        'query',
+        'path',
+        'type',
+        'target',
+        'targets',
+        'creator',
+        'expiration',
+        'extra_data',
+        'created_at',
+        'updated_at',
+      ])
         q = q.addColumn(c, text, (b) => b.notNull().defaultTo(''));
       for (const c of ['active', 'completed', 'deleted', 'expired', 'hidden', 'protected', 'errors', 'executions', 'expected'])
         q = q.addColumn(c, int, (b) => b.notNull().defaultTo(0));
@@ -207,7 +279,8 @@ function initial(dialect: Dialect): Migration {
       await db.schema.createIndex('queries_env_name').unique().on('queries').columns(['environment_id', 'name']).execute();
       await db.schema.createIndex('queries_env_type').on('queries').columns(['environment_id', 'type', 'active']).execute();
 
-      await db.schema.createTable('carve_files')
+      await db.schema
+        .createTable('carve_files')
         .addColumn('uuid', text, (c) => c.primaryKey())
         .addColumn('query_id', int, (c) => c.notNull().references('queries.id').onDelete('cascade'))
         .addColumn('carve_id', text, (c) => c.notNull())
@@ -239,7 +312,8 @@ function initial(dialect: Dialect): Migration {
       await db.schema.createIndex('audit_logs_service').on('audit_logs').columns(['service', 'id']).execute();
       await db.schema.createIndex('audit_logs_env').on('audit_logs').columns(['environment_id', 'id']).execute();
 
-      await db.schema.createTable('server_meta')
+      await db.schema
+        .createTable('server_meta')
         .addColumn('key', text, (c) => c.primaryKey())
         .addColumn('value', text, (c) => c.notNull())
         .execute();
@@ -251,8 +325,12 @@ function initial(dialect: Dialect): Migration {
 function trust(): Migration {
   return {
     async up(db: Kysely<any>) {
-      await db.schema.alterTable('audit_logs').addColumn('count', int, (c) => c.notNull().defaultTo(1)).execute();
-      await db.schema.createTable('login_addresses')
+      await db.schema
+        .alterTable('audit_logs')
+        .addColumn('count', int, (c) => c.notNull().defaultTo(1))
+        .execute();
+      await db.schema
+        .createTable('login_addresses')
         .addColumn('user_id', int, (c) => c.notNull().references('users.id').onDelete('cascade'))
         .addColumn('source_ip', text, (c) => c.notNull())
         .addColumn('last_login_at', text, (c) => c.notNull())
@@ -271,7 +349,8 @@ function trust(): Migration {
 function agents(dialect: Dialect): Migration {
   return {
     async up(db: Kysely<any>) {
-      await db.schema.createTable('node_queries')
+      await db.schema
+        .createTable('node_queries')
         .addColumn('query_id', int, (c) => c.notNull())
         .addColumn('node_id', int, (c) => c.notNull())
         .addColumn('status', text, (c) => c.notNull().defaultTo('pending'))
@@ -289,7 +368,8 @@ function agents(dialect: Dialect): Migration {
         .addColumn('created_at', text, (c) => c.notNull())
         .execute();
       await db.schema.createIndex('query_results_query').on('query_results').columns(['query_id', 'id']).execute();
-      await db.schema.createTable('carve_blocks')
+      await db.schema
+        .createTable('carve_blocks')
         .addColumn('session_id', text, (c) => c.notNull())
         .addColumn('block_id', int, (c) => c.notNull())
         .addColumn('data', text, (c) => c.notNull())
@@ -310,7 +390,8 @@ function agents(dialect: Dialect): Migration {
 function sharedState(): Migration {
   return {
     async up(db: Kysely<any>) {
-      await db.schema.createTable('rate_windows')
+      await db.schema
+        .createTable('rate_windows')
         .addColumn('scope', text, (c) => c.notNull())
         .addColumn('key', text, (c) => c.notNull())
         .addColumn('window_start', big, (c) => c.notNull())
@@ -318,7 +399,8 @@ function sharedState(): Migration {
         .addPrimaryKeyConstraint('rate_windows_pk', ['scope', 'key'])
         .execute();
       await db.schema.createIndex('rate_windows_start').on('rate_windows').column('window_start').execute();
-      await db.schema.createTable('denial_windows')
+      await db.schema
+        .createTable('denial_windows')
         .addColumn('source_ip', text, (c) => c.notNull())
         .addColumn('username', text, (c) => c.notNull())
         .addColumn('window_start', big, (c) => c.notNull())
@@ -348,8 +430,19 @@ function osqueryConfig(): Migration {
           continue;
         }
         const o = v as Record<string, unknown>;
-        if (o && typeof o === 'object' && Object.keys(o).length === 1 && o.options && typeof o.options === 'object' && !Array.isArray(o.options)) {
-          await db.updateTable('environments').set({ options: JSON.stringify(o.options) }).where('id', '=', e.id).execute();
+        if (
+          o &&
+          typeof o === 'object' &&
+          Object.keys(o).length === 1 &&
+          o.options &&
+          typeof o.options === 'object' &&
+          !Array.isArray(o.options)
+        ) {
+          await db
+            .updateTable('environments')
+            .set({ options: JSON.stringify(o.options) })
+            .where('id', '=', e.id)
+            .execute();
         }
       }
     },
@@ -382,8 +475,26 @@ function carveSessions(dialect: Dialect): Migration {
         .addColumn('completed_at', text, (c) => c.notNull().defaultTo(''))
         .addColumn('sha256', text, (c) => c.notNull().defaultTo(''))
         .execute();
-      const cols = ['uuid', 'query_id', 'carve_id', 'session_id', 'path', 'status', 'archived', 'block_size', 'carve_size', 'total_blocks', 'completed_blocks', 'created_at', 'completed_at'];
-      await db.insertInto('carve_files_new').columns(cols).expression(db.selectFrom('carve_files').select(cols).orderBy('created_at')).execute();
+      const cols = [
+        'uuid',
+        'query_id',
+        'carve_id',
+        'session_id',
+        'path',
+        'status',
+        'archived',
+        'block_size',
+        'carve_size',
+        'total_blocks',
+        'completed_blocks',
+        'created_at',
+        'completed_at',
+      ];
+      await db
+        .insertInto('carve_files_new')
+        .columns(cols)
+        .expression(db.selectFrom('carve_files').select(cols).orderBy('created_at'))
+        .execute();
       await db.schema.dropTable('carve_files').execute();
       await db.schema.alterTable('carve_files_new').renameTo('carve_files').execute();
       await db.schema.createIndex('carve_files_query').on('carve_files').columns(['query_id', 'created_at']).execute();

@@ -7,7 +7,16 @@ import type { Dialect } from './dialect.js';
 import { likeContains } from '../lib/pagination.js';
 
 /** The columns `q` matches (contract.md 4.11), case-insensitive substring. */
-export const SEARCH_COLUMNS = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
+export const SEARCH_COLUMNS = [
+  'uuid',
+  'hostname',
+  'localname',
+  'ip_address',
+  'username',
+  'osquery_user',
+  'platform',
+  'osquery_version',
+] as const;
 
 /** Trigram indexes need three characters; shorter `q` falls back to a scan (same results). */
 export const MIN_INDEXED_QUERY = 3;
@@ -39,18 +48,34 @@ async function createPostgresNodeIndex(db: Kysely<any>): Promise<void> {
   await sql.raw(`create index nodes_search_trgm on nodes using gin ((${pgSearchText()}) gin_trgm_ops)`).execute(db);
   // Statement-level: one bump per statement, not per row (a 100k-row seed bumps once), and
   // the bump's row lock is held only to the end of the writing transaction.
-  await sql.raw(`create function node_generation_bump() returns trigger language plpgsql as $$
+  await sql
+    .raw(
+      `create function node_generation_bump() returns trigger language plpgsql as $$
     begin
       update node_generation set generation = generation + 1 where id = any (tg_argv[0]::int[]);
       return null;
-    end $$`).execute(db);
+    end $$`,
+    )
+    .execute(db);
   const both = `'{1,2}'`;
   const content = `'{2}'`;
-  await sql.raw(`create trigger nodes_ins_del after insert or delete on nodes for each statement execute function node_generation_bump(${both})`).execute(db);
-  await sql.raw(`create trigger nodes_au_generation after update of ${WATCHED.join(', ')} on nodes for each statement execute function node_generation_bump(${both})`).execute(db);
-  await sql.raw(`create trigger nodes_au_content after update on nodes for each statement execute function node_generation_bump(${content})`).execute(db);
+  await sql
+    .raw(`create trigger nodes_ins_del after insert or delete on nodes for each statement execute function node_generation_bump(${both})`)
+    .execute(db);
+  await sql
+    .raw(
+      `create trigger nodes_au_generation after update of ${WATCHED.join(', ')} on nodes for each statement execute function node_generation_bump(${both})`,
+    )
+    .execute(db);
+  await sql
+    .raw(`create trigger nodes_au_content after update on nodes for each statement execute function node_generation_bump(${content})`)
+    .execute(db);
   for (const table of ['node_tags', 'tags'])
-    await sql.raw(`create trigger ${table}_content after insert or update or delete on ${table} for each statement execute function node_generation_bump(${content})`).execute(db);
+    await sql
+      .raw(
+        `create trigger ${table}_content after insert or update or delete on ${table} for each statement execute function node_generation_bump(${content})`,
+      )
+      .execute(db);
 }
 
 export async function createNodeIndex(db: Kysely<any>, dialect: Dialect): Promise<void> {
@@ -59,22 +84,42 @@ export async function createNodeIndex(db: Kysely<any>, dialect: Dialect): Promis
   const newCols = SEARCH_COLUMNS.map((c) => `new.${c}`).join(', ');
   const oldCols = SEARCH_COLUMNS.map((c) => `old.${c}`).join(', ');
   // External-content FTS5 table: the text lives once, in nodes; the index holds trigrams only.
-  await sql.raw(`create virtual table nodes_search using fts5(${cols}, content='nodes', content_rowid='id', tokenize='trigram case_sensitive 0')`).execute(db);
+  await sql
+    .raw(`create virtual table nodes_search using fts5(${cols}, content='nodes', content_rowid='id', tokenize='trigram case_sensitive 0')`)
+    .execute(db);
   await sql.raw(`insert into nodes_search(nodes_search) values('rebuild')`).execute(db);
   // Row 1 (counts): nodes added, removed, or a counted/filtered/searched column changed.
   // Row 2 (content): anything a listed node shows changed, its tags included.
   const bump = `update node_generation set generation = generation + 1 where id in (1, 2);`;
   const bumpContent = `update node_generation set generation = generation + 1 where id = 2;`;
-  await sql.raw(`create trigger nodes_ai after insert on nodes begin
-    insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); ${bump} end`).execute(db);
-  await sql.raw(`create trigger nodes_ad after delete on nodes begin
-    insert into nodes_search(nodes_search, rowid, ${cols}) values ('delete', old.id, ${oldCols}); ${bump} end`).execute(db);
-  await sql.raw(`create trigger nodes_au_search after update of ${cols} on nodes begin
+  await sql
+    .raw(
+      `create trigger nodes_ai after insert on nodes begin
+    insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); ${bump} end`,
+    )
+    .execute(db);
+  await sql
+    .raw(
+      `create trigger nodes_ad after delete on nodes begin
+    insert into nodes_search(nodes_search, rowid, ${cols}) values ('delete', old.id, ${oldCols}); ${bump} end`,
+    )
+    .execute(db);
+  await sql
+    .raw(
+      `create trigger nodes_au_search after update of ${cols} on nodes begin
     insert into nodes_search(nodes_search, rowid, ${cols}) values ('delete', old.id, ${oldCols});
-    insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); end`).execute(db);
+    insert into nodes_search(rowid, ${cols}) values (new.id, ${newCols}); end`,
+    )
+    .execute(db);
   await sql.raw(`create trigger nodes_au_generation after update of ${WATCHED.join(', ')} on nodes begin ${bump} end`).execute(db);
   await sql.raw(`create trigger nodes_au_content after update on nodes begin ${bumpContent} end`).execute(db);
-  for (const [table, event] of [['node_tags', 'insert'], ['node_tags', 'delete'], ['node_tags', 'update'], ['tags', 'update'], ['tags', 'delete']])
+  for (const [table, event] of [
+    ['node_tags', 'insert'],
+    ['node_tags', 'delete'],
+    ['node_tags', 'update'],
+    ['tags', 'update'],
+    ['tags', 'delete'],
+  ])
     await sql.raw(`create trigger ${table}_${event}_content after ${event} on ${table} begin ${bumpContent} end`).execute(db);
 }
 
@@ -92,7 +137,8 @@ export function searchMatch(dialect: Dialect, q: string, scan = false): Expressi
   }
   const pattern = likeContains(q.toLowerCase());
   // The joined text has the separator between columns: without it in q, a match never spans two.
-  if (dialect === 'sqlite' && scan && !q.includes('\x1f')) return sql<SqlBool>`${sql.raw(sqliteSearchText('nodes.'))} like ${pattern} escape '\\'`;
+  if (dialect === 'sqlite' && scan && !q.includes('\x1f'))
+    return sql<SqlBool>`${sql.raw(sqliteSearchText('nodes.'))} like ${pattern} escape '\\'`;
   const ors = SEARCH_COLUMNS.map((c) => sql`lower(${sql.ref(`nodes.${c}`)}) like ${pattern} escape '\\'`);
   const any = sql<SqlBool>`(${sql.join(ors, sql` or `)})`;
   if (dialect === 'postgres' && [...q].length >= MIN_INDEXED_QUERY && !q.includes('\x1f')) {
@@ -138,7 +184,17 @@ const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_gene
 export async function readGenerations(db: Kysely<any>): Promise<Generations> {
   const rows = (await db.executeQuery(READ_GENERATIONS)).rows as { id: number; generation: number | string }[];
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
-  return { counts: of(1), content: of(2), auth: of(3), config: of(4), audit: of(6), nodeKeys: of(7), liveQueries: of(8), seen: of(9), checkins: of(10) };
+  return {
+    counts: of(1),
+    content: of(2),
+    auth: of(3),
+    config: of(4),
+    audit: of(6),
+    nodeKeys: of(7),
+    liveQueries: of(8),
+    seen: of(9),
+    checkins: of(10),
+  };
 }
 
 /** The tables whose changes move the auth (3) and config (4) counters. */
@@ -152,13 +208,27 @@ const REQUEST_CACHE_TABLES: [table: string, events: ('insert' | 'update' | 'dele
 
 /** 006_request_caches: counters 3 (auth) and 4 (config) and the triggers that move them. */
 export async function createRequestCacheCounters(db: Kysely<any>, dialect: Dialect): Promise<void> {
-  await db.insertInto('node_generation').values([{ id: 3, generation: 0 }, { id: 4, generation: 0 }]).execute();
+  await db
+    .insertInto('node_generation')
+    .values([
+      { id: 3, generation: 0 },
+      { id: 4, generation: 0 },
+    ])
+    .execute();
   for (const [table, events, id] of REQUEST_CACHE_TABLES) {
     if (dialect === 'postgres') {
-      await sql.raw(`create trigger ${table}_generation after ${events.join(' or ')} on ${table} for each statement execute function node_generation_bump('{${id}}')`).execute(db);
+      await sql
+        .raw(
+          `create trigger ${table}_generation after ${events.join(' or ')} on ${table} for each statement execute function node_generation_bump('{${id}}')`,
+        )
+        .execute(db);
     } else {
       for (const event of events)
-        await sql.raw(`create trigger ${table}_${event}_generation after ${event} on ${table} begin update node_generation set generation = generation + 1 where id = ${id}; end`).execute(db);
+        await sql
+          .raw(
+            `create trigger ${table}_${event}_generation after ${event} on ${table} begin update node_generation set generation = generation + 1 where id = ${id}; end`,
+          )
+          .execute(db);
     }
   }
 }

@@ -30,7 +30,9 @@ async function loadPg(): Promise<Pg> {
     const m = (await import('pg')) as unknown as Pg & { default?: Pg };
     return m.default ?? m;
   } catch (e) {
-    throw new MissingDependencyError(`PostgreSQL support needs the package pg, which is not installed (${(e as Error).message.split('\n')[0]}); run npm ci again`);
+    throw new MissingDependencyError(
+      `PostgreSQL support needs the package pg, which is not installed (${(e as Error).message.split('\n')[0]}); run npm ci again`,
+    );
   }
 }
 
@@ -50,7 +52,10 @@ export function redactUrl(url: string): string {
  * asked): disable, require (encrypted, certificate not checked, as libpq), verify-ca and
  * verify-full (checked against --db-ca or the system CAs). --db-ca alone means verify-full.
  */
-function tlsOptions(url: URL, caFile: string | undefined): false | { rejectUnauthorized: boolean; ca?: string; checkServerIdentity?: () => undefined } {
+function tlsOptions(
+  url: URL,
+  caFile: string | undefined,
+): false | { rejectUnauthorized: boolean; ca?: string; checkServerIdentity?: () => undefined } {
   const mode = url.searchParams.get('sslmode') ?? (caFile ? 'verify-full' : 'disable');
   const ca = caFile ? readFileSync(caFile, 'utf8') : undefined;
   switch (mode) {
@@ -74,12 +79,17 @@ function connectError(e: unknown, url: string): ServerSetupError {
   const err = e as NodeJS.ErrnoException & { code?: string };
   const where = redactUrl(url);
   const reason =
-    err.code === 'ECONNREFUSED' ? 'connection refused' :
-    err.code === 'ENOTFOUND' ? 'host not found' :
-    err.code === '28P01' ? 'password authentication failed' :
-    err.code === '3D000' ? 'database does not exist' :
-    err.code === '28000' ? 'no access for this user' :
-    (err.message ?? String(e)).split('\n')[0];
+    err.code === 'ECONNREFUSED'
+      ? 'connection refused'
+      : err.code === 'ENOTFOUND'
+        ? 'host not found'
+        : err.code === '28P01'
+          ? 'password authentication failed'
+          : err.code === '3D000'
+            ? 'database does not exist'
+            : err.code === '28000'
+              ? 'no access for this user'
+              : (err.message ?? String(e)).split('\n')[0];
   return new ServerSetupError(`cannot open the PostgreSQL database ${where}: ${reason}`);
 }
 
@@ -125,7 +135,12 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   const onQuery = opts.onQuery;
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with PostgreSQL's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
-  const slow = slowMs === undefined ? undefined : slowQueryLog(slowMs, async (text, params) => (await pool.query<Record<string, string>>(`explain ${text}`, [...params])).rows.map((r) => r['QUERY PLAN'] ?? ''));
+  const slow =
+    slowMs === undefined
+      ? undefined
+      : slowQueryLog(slowMs, async (text, params) =>
+          (await pool.query<Record<string, string>>(`explain ${text}`, [...params])).rows.map((r) => r['QUERY PLAN'] ?? ''),
+        );
   const db = new Kysely<DB>({
     dialect: new PostgresDialect({ pool }),
     ...(onQuery || slow
@@ -157,5 +172,15 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   }
   // Autovacuum analyses tables as they change; a bulk load is analysed at once instead.
   const analyze = async () => void (await pool.query('analyze'));
-  return { db, adminDb: db, dialect: 'postgres', write: (statements) => writeInTransaction(db, statements), writeDb: db, migrated, exclusive, analyze, close: () => db.destroy() };
+  return {
+    db,
+    adminDb: db,
+    dialect: 'postgres',
+    write: (statements) => writeInTransaction(db, statements),
+    writeDb: db,
+    migrated,
+    exclusive,
+    analyze,
+    close: () => db.destroy(),
+  };
 }

@@ -463,7 +463,8 @@ export interface DB {
 export type EnvironmentRow = Selectable<EnvironmentsTable>;
 export type UserRow = Selectable<UsersTable>;
 /** A node with what its check-ins keep in node_seen (services read both: fleet/node-columns.ts). */
-export type NodeRow = Selectable<NodesTable> & Pick<Selectable<NodeSeenTable>, 'bytes_received' | 'config_fetched_at'> & { last_seen: string | null };
+export type NodeRow = Selectable<NodesTable> &
+  Pick<Selectable<NodeSeenTable>, 'bytes_received' | 'config_fetched_at'> & { last_seen: string | null };
 export type NewNode = Insertable<NodesTable>;
 export type TagRow = Selectable<TagsTable>;
 export type SettingRow = Selectable<SettingsTable>;

@@ -12,7 +12,11 @@ export function slowQueryMs(env: NodeJS.ProcessEnv = process.env): number | unde
 }
 
 /** Kysely's `log` option for one database handle. `explain` returns the plan's lines for a statement. */
-export function slowQueryLog(ms: number, explain: (sql: string, params: readonly unknown[]) => Promise<string[]>, write: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): (event: LogEvent) => void {
+export function slowQueryLog(
+  ms: number,
+  explain: (sql: string, params: readonly unknown[]) => Promise<string[]>,
+  write: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
+): (event: LogEvent) => void {
   const lastLogged = new Map<string, number>();
   return (event) => {
     if (event.level !== 'query' || event.queryDurationMillis < ms) return;
@@ -27,8 +31,24 @@ export function slowQueryLog(ms: number, explain: (sql: string, params: readonly
     Promise.resolve()
       .then(() => explain(text, event.query.parameters))
       .then(
-        (plan) => write(JSON.stringify({ time: new Date(now).toISOString(), slow_query_ms: Math.round(event.queryDurationMillis * 10) / 10, sql: text, plan })),
-        (e: Error) => write(JSON.stringify({ time: new Date(now).toISOString(), slow_query_ms: Math.round(event.queryDurationMillis * 10) / 10, sql: text, plan_error: e.message })),
+        (plan) =>
+          write(
+            JSON.stringify({
+              time: new Date(now).toISOString(),
+              slow_query_ms: Math.round(event.queryDurationMillis * 10) / 10,
+              sql: text,
+              plan,
+            }),
+          ),
+        (e: Error) =>
+          write(
+            JSON.stringify({
+              time: new Date(now).toISOString(),
+              slow_query_ms: Math.round(event.queryDurationMillis * 10) / 10,
+              sql: text,
+              plan_error: e.message,
+            }),
+          ),
       );
   };
 }

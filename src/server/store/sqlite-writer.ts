@@ -115,7 +115,11 @@ class Turn {
 const toResult = (r: { rows?: unknown[]; changes?: number; insertId?: number | bigint }): QueryResult<unknown> =>
   r.rows
     ? { rows: r.rows }
-    : { rows: [], numAffectedRows: r.changes === undefined ? undefined : BigInt(r.changes), insertId: r.insertId === undefined ? undefined : BigInt(r.insertId) };
+    : {
+        rows: [],
+        numAffectedRows: r.changes === undefined ? undefined : BigInt(r.changes),
+        insertId: r.insertId === undefined ? undefined : BigInt(r.insertId),
+      };
 
 export function startSqliteWriter(path: string): SqliteWriter {
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
@@ -147,7 +151,8 @@ export function startSqliteWriter(path: string): SqliteWriter {
       waiting.set(id, resolve);
       worker.postMessage({ id, ...message });
     });
-    if (reply.error) throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
+    if (reply.error)
+      throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
     return reply.results!.map(toResult);
   };
   const one = async (q: CompiledQuery): Promise<QueryResult<unknown>> => (await ask({ one: { sql: q.sql, params: q.parameters } }))[0];

@@ -27,7 +27,12 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   // A first login: nothing configured yet, every value asked for.
   'fleetctl login': {
     login: 'none',
-    terminal: [[/Server URL:/, (sb) => sb.world.url], [/Environment:/, 'prod'], [/Username:/, 'admin'], [/password:/i, pw]],
+    terminal: [
+      [/Server URL:/, (sb) => sb.world.url],
+      [/Environment:/, 'prod'],
+      [/Username:/, 'admin'],
+      [/password:/i, pw],
+    ],
   },
   'fleetctl login --url http://127.0.0.1:8080 --env prod --username admin': { login: 'none', terminal: [[/password:/i, pw]] },
   'printf %s "$FLEET_PASSWORD" | fleetctl login --url https://fleet.example.com --env staging --username ci-bot --password-stdin': {
@@ -46,9 +51,20 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
       sb.env.RECOVERY_CODE = demoMfa(sb.world).recoveryCodes[0]!;
     },
   },
-  'fleetctl login --profile staging --url https://staging.example.com --env staging': { terminal: [[/Username:/, 'analyst'], [/password:/i, pw]] },
+  'fleetctl login --profile staging --url https://staging.example.com --env staging': {
+    terminal: [
+      [/Username:/, 'analyst'],
+      [/password:/i, pw],
+    ],
+  },
   'fleetctl logout --profile staging': { setup: staging },
-  'fleetctl auth login --url https://fleet.example.com --env prod': { login: 'none', terminal: [[/Username:/, 'admin'], [/password:/i, pw]] },
+  'fleetctl auth login --url https://fleet.example.com --env prod': {
+    login: 'none',
+    terminal: [
+      [/Username:/, 'admin'],
+      [/password:/i, pw],
+    ],
+  },
   'fleetctl auth status --profile staging -o json': { setup: staging },
   'curl -H "Authorization: Bearer $(fleetctl auth token)" "$URL/api/v1/stats"': {
     setup: (sb) => void (sb.env.URL = sb.world.url),
@@ -60,12 +76,20 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
     setup: asOwnUser(),
     terminal: [[/6-digit code from the app:/, (_sb, screen) => totpNow(/\b([A-Z2-7]{32})\b/.exec(screen)![1])]],
   },
-  'secret=$(fleetctl mfa totp setup --jq .secret) && fleetctl mfa totp confirm --code "$(oathtool --totp -b "$secret")"': { setup: asOwnUser() },
+  'secret=$(fleetctl mfa totp setup --jq .secret) && fleetctl mfa totp confirm --code "$(oathtool --totp -b "$secret")"': {
+    setup: asOwnUser(),
+  },
   'fleetctl mfa totp confirm': { setup: asOwnUser('begun'), terminal: [[/6-digit code from the app:/, (sb) => totpNow(sb.env.secret)]] },
   'oathtool --totp -b "$secret" | fleetctl mfa totp confirm --code-stdin': { setup: asOwnUser('begun') },
   'fleetctl mfa totp disable': { setup: asOwnUser('on'), terminal: [[/password:/i, pw]] },
   'printf %s "$PW" | fleetctl mfa totp disable --password-stdin': { setup: asOwnUser('on') },
-  'fleetctl mfa recovery-codes regenerate': { setup: asOwnUser('on'), terminal: [[/Replace your recovery codes\?/, 'y'], [/password:/i, pw]] },
+  'fleetctl mfa recovery-codes regenerate': {
+    setup: asOwnUser('on'),
+    terminal: [
+      [/Replace your recovery codes\?/, 'y'],
+      [/password:/i, pw],
+    ],
+  },
   'printf %s "$PW" | fleetctl mfa recovery-codes regenerate --yes --password-stdin > codes.txt': {
     setup: asOwnUser('on'),
     check: (_r, sb) => expect(readFileSync(join(sb.cwd, 'codes.txt'), 'utf8').trim().split('\n')).toHaveLength(10),
@@ -73,8 +97,16 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   // The demo's admin has two WebAuthn credentials, cred-1a2b and cred-3c4d (seed-auth.ts), and a
   // super-admin must keep one second factor: each removal runs where the admin still has both
   // (`show cred-1a2b` runs before `remove cred-1a2b`, in the order of --help).
-  'fleetctl mfa webauthn remove cred-1a2b': { terminal: [[/Remove WebAuthn credential cred-1a2b/, 'y'], [/password:/i, pw]] },
-  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': { world: 'live', setup: (sb) => void (sb.env.PW = pw(sb)) },
+  'fleetctl mfa webauthn remove cred-1a2b': {
+    terminal: [
+      [/Remove WebAuthn credential cred-1a2b/, 'y'],
+      [/password:/i, pw],
+    ],
+  },
+  'printf %s "$PW" | fleetctl mfa webauthn remove cred-3c4d --yes --password-stdin': {
+    world: 'live',
+    setup: (sb) => void (sb.env.PW = pw(sb)),
+  },
 
   // users (as the demo's super-admin)
   'fleetctl users show alice -o json': { setup: (sb) => ensureUser(sb.world, 'alice') },
@@ -104,7 +136,10 @@ export const AUTH_FIXTURES: Record<string, Fixture> = {
   'fleetctl users edit alice --environment prod --level admin': { setup: (sb) => ensureUser(sb.world, 'alice') },
   'fleetctl users edit alice --no-admin': { setup: (sb) => ensureUser(sb.world, 'alice') },
   'fleetctl users edit alice --environment staging --level none': { setup: (sb) => ensureUser(sb.world, 'alice') },
-  'fleetctl users edit alice --set-password': { setup: (sb) => ensureUser(sb.world, 'alice'), terminal: newPassword(/New password for alice:/) },
+  'fleetctl users edit alice --set-password': {
+    setup: (sb) => ensureUser(sb.world, 'alice'),
+    terminal: newPassword(/New password for alice:/),
+  },
   'printf %s "$PW" | fleetctl users edit ci-deploy --password-stdin': {
     setup: async (sb) => {
       await ensureUser(sb.world, 'ci-deploy');

@@ -25,9 +25,15 @@ spec:
 `;
 
 /** A repository of documents, one a file, one in a subdirectory (for -R). */
-export const CONFIG_DIR: Record<string, string> = { 'config/prod.yaml': doc('prod', 300), 'config/staging/staging.yaml': doc('staging', 300) };
+export const CONFIG_DIR: Record<string, string> = {
+  'config/prod.yaml': doc('prod', 300),
+  'config/staging/staging.yaml': doc('staging', 300),
+};
 /** The same repository asking for an interval no example applies: a diff always finds it. */
-export const DIFFERENT_CONFIG_DIR: Record<string, string> = { 'config/prod.yaml': doc('prod', 1800), 'config/staging/staging.yaml': doc('staging', 1800) };
+export const DIFFERENT_CONFIG_DIR: Record<string, string> = {
+  'config/prod.yaml': doc('prod', 1800),
+  'config/staging/staging.yaml': doc('staging', 1800),
+};
 
 const staging = async (sb: Sandbox) => sb.login('analyst', { env: 'staging', profile: 'staging' });
 
@@ -42,7 +48,9 @@ export const CONFIG_FIXTURES: Record<string, Fixture> = {
   'fleetctl config show staging --json': { setup: staging },
   'fleetctl config remove staging': { setup: staging },
 
-  'fleetctl completion bash > ~/.local/share/bash-completion/completions/fleetctl': completionDirs('.local/share/bash-completion/completions'),
+  'fleetctl completion bash > ~/.local/share/bash-completion/completions/fleetctl': completionDirs(
+    '.local/share/bash-completion/completions',
+  ),
   'fleetctl completion zsh > ~/.zfunc/_fleetctl': completionDirs('.zfunc'),
   'fleetctl completion fish > ~/.config/fish/completions/fleetctl.fish': completionDirs('.config/fish/completions'),
 

@@ -7,7 +7,15 @@ import { ensureEnv, ensureNoEnv, envExists } from './helpers.js';
 import type { Fixture } from './types.js';
 import type { Sandbox } from './world.js';
 
-type Env = { name: string; hostname: string; hostname_pinned: boolean; accept_enrolls: boolean; query_interval: number; detail_refresh: number; enroll_expire: string };
+type Env = {
+  name: string;
+  hostname: string;
+  hostname_pinned: boolean;
+  accept_enrolls: boolean;
+  query_interval: number;
+  detail_refresh: number;
+  enroll_expire: string;
+};
 
 const env = async (sb: Sandbox, name: string): Promise<Env> => (await sb.world.api('GET', `/api/v1/environments/${name}`)).body as Env;
 
@@ -24,9 +32,13 @@ const creates = (name: string, check?: (e: Env) => void): Fixture => ({
 const prodFollowsServer = async (sb: Sandbox) => void (await sb.world.api('PATCH', '/api/v1/environments/prod', { hostname: '' }));
 
 export const ENV_FIXTURES: Record<string, Fixture> = {
-  'fleetctl env create rollout --enroll-window 14d': creates('rollout', (e) => expect(Date.parse(e.enroll_expire) - Date.now()).toBeGreaterThan(13 * 86_400_000)),
+  'fleetctl env create rollout --enroll-window 14d': creates('rollout', (e) =>
+    expect(Date.parse(e.enroll_expire) - Date.now()).toBeGreaterThan(13 * 86_400_000),
+  ),
   'fleetctl env create qa': creates('qa'),
-  'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d': creates('eu-prod', (e) => expect(e).toMatchObject({ hostname: 'fleet-eu.example.com:8443', hostname_pinned: true })),
+  'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443 --enroll-window 14d': creates('eu-prod', (e) =>
+    expect(e).toMatchObject({ hostname: 'fleet-eu.example.com:8443', hostname_pinned: true }),
+  ),
   'fleetctl env create lab --query 10 --detail-refresh 10m -o json': {
     ...creates('lab', (e) => expect(e).toMatchObject({ query_interval: 10, detail_refresh: 600 })),
     check: async (r, sb) => {

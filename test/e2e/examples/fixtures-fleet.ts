@@ -40,13 +40,21 @@ const osqueryHost = (sb: Sandbox) => {
 /** What the example wrote under /etc (the overlay's upper directory in the sandbox). */
 const etcFile = (sb: Sandbox, path: string) => readFileSync(join(sb.root, 'root', 'etc', path), 'utf8');
 
-const tag = (name: string, env = 'prod') => (sb: Sandbox) => ensureTag(sb.world, env, name);
+const tag =
+  (name: string, env = 'prod') =>
+  (sb: Sandbox) =>
+    ensureTag(sb.world, env, name);
 
 /** The http sink the SIEM examples add to the global scope. */
 const SIEM = { url: 'https://siem.example.com/osquery', timeout_seconds: 10 };
-const archive = (sb: Sandbox) => ensureSink(sb.world, 'prod', { name: 'archive', type: 'file', source: 'result', config: { path: 'prod/results.log' } });
-const siem = (sb: Sandbox) => ensureSink(sb.world, 'global', { name: 'siem', type: 'http', source: 'status', config: SIEM, enabled: false });
-const noTag = (name: string, env = 'prod') => (sb: Sandbox) => ensureNoTag(sb.world, env, name);
+const archive = (sb: Sandbox) =>
+  ensureSink(sb.world, 'prod', { name: 'archive', type: 'file', source: 'result', config: { path: 'prod/results.log' } });
+const siem = (sb: Sandbox) =>
+  ensureSink(sb.world, 'global', { name: 'siem', type: 'http', source: 'status', config: SIEM, enabled: false });
+const noTag =
+  (name: string, env = 'prod') =>
+  (sb: Sandbox) =>
+    ensureNoTag(sb.world, env, name);
 
 export const FLEET_FIXTURES: Record<string, Fixture> = {
   // env
@@ -64,13 +72,22 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   },
 
   // schedule
-  'fleetctl schedule add prod users_query --query "SELECT uid, username FROM users" --interval 300': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: false }) },
-  'fleetctl schedule edit prod users_query --interval 600 --platform linux,darwin': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }) },
+  'fleetctl schedule add prod users_query --query "SELECT uid, username FROM users" --interval 300': {
+    setup: (sb) => scheduled(sb.world, 'prod', { users_query: false }),
+  },
+  'fleetctl schedule edit prod users_query --interval 600 --platform linux,darwin': {
+    setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }),
+  },
   'fleetctl schedule edit prod users_query --interval 600': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }) },
   'fleetctl schedule show prod users_query': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }) },
   'fleetctl schedule remove prod users_query --yes': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }) },
-  'fleetctl schedule remove prod users_query': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }), terminal: [[/Remove .*users_query/, 'y']] },
-  'fleetctl schedule remove prod users_query procs --yes': { setup: (sb) => scheduled(sb.world, 'prod', { users_query: true, procs: true }) },
+  'fleetctl schedule remove prod users_query': {
+    setup: (sb) => scheduled(sb.world, 'prod', { users_query: true }),
+    terminal: [[/Remove .*users_query/, 'y']],
+  },
+  'fleetctl schedule remove prod users_query procs --yes': {
+    setup: (sb) => scheduled(sb.world, 'prod', { users_query: true, procs: true }),
+  },
   'fleetctl schedule add prod procs --query-file procs.sql --interval 60 --platform linux --snapshot': {
     files: { 'procs.sql': 'SELECT pid, name, path FROM processes;\n' },
     setup: (sb) => scheduled(sb.world, 'prod', { procs: false }),
@@ -136,7 +153,9 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   'fleetctl carves expire carve_auth_log': { terminal: [[/Expire carve carve_auth_log in prod\?/, 'y']] },
 
   // sinks: `archive` (a file sink of prod) and `siem` (a global http sink) are what the examples add, then edit
-  'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"prod/results.log"}\'': { setup: (sb) => ensureNoSink(sb.world, 'prod', 'archive') },
+  'fleetctl sinks add prod --name archive --type file --source result --config \'{"path":"prod/results.log"}\'': {
+    setup: (sb) => ensureNoSink(sb.world, 'prod', 'archive'),
+  },
   'fleetctl sinks add global --name siem --type http --source status --config @siem.json --disabled': {
     files: { 'siem.json': JSON.stringify(SIEM) },
     setup: (sb) => ensureNoSink(sb.world, 'global', 'siem'),
@@ -151,7 +170,9 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   'fleetctl sinks enable siem global': { setup: siem },
   'fleetctl sinks remove 5': { terminal: [[/Delete log sink 5/, 'y']] },
   // The demo's dev environment has no sinks; `sinks clone --from prod --to dev` may have run before.
-  'echo \'{"source_environment_id":1,"target_environment_id":3}\' | fleetctl api POST /api/v1/log-sinks/clone --input -': { setup: (sb) => noSinks(sb.world, 3) },
+  'echo \'{"source_environment_id":1,"target_environment_id":3}\' | fleetctl api POST /api/v1/log-sinks/clone --input -': {
+    setup: (sb) => noSinks(sb.world, 3),
+  },
   'fleetctl sinks clone --from prod --to dev': { setup: (sb) => noSinks(sb.world, 3) },
 
   // audit --follow runs until Ctrl-C. The jq pipeline at a terminal, as a user runs it: jq
@@ -161,7 +182,8 @@ export const FLEET_FIXTURES: Record<string, Fixture> = {
   // jq keeps the warnings: a failed login (severity 2) happens while it follows.
   'fleetctl audit list --follow -o json | jq -c "select(.severity > 1)"': {
     terminal: [],
-    during: async (sb) => void (await sb.world.api('POST', '/api/v1/login/prod', { username: 'analyst', password: 'not-the-password' }, [401])),
+    during: async (sb) =>
+      void (await sb.world.api('POST', '/api/v1/login/prod', { username: 'analyst', password: 'not-the-password' }, [401])),
     stop: /"severity":[23]/,
   },
 };

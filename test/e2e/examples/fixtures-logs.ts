@@ -19,7 +19,8 @@ function reporter(world: World): Promise<Reporter> {
   let r = reporters.get(world);
   if (!r) {
     r = (async () => {
-      const data = async (part: string) => ((await world.api('GET', `/api/v1/environments/prod/enroll/${part}`)).body as { data: string }).data;
+      const data = async (part: string) =>
+        ((await world.api('GET', `/api/v1/environments/prod/enroll/${part}`)).body as { data: string }).data;
       const flags = parseFlags(await data('flags'));
       const secret = await data('secret');
       const certFile = /Agent API \(osquery TLS\) listening on \S+; certificate (\S+)/.exec(world.banner())?.[1];
@@ -48,7 +49,10 @@ const printsRoot: Fixture['check'] = (r) => void expect(r.stdout).toMatch(/root/
 
 export const LOGS_FIXTURES: Record<string, Fixture> = {
   'fleetctl logs --query users_query --since 1h': { setup: reported, check: printsRoot },
-  'fleetctl logs --type result --since 10m | jq -r .entry.columns.username': { setup: reported, check: (r) => void expect(r.stdout.split('\n')).toContain('root') },
+  'fleetctl logs --type result --since 10m | jq -r .entry.columns.username': {
+    setup: reported,
+    check: (r) => void expect(r.stdout.split('\n')).toContain('root'),
+  },
   // Runs until Ctrl-C: a line the node sends while it follows is printed.
   'fleetctl logs --follow --query users_query': {
     setup: reported,
@@ -64,5 +68,8 @@ export const LOGS_FIXTURES: Record<string, Fixture> = {
     setup: reported,
     check: (_r, sb) => void expect(readFileSync(join(sb.cwd, 'users.csv'), 'utf8')).toMatch(/^web-fra-0001,root$/m),
   },
-  'fleetctl schedule report prod listening --pack network --all -o json': { setup: reported, check: (r) => void expect(r.stdout).toMatch(/"port":\s*"22"/) },
+  'fleetctl schedule report prod listening --pack network --all -o json': {
+    setup: reported,
+    check: (r) => void expect(r.stdout).toMatch(/"port":\s*"22"/),
+  },
 };

@@ -64,7 +64,8 @@ export const README_FIXTURES: Record<string, Fixture> = {
   // alice does something while her audit trail is followed (a login attempt, whatever her password).
   'fleetctl audit list --user alice --follow': {
     setup: (sb) => ensureUser(sb.world, 'alice'),
-    during: async (sb) => void (await sb.world.api('POST', '/api/v1/login/prod', { username: 'alice', password: 'a-wrong-password' }, [401])),
+    during: async (sb) =>
+      void (await sb.world.api('POST', '/api/v1/login/prod', { username: 'alice', password: 'a-wrong-password' }, [401])),
     stop: /\balice\b.*login/,
   },
   'fleetctl stats --watch 5s': { terminal: [], stop: /prod/ },
@@ -79,7 +80,10 @@ export const README_FIXTURES: Record<string, Fixture> = {
     exit: { code: [1], why: 'diff exits 1 when something differs' },
     check: (r) => expect(r.stdout).toMatch(/^\+ +interval: 1800$/m),
   },
-  'fleetctl diff -f prod.yaml; echo $?': { files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml'] }, check: (r) => expect(r.stdout).toMatch(/^1$/m) },
+  'fleetctl diff -f prod.yaml; echo $?': {
+    files: { 'prod.yaml': DIFFERENT_CONFIG_DIR['config/prod.yaml'] },
+    check: (r) => expect(r.stdout).toMatch(/^1$/m),
+  },
   'fleetctl apply -f config/ --prune --dry-run': { files: CONFIG_DIR },
   'fleetctl apply -f config/ --prune': { files: CONFIG_DIR },
   // GitOps: the service account, then its login in the workflow.
@@ -100,34 +104,42 @@ export const README_FIXTURES: Record<string, Fixture> = {
   },
   // The README's replica, after its `export FLEETCTL_DB=...` line, with the agent door's
   // certificate from the README's private CA (step 1 of "Running it in production").
-  'printf %s "$ADMIN_PW" | fleetctl server --db-ca /etc/ssl/db-ca.pem --listen 0.0.0.0:8080 --create-env prod --admin-password-stdin --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert agent-chain.pem --agent-tls-key agent.key --agent-ca root.pem': {
-    ...dbInternal(() => ['/etc/ssl/db-ca.pem']),
-    setup: (sb) => {
-      sb.env.FLEETCTL_DB = 'postgres://fleet:PASSWORD@db.internal:5432/fleet?sslmode=verify-full';
-      sb.env.ADMIN_PW = 'first-admin-pass-1';
-      const pki = readmePki(sb.root);
-      for (const f of ['agent-chain.pem', 'agent.key', 'root.pem']) copyFileSync(join(pki, f), join(sb.cwd, f));
+  'printf %s "$ADMIN_PW" | fleetctl server --db-ca /etc/ssl/db-ca.pem --listen 0.0.0.0:8080 --create-env prod --admin-password-stdin --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert agent-chain.pem --agent-tls-key agent.key --agent-ca root.pem':
+    {
+      ...dbInternal(() => ['/etc/ssl/db-ca.pem']),
+      setup: (sb) => {
+        sb.env.FLEETCTL_DB = 'postgres://fleet:PASSWORD@db.internal:5432/fleet?sslmode=verify-full';
+        sb.env.ADMIN_PW = 'first-admin-pass-1';
+        const pki = readmePki(sb.root);
+        for (const f of ['agent-chain.pem', 'agent.key', 'root.pem']) copyFileSync(join(pki, f), join(sb.cwd, f));
+      },
+      stop: /Agent API \(osquery TLS\) listening on /,
     },
-    stop: /Agent API \(osquery TLS\) listening on /,
-  },
   // The systemd unit's ExecStart as the README prints it: the certificate files where step 2
   // installs them (/etc/fleetctl, an overlay here), the first start's password from the unit's
   // environment file (here the shell's environment).
-  'fleetctl server --db /var/lib/fleetctl/fleet.db --listen 127.0.0.1:8080 --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert /etc/fleetctl/agent-chain.pem --agent-tls-key /etc/fleetctl/agent.key --agent-ca /etc/fleetctl/agent-ca.pem --create-env prod --log': {
-    namespaces: ['mount', 'net'],
-    setup: (sb) => {
-      sb.env.FLEETCTL_ADMIN_PASSWORD = 'first-admin-pass-1';
-      const pki = readmePki(sb.root);
-      const etc = join(sb.root, 'root', 'etc', 'fleetctl');
-      mkdirSync(etc, { recursive: true });
-      for (const [from, to] of [['agent-chain.pem', 'agent-chain.pem'], ['agent.key', 'agent.key'], ['root.pem', 'agent-ca.pem']]) copyFileSync(join(pki, from), join(etc, to));
+  'fleetctl server --db /var/lib/fleetctl/fleet.db --listen 127.0.0.1:8080 --agent-listen 0.0.0.0:8443 --agent-url https://fleet.example.com:8443 --agent-tls-cert /etc/fleetctl/agent-chain.pem --agent-tls-key /etc/fleetctl/agent.key --agent-ca /etc/fleetctl/agent-ca.pem --create-env prod --log':
+    {
+      namespaces: ['mount', 'net'],
+      setup: (sb) => {
+        sb.env.FLEETCTL_ADMIN_PASSWORD = 'first-admin-pass-1';
+        const pki = readmePki(sb.root);
+        const etc = join(sb.root, 'root', 'etc', 'fleetctl');
+        mkdirSync(etc, { recursive: true });
+        for (const [from, to] of [
+          ['agent-chain.pem', 'agent-chain.pem'],
+          ['agent.key', 'agent.key'],
+          ['root.pem', 'agent-ca.pem'],
+        ])
+          copyFileSync(join(pki, from), join(etc, to));
+      },
+      stop: /"event":"start"/,
     },
-    stop: /"event":"start"/,
-  },
   'fleetctl server backup --db /var/lib/fleetctl/fleet.db fleet-backup.db': {
     namespaces: ['mount'],
     setup: (sb) => database(varLibDb(sb), 'latest'),
-    check: (r, sb) => expect(r.stdout).toMatch(new RegExp(`^Backed up /var/lib/fleetctl/fleet\\.db .* to ${join(sb.cwd, 'fleet-backup.db')}: `)),
+    check: (r, sb) =>
+      expect(r.stdout).toMatch(new RegExp(`^Backed up /var/lib/fleetctl/fleet\\.db .* to ${join(sb.cwd, 'fleet-backup.db')}: `)),
   },
   'fleetctl env create eu-prod --agent-host fleet-eu.example.com:8443': createsEnv('eu-prod'),
   'fleetctl env create eu-prod': createsEnv('eu-prod'),

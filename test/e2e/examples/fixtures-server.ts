@@ -24,13 +24,18 @@ export function dbInternal(caPaths: (sb: Sandbox) => string[]): Pick<Fixture, 'n
   const state = (sb: Sandbox) => join(sb.root, 'pg.json');
   return {
     namespaces: ['mount', 'net'],
-    prelude: (sb) => `echo '127.0.0.1 db.internal' >> /etc/hosts && ${q(process.execPath)} ${q(PG_SCRIPT)} ${q(state(sb))} ${caPaths(sb).map(q).join(' ')}`,
+    prelude: (sb) =>
+      `echo '127.0.0.1 db.internal' >> /etc/hosts && ${q(process.execPath)} ${q(PG_SCRIPT)} ${q(state(sb))} ${caPaths(sb).map(q).join(' ')}`,
     after: (sb) => {
       if (!existsSync(state(sb))) return;
       const { dir, data } = JSON.parse(readFileSync(state(sb), 'utf8')) as { dir: string; data: string };
       try {
         const ctl = [join(postgresBinDir()!, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'];
-        execFileSync(process.getuid?.() === 0 ? 'runuser' : ctl[0], process.getuid?.() === 0 ? ['-u', 'postgres', '--', ...ctl] : ctl.slice(1), { stdio: 'ignore' });
+        execFileSync(
+          process.getuid?.() === 0 ? 'runuser' : ctl[0],
+          process.getuid?.() === 0 ? ['-u', 'postgres', '--', ...ctl] : ctl.slice(1),
+          { stdio: 'ignore' },
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -82,7 +87,8 @@ export const SERVER_FIXTURES: Record<string, Fixture> = {
   'fleetctl server backup --db /var/lib/fleetctl/fleet.db /var/backups/fleet-$(date +%F).db': {
     namespaces: ['mount'],
     setup: (sb) => database(varLibDb(sb), 'latest'),
-    check: (_r, sb) => expect(readdirSync(join(sb.root, 'root', 'var', 'backups')).filter((f) => /^fleet-\d{4}-\d\d-\d\d\.db$/.test(f))).toHaveLength(1),
+    check: (_r, sb) =>
+      expect(readdirSync(join(sb.root, 'root', 'var', 'backups')).filter((f) => /^fleet-\d{4}-\d\d-\d\d\.db$/.test(f))).toHaveLength(1),
   },
   'fleetctl server backup fleet-backup.db -o json': {
     setup: (sb) => database(homeDb(sb), 'latest'),

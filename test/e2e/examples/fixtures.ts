@@ -14,7 +14,8 @@ export type { Fixture } from './types.js';
 
 /** README quotes that are not commands to run, each with why. */
 export const NOT_EXAMPLES: Record<string, string> = {
-  'fleetctl enroll show ENV flags': "says what the real-agent harness (test/helpers/osqueryd.ts) runs for its test's environment, not a command for the reader; README.md:106 runs it on prod",
+  'fleetctl enroll show ENV flags':
+    "says what the real-agent harness (test/helpers/osqueryd.ts) runs for its test's environment, not a command for the reader; README.md:106 runs it on prod",
 };
 
 /** The tables merged; an example with an entry in two of them is a mistake, refused at load. */
@@ -29,4 +30,12 @@ function merged(...tables: Record<string, Fixture>[]): Record<string, Fixture> {
   return all;
 }
 
-export const FIXTURES = merged(AUTH_FIXTURES, FLEET_FIXTURES, CONFIG_FIXTURES, ENV_FIXTURES, SERVER_FIXTURES, README_FIXTURES, LOGS_FIXTURES);
+export const FIXTURES = merged(
+  AUTH_FIXTURES,
+  FLEET_FIXTURES,
+  CONFIG_FIXTURES,
+  ENV_FIXTURES,
+  SERVER_FIXTURES,
+  README_FIXTURES,
+  LOGS_FIXTURES,
+);

@@ -18,7 +18,12 @@ export async function userExists(world: World, username: string): Promise<boolea
 export async function ensureUser(world: World, username: string, o: { envs?: string[]; admin?: boolean } = {}): Promise<void> {
   if (await userExists(world, username)) return;
   await world.api('POST', `/api/v1/users/${username}/add`, {
-    username, password: world.password, email: `${username}@example.com`, environments: o.envs ?? ['prod'], user_access: true, admin: o.admin ?? false,
+    username,
+    password: world.password,
+    email: `${username}@example.com`,
+    environments: o.envs ?? ['prod'],
+    user_access: true,
+    admin: o.admin ?? false,
   });
 }
 
@@ -79,7 +84,8 @@ export async function tagExists(world: World, env: string, name: string): Promis
 }
 
 export async function ensureTag(world: World, env: string, name: string): Promise<void> {
-  if (!(await tagExists(world, env, name))) await world.api('POST', `/api/v1/tags/${env}/add`, { name, description: `${name} (example fixture)` });
+  if (!(await tagExists(world, env, name)))
+    await world.api('POST', `/api/v1/tags/${env}/add`, { name, description: `${name} (example fixture)` });
 }
 
 export async function ensureNoTag(world: World, env: string, name: string): Promise<void> {
@@ -94,13 +100,17 @@ export function firstLiveAgent(world: World): string {
 }
 
 // A configuration part is free-form JSON (osquery's schema): fixtures edit it by key.
- 
+
 type Part = Record<string, any>;
 
 /** Changes one part of an environment's osquery configuration (schedule, packs, ...) through the API. */
 export async function editConfigPart(world: World, env: string, part: string, change: (current: Part) => Part): Promise<void> {
   const r = await world.api('GET', `/api/v1/environments/${env}/config/${part}`);
-  await world.api('PUT', `/api/v1/environments/${env}/config/${part}`, change({ ...((r.body as Record<string, Part | undefined>)[part] ?? {}) }));
+  await world.api(
+    'PUT',
+    `/api/v1/environments/${env}/config/${part}`,
+    change({ ...((r.body as Record<string, Part | undefined>)[part] ?? {}) }),
+  );
 }
 
 /** A scheduled query of the environment's schedule, there (`true`) or not (`false`). */
@@ -146,7 +156,11 @@ async function sinkNamed(world: World, env: string, name: string): Promise<{ id:
 }
 
 /** A log sink of that name in `env` (or global), added as given when missing. */
-export async function ensureSink(world: World, env: string, sink: { name: string; type: string; source: string; config: Record<string, unknown>; enabled?: boolean }): Promise<void> {
+export async function ensureSink(
+  world: World,
+  env: string,
+  sink: { name: string; type: string; source: string; config: Record<string, unknown>; enabled?: boolean },
+): Promise<void> {
   if (await sinkNamed(world, env, sink.name)) return;
   await world.api('POST', '/api/v1/log-sinks', { ...sink, environment_id: await envId(world, env) });
 }

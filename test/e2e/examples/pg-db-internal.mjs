@@ -14,12 +14,42 @@ const cluster = await startCluster({ port: 5432, maxConnections: 50 });
 writeFileSync(state, JSON.stringify({ dir: cluster.dir, data: join(cluster.dir, 'data') }));
 const cert = join(cluster.dir, 'server.crt');
 const key = join(cluster.dir, 'server.key');
-execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=db.internal', '-addext', 'subjectAltName=DNS:db.internal'], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=db.internal',
+    '-addext',
+    'subjectAltName=DNS:db.internal',
+  ],
+  { stdio: 'ignore' },
+);
 const { uid, gid } = statSync(cluster.dir);
 for (const f of [cert, key]) chownSync(f, uid, gid);
 const c = new pg.Client({ connectionString: cluster.url });
 await c.connect();
-for (const q of [`alter system set ssl_cert_file = '${cert}'`, `alter system set ssl_key_file = '${key}'`, 'alter system set ssl = on', 'select pg_reload_conf()', "create role fleet login password 'pw'", 'create database fleet owner fleet']) await c.query(q);
+for (const q of [
+  `alter system set ssl_cert_file = '${cert}'`,
+  `alter system set ssl_key_file = '${key}'`,
+  'alter system set ssl = on',
+  'select pg_reload_conf()',
+  "create role fleet login password 'pw'",
+  'create database fleet owner fleet',
+])
+  await c.query(q);
 await c.end();
 for (const out of caOut) {
   mkdirSync(dirname(out), { recursive: true });

@@ -140,7 +140,13 @@ const signalNumber = (s: string): number => ({ SIGINT: 2, SIGTERM: 15, SIGKILL: 
 
 /** At a pseudo-terminal: answers each prompt once it is shown, then waits for the exit. */
 async function atTerminal(argv: string[], env: Record<string, string>, sb: Sandbox, fixture: Fixture): Promise<Omit<ExampleResult, 'ran'>> {
-  const pty: IPty = spawn(argv[0], argv.slice(1), { name: 'xterm-256color', cols: 160, rows: 50, cwd: sb.cwd, env: { ...env, TERM: 'xterm-256color', NO_COLOR: '1' } });
+  const pty: IPty = spawn(argv[0], argv.slice(1), {
+    name: 'xterm-256color',
+    cols: 160,
+    rows: 50,
+    cwd: sb.cwd,
+    env: { ...env, TERM: 'xterm-256color', NO_COLOR: '1' },
+  });
   let raw = '';
   let cursor = 0;
   let exitCode: number | undefined;

@@ -41,7 +41,9 @@ export async function helpExamples(): Promise<Example[]> {
 export function manExamples(): Example[] {
   const dir = join(ROOT, 'man');
   const pairs: [string, string][] = [];
-  for (const page of readdirSync(dir).filter((f) => f.endsWith('.1')).sort()) {
+  for (const page of readdirSync(dir)
+    .filter((f) => f.endsWith('.1'))
+    .sort()) {
     const text = execFileSync('man', ['-l', '-E', 'UTF-8', join(dir, page)], {
       env: { ...process.env, MANWIDTH: '1000', MANPAGER: 'cat', PAGER: 'cat', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8' },
       encoding: 'utf8',

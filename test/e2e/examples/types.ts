@@ -36,4 +36,3 @@ export interface Fixture {
   /** What else the example must have done (a file written, state on the server). */
   check?: (r: ExampleResult, sb: Sandbox) => void | Promise<void>;
 }
-

@@ -43,7 +43,9 @@ export class World {
     // The live world: the smallest demo (3 records, deleted below from prod) and ten agents.
     const size = name === 'live' ? ['--dev-nodes', '3', '--dev-agents', '10'] : ['--dev-agents', '5'];
     // The secrets sink examples name by environment variable (headers_env) are set for the server.
-    const server = await startServerProcess(['--dev', '--dev-password', password, ...size], { env: { SIEM_TOKEN: 'siem-token-for-examples' } });
+    const server = await startServerProcess(['--dev', '--dev-password', password, ...size], {
+      env: { SIEM_TOKEN: 'siem-token-for-examples' },
+    });
     await waitForLine(server, /Simulated agents: \d+ of \d+ enrolled/);
     const cli = new Cli();
     await cli.login(server.url, 'admin', 'prod', password);
@@ -72,7 +74,10 @@ export class World {
   async nodes(env: string, query = ''): Promise<NodeItem[]> {
     const out: NodeItem[] = [];
     for (let page = 1; ; page++) {
-      const body = (await this.api('GET', `/api/v1/nodes/${env}?page=${page}&page_size=500${query}`)).body as { items: NodeItem[]; total_pages: number };
+      const body = (await this.api('GET', `/api/v1/nodes/${env}?page=${page}&page_size=500${query}`)).body as {
+        items: NodeItem[];
+        total_pages: number;
+      };
       out.push(...body.items);
       if (page >= body.total_pages) return out;
     }
@@ -194,7 +199,12 @@ export class Sandbox {
   async login(username: string, o: { password?: string; env?: string; profile?: string } = {}): Promise<void> {
     const args = ['login', '--url', this.world.url, '--env', o.env ?? 'prod', '--username', username, '--password-stdin'];
     if (o.profile) args.push('--profile', o.profile);
-    const r = await execa(process.execPath, [BIN, ...args], { env: this.shellEnv(), extendEnv: false, input: o.password ?? this.world.password, reject: false });
+    const r = await execa(process.execPath, [BIN, ...args], {
+      env: this.shellEnv(),
+      extendEnv: false,
+      input: o.password ?? this.world.password,
+      reject: false,
+    });
     if (r.exitCode !== 0) throw new Error(`fixture login ${username}: ${r.stderr}`);
   }
 

@@ -15,7 +15,12 @@ import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-ser
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-const seqs = (docs: Record<string, unknown>[], run: string) => docs.map(seqOf).filter((s) => s?.run === run).map((s) => s!.seq).sort((a, b) => a - b);
+const seqs = (docs: Record<string, unknown>[], run: string) =>
+  docs
+    .map(seqOf)
+    .filter((s) => s?.run === run)
+    .map((s) => s!.seq)
+    .sort((a, b) => a - b);
 
 function suite(kind: SearchKind) {
   describe(kind, () => {
@@ -35,7 +40,11 @@ function suite(kind: SearchKind) {
       return s;
     };
     const setting = async (persistent: Record<string, unknown>) => {
-      const r = await fetch(`${es.url}/_cluster/settings`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ persistent }) });
+      const r = await fetch(`${es.url}/_cluster/settings`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ persistent }),
+      });
       expect(r.status).toBe(200);
     };
 
@@ -80,7 +89,9 @@ function suite(kind: SearchKind) {
       await new Promise((r) => setTimeout(r, 3000));
       await setting({ 'action.auto_create_index': null });
       const d = await pending;
-      expect(d.answers[0]).toMatch(/10 created, 10 to retry \(404 index_not_found_exception.*1 rejected \((400 )?(mapper_parsing_exception|document_parsing_exception)/);
+      expect(d.answers[0]).toMatch(
+        /10 created, 10 to retry \(404 index_not_found_exception.*1 rejected \((400 )?(mapper_parsing_exception|document_parsing_exception)/,
+      );
       expect(d.rejected.map((e) => e.id)).toEqual([bad.id]);
       expect(seqs(await es.documents('items-*'), 'items')).toEqual(range(10));
       expect(seqs(await es.documents('items-*'), 'items-next')).toEqual(range(10));
@@ -92,7 +103,11 @@ function suite(kind: SearchKind) {
         await ls.addSink('es-results', 'elastic', 'result', { url: es.url, index: 'e2e' });
         await ls.addSink('es-status', 'elastic', 'status', { url: es.url, index: 'e2e' });
         const { results, status } = await sendSample(ls, 'e2e');
-        await until('every line indexed', async () => (await ls.sink('es-results')).state.delivered === 100 && (await ls.sink('es-status')).state.delivered === 10, 90);
+        await until(
+          'every line indexed',
+          async () => (await ls.sink('es-results')).state.delivered === 100 && (await ls.sink('es-status')).state.delivered === 10,
+          90,
+        );
         const docs = await es.documents('e2e-result-*');
         expect(docs.map(lineKey).sort()).toEqual(results.map(lineKey).sort());
         expect((await es.documents('e2e-status-*')).map(lineKey).sort()).toEqual(status.map(lineKey).sort());

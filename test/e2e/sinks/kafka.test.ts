@@ -55,7 +55,12 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
     }
     return got;
   }
-  const seqsOf = (msgs: KafkaMessage[], run: string) => msgs.map((m) => seqOf(JSON.parse(m.value!.toString()))).filter((s) => s?.run === run).map((s) => s!.seq).sort((a, b) => a - b);
+  const seqsOf = (msgs: KafkaMessage[], run: string) =>
+    msgs
+      .map((m) => seqOf(JSON.parse(m.value!.toString())))
+      .filter((s) => s?.run === run)
+      .map((s) => s!.seq)
+      .sort((a, b) => a - b);
 
   it('one message per line, key = host identifier, default topic per log type, gzip', async () => {
     const sink = await sinkOf({ brokers: [peer.plaintext], compression: 'gzip' });
@@ -79,12 +84,18 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
 
   it('SASL PLAIN and SCRAM-SHA-256; a wrong password fails with what the broker said', async () => {
     for (const mechanism of ['plain', 'scram-sha-256'] as const) {
-      const sink = await sinkOf({ brokers: [peer.sasl], topic: `sasl-${mechanism}`, sasl: { mechanism, username: KAFKA_USER, password: KAFKA_PASSWORD } });
+      const sink = await sinkOf({
+        brokers: [peer.sasl],
+        topic: `sasl-${mechanism}`,
+        sasl: { mechanism, username: KAFKA_USER, password: KAFKA_PASSWORD },
+      });
       await deliverAll(sink, makeEntries(10, `sasl-${mechanism}`));
       expect(seqsOf(await readTopic(`sasl-${mechanism}`, 10), `sasl-${mechanism}`)).toEqual(range(10));
     }
     const bad = await sinkOf({ brokers: [peer.sasl], sasl: { mechanism: 'scram-sha-256', username: KAFKA_USER, password: 'wrong' } });
-    await expect(bad.send(makeEntries(1, 'bad'), new AbortController().signal)).rejects.toThrow(/kafka: .*(SASL|authentication|Authentication)/);
+    await expect(bad.send(makeEntries(1, 'bad'), new AbortController().signal)).rejects.toThrow(
+      /kafka: .*(SASL|authentication|Authentication)/,
+    );
   });
 
   it('TLS with the configured CA', async () => {
@@ -112,10 +123,26 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
   it('end to end: agents -> fleetctl server (spool, runner) -> Kafka, each result and status line once, keyed by its node, with its query', async () => {
     const ls = await startLogServer();
     try {
-      await ls.addSink('kafka-results', 'kafka', 'result', { brokers: [peer.plaintext], topic: 'e2e-results', topics: { pack_e2e_users: 'e2e-users' }, compression: 'gzip' });
-      await ls.addSink('kafka-status', 'kafka', 'status', { brokers: [peer.sasl], topic: 'e2e-status', sasl: { mechanism: 'scram-sha-512', username: KAFKA_USER, password: KAFKA_PASSWORD } });
+      await ls.addSink('kafka-results', 'kafka', 'result', {
+        brokers: [peer.plaintext],
+        topic: 'e2e-results',
+        topics: { pack_e2e_users: 'e2e-users' },
+        compression: 'gzip',
+      });
+      await ls.addSink('kafka-status', 'kafka', 'status', {
+        brokers: [peer.sasl],
+        topic: 'e2e-status',
+        sasl: { mechanism: 'scram-sha-512', username: KAFKA_USER, password: KAFKA_PASSWORD },
+      });
       const [a, b] = [await ls.agent(), await ls.agent()];
-      const procs = [...(await a.results('pack_e2e_processes', 'e2e', range(100))), ...(await b.results('pack_e2e_processes', 'e2e', range(100).map((i) => 100 + i)))];
+      const procs = [
+        ...(await a.results('pack_e2e_processes', 'e2e', range(100))),
+        ...(await b.results(
+          'pack_e2e_processes',
+          'e2e',
+          range(100).map((i) => 100 + i),
+        )),
+      ];
       const users = await b.results('pack_e2e_users', 'e2e-users', range(20));
       const status = [...(await a.status('e2e-status', 10)), ...(await b.status('e2e-status-b', 10, 2))];
       const key = (l: any) => `${l.hostIdentifier}|${l.name}|${l.columns.seq}`;
@@ -145,7 +172,16 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
       try {
         await ls.addSink('kafka-agent-results', 'kafka', 'result', { brokers: [peer.plaintext], topic: 'agent-results' });
         await ls.addSink('kafka-agent-status', 'kafka', 'status', { brokers: [peer.plaintext], topic: 'agent-status' });
-        const sched = await ls.srv.cli.run(['schedule', 'add', 'prod', 'sinks_uptime', '--query', 'SELECT total_seconds FROM uptime', '--interval', '2']);
+        const sched = await ls.srv.cli.run([
+          'schedule',
+          'add',
+          'prod',
+          'sinks_uptime',
+          '--query',
+          'SELECT total_seconds FROM uptime',
+          '--interval',
+          '2',
+        ]);
         expect(sched.exitCode, sched.stderr).toBe(0);
         agent = startOsqueryd({ enrollment: await ls.srv.enrollment() });
         const uuid = await agent.identifier();

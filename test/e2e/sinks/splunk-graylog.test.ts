@@ -20,7 +20,10 @@ import { lineKey, sendSample, startLogServer } from '../../helpers/peers/log-ser
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const open: Sink[] = [];
-async function sinkOf<C>(d: { check?: (c: C, x: typeof ctx) => unknown; open: (c: C, x: typeof ctx) => Promise<Sink> }, config: C): Promise<Sink> {
+async function sinkOf<C>(
+  d: { check?: (c: C, x: typeof ctx) => unknown; open: (c: C, x: typeof ctx) => Promise<Sink> },
+  config: C,
+): Promise<Sink> {
   expect(d.check?.(config, ctx)).toBeUndefined();
   const s = await d.open(config, ctx);
   open.push(s);
@@ -30,7 +33,7 @@ afterAll(async () => {
   for (const s of open) await s.close();
 });
 
-describe('splunk sink against a HEC stand-in written from Splunk\'s documented codes', () => {
+describe("splunk sink against a HEC stand-in written from Splunk's documented codes", () => {
   let hec: HecStandIn;
   beforeAll(async () => {
     hec = await startHecStandIn();
@@ -39,7 +42,12 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
     await hec?.close();
   });
   const cfg = () => ({ url: hec.url, token: hec.token, index: 'osquery', source: 'fleetctl-test' });
-  const seqs = (run: string) => hec.events.map((e) => seqOf(e.event)).filter((s) => s?.run === run).map((s) => s!.seq).sort((a, b) => a - b);
+  const seqs = (run: string) =>
+    hec.events
+      .map((e) => seqOf(e.event))
+      .filter((s) => s?.run === run)
+      .map((s) => s!.seq)
+      .sort((a, b) => a - b);
 
   it("events in Fleet's shape: the log as an object, its time, host = host identifier, TA-osquery sourcetypes", async () => {
     const sink = await sinkOf(splunk, cfg());
@@ -51,9 +59,18 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
     expect(d.answers[0]).toBe('HTTP 200 {"text":"Success","code":0}');
     expect(seqs('hec')).toEqual(range(100));
     const first = hec.events.find((e) => seqOf(e.event)?.run === 'hec' && seqOf(e.event)?.seq === 0)!;
-    expect(first).toEqual({ time: results[0].time, host: results[0].hostIdentifier, source: 'fleetctl-test', sourcetype: 'osquery:results', index: 'osquery', event: JSON.parse(results[0].line) });
+    expect(first).toEqual({
+      time: results[0].time,
+      host: results[0].hostIdentifier,
+      source: 'fleetctl-test',
+      sourcetype: 'osquery:results',
+      index: 'osquery',
+      event: JSON.parse(results[0].line),
+    });
     expect(hec.events.find((e) => seqOf(e.event)?.run === 'hec-snap')!.sourcetype).toBe('osquery:snapshots');
-    expect(new Set(hec.events.filter((e) => seqOf(e.event)?.run === 'hec-status').map((e) => e.sourcetype))).toEqual(new Set(['osquery:status']));
+    expect(new Set(hec.events.filter((e) => seqOf(e.event)?.run === 'hec-status').map((e) => e.sourcetype))).toEqual(
+      new Set(['osquery:status']),
+    );
   });
 
   it('requests of at most 1 MB; an event over 1 MB is rejected', async () => {
@@ -109,7 +126,11 @@ describe('splunk sink against a HEC stand-in written from Splunk\'s documented c
       await ls.addSink('hec-status', 'splunk', 'status', { url: hec.url, token_env: 'SINKS_TEST_HEC_TOKEN' });
       expect((await ls.sink('hec-status')).config).toEqual({ url: hec.url, token_env: 'SINKS_TEST_HEC_TOKEN' });
       const { results, status } = await sendSample(ls, 'e2e');
-      await until('every line at HEC', async () => (await ls.sink('hec-results')).state.delivered === 100 && (await ls.sink('hec-status')).state.delivered === 10, 90);
+      await until(
+        'every line at HEC',
+        async () => (await ls.sink('hec-results')).state.delivered === 100 && (await ls.sink('hec-status')).state.delivered === 10,
+        90,
+      );
       const mine = hec.events.filter((e) => seqOf(e.event)?.run === 'e2e' || String((e.event as any)?.message).includes('e2e-status'));
       expect(mine.map((e) => lineKey(e.event)).sort()).toEqual([...results, ...status].map(lineKey).sort());
       expect(mine.every((e) => e.host === (e.event as any).hostIdentifier)).toBe(true);
@@ -140,7 +161,10 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
     const batch = makeEntries(200, 'gelf');
     const big = makeEntries(1, 'gelf-big', { pad: 200_000 });
     // Padding that gzip cannot shrink: the message takes many chunks.
-    big[0].line = big[0].line.replace(/x{200000}/, Array.from({ length: 20_000 }, (_, i) => ((i * 7919) % 1_000_003).toString(36)).join(''));
+    big[0].line = big[0].line.replace(
+      /x{200000}/,
+      Array.from({ length: 20_000 }, (_, i) => ((i * 7919) % 1_000_003).toString(36)).join(''),
+    );
     // UDP: sent one after the other, so the reader's socket buffer is not what drops chunks.
     await deliverAll(sink, big);
     await until('the chunked message', () => reader.messages().length >= 1, 30);
@@ -155,7 +179,10 @@ describePeers(['gelf-reader'], "graylog sink: GELF over UDP against Graylog's go
     });
     const msgs = reader.messages();
     expect(reader.errors()).toEqual([]);
-    const seqs = msgs.filter((m) => m._columns_run === 'gelf').map((m) => Number(m._columns_seq)).sort((a, b) => a - b);
+    const seqs = msgs
+      .filter((m) => m._columns_run === 'gelf')
+      .map((m) => Number(m._columns_seq))
+      .sort((a, b) => a - b);
     expect(seqs).toEqual(range(200));
     const first = msgs.find((m) => m._columns_run === 'gelf' && m._columns_seq === '0')!;
     expect(first).toMatchObject({
@@ -193,12 +220,14 @@ describe('graylog sink over TCP and HTTP (our own stand-ins: no Graylog server i
   it('TCP: NUL-terminated GELF; HTTP: one POST per message to /gelf, 503 retried', async () => {
     const tcpGot: string[] = [];
     let buf = '';
-    const tcp = createTcpServer((s) => s.on('data', (d) => {
-      buf += d.toString('utf8');
-      const parts = buf.split('\0');
-      buf = parts.pop()!;
-      tcpGot.push(...parts);
-    }));
+    const tcp = createTcpServer((s) =>
+      s.on('data', (d) => {
+        buf += d.toString('utf8');
+        const parts = buf.split('\0');
+        buf = parts.pop()!;
+        tcpGot.push(...parts);
+      }),
+    );
     await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
     const httpGot: string[] = [];
     let fail = 3;

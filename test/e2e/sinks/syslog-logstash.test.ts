@@ -14,7 +14,12 @@ import { startRsyslog, type Rsyslog } from '../../helpers/peers/rsyslog.js';
 import { startLogServer } from '../../helpers/peers/log-server.js';
 
 const ctx = { name: 'test', sinkDir: '/nonexistent' };
-const seqs = (logs: unknown[], run: string) => logs.map(seqOf).filter((s) => s?.run === run).map((s) => s!.seq).sort((a, b) => a - b);
+const seqs = (logs: unknown[], run: string) =>
+  logs
+    .map(seqOf)
+    .filter((s) => s?.run === run)
+    .map((s) => s!.seq)
+    .sort((a, b) => a - b);
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', () => {
@@ -42,12 +47,29 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     await until('rsyslog wrote 308 TCP messages', () => rs.messages('tcp').length >= 308, 60);
     const got = rs.messages('tcp');
     expect(got).toHaveLength(308);
-    expect(seqs(got.map((m) => JSON.parse(m.msg)), 'tcp')).toEqual(range(300));
+    expect(
+      seqs(
+        got.map((m) => JSON.parse(m.msg)),
+        'tcp',
+      ),
+    ).toEqual(range(300));
     const first = got.find((m) => m.msg === results[0].line)!;
-    expect(first).toMatchObject({ facility: 'local3', severity: 'info', appname: 'osqueryd', msgid: 'result', hostname: results[0].hostname, pri: String(19 * 8 + 6) });
+    expect(first).toMatchObject({
+      facility: 'local3',
+      severity: 'info',
+      appname: 'osqueryd',
+      msgid: 'result',
+      hostname: results[0].hostname,
+      pri: String(19 * 8 + 6),
+    });
     expect(Date.parse(first.timestamp)).toBe(results[0].time * 1000);
     const sev = (run: string) => got.filter((m) => m.msg.includes(`run ${run} `)).map((m) => m.severity);
-    expect([sev('tcp-s0'), sev('tcp-s1'), sev('tcp-s2'), sev('tcp-s3')]).toEqual([['notice', 'notice'], ['warning', 'warning'], ['err', 'err'], ['crit', 'crit']]);
+    expect([sev('tcp-s0'), sev('tcp-s1'), sev('tcp-s2'), sev('tcp-s3')]).toEqual([
+      ['notice', 'notice'],
+      ['warning', 'warning'],
+      ['err', 'err'],
+      ['crit', 'crit'],
+    ]);
   });
 
   it('UDP: one datagram per message, facility configurable; a line too big for a datagram is rejected', async () => {
@@ -58,7 +80,12 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     expect(d.rejected.map((e) => e.id)).toEqual([big[0].id]);
     await until('rsyslog wrote 50 UDP messages', () => rs.messages('udp').length >= 50, 60);
     const got = rs.messages('udp');
-    expect(seqs(got.map((m) => JSON.parse(m.msg)), 'udp')).toEqual(range(50));
+    expect(
+      seqs(
+        got.map((m) => JSON.parse(m.msg)),
+        'udp',
+      ),
+    ).toEqual(range(50));
     expect(new Set(got.map((m) => m.facility))).toEqual(new Set(['local7']));
   });
 
@@ -66,9 +93,16 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     const sink = await sinkOf(syslog, { url: `tls://127.0.0.1:${rs.tls}`, ca: rs.ca });
     await deliverAll(sink, makeEntries(100, 'tls'));
     await until('rsyslog wrote 100 TLS messages', () => rs.messages('tls').length >= 100, 60);
-    expect(seqs(rs.messages('tls').map((m) => JSON.parse(m.msg)), 'tls')).toEqual(range(100));
+    expect(
+      seqs(
+        rs.messages('tls').map((m) => JSON.parse(m.msg)),
+        'tls',
+      ),
+    ).toEqual(range(100));
     const untrusting = await syslog.open({ url: `tls://127.0.0.1:${rs.tls}` }, ctx);
-    await expect(untrusting.send(makeEntries(1, 'tls-bad'), new AbortController().signal)).rejects.toThrow(/SELF_SIGNED|UNABLE_TO_VERIFY|self[- ]signed|unable to verify/i);
+    await expect(untrusting.send(makeEntries(1, 'tls-bad'), new AbortController().signal)).rejects.toThrow(
+      /SELF_SIGNED|UNABLE_TO_VERIFY|self[- ]signed|unable to verify/i,
+    );
     await untrusting.close();
   });
 
@@ -81,14 +115,38 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
       // A status sink whose CA is missing cannot verify rsyslog's certificate: it keeps failing (and
       // is shown failing) while the others deliver.
       const [a, b] = [await ls.agent(), await ls.agent()];
-      const sent = [...(await a.results('pack_e2e_processes', 'e2e', range(60))), ...(await b.results('pack_e2e_users', 'e2e', range(60).map((i) => 60 + i)))];
+      const sent = [
+        ...(await a.results('pack_e2e_processes', 'e2e', range(60))),
+        ...(await b.results(
+          'pack_e2e_users',
+          'e2e',
+          range(60).map((i) => 60 + i),
+        )),
+      ];
       const status = await a.status('e2e-status', 5, 1);
-      await until('120 results over TLS and json_lines', () => rs.messages('tls').filter((m) => m.msg.includes('"e2e"')).length >= 120 && rs.messages('tcp').filter((m) => m.raw.includes('"e2e"')).length >= 120, 90);
+      await until(
+        '120 results over TLS and json_lines',
+        () =>
+          rs.messages('tls').filter((m) => m.msg.includes('"e2e"')).length >= 120 &&
+          rs.messages('tcp').filter((m) => m.raw.includes('"e2e"')).length >= 120,
+        90,
+      );
       const tls = rs.messages('tls').filter((m) => m.msg.includes('"e2e"'));
       const key = (l: any) => `${l.hostIdentifier}|${l.name}|${l.columns.seq}`;
       expect(tls.map((m) => key(JSON.parse(m.msg))).sort()).toEqual(sent.map(key).sort());
-      expect(tls.find((m) => JSON.parse(m.msg).hostIdentifier === b.uuid)).toMatchObject({ hostname: b.hostname, msgid: 'result', facility: 'local3', severity: 'info' });
-      expect(rs.messages('tcp').filter((m) => m.raw.includes('"e2e"')).map((m) => key(JSON.parse(m.raw))).sort()).toEqual(sent.map(key).sort());
+      expect(tls.find((m) => JSON.parse(m.msg).hostIdentifier === b.uuid)).toMatchObject({
+        hostname: b.hostname,
+        msgid: 'result',
+        facility: 'local3',
+        severity: 'info',
+      });
+      expect(
+        rs
+          .messages('tcp')
+          .filter((m) => m.raw.includes('"e2e"'))
+          .map((m) => key(JSON.parse(m.raw)))
+          .sort(),
+      ).toEqual(sent.map(key).sort());
       const state = await ls.sink('syslog-results');
       expect(state.state).toMatchObject({ delivered: 120, backlog_entries: 0, rejected: 0 });
       // The status sink without the CA: nothing delivered, the error shown, the backlog kept.
@@ -124,8 +182,18 @@ describePeers(['rsyslog'], 'syslog and logstash sinks against a real rsyslog', (
     const b = makeEntries(50, 'ls-udp');
     await deliverAll(tcp, a);
     await deliverAll(udp, b);
-    await until('rsyslog got the json_lines', () => rs.messages('tcp').filter((m) => m.raw.includes('"ls-tcp"')).length >= 200 && rs.messages('udp').filter((m) => m.raw.includes('"ls-udp"')).length >= 50, 60);
-    const raws = (input: 'tcp' | 'udp', run: string) => rs.messages(input).map((m) => m.raw).filter((r) => r.includes(`"${run}"`));
+    await until(
+      'rsyslog got the json_lines',
+      () =>
+        rs.messages('tcp').filter((m) => m.raw.includes('"ls-tcp"')).length >= 200 &&
+        rs.messages('udp').filter((m) => m.raw.includes('"ls-udp"')).length >= 50,
+      60,
+    );
+    const raws = (input: 'tcp' | 'udp', run: string) =>
+      rs
+        .messages(input)
+        .map((m) => m.raw)
+        .filter((r) => r.includes(`"${run}"`));
     expect(raws('tcp', 'ls-tcp')).toEqual(a.map((e) => e.line));
     expect(raws('udp', 'ls-udp').sort()).toEqual(b.map((e) => e.line).sort());
   });

@@ -14,7 +14,8 @@ export async function deliverAll(sink: Sink, batch: SinkEntry[], o: { maxAttempt
   const out: Delivery = { attempts: 0, errors: [], rejected: [], answers: [] };
   let pending = batch;
   while (pending.length > 0) {
-    if (out.attempts >= (o.maxAttempts ?? 60)) throw new Error(`not delivered after ${out.attempts} attempts: ${out.errors.slice(-3).join(' | ')}`);
+    if (out.attempts >= (o.maxAttempts ?? 60))
+      throw new Error(`not delivered after ${out.attempts} attempts: ${out.errors.slice(-3).join(' | ')}`);
     out.attempts++;
     try {
       const r = await sink.send(pending, new AbortController().signal);

@@ -11,7 +11,9 @@ import { installedPeer } from './peer.js';
  */
 export function describePeers(names: string[], title: string, fn: () => void): void {
   const missing = names.filter((n) => !installedPeer(n));
-  const system = names.filter((n) => n === 'rsyslog').filter(() => spawnSync('sh', ['-c', 'command -v rsyslogd'], { stdio: 'ignore' }).status !== 0);
+  const system = names
+    .filter((n) => n === 'rsyslog')
+    .filter(() => spawnSync('sh', ['-c', 'command -v rsyslogd'], { stdio: 'ignore' }).status !== 0);
   const absent = [...missing.filter((n) => n !== 'rsyslog'), ...system];
   if (absent.length > 0 && !process.env.CI) {
     process.stderr.write(`skipping "${title}": sink test peers not installed (${absent.join(', ')}); run node scripts/test-deps.mjs\n`);
@@ -20,4 +22,3 @@ export function describePeers(names: string[], title: string, fn: () => void): v
   }
   describe(title, fn);
 }
-

@@ -31,10 +31,36 @@ export function makeEntries(n: number, tag: string, o: EntryOptions = {}): SinkE
     const decorations = { host_uuid: uuid, hostname: host };
     const log =
       logType === 'result'
-        ? { name: o.name ?? 'pack_sinks_processes', hostIdentifier: uuid, calendarTime, unixTime: time, epoch: 0, counter: i, numerics: false, decorations,
-            columns: { pid: String(1000 + i), name: 'osqueryd', path: '/opt/osquery/bin/osqueryd', run: tag, seq: String(i), ...(o.pad ? { pad: 'x'.repeat(o.pad) } : {}) }, action: 'added' }
-        : { hostIdentifier: uuid, calendarTime, unixTime: String(time), severity: String(o.severity ?? 0), filename: 'scheduler.cpp', line: '83',
-            message: `Executing scheduled query pack_sinks_processes: run ${tag} #${i}`, version: '5.23.0', decorations };
+        ? {
+            name: o.name ?? 'pack_sinks_processes',
+            hostIdentifier: uuid,
+            calendarTime,
+            unixTime: time,
+            epoch: 0,
+            counter: i,
+            numerics: false,
+            decorations,
+            columns: {
+              pid: String(1000 + i),
+              name: 'osqueryd',
+              path: '/opt/osquery/bin/osqueryd',
+              run: tag,
+              seq: String(i),
+              ...(o.pad ? { pad: 'x'.repeat(o.pad) } : {}),
+            },
+            action: 'added',
+          }
+        : {
+            hostIdentifier: uuid,
+            calendarTime,
+            unixTime: String(time),
+            severity: String(o.severity ?? 0),
+            filename: 'scheduler.cpp',
+            line: '83',
+            message: `Executing scheduled query pack_sinks_processes: run ${tag} #${i}`,
+            version: '5.23.0',
+            decorations,
+          };
     const line = JSON.stringify(log);
     out.push({
       id: nextId++,

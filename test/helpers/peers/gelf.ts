@@ -39,7 +39,10 @@ export async function startGelfReader(): Promise<GelfReader> {
   return {
     port,
     version: peer.version,
-    messages: () => lines().filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>),
+    messages: () =>
+      lines()
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
     errors: () => lines().filter((l) => l.startsWith('gelf-reader:')),
     async stop() {
       await proc.stop();

@@ -94,7 +94,8 @@ export async function startHecStandIn(token = 'hec-token-00000000-0000-4000-8000
       }
       return reply(res, 200, { text: 'HEC is healthy', code: 17 });
     }
-    if (req.method !== 'POST' || (path !== '/services/collector/event' && path !== '/services/collector')) return reply(res, 404, { text: 'The requested URL was not found on this server.', code: 404 });
+    if (req.method !== 'POST' || (path !== '/services/collector/event' && path !== '/services/collector'))
+      return reply(res, 404, { text: 'The requested URL was not found on this server.', code: 404 });
     const auth = req.headers.authorization;
     if (!auth) return reply(res, 401, { text: 'Token is required', code: 2 });
     const m = /^Splunk (.+)$/.exec(auth);
@@ -115,7 +116,8 @@ export async function startHecStandIn(token = 'hec-token-00000000-0000-4000-8000
       const o = p as Record<string, unknown>;
       if ('__bad' in o) return reply(res, 400, { text: 'Invalid data format', code: 6, 'invalid-event-number': i }, raw.length);
       if (!('event' in o)) return reply(res, 400, { text: 'Event field is required', code: 12, 'invalid-event-number': i }, raw.length);
-      if (o.event === '' || o.event === null) return reply(res, 400, { text: 'Event field cannot be blank', code: 13, 'invalid-event-number': i }, raw.length);
+      if (o.event === '' || o.event === null)
+        return reply(res, 400, { text: 'Event field cannot be blank', code: 13, 'invalid-event-number': i }, raw.length);
       events.push(o as unknown as HecEvent);
     }
     return reply(res, 200, { text: 'Success', code: 0 }, raw.length);

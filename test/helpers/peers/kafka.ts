@@ -75,9 +75,21 @@ group.initial.rebalance.delay.ms=0
   const cp = ['-cp', `${join(peer.home, 'libs')}/*`];
   execFileSync(
     java(),
-    ['-Xmx128m', '-XX:TieredStopAtLevel=1', ...cp, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', join(dir, 'server.properties'),
-      '--add-scram', `SCRAM-SHA-256=[name=${KAFKA_USER},password=${KAFKA_PASSWORD}]`,
-      '--add-scram', `SCRAM-SHA-512=[name=${KAFKA_USER},password=${KAFKA_PASSWORD}]`],
+    [
+      '-Xmx128m',
+      '-XX:TieredStopAtLevel=1',
+      ...cp,
+      'kafka.tools.StorageTool',
+      'format',
+      '-t',
+      clusterId(),
+      '-c',
+      join(dir, 'server.properties'),
+      '--add-scram',
+      `SCRAM-SHA-256=[name=${KAFKA_USER},password=${KAFKA_PASSWORD}]`,
+      '--add-scram',
+      `SCRAM-SHA-512=[name=${KAFKA_USER},password=${KAFKA_PASSWORD}]`,
+    ],
     { stdio: 'pipe' },
   );
   const proc = new PeerProcess(

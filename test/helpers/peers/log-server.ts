@@ -50,7 +50,19 @@ export async function startLogServer(): Promise<LogServer> {
   return {
     srv,
     async addSink(name, type, source, config) {
-      const r = await srv.cli.run(['sinks', 'add', 'global', '--name', name, '--type', type, '--source', source, '--config', JSON.stringify(config)]);
+      const r = await srv.cli.run([
+        'sinks',
+        'add',
+        'global',
+        '--name',
+        name,
+        '--type',
+        type,
+        '--source',
+        source,
+        '--config',
+        JSON.stringify(config),
+      ]);
       expect(r.stderr + r.stdout, `sinks add ${name}`).not.toMatch(/^error/m);
       expect(r.exitCode).toBe(0);
     },
@@ -62,7 +74,11 @@ export async function startLogServer(): Promise<LogServer> {
     async agent() {
       const uuid = randomUUID();
       const hostname = `host-${uuid.slice(0, 8)}`;
-      const enrolled = await post(flags.endpoint.enroll, { enroll_secret: e.secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) });
+      const enrolled = await post(flags.endpoint.enroll, {
+        enroll_secret: e.secret,
+        host_identifier: uuid,
+        host_details: hostDetails(uuid, hostname),
+      });
       expect(enrolled.status).toBe(200);
       const nodeKey = (enrolled.body as { node_key: string }).node_key;
       const send = async (logType: 'result' | 'status', data: Record<string, unknown>[]) => {
@@ -76,9 +92,36 @@ export async function startLogServer(): Promise<LogServer> {
         uuid,
         hostname,
         results: (name, run, seqs) =>
-          send('result', seqs.map((seq) => ({ name, hostIdentifier: uuid, calendarTime: new Date().toUTCString(), unixTime: now(), epoch: 0, counter: seq, numerics: false, decorations, columns: { pid: String(1000 + seq), name: 'osqueryd', run, seq: String(seq) }, action: 'added' }))),
+          send(
+            'result',
+            seqs.map((seq) => ({
+              name,
+              hostIdentifier: uuid,
+              calendarTime: new Date().toUTCString(),
+              unixTime: now(),
+              epoch: 0,
+              counter: seq,
+              numerics: false,
+              decorations,
+              columns: { pid: String(1000 + seq), name: 'osqueryd', run, seq: String(seq) },
+              action: 'added',
+            })),
+          ),
         status: (run, count, severity = 0) =>
-          send('status', Array.from({ length: count }, (_, i) => ({ hostIdentifier: uuid, calendarTime: new Date().toUTCString(), unixTime: String(now()), severity: String(severity), filename: 'scheduler.cpp', line: '83', message: `Executing scheduled query: run ${run} #${i}`, version: '5.23.0', decorations }))),
+          send(
+            'status',
+            Array.from({ length: count }, (_, i) => ({
+              hostIdentifier: uuid,
+              calendarTime: new Date().toUTCString(),
+              unixTime: String(now()),
+              severity: String(severity),
+              filename: 'scheduler.cpp',
+              line: '83',
+              message: `Executing scheduled query: run ${run} #${i}`,
+              version: '5.23.0',
+              decorations,
+            })),
+          ),
       };
     },
     stop: () => srv.stop(),
@@ -86,10 +129,20 @@ export async function startLogServer(): Promise<LogServer> {
 }
 
 /** Two agents each sending 50 results of its own query and 5 status lines; what was acknowledged. */
-export async function sendSample(ls: LogServer, run: string): Promise<{ results: Record<string, unknown>[]; status: Record<string, unknown>[]; agents: LogAgent[] }> {
+export async function sendSample(
+  ls: LogServer,
+  run: string,
+): Promise<{ results: Record<string, unknown>[]; status: Record<string, unknown>[]; agents: LogAgent[] }> {
   const [a, b] = [await ls.agent(), await ls.agent()];
   const seqs = Array.from({ length: 50 }, (_, i) => i);
-  const results = [...(await a.results('pack_e2e_processes', run, seqs)), ...(await b.results('pack_e2e_users', run, seqs.map((i) => 50 + i)))];
+  const results = [
+    ...(await a.results('pack_e2e_processes', run, seqs)),
+    ...(await b.results(
+      'pack_e2e_users',
+      run,
+      seqs.map((i) => 50 + i),
+    )),
+  ];
   const status = [...(await a.status(`${run}-status`, 5)), ...(await b.status(`${run}-status`, 5, 1))];
   return { results, status, agents: [a, b] };
 }

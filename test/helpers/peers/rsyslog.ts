@@ -86,9 +86,8 @@ input(type="imtcp" address="127.0.0.1" port="${tlsPort}" ruleset="tls" streamDri
   );
   await proc.start();
   const outputs = { udp: new LineFile(out('udp')), tcp: new LineFile(out('tcp')), tls: new LineFile(out('tls')) };
-  const version = /rsyslogd\s+(\S+)/.exec(
-    (await import('node:child_process')).execFileSync('rsyslogd', ['-v'], { encoding: 'utf8' }),
-  )?.[1] ?? 'unknown';
+  const version =
+    /rsyslogd\s+(\S+)/.exec((await import('node:child_process')).execFileSync('rsyslogd', ['-v'], { encoding: 'utf8' }))?.[1] ?? 'unknown';
   return {
     udp,
     tcp,

@@ -49,7 +49,13 @@ export async function startSearch(kind: SearchKind): Promise<SearchServer> {
   mkdirSync(join(dir, 'logs'));
   mkdirSync(join(dir, 'data'));
   const jvm = join(dir, 'config', 'jvm.options');
-  writeFileSync(jvm, readFileSync(jvm, 'utf8').replaceAll('=logs/', `=${dir}/logs/`).replaceAll(':logs/', `:${dir}/logs/`).replace('HeapDumpPath=data', `HeapDumpPath=${dir}/data`));
+  writeFileSync(
+    jvm,
+    readFileSync(jvm, 'utf8')
+      .replaceAll('=logs/', `=${dir}/logs/`)
+      .replaceAll(':logs/', `:${dir}/logs/`)
+      .replace('HeapDumpPath=data', `HeapDumpPath=${dir}/data`),
+  );
   if (user) chownTree(dir, user);
   const url = `http://127.0.0.1:${http}`;
   const opts = '-Xms512m -Xmx512m -XX:TieredStopAtLevel=1';
@@ -87,7 +93,11 @@ export async function startSearch(kind: SearchKind): Promise<SearchServer> {
       let body = (await get(`/${pattern}/_search?size=10000&scroll=1m&sort=_doc&ignore_unavailable=true&allow_no_indices=true`)) as Page;
       while (body.hits?.hits?.length) {
         for (const h of body.hits.hits) docs.push({ ...h._source, _index: h._index });
-        const r = await fetch(`${url}/_search/scroll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scroll: '1m', scroll_id: body._scroll_id }) });
+        const r = await fetch(`${url}/_search/scroll`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ scroll: '1m', scroll_id: body._scroll_id }),
+        });
         body = (await r.json()) as Page;
       }
       return docs;

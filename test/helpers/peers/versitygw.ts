@@ -43,7 +43,11 @@ export async function startVersitygw(): Promise<S3Server> {
       args: ['--port', `127.0.0.1:${port}`, 'posix', data],
       env: { ROOT_ACCESS_KEY: S3_ACCESS_KEY, ROOT_SECRET_KEY: S3_SECRET_KEY },
       // Any HTTP answer (an unsigned request is a 403) means it is serving.
-      ready: async () => (await httpOk(endpoint)) || (await fetch(endpoint).then((r) => r.status > 0).catch(() => false)),
+      ready: async () =>
+        (await httpOk(endpoint)) ||
+        (await fetch(endpoint)
+          .then((r) => r.status > 0)
+          .catch(() => false)),
       readyTimeout: 60,
     },
     dir,

@@ -11,7 +11,10 @@ export function auditResource(s: OsctrlSession) {
       const { q, env, ...rest } = query;
       if (q) refuse('audit-search');
       const env_uuid = env ? await envUuid(env) : undefined;
-      const p = checkAnswer<Page<AuditLogEntry>>(AUDIT_PAGE, await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }));
+      const p = checkAnswer<Page<AuditLogEntry>>(
+        AUDIT_PAGE,
+        await http.request<unknown>('GET', 'api/v1/audit-logs', { query: { ...rest, env_uuid } }),
+      );
       // osctrl matches `username` as a substring (bob finds bobby too): this API means that user.
       return rest.username === undefined ? p : { ...p, items: p.items.filter((e) => e.username === rest.username) };
     },

@@ -37,7 +37,10 @@ export function authResource(s: OsctrlSession) {
      */
     logout: async () => {
       const token = http.opts.token ?? '';
-      const r = checkAnswer<{ message?: string }>(Type.Object({}), await http.request<unknown>('POST', 'api/v1/logout', { headers: { cookie: `osctrl_token=${token}` } }));
+      const r = checkAnswer<{ message?: string }>(
+        Type.Object({}),
+        await http.request<unknown>('POST', 'api/v1/logout', { headers: { cookie: `osctrl_token=${token}` } }),
+      );
       try {
         await http.request<unknown>('GET', 'api/v1/users/me');
       } catch (e) {

@@ -1,5 +1,12 @@
 import { Type } from '../../../api/type.js';
-import { CarveQuery, type CarveDetail, type CarveTargets, type Page, type QueryRunRequest, type QueryRunResponse } from '../../../api/index.js';
+import {
+  CarveQuery,
+  type CarveDetail,
+  type CarveTargets,
+  type Page,
+  type QueryRunRequest,
+  type QueryRunResponse,
+} from '../../../api/index.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
 import type { OsctrlSession } from './session.js';
@@ -13,7 +20,10 @@ export function carvesResource(s: OsctrlSession) {
       const { status, ...rest } = query;
       // osctrl filters with `target`; `pending` is a derived status it cannot filter on.
       if (status === 'pending') refuse('filtering carves by status pending');
-      return checkAnswer<Page<CarveQuery>>(CARVE_PAGE, await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }));
+      return checkAnswer<Page<CarveQuery>>(
+        CARVE_PAGE,
+        await http.request<unknown>('GET', `api/v1/carves/${seg(env)}`, { query: { ...rest, target: status } }),
+      );
     },
     get: async (env: string, name: string): Promise<CarveDetail> => {
       const d = checkAnswer<{ query: Record<string, unknown>; files: unknown[] }>(
@@ -31,7 +41,10 @@ export function carvesResource(s: OsctrlSession) {
     // osctrl keeps no node's cadence: carves run falls back to the environment's query interval.
     targets: (): Promise<Partial<CarveTargets>> => Promise.resolve({}),
     run: async (env: string, body: QueryRunRequest): Promise<QueryRunResponse> =>
-      checkAnswer<QueryRunResponse>(NAME_ANSWER, await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) })),
+      checkAnswer<QueryRunResponse>(
+        NAME_ANSWER,
+        await http.request<unknown>('POST', `api/v1/carves/${seg(env)}`, { body: await runBody(env, body) }),
+      ),
     action: async (env: string, action: Parameters<FleetResources['carves']['action']>[1], name: string) =>
       action === 'archive' ? refuse('carve-archive') : action === 'delete' ? refuse('carve-delete') : base.carves.action(env, action, name),
   };

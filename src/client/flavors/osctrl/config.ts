@@ -8,7 +8,12 @@
 // (osctrl has none); osctrl checks nothing but JSON, so the commands' own checks are the only ones.
 import { Type } from '../../../api/type.js';
 import {
-  CONFIG_PARTS, Environment, type AgentConfigView, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView,
+  CONFIG_PARTS,
+  Environment,
+  type AgentConfigView,
+  type ConfigPart,
+  type OsqueryConfigParts,
+  type OsqueryConfigView,
 } from '../../../api/index.js';
 import { ApiError } from '../../../errors.js';
 import type { HttpClient } from '../../http.js';
@@ -20,7 +25,11 @@ const seg = encodeURIComponent;
 
 /** osctrl's EnvConfigResponse: each part (and the flags) as a JSON text. */
 const RawConfig = Type.Object({
-  options: Type.String(), schedule: Type.String(), packs: Type.String(), decorators: Type.String(), atc: Type.String(),
+  options: Type.String(),
+  schedule: Type.String(),
+  packs: Type.String(),
+  decorators: Type.String(),
+  atc: Type.String(),
 });
 
 // node:crypto when a configuration is hashed, not with the flavour every osctrl command loads.
@@ -33,7 +42,9 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   const read = async (env: string) => {
     const { readStoredParts } = await lib();
     const [parts, e] = await Promise.all([
-      http.request<unknown>('GET', `api/v1/environments/config/${seg(env)}`).then((raw) => checkAnswer<Record<ConfigPart, string>>(RawConfig, raw, 'config')),
+      http
+        .request<unknown>('GET', `api/v1/environments/config/${seg(env)}`)
+        .then((raw) => checkAnswer<Record<ConfigPart, string>>(RawConfig, raw, 'config')),
       environment(env),
     ]);
     const config = readStoredParts(parts);
@@ -47,7 +58,11 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
   const patch = async (env: string, parts: Partial<OsqueryConfigParts>, o: WriteOptions = {}): Promise<OsqueryConfigView> => {
     const before = await read(env);
     if (o.ifMatch && o.ifMatch !== before.hash) {
-      throw new ApiError(409, 'conflict', `the configuration of ${before.name} changed since it was read (hash ${o.ifMatch.slice(0, 12)}, now ${before.hash.slice(0, 12)}); read it again`);
+      throw new ApiError(
+        409,
+        'conflict',
+        `the configuration of ${before.name} changed since it was read (hash ${o.ifMatch.slice(0, 12)}, now ${before.hash.slice(0, 12)}); read it again`,
+      );
     }
     const { sameJson } = await lib();
     const given = CONFIG_PARTS.filter((p) => parts[p] !== undefined);
@@ -77,11 +92,17 @@ export function osctrlConfig(http: HttpClient): FleetResources['config'] {
         throw new UnexpectedAnswerError(`the configuration of ${e.name} is not JSON`);
       }
       const c = (config ?? {}) as Record<string, unknown>;
-      const part = (k: string) => (c[k] && typeof c[k] === 'object' ? (c[k]) : {});
+      const part = (k: string) => (c[k] && typeof c[k] === 'object' ? c[k] : {});
       return {
         environment: e.name,
         hash: await hashOf(e.configuration),
-        config: { options: part('options'), schedule: part('schedule'), packs: part('packs'), decorators: part('decorators'), auto_table_construction: part('auto_table_construction') },
+        config: {
+          options: part('options'),
+          schedule: part('schedule'),
+          packs: part('packs'),
+          decorators: part('decorators'),
+          auto_table_construction: part('auto_table_construction'),
+        },
       };
     },
   };

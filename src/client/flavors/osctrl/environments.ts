@@ -1,6 +1,13 @@
 import {
-  DataResponse, Environment, EnvironmentMap, MessageResponse,
-  type EnvironmentCreateBody, type EnvironmentEditBody, type EnvironmentMapEntry, type IntervalsBody, type MapTarget,
+  DataResponse,
+  Environment,
+  EnvironmentMap,
+  MessageResponse,
+  type EnvironmentCreateBody,
+  type EnvironmentEditBody,
+  type EnvironmentMapEntry,
+  type IntervalsBody,
+  type MapTarget,
 } from '../../../api/index.js';
 import { ApiError, CliError, ExitCode, UsageError } from '../../../errors.js';
 import { Type } from '../../../api/type.js';
@@ -23,7 +30,9 @@ const OSCTRL_ICON = 'server';
 
 function checkName(name: string): void {
   if (!OSCTRL_NAME.test(name.trim().toLowerCase())) {
-    throw new UsageError(`invalid environment name ${JSON.stringify(name)} for osctrl: letters, digits, "-" and "_" only (osctrl stores names in lower case)`);
+    throw new UsageError(
+      `invalid environment name ${JSON.stringify(name)} for osctrl: letters, digits, "-" and "_" only (osctrl stores names in lower case)`,
+    );
   }
 }
 
@@ -36,7 +45,10 @@ function checkHost(host: string): void {
       `osctrl's API takes a host name only, and its agents then connect on port 443: give --agent-host ${port[1]} with osctrl-tls on 443 (only osctrl-cli in database mode, "osctrl-cli --db env add --hostname HOST:PORT", stores a port)`,
     );
   }
-  if (!OSCTRL_HOST.test(h)) throw new UsageError(`invalid agent host ${JSON.stringify(host)} for osctrl: a host name or IPv4 address (letters, digits, "." and "-"), no port`);
+  if (!OSCTRL_HOST.test(h))
+    throw new UsageError(
+      `invalid agent host ${JSON.stringify(host)} for osctrl: a host name or IPv4 address (letters, digits, "." and "-"), no port`,
+    );
 }
 
 /** The intervals of a create or edit body, for osctrl's PATCH environments/intervals/{env}. */
@@ -116,11 +128,15 @@ export function environmentsResource(s: OsctrlSession) {
       const parsed: unknown = JSON.parse(text.trim() || '{}');
       options = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
     } catch {
-      throw new UnexpectedAnswerError(`the options of environment ${env} on osctrl are not JSON: the intervals were stored, not sent to agents`);
+      throw new UnexpectedAnswerError(
+        `the options of environment ${env} on osctrl are not JSON: the intervals were stored, not sent to agents`,
+      );
     }
     if (options.distributed_interval !== updated.query_interval || options.logger_tls_period !== updated.log_interval) {
       const merged = { ...options, distributed_interval: updated.query_interval, logger_tls_period: updated.log_interval };
-      await http.request<unknown>('PATCH', `api/v1/environments/config/${seg(env)}`, { body: { options: JSON.stringify(merged, null, 2) } });
+      await http.request<unknown>('PATCH', `api/v1/environments/config/${seg(env)}`, {
+        body: { options: JSON.stringify(merged, null, 2) },
+      });
     }
     return updated;
   };
@@ -137,7 +153,11 @@ export function environmentsResource(s: OsctrlSession) {
       const key = (e: EnvironmentMapEntry) => (target === 'id' ? String(e.id) : target === 'uuid' ? e.uuid : e.name);
       return checkAnswer<EnvironmentMap>(EnvironmentMap, Object.fromEntries(list.map((e) => [key(e), e])));
     },
-    enrollAction: async (env: string, action: Parameters<FleetResources['environments']['enrollAction']>[1], body: Parameters<FleetResources['environments']['enrollAction']>[2] = {}) => {
+    enrollAction: async (
+      env: string,
+      action: Parameters<FleetResources['environments']['enrollAction']>[1],
+      body: Parameters<FleetResources['environments']['enrollAction']>[2] = {},
+    ) => {
       if (action === 'rotate') return rotate(env, body);
       if (action === 'expire' || action === 'extend' || action === 'notexpire') {
         const res = await base.environments.enrollAction(env, action, body);
@@ -151,10 +171,16 @@ export function environmentsResource(s: OsctrlSession) {
       if (body.url_rpm_pkg !== undefined) steps.push(['enroll/set_rpm', { url_rpm_pkg: body.url_rpm_pkg }]);
       if (body.url_msi_pkg !== undefined) steps.push(['enroll/set_msi', { url_msi_pkg: body.url_msi_pkg }]);
       if (body.url_mac_pkg !== undefined) steps.push(['enroll/set_pkg', { url_mac_pkg: body.url_mac_pkg }]);
-      if (body.certificate !== undefined) steps.push(['enroll/cert', { certificate_b64: Buffer.from(body.certificate).toString('base64') }]);
+      if (body.certificate !== undefined)
+        steps.push(['enroll/cert', { certificate_b64: Buffer.from(body.certificate).toString('base64') }]);
       const said: string[] = [];
       for (const [path, b] of steps) {
-        said.push(checkAnswer<{ message: string }>(MessageResponse, await http.request<unknown>('POST', `api/v1/environments/${seg(env)}/${path}`, { body: b })).message);
+        said.push(
+          checkAnswer<{ message: string }>(
+            MessageResponse,
+            await http.request<unknown>('POST', `api/v1/environments/${seg(env)}/${path}`, { body: b }),
+          ).message,
+        );
       }
       return { message: said.join('; ') || 'nothing to change' };
     },
@@ -167,12 +193,19 @@ export function environmentsResource(s: OsctrlSession) {
      * by the command (exit 8) before this runs.
      */
     create: async (body: EnvironmentCreateBody) => {
-      if (!body.hostname) throw new UsageError('osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST');
+      if (!body.hostname)
+        throw new UsageError(
+          'osctrl needs the agent host of a new environment (its osctrl-tls address agents reach): give --agent-host HOST',
+        );
       checkName(body.name);
       checkHost(body.hostname);
       refuseConfigInterval(body);
       const post = { name: body.name, hostname: body.hostname, type: body.type || OSCTRL_TYPE, icon: body.icon || OSCTRL_ICON };
-      const created = checkAnswer<{ uuid: string }>(needs(Environment, 'uuid'), await http.request<unknown>('POST', 'api/v1/environments', { body: post }), 'environment');
+      const created = checkAnswer<{ uuid: string }>(
+        needs(Environment, 'uuid'),
+        await http.request<unknown>('POST', 'api/v1/environments', { body: post }),
+        'environment',
+      );
       const intervals = intervalsOf(body);
       if (intervals) await setIntervals(created.uuid, intervals);
       // Open until closed, then the switches asked for (accept_enrolls false closes it again).
@@ -204,18 +237,25 @@ export function environmentsResource(s: OsctrlSession) {
         if (page.items.length === 0) break;
         for (const n of page.items) {
           // A node osctrl listed again after its delete answered: stop rather than loop.
-          if (gone.has(n.uuid)) throw new ApiError(500, 'internal', `osctrl still lists node ${n.uuid} after deleting it; the environment was not deleted`);
+          if (gone.has(n.uuid))
+            throw new ApiError(500, 'internal', `osctrl still lists node ${n.uuid} after deleting it; the environment was not deleted`);
           await base.nodes.delete(uuid, n.uuid);
           gone.add(n.uuid);
         }
       }
       const deleted = gone.size;
-      const r = checkAnswer<{ message: string }>(needs(MessageResponse, 'message'), await http.request<unknown>('DELETE', `api/v1/environments/${seg(uuid)}`));
+      const r = checkAnswer<{ message: string }>(
+        needs(MessageResponse, 'message'),
+        await http.request<unknown>('DELETE', `api/v1/environments/${seg(uuid)}`),
+      );
       return { message: `${r.message} with ${deleted} node${deleted === 1 ? '' : 's'}` };
     },
     enrollRead: async (env: string, target: Parameters<FleetResources['environments']['enrollRead']>[1]) => {
       if (target !== 'remove.sh' && target !== 'remove.ps1') return base.environments.enrollRead(env, target);
-      return http.request<{ data: string }>('GET', `api/v1/environments/${seg(env)}/remove/${seg(target)}`, { secretResponse: true, schema: needs(DataResponse, 'data') });
+      return http.request<{ data: string }>('GET', `api/v1/environments/${seg(env)}/remove/${seg(target)}`, {
+        secretResponse: true,
+        schema: needs(DataResponse, 'data'),
+      });
     },
   };
 }

@@ -19,7 +19,11 @@ const OSCTRL_LIMIT = 1000;
 /** Between two polls of a follow. */
 const POLL_MS = 2000;
 
-const RawLine = needs(Type.Object({ id: Type.Integer(), created_at: Type.String(), uuid: Type.String() }, { additionalProperties: true }), 'id', 'created_at');
+const RawLine = needs(
+  Type.Object({ id: Type.Integer(), created_at: Type.String(), uuid: Type.String() }, { additionalProperties: true }),
+  'id',
+  'created_at',
+);
 const RawLogs = needs(Type.Object({ items: Type.Array(RawLine) }), 'items');
 type Raw = Record<string, unknown> & { id: number; created_at: string; uuid: string };
 
@@ -88,16 +92,31 @@ const refuse = (what: string, hint?: string): never => {
 
 export function logsResource(s: OsctrlSession) {
   const { http, base } = s;
-  const read = async (type: 'status' | 'result', env: string, uuid: string, q: { since?: string; limit: number; q?: string }): Promise<Raw[]> => {
-    const raw = await http.request<unknown>('GET', `api/v1/logs/${type}/${seg(env)}/${seg(uuid)}`, { query: { since: q.since, limit: q.limit, q: q.q } });
+  const read = async (
+    type: 'status' | 'result',
+    env: string,
+    uuid: string,
+    q: { since?: string; limit: number; q?: string },
+  ): Promise<Raw[]> => {
+    const raw = await http.request<unknown>('GET', `api/v1/logs/${type}/${seg(env)}/${seg(uuid)}`, {
+      query: { since: q.since, limit: q.limit, q: q.q },
+    });
     return checkAnswer<{ items: Raw[] }>(RawLogs, raw, 'logs').items;
   };
 
   /** Status and/or result lines of one node, newest first, up to `limit`, each with osctrl's own time. */
-  const lines = async (env: string, node: Pick<Node, 'uuid' | 'hostname'>, q: LogListQuery, since: string | undefined, limit: number): Promise<{ line: LogLine; t: string }[]> => {
+  const lines = async (
+    env: string,
+    node: Pick<Node, 'uuid' | 'hostname'>,
+    q: LogListQuery,
+    since: string | undefined,
+    limit: number,
+  ): Promise<{ line: LogLine; t: string }[]> => {
     const types: ('status' | 'result')[] = q.type ? [q.type] : ['result', 'status'];
     const all: { line: LogLine; t: string }[] = [];
-    for (const ty of types) for (const r of await read(ty, env, node.uuid, { since, limit, q: q.q })) all.push({ line: lineFromOsctrl(r, ty, env, node.hostname), t: r.created_at });
+    for (const ty of types)
+      for (const r of await read(ty, env, node.uuid, { since, limit, q: q.q }))
+        all.push({ line: lineFromOsctrl(r, ty, env, node.hostname), t: r.created_at });
     return all.sort((a, b) => (timeKey(b.t) < timeKey(a.t) ? -1 : timeKey(b.t) > timeKey(a.t) ? 1 : b.line.id - a.line.id)).slice(0, limit);
   };
 
@@ -107,7 +126,8 @@ export function logsResource(s: OsctrlSession) {
       if (q.query || q.pack) refuse('logs of one scheduled query or pack (--query, --pack)');
       if (q.until) refuse('logs up to a time (--until)');
       if (q.severity) refuse('status lines by severity (--severity)');
-      if (q.order === 'asc' && !q.cursor) refuse('every log line of a range (--all; osctrl returns the newest 1000)', 'use --limit N (at most 1000)');
+      if (q.order === 'asc' && !q.cursor)
+        refuse('every log line of a range (--all; osctrl returns the newest 1000)', 'use --limit N (at most 1000)');
       if (q.cursor !== undefined && decode(q.cursor) === undefined) throw new Error('bad cursor for osctrl logs');
       const node = await base.nodes.get(env, q.node!);
       const limit = Math.min(q.limit ?? 100, OSCTRL_LIMIT);
@@ -139,7 +159,10 @@ export async function withStatusProblems(http: HttpClient, env: string, node: No
   try {
     const raw = await http.request<unknown>('GET', `api/v1/logs/status/${seg(env)}/${seg(node.uuid)}`, { query: { limit: OSCTRL_LIMIT } });
     const rows = checkAnswer<{ items: Raw[] }>(RawLogs, raw, 'logs').items;
-    const problems = rows.filter((r) => Number(r.severity) >= 1).slice(0, 5).map((r) => lineFromOsctrl(r, 'status', env, node.hostname));
+    const problems = rows
+      .filter((r) => Number(r.severity) >= 1)
+      .slice(0, 5)
+      .map((r) => lineFromOsctrl(r, 'status', env, node.hostname));
     return { ...node, status_problems: problems };
   } catch {
     return node; // osctrl without its db logger, or no permission: the node alone

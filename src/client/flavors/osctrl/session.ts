@@ -8,7 +8,21 @@ import { ApiError } from '../../../errors.js';
 import type { HttpClient } from '../../http.js';
 import { checkAnswer, needs } from '../../validate.js';
 import type { FleetResources } from '../../resources/index.js';
-import { seg, RawMap, RawLoginEnv, type Access, RawPermissions, RawUser, RawMe, RawQuery, OSCTRL_DEFAULT_EXPIRE_HOURS, LIST_PAGE, refuse, TAGS, toQuery } from './shapes.js';
+import {
+  seg,
+  RawMap,
+  RawLoginEnv,
+  type Access,
+  RawPermissions,
+  RawUser,
+  RawMe,
+  RawQuery,
+  OSCTRL_DEFAULT_EXPIRE_HOURS,
+  LIST_PAGE,
+  refuse,
+  TAGS,
+  toQuery,
+} from './shapes.js';
 
 export function osctrlSession(http: HttpClient, base: FleetResources) {
   let mapCache: Promise<EnvironmentMapEntry[]> | undefined;
@@ -24,9 +38,11 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
    * not a super-admin never trips osctrl's "denied access" audit entries with a map request.
    */
   const envNames = () =>
-    (namesCache ??= http.request<unknown>('GET', 'api/v1/login/environments').then((raw) =>
-      checkAnswer<Array<{ uuid: string; name: string }>>(Type.Array(RawLoginEnv), raw, 'environments').map((x) => ({ id: 0, ...x })),
-    ));
+    (namesCache ??= http
+      .request<unknown>('GET', 'api/v1/login/environments')
+      .then((raw) =>
+        checkAnswer<Array<{ uuid: string; name: string }>>(Type.Array(RawLoginEnv), raw, 'environments').map((x) => ({ id: 0, ...x })),
+      ));
   /** osctrl matches permissions (and UUID targets) on UUIDs verbatim: a name there would grant nothing. */
   const envUuid = async (ref: string): Promise<string> => {
     const e = (await envNames()).find((x) => x.uuid === ref || x.name === ref || x.uuid.toLowerCase() === ref.toLowerCase());
@@ -35,7 +51,10 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
   };
 
   let meCache: Promise<{ admin: boolean; permissions?: Record<string, Access> }> | undefined;
-  const me = () => (meCache ??= http.request<unknown>('GET', 'api/v1/users/me').then((raw) => checkAnswer<{ admin: boolean; permissions?: Record<string, Access> }>(RawMe, raw)));
+  const me = () =>
+    (meCache ??= http
+      .request<unknown>('GET', 'api/v1/users/me')
+      .then((raw) => checkAnswer<{ admin: boolean; permissions?: Record<string, Access> }>(RawMe, raw)));
   const accessibleEnvironments = async (): Promise<EnvironmentMapEntry[]> => {
     const perms = (await me()).permissions ?? {};
     const known = await envNames();
@@ -43,7 +62,10 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
     for (const e of known) {
       const a = perms[e.uuid];
       if (!a || !(a.user || a.admin)) continue; // osctrl's read of an environment wants user level (or an admin row first)
-      const env = checkAnswer<{ id: number }>(needs(Type.Object({ id: Type.Integer() }), 'id'), await http.request<unknown>('GET', `api/v1/environments/${seg(e.uuid)}`));
+      const env = checkAnswer<{ id: number }>(
+        needs(Type.Object({ id: Type.Integer() }), 'id'),
+        await http.request<unknown>('GET', `api/v1/environments/${seg(e.uuid)}`),
+      );
       out.push({ id: env.id, name: e.name, uuid: e.uuid });
     }
     return out;
@@ -59,9 +81,21 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
       .filter(([uuid, a]) => (a.user || a.query || a.carve || a.admin) && envs.some((x) => x.uuid === uuid))
       .map(([uuid, a]) => {
         const e = envs.find((x) => x.uuid === uuid);
-        return { id: ids.find((x) => x.uuid === uuid)?.id ?? 0, name: e?.name ?? uuid, uuid, user: a.user, query: a.query, carve: a.carve, admin: a.admin };
+        return {
+          id: ids.find((x) => x.uuid === uuid)?.id ?? 0,
+          name: e?.name ?? uuid,
+          uuid,
+          user: a.user,
+          query: a.query,
+          carve: a.carve,
+          admin: a.admin,
+        };
       });
-    return checkAnswer<User>(User, { ...u, environments: environmentsOut, mfa: { totp: false, webauthn: 0 }, api: false, last_login_at: u.last_access }, what);
+    return checkAnswer<User>(
+      User,
+      { ...u, environments: environmentsOut, mfa: { totp: false, webauthn: 0 }, api: false, last_login_at: u.last_access },
+      what,
+    );
   };
   const permissionsOf = async (username: string) =>
     checkAnswer<{ permissions: Record<string, Access> }>(
@@ -94,7 +128,8 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
     const all = checkAnswer<Array<{ username: string }>>(Type.Array(RawUser), await http.request<unknown>('GET', 'api/v1/users'), 'users');
     if (!all.some((u) => u.username === username)) throw new ApiError(404, 'not_found', `user "${username}" not found`);
   };
-  const tagList = async (env: string) => checkAnswer<TagWithCount[]>(TAGS, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
+  const tagList = async (env: string) =>
+    checkAnswer<TagWithCount[]>(TAGS, await http.request<unknown>('GET', `api/v1/tags/${seg(env)}`), 'tags');
   const currentTag = async (env: string, name: string) => (await tagList(env)).find((t) => t.name === name);
 
   /**
@@ -120,7 +155,9 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
    * nothing), where this API adds them up.
    */
   const runBody = async (env: string, body: QueryRunRequest): Promise<QueryRunRequest> => {
-    const kinds = (['uuid_list', 'host_list', 'platform_list', 'environment_list', 'tag_list'] as const).filter((k) => (body[k]?.length ?? 0) > 0);
+    const kinds = (['uuid_list', 'host_list', 'platform_list', 'environment_list', 'tag_list'] as const).filter(
+      (k) => (body[k]?.length ?? 0) > 0,
+    );
     if (kinds.length > 1) {
       refuse('targets of different kinds in one run (osctrl intersects them)', 'run once per kind of target, or list the nodes themselves');
     }
@@ -132,7 +169,8 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
       // This API targets nodes of the env in the path only; osctrl would take the other envs' nodes too.
       const here = await envUuid(env);
       for (const e of body.environment_list) {
-        if ((await envUuid(e)) !== here) throw new ApiError(400, 'bad_request', `environment_list names "${e}", not this environment (${env})`);
+        if ((await envUuid(e)) !== here)
+          throw new ApiError(400, 'bad_request', `environment_list names "${e}", not this environment (${env})`);
       }
       delete out.environment_list; // = every node of this env
     }
@@ -143,7 +181,8 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
   const queryOf = async (env: string, name: string): Promise<ReturnType<typeof toQuery>> => {
     const raw = await http.request<unknown>('GET', `api/v1/queries/${seg(env)}/${seg(name)}`);
     // osctrl answers 200 with an empty record for a name it does not have.
-    if (raw && typeof raw === 'object' && !(raw as { name?: unknown }).name) throw new ApiError(404, 'not_found', `query "${name}" not found in environment ${env}`);
+    if (raw && typeof raw === 'object' && !(raw as { name?: unknown }).name)
+      throw new ApiError(404, 'not_found', `query "${name}" not found in environment ${env}`);
     return toQuery(checkAnswer(RawQuery, raw));
   };
   const hostnames = new Map<string, string>();
@@ -168,8 +207,27 @@ export function osctrlSession(http: HttpClient, base: FleetResources) {
     })());
 
   return {
-    http, base, environments, envNames, envUuid, me, accessibleEnvironments, toUser, permissionsOf, accessOf, setAccess,
-    userExists, tagList, currentTag, platformsIn, runBody, queryOf, hostnames, platforms, nodeCounts, readNodes,
+    http,
+    base,
+    environments,
+    envNames,
+    envUuid,
+    me,
+    accessibleEnvironments,
+    toUser,
+    permissionsOf,
+    accessOf,
+    setAccess,
+    userExists,
+    tagList,
+    currentTag,
+    platformsIn,
+    runBody,
+    queryOf,
+    hostnames,
+    platforms,
+    nodeCounts,
+    readNodes,
     /** Forgets the nodes read (a node enrolled since): the next readNodes reads them again. */
     forgetNodes: () => {
       nodesRead = undefined;

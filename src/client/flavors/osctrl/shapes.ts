@@ -19,19 +19,47 @@ export const RawLoginEnv = needs(Type.Object({ uuid: Type.String(), name: Type.S
 export const RawAccess = Type.Object({ user: Type.Boolean(), query: Type.Boolean(), carve: Type.Boolean(), admin: Type.Boolean() });
 export type Access = { user: boolean; query: boolean; carve: boolean; admin: boolean };
 export const RawPermissions = Type.Record(Type.String(), RawAccess);
-export const RawUser = needs(Type.Object({
-  username: Type.String(), email: Type.String(), fullname: Type.String(), admin: Type.Boolean(), service: Type.Boolean(),
-  created_at: Type.String(), last_access: Type.String(),
-}), 'username');
+export const RawUser = needs(
+  Type.Object({
+    username: Type.String(),
+    email: Type.String(),
+    fullname: Type.String(),
+    admin: Type.Boolean(),
+    service: Type.Boolean(),
+    created_at: Type.String(),
+    last_access: Type.String(),
+  }),
+  'username',
+);
 export const RawMe = Type.Object({ ...RawUser.properties, permissions: Type.Optional(RawPermissions) });
-export const RawSetting = needs(Type.Object({
-  ID: Type.Integer(), Name: Type.String(), Service: Type.String(), Type: Type.String(), EnvironmentID: Type.Integer(),
-  String: Type.String(), Boolean: Type.Boolean(), Integer: Type.Integer(), Info: Type.String(), CreatedAt: Type.String(), UpdatedAt: Type.String(),
-}), 'Name', 'Type');
+export const RawSetting = needs(
+  Type.Object({
+    ID: Type.Integer(),
+    Name: Type.String(),
+    Service: Type.String(),
+    Type: Type.String(),
+    EnvironmentID: Type.Integer(),
+    String: Type.String(),
+    Boolean: Type.Boolean(),
+    Integer: Type.Integer(),
+    Info: Type.String(),
+    CreatedAt: Type.String(),
+    UpdatedAt: Type.String(),
+  }),
+  'Name',
+  'Type',
+);
 export const RawQuery = needs(Type.Object({ ...DistributedQuery.properties }), 'name');
 /** One node's answer as osctrl stores it: the rows as a JSON text (`data`), `status` 0 or osquery's error code. */
-export const RawResult = needs(Type.Object({ id: Type.Integer(), created_at: Type.String(), uuid: Type.String(), data: Type.String(), status: Type.Integer() }), 'id', 'uuid');
-export const RawResultsPage = needs(Type.Object({ items: Type.Array(RawResult), page: Type.Integer(), total_pages: Type.Integer(), total_items: Type.Integer() }), 'items');
+export const RawResult = needs(
+  Type.Object({ id: Type.Integer(), created_at: Type.String(), uuid: Type.String(), data: Type.String(), status: Type.Integer() }),
+  'id',
+  'uuid',
+);
+export const RawResultsPage = needs(
+  Type.Object({ items: Type.Array(RawResult), page: Type.Integer(), total_pages: Type.Integer(), total_items: Type.Integer() }),
+  'items',
+);
 export const NAME_ANSWER = needs(Type.Object({ query_name: Type.String() }), 'query_name');
 
 /** When fleetctl is not told (--expire-hours), queries and carves expire after this many hours, as with osctrl-cli. */
@@ -80,9 +108,17 @@ export function toResult(r: { id: number; created_at: string; uuid: string; data
 export function settingFromOsctrl(r: Record<string, unknown>) {
   const deleted = r.DeletedAt;
   return {
-    id: r.ID, name: r.Name, service: r.Service, type: r.Type, info: r.Info ?? '', environmentID: r.EnvironmentID,
-    boolean: r.Boolean, integer: r.Integer, string: r.String, createdAt: r.CreatedAt ?? '', updatedAt: r.UpdatedAt ?? '',
+    id: r.ID,
+    name: r.Name,
+    service: r.Service,
+    type: r.Type,
+    info: r.Info ?? '',
+    environmentID: r.EnvironmentID,
+    boolean: r.Boolean,
+    integer: r.Integer,
+    string: r.String,
+    createdAt: r.CreatedAt ?? '',
+    updatedAt: r.UpdatedAt ?? '',
     deletedAt: { time: typeof deleted === 'string' ? deleted : null, valid: typeof deleted === 'string' },
   };
 }
-

@@ -21,10 +21,13 @@ export function tagsResource(s: OsctrlSession) {
       const counted = (t: TagWithCount) => (t.tag_type === 0 && t.name === envName) || (t.auto_tag && t.tag_type === 1);
       if (!list.some(counted)) return list;
       await readNodes(env);
-      return list.map((t) => (counted(t) ? { ...t, node_count: t.tag_type === 0 ? nodeCounts.total : (nodeCounts.perPlatform.get(t.name) ?? 0) } : t));
+      return list.map((t) =>
+        counted(t) ? { ...t, node_count: t.tag_type === 0 ? nodeCounts.total : (nodeCounts.perPlatform.get(t.name) ?? 0) } : t,
+      );
     },
     // osctrl stores type 0 (env) when tagtype is omitted; this API's default is `tag`.
-    add: (env: string, body: Parameters<FleetResources['tags']['add']>[1]) => base.tags.add(env, { ...body, tagtype: body.tagtype ?? TagTypes.tag }),
+    add: (env: string, body: Parameters<FleetResources['tags']['add']>[1]) =>
+      base.tags.add(env, { ...body, tagtype: body.tagtype ?? TagTypes.tag }),
     // osctrl compares an omitted tagtype (0) with the stored one and changes it: send the current type.
     edit: async (env: string, body: Parameters<FleetResources['tags']['edit']>[1]) => {
       if (body.tagtype !== undefined) return base.tags.edit(env, body);
@@ -43,14 +46,26 @@ export function tagsResource(s: OsctrlSession) {
       const already: string[] = [];
       for (const uuid of uuids) {
         try {
-          checkAnswer(MessageResponse, await http.request<unknown>('POST', `api/v1/nodes/${seg(env)}/tag`, { body: { uuid, tag: name, type: cur.tag_type, custom: cur.custom_tag } }));
+          checkAnswer(
+            MessageResponse,
+            await http.request<unknown>('POST', `api/v1/nodes/${seg(env)}/tag`, {
+              body: { uuid, tag: name, type: cur.tag_type, custom: cur.custom_tag },
+            }),
+          );
         } catch (e) {
           if (e instanceof ApiError && e.status === 500 && /error tagging node/.test(e.message)) already.push(uuid);
-          else throw new CliError(`${(e as Error).message}: tag ${name} was applied to ${uuids.indexOf(uuid)} of ${uuids.length} node(s) before ${uuid}`, e instanceof ApiError ? ExitCode.error : ExitCode.unavailable);
+          else
+            throw new CliError(
+              `${(e as Error).message}: tag ${name} was applied to ${uuids.indexOf(uuid)} of ${uuids.length} node(s) before ${uuid}`,
+              e instanceof ApiError ? ExitCode.error : ExitCode.unavailable,
+            );
         }
       }
       if (already.length) {
-        http.opts.warn?.(`osctrl-tagged-${name}`, `${already.length} of ${uuids.length} node(s) already had tag ${name}, or osctrl could not tag them (it answers 500 "error tagging node" for both): ${already.join(', ')}`);
+        http.opts.warn?.(
+          `osctrl-tagged-${name}`,
+          `${already.length} of ${uuids.length} node(s) already had tag ${name}, or osctrl could not tag them (it answers 500 "error tagging node" for both): ${already.join(', ')}`,
+        );
       }
       return { data: `tag ${name} applied to ${uuids.length - already.length} node(s)` };
     },

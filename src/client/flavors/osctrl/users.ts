@@ -31,23 +31,37 @@ export function usersResource(s: OsctrlSession) {
         // osctrl stores `environments` verbatim and matches UUIDs: send UUIDs, with levels osctrl can check.
         const uuids = envRefs ? await Promise.all(envRefs.map(envUuid)) : undefined;
         const a = accessOf(body);
-        const access = levels || uuids?.length ? { user_access: a.user, query_access: a.query, carve_access: a.carve, admin_access: a.admin } : {};
-        return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/add`, { body: { ...rest, ...access, environments: uuids, username } }));
+        const access =
+          levels || uuids?.length ? { user_access: a.user, query_access: a.query, carve_access: a.carve, admin_access: a.admin } : {};
+        return checkAnswer<{ data: string }>(
+          DataResponse,
+          await http.request<unknown>('POST', `api/v1/users/${seg(username)}/add`, {
+            body: { ...rest, ...access, environments: uuids, username },
+          }),
+        );
       }
       await userExists(username);
       if (action === 'edit') {
         // osctrl's edit ignores environments and levels: they go through its permissions endpoint,
         // after the plain fields (every environment is resolved first, so a bad name changes nothing).
         if (envRefs?.length) await Promise.all(envRefs.map(envUuid));
-        const res = checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...rest, username } }));
+        const res = checkAnswer<{ data: string }>(
+          DataResponse,
+          await http.request<unknown>('POST', `api/v1/users/${seg(username)}/edit`, { body: { ...rest, username } }),
+        );
         if (envRefs?.length) await setAccess(username, envRefs, levels ? accessOf(body) : accessOf({}));
         // osctrl ends no session on a password change: the user's token stays valid until it expires.
         if (body.password !== undefined) {
-          return { data: `${res.data}; osctrl keeps ${username}'s session: a token issued before the change stays valid until it expires (to end it now: fleetctl api DELETE /api/v1/users/${username}/token)` };
+          return {
+            data: `${res.data}; osctrl keeps ${username}'s session: a token issued before the change stays valid until it expires (to end it now: fleetctl api DELETE /api/v1/users/${username}/token)`,
+          };
         }
         return res;
       }
-      return checkAnswer<{ data: string }>(DataResponse, await http.request<unknown>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...rest, username } }));
+      return checkAnswer<{ data: string }>(
+        DataResponse,
+        await http.request<unknown>('POST', `api/v1/users/${seg(username)}/${seg(action)}`, { body: { ...rest, username } }),
+      );
     },
   };
 }

@@ -9,7 +9,8 @@ import { NEVER } from '../../../api/index.js';
 import { platformBucket, versionKey } from '../fleet/node-health.js';
 import { detailColumns, detailText, mergedSystemInfo } from './node-details.js';
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const str = detailText;
 
 function secretMatches(given: unknown, secret: string): boolean {
@@ -26,7 +27,8 @@ export type EnrollRefusal = { reason: 'closed' | 'secret' | 'expired' | 'identif
 export function enrollRefusal(env: EnvironmentRow, secret: unknown, now: Date): EnrollRefusal | undefined {
   if (!env.accept_enrolls) return { reason: 'closed', text: 'environment does not accept enrolls' };
   if (!secretMatches(secret, env.secret)) return { reason: 'secret', text: 'wrong enroll secret' };
-  if (env.enroll_expire && env.enroll_expire !== NEVER && new Date(env.enroll_expire) <= now) return { reason: 'expired', text: 'enroll secret expired' };
+  if (env.enroll_expire && env.enroll_expire !== NEVER && new Date(env.enroll_expire) <= now)
+    return { reason: 'expired', text: 'enroll secret expired' };
   return undefined;
 }
 
@@ -89,7 +91,17 @@ export async function enrollNode(
   const upsert = deps.db
     .insertInto('nodes')
     // osquery's enroll says nothing of the user it runs as: unknown (''), not assumed to be root (issue 26).
-    .values({ ...values, uuid, country_code: '', osquery_user: str(osq.user), extra_data: '{}', user_id: 0, username: '', uptime_seconds: 0, created_at: ts })
+    .values({
+      ...values,
+      uuid,
+      country_code: '',
+      osquery_user: str(osq.user),
+      extra_data: '{}',
+      user_id: 0,
+      username: '',
+      uptime_seconds: 0,
+      created_at: ts,
+    })
     .onConflict((oc) => oc.column('uuid').doUpdateSet(values).where('nodes.environment_id', '=', env.id))
     .returning(['id', 'uuid', 'hostname', 'environment_id', 'ip_address', 'details_at', 'created_at'])
     .compile();
@@ -107,7 +119,11 @@ export async function enrollNode(
   return node ? { key: nodeKey, node } : undefined;
 }
 
-export async function nodeByKey(deps: Deps, env: EnvironmentRow, key: unknown): Promise<Omit<NodeRow, 'last_seen' | 'bytes_received' | 'config_fetched_at'> | undefined> {
+export async function nodeByKey(
+  deps: Deps,
+  env: EnvironmentRow,
+  key: unknown,
+): Promise<Omit<NodeRow, 'last_seen' | 'bytes_received' | 'config_fetched_at'> | undefined> {
   if (typeof key !== 'string' || key.length === 0 || key.length > 128) return undefined;
   const n = await deps.db.selectFrom('nodes').selectAll().where('node_key', '=', key).executeTakeFirst();
   return n && n.environment_id === env.id ? n : undefined;

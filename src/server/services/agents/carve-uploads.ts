@@ -40,7 +40,8 @@ type CarveNode = Pick<NodeRow, 'id' | 'uuid' | 'environment_id'>;
  * just scheduled), else the first row with a carve_guid. `trx` is the answer's transaction.
  */
 export async function recordCarveIds(trx: Deps['db'], queryId: number, nodeId: number, rows: Record<string, unknown>[]): Promise<void> {
-  const row = rows.find((r) => String(r.carve) === '1' && typeof r.carve_guid === 'string') ?? rows.find((r) => typeof r.carve_guid === 'string');
+  const row =
+    rows.find((r) => String(r.carve) === '1' && typeof r.carve_guid === 'string') ?? rows.find((r) => typeof r.carve_guid === 'string');
   if (!row) return;
   await trx
     .updateTable('node_queries')
@@ -66,7 +67,15 @@ async function matchCarve(deps: Deps, node: CarveNode, guid: string, requestId: 
     deps.db
       .selectFrom('node_queries')
       .innerJoin('queries', 'queries.id', 'node_queries.query_id')
-      .select(['queries.id', 'queries.name', 'queries.path', 'queries.expiration', 'queries.deleted', 'queries.expired', 'queries.completed'])
+      .select([
+        'queries.id',
+        'queries.name',
+        'queries.path',
+        'queries.expiration',
+        'queries.deleted',
+        'queries.expired',
+        'queries.completed',
+      ])
       .where('node_queries.node_id', '=', node.id)
       .where('queries.type', '=', 'carve')
       .where('queries.environment_id', '=', node.environment_id);
@@ -83,7 +92,8 @@ async function matchCarve(deps: Deps, node: CarveNode, guid: string, requestId: 
   return undefined;
 }
 
-const running = (q: MatchedCarve, now: string) => !q.deleted && !q.expired && !q.completed && !(q.expiration && q.expiration !== NEVER && q.expiration <= now);
+const running = (q: MatchedCarve, now: string) =>
+  !q.deleted && !q.expired && !q.completed && !(q.expiration && q.expiration !== NEVER && q.expiration <= now);
 
 /** Keeps why a start of this node for this carve was refused (shown by carves show / carves run). */
 async function recordRefusal(deps: Deps, queryIds: number[], nodeId: number, why: string): Promise<void> {
@@ -113,10 +123,21 @@ async function unmatched(deps: Deps, node: CarveNode, guid: string, requestId: s
     .where('queries.expired', '=', 0)
     .where('queries.completed', '=', 0)
     .where((eb) => eb.or([eb('queries.expiration', '=', ''), eb('queries.expiration', '=', NEVER), eb('queries.expiration', '>', now)]))
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('carve_files').select('carve_files.id').whereRef('carve_files.query_id', '=', 'queries.id').where('carve_files.uuid', '=', node.uuid))))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('carve_files')
+            .select('carve_files.id')
+            .whereRef('carve_files.query_id', '=', 'queries.id')
+            .where('carve_files.uuid', '=', node.uuid),
+        ),
+      ),
+    )
     .limit(50)
     .execute();
-  if (waiting.some((w) => w.status === 'pending')) throw new CarveNotYet('the carve this start belongs to has not been answered by the node yet; retry');
+  if (waiting.some((w) => w.status === 'pending'))
+    throw new CarveNotYet('the carve this start belongs to has not been answered by the node yet; retry');
   const why = `carver start refused: no running carve of this node has carve_guid "${guid.slice(0, 80)}" or request_id "${requestId.slice(0, 80)}"`;
   await recordRefusal(
     deps,
@@ -144,19 +165,25 @@ export async function carveStart(deps: Deps, node: CarveNode, b: Record<string, 
   const blockCount = Number(b.block_count);
   const blockSize = Number(b.block_size);
   const carveSize = Number(b.carve_size);
-  if (![blockCount, blockSize, carveSize].every((n) => Number.isSafeInteger(n) && n >= 0)) return refuse('block_count, block_size and carve_size must be whole numbers');
-  if (blockSize < 1 || blockSize > MAX_CARVE_BLOCK) return refuse(`block_size ${blockSize} is not from 1 to ${MAX_CARVE_BLOCK} bytes (the node's --carver_block_size)`);
-  if (carveSize > deps.config.carveMaxBytes) return refuse(`carve_size ${carveSize} is over this server's limit of ${deps.config.carveMaxBytes} bytes (--carve-max-size)`);
-  if (blockCount !== Math.ceil(carveSize / blockSize)) return refuse(`block_count ${blockCount} does not match carve_size ${carveSize} in blocks of ${blockSize}`);
+  if (![blockCount, blockSize, carveSize].every((n) => Number.isSafeInteger(n) && n >= 0))
+    return refuse('block_count, block_size and carve_size must be whole numbers');
+  if (blockSize < 1 || blockSize > MAX_CARVE_BLOCK)
+    return refuse(`block_size ${blockSize} is not from 1 to ${MAX_CARVE_BLOCK} bytes (the node's --carver_block_size)`);
+  if (carveSize > deps.config.carveMaxBytes)
+    return refuse(`carve_size ${carveSize} is over this server's limit of ${deps.config.carveMaxBytes} bytes (--carve-max-size)`);
+  if (blockCount !== Math.ceil(carveSize / blockSize))
+    return refuse(`block_count ${blockCount} does not match carve_size ${carveSize} in blocks of ${blockSize}`);
   const now = deps.now().toISOString();
-  if (!running(q, now)) return refuse(`carve ${q.name} is no longer running (${q.deleted ? 'deleted' : q.completed ? 'completed' : 'expired'})`);
+  if (!running(q, now))
+    return refuse(`carve ${q.name} is no longer running (${q.deleted ? 'deleted' : q.completed ? 'completed' : 'expired'})`);
   const open = await deps.db
     .selectFrom('carve_files')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('uuid', '=', node.uuid)
     .where('status', '=', 'IN PROGRESS')
     .executeTakeFirst();
-  if (Number(open?.n ?? 0) >= MAX_OPEN_CARVE_SESSIONS) return refuse(`this node has ${MAX_OPEN_CARVE_SESSIONS} carve sessions in progress already`);
+  if (Number(open?.n ?? 0) >= MAX_OPEN_CARVE_SESSIONS)
+    return refuse(`this node has ${MAX_OPEN_CARVE_SESSIONS} carve sessions in progress already`);
   const session = randomBytes(16).toString('hex');
   await inTransaction(deps.db, async (trx) => {
     await trx
@@ -179,7 +206,12 @@ export async function carveStart(deps: Deps, node: CarveNode, b: Record<string, 
       })
       .execute();
     // A start accepted: an earlier refusal is no longer the news.
-    await trx.updateTable('node_queries').set({ carve_error: '', carve_error_at: '' }).where('query_id', '=', q.id).where('node_id', '=', node.id).execute();
+    await trx
+      .updateTable('node_queries')
+      .set({ carve_error: '', carve_error_at: '' })
+      .where('query_id', '=', q.id)
+      .where('node_id', '=', node.id)
+      .execute();
   });
   return session;
 }
@@ -194,11 +226,21 @@ export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promis
   const session = typeof b.session_id === 'string' ? b.session_id : '';
   const blockId = Number(b.block_id);
   const data = typeof b.data === 'string' ? b.data : undefined;
-  if (!session || !Number.isSafeInteger(blockId) || blockId < 0 || data === undefined || !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/[\r\n]/g, ''))) {
+  if (
+    !session ||
+    !Number.isSafeInteger(blockId) ||
+    blockId < 0 ||
+    data === undefined ||
+    !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/[\r\n]/g, ''))
+  ) {
     throw new CarveRefusal('session_id, block_id and base64 data are required');
   }
   const clean = data.replace(/[\r\n]/g, '');
-  const f = await deps.db.selectFrom('carve_files').select(['total_blocks', 'block_size', 'carve_size', 'status']).where('session_id', '=', session).executeTakeFirst();
+  const f = await deps.db
+    .selectFrom('carve_files')
+    .select(['total_blocks', 'block_size', 'carve_size', 'status'])
+    .where('session_id', '=', session)
+    .executeTakeFirst();
   if (!f) throw new CarveRefusal('unknown carve session');
   if (blockId >= f.total_blocks) throw new CarveRefusal(`block_id ${blockId} is past the session's ${f.total_blocks} blocks`);
   const size = Buffer.byteLength(clean, 'base64');
@@ -206,7 +248,11 @@ export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promis
   if (size !== want) throw new CarveRefusal(`block ${blockId} has ${size} bytes; the session announced ${want}`);
   const ts = deps.now().toISOString();
   const completed = await inTransaction(deps.db, async (trx) => {
-    const r = await trx.insertInto('carve_blocks').values({ session_id: session, block_id: blockId, data: clean }).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+    const r = await trx
+      .insertInto('carve_blocks')
+      .values({ session_id: session, block_id: blockId, data: clean })
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
     if (Number(r.numInsertedOrUpdatedRows ?? 0) === 0) return false; // a retried block
     const u = await trx
       .updateTable('carve_files')
@@ -224,7 +270,8 @@ export async function carveBlock(deps: Deps, b: Record<string, unknown>): Promis
 }
 
 /** What an archive with no file in it says (carves show, carves run). */
-export const EMPTY_NOTE = 'no file in the archive: nothing at that path is a regular file (a directory, a missing file, or a pattern matching none)';
+export const EMPTY_NOTE =
+  'no file in the archive: nothing at that path is a regular file (a directory, a missing file, or a pattern matching none)';
 
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 
@@ -251,7 +298,12 @@ function zstdHead(data: Buffer, n: number): Buffer | undefined {
  * is end-of-archive zero blocks only).
  */
 async function inspectArchive(deps: Deps, session: string): Promise<void> {
-  const first = await deps.db.selectFrom('carve_blocks').select('data').where('session_id', '=', session).where('block_id', '=', 0).executeTakeFirst();
+  const first = await deps.db
+    .selectFrom('carve_blocks')
+    .select('data')
+    .where('session_id', '=', session)
+    .where('block_id', '=', 0)
+    .executeTakeFirst();
   const block = Buffer.from(first?.data ?? '', 'base64');
   const zstd = block.subarray(0, 4).equals(ZSTD_MAGIC);
   const head = zstd ? zstdHead(block, 512) : block.subarray(0, 512);

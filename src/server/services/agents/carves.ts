@@ -6,8 +6,18 @@ import { atomically, inTransaction } from '../../store/db.js';
 import type { Caller, Deps } from '../../context.js';
 import type { CarveFileRow, EnvironmentRow, QueryRow } from '../../store/schema.js';
 import {
-  CarveActions, CarveListStatuses, CarveStatuses, LogTypes, NEVER,
-  type CarveAction, type CarveDetail, type CarveFile, type CarveQuery, type CarveRefusalView, type CarvesListQuery, type Page,
+  CarveActions,
+  CarveListStatuses,
+  CarveStatuses,
+  LogTypes,
+  NEVER,
+  type CarveAction,
+  type CarveDetail,
+  type CarveFile,
+  type CarveQuery,
+  type CarveRefusalView,
+  type CarvesListQuery,
+  type Page,
 } from '../../../api/index.js';
 import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { likeContains, pageOf, parsePage } from '../../lib/pagination.js';

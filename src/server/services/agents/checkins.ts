@@ -97,10 +97,22 @@ function flushSql(dialect: Dialect): FlushSql {
   if (s) return s;
   const differs = dialect === 'postgres' ? 'is distinct from' : 'is not';
   const p2 = dialect === 'postgres' ? '$2' : '?';
-  const types: Record<string, string> = { id: 'int', b: 'bigint', s: 'text', cf: 'text', ip: 'text', ch: 'text', dh: 'text', cv: 'int', di: 'int' };
+  const types: Record<string, string> = {
+    id: 'int',
+    b: 'bigint',
+    s: 'text',
+    cf: 'text',
+    ip: 'text',
+    ch: 'text',
+    dh: 'text',
+    cv: 'int',
+    di: 'int',
+  };
   const set = ([k, col]: (typeof NODE_COLUMNS)[number]) => (k === 'di' ? INTERVAL_SET : `${col} = coalesce(c.${k}, nodes.${col})`);
   const changes = ([k, col]: (typeof NODE_COLUMNS)[number]) =>
-    k === 'di' ? `c.di is not null and (c.di ${differs} nodes.distributed_interval_told or c.di ${differs} nodes.distributed_interval)` : `c.${k} is not null and c.${k} ${differs} nodes.${col}`;
+    k === 'di'
+      ? `c.di is not null and (c.di ${differs} nodes.distributed_interval_told or c.di ${differs} nodes.distributed_interval)`
+      : `c.${k} is not null and c.${k} ${differs} nodes.${col}`;
   const keys = (...ks: string[]): [string, string][] => ks.map((k) => [k, types[k] ?? 'text']);
   s = {
     crossing: `update node_generation set generation = generation + 1 where id = 9 and exists (select 1 from ${rowsOf(dialect, keys('id'))} join node_seen on node_seen.node_id = c.id where node_seen.last_seen < ${p2})`,
@@ -198,7 +210,9 @@ export class CheckinBatcher {
         .selectFrom('environments')
         .select((eb) => [eb.fn.min<number>('query_interval').as('q'), eb.fn.min<number>('config_interval').as('c')])
         .executeTakeFirst();
-      const horizon = new Date(this.deps.now().getTime() - crossingWindowMs(Number(windows?.q ?? 60), Number(windows?.c ?? 300))).toISOString();
+      const horizon = new Date(
+        this.deps.now().getTime() - crossingWindowMs(Number(windows?.q ?? 60), Number(windows?.c ?? 300)),
+      ).toISOString();
       const rows = [...batch].map(([id, p]) => {
         const row: Record<string, unknown> = { id, b: p.bytes, s: p.lastSeen, ...(p.configFetchedAt ? { cf: p.configFetchedAt } : {}) };
         for (const [key, , value] of NODE_COLUMNS) {

@@ -50,13 +50,16 @@ const strList = (v: unknown, field: string): string[] => {
  * pattern with osquery's wildcards (% within a directory, %% recursively), which osquery expands
  * only for LIKE (issue 26: `=` carved the literal name, an empty archive).
  */
-export const carveSql = (path: string) => `SELECT * FROM carves WHERE carve=1 AND path ${path.includes('%') ? 'LIKE' : '='} '${path.replace(/'/g, "''")}';`;
+export const carveSql = (path: string) =>
+  `SELECT * FROM carves WHERE carve=1 AND path ${path.includes('%') ? 'LIKE' : '='} '${path.replace(/'/g, "''")}';`;
 
 /** A carve path refused before anything is started: osquery would carve nothing from it. */
 function carvePathProblem(path: string): string | undefined {
   if (path.includes('\0')) return 'path must not contain NUL';
-  if (/[/\\]$/.test(path)) return `${path} is a directory: osquery carves files, not directories; carve the files in it with a pattern, e.g. ${path}%`;
-  if (/[*?]/.test(path)) return `carve patterns use osquery's wildcards, not the shell's: % matches within a directory and %% recursively (e.g. /var/log/%.log)`;
+  if (/[/\\]$/.test(path))
+    return `${path} is a directory: osquery carves files, not directories; carve the files in it with a pattern, e.g. ${path}%`;
+  if (/[*?]/.test(path))
+    return `carve patterns use osquery's wildcards, not the shell's: % matches within a directory and %% recursively (e.g. /var/log/%.log)`;
   return undefined;
 }
 
@@ -86,7 +89,8 @@ export async function targetSelection(deps: Deps, env: EnvironmentRow, body: Liv
   const risks = choiceList(body.risk_list, 'risk_list', RiskLevels);
   const bounds = statuses.length || healths.length || risks.length ? await healthBoundsOf(deps, env) : undefined;
   for (const e of strList(body.environment_list, 'environment_list')) {
-    if (e !== env.name && e.toLowerCase() !== env.uuid.toLowerCase()) throw badRequest(`environment_list names "${e}", not this environment (${env.name})`);
+    if (e !== env.name && e.toLowerCase() !== env.uuid.toLowerCase())
+      throw badRequest(`environment_list names "${e}", not this environment (${env.name})`);
   }
   const targets = [
     ...uuids.map((value) => ({ type: 'uuid', value })),
@@ -98,7 +102,11 @@ export async function targetSelection(deps: Deps, env: EnvironmentRow, body: Liv
     ...risks.map((value) => ({ type: 'risk', value })),
   ];
   const all = targets.length === 0;
-  let base = deps.db.selectFrom('nodes').innerJoin('node_seen', 'node_seen.node_id', 'nodes.id').select('nodes.id').where('nodes.environment_id', '=', env.id);
+  let base = deps.db
+    .selectFrom('nodes')
+    .innerJoin('node_seen', 'node_seen.node_id', 'nodes.id')
+    .select('nodes.id')
+    .where('nodes.environment_id', '=', env.id);
   if (!all) {
     base = base.where((eb) => {
       const ors = [];
@@ -107,7 +115,16 @@ export async function targetSelection(deps: Deps, env: EnvironmentRow, body: Liv
       if (platforms.length) ors.push(eb(eb.fn('lower', ['nodes.platform']), 'in', platforms), eb('nodes.platform_bucket', 'in', platforms));
       if (tags.length) {
         ors.push(
-          eb('nodes.id', 'in', eb.selectFrom('node_tags').innerJoin('tags', 'tags.id', 'node_tags.tag_id').select('node_tags.node_id').where('tags.name', 'in', tags).where('tags.environment_id', '=', env.id)),
+          eb(
+            'nodes.id',
+            'in',
+            eb
+              .selectFrom('node_tags')
+              .innerJoin('tags', 'tags.id', 'node_tags.tag_id')
+              .select('node_tags.node_id')
+              .where('tags.name', 'in', tags)
+              .where('tags.environment_id', '=', env.id),
+          ),
         );
       }
       // The union, like the lists above: a node in any of them is targeted.
@@ -128,7 +145,8 @@ export async function targetSelection(deps: Deps, env: EnvironmentRow, body: Liv
 function expirySeconds(body: LiveQueryRequest): number {
   if (body.expire_seconds !== undefined && body.expire_seconds !== null) {
     const s = body.expire_seconds;
-    if (typeof s !== 'number' || !Number.isInteger(s) || s < 1 || s > MAX_EXPIRE_SECONDS) throw badRequest(`expire_seconds must be an integer from 1 to ${MAX_EXPIRE_SECONDS}`);
+    if (typeof s !== 'number' || !Number.isInteger(s) || s < 1 || s > MAX_EXPIRE_SECONDS)
+      throw badRequest(`expire_seconds must be an integer from 1 to ${MAX_EXPIRE_SECONDS}`);
     return s;
   }
   if (body.exp_hours === undefined || body.exp_hours === null) return DEFAULT_EXPIRE_SECONDS;
@@ -195,7 +213,10 @@ export async function startLiveQuery(
         .returning('id')
         .executeTakeFirstOrThrow();
       for (let i = 0; i < ids.length; i += 500) {
-        await trx.insertInto('node_queries').values(ids.slice(i, i + 500).map((node_id) => ({ query_id: q.id, node_id, status: 'pending' }))).execute();
+        await trx
+          .insertInto('node_queries')
+          .values(ids.slice(i, i + 500).map((node_id) => ({ query_id: q.id, node_id, status: 'pending' })))
+          .execute();
       }
     });
     await writeAudit(deps, {
@@ -224,7 +245,12 @@ function toLiveQuery(r: QueryRow, now: Date) {
 }
 
 async function findQuery(deps: Deps, env: EnvironmentRow, name: string): Promise<QueryRow> {
-  const row = await deps.db.selectFrom('queries').selectAll().where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  const row = await deps.db
+    .selectFrom('queries')
+    .selectAll()
+    .where('environment_id', '=', env.id)
+    .where('name', '=', name)
+    .executeTakeFirst();
   if (!row) throw notFound(`query "${name}" not found in environment ${env.name}`);
   return row;
 }
@@ -232,14 +258,28 @@ async function findQuery(deps: Deps, env: EnvironmentRow, name: string): Promise
 export async function listLiveQueries(deps: Deps, env: EnvironmentRow, q: { status?: string; page?: string; page_size?: string }) {
   const statuses = ['active', 'completed', 'expired', 'deleted'];
   const want = q.status?.toLowerCase();
-  if (want !== undefined && want !== '' && !statuses.includes(want)) throw badRequest(`invalid status "${q.status}"; valid values: ${statuses.join(', ')}`);
+  if (want !== undefined && want !== '' && !statuses.includes(want))
+    throw badRequest(`invalid status "${q.status}"; valid values: ${statuses.join(', ')}`);
   const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
   const size = Math.min(500, Math.max(1, Number.parseInt(q.page_size ?? '50', 10) || 50));
   const now = deps.now();
-  const rows = await deps.db.selectFrom('queries').selectAll().where('environment_id', '=', env.id).where('type', '=', 'query').orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  const rows = await deps.db
+    .selectFrom('queries')
+    .selectAll()
+    .where('environment_id', '=', env.id)
+    .where('type', '=', 'query')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   const items = rows.map((r) => toLiveQuery(r, now)).filter((r) => !want || r.status === want.toUpperCase());
   const total = items.length;
-  return { items: items.slice((page - 1) * size, page * size), page, page_size: size, total_items: total, total_pages: total ? Math.ceil(total / size) : 0 };
+  return {
+    items: items.slice((page - 1) * size, page * size),
+    page,
+    page_size: size,
+    total_items: total,
+    total_pages: total ? Math.ceil(total / size) : 0,
+  };
 }
 
 /**
@@ -247,7 +287,11 @@ export async function listLiveQueries(deps: Deps, env: EnvironmentRow, q: { stat
  * have not answered yet (a client waiting with --exit stops when none are left), and the longest
  * hostname among them (a streamed table sizes its NODE column from it, so no hostname is cut).
  */
-async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Promise<{ online: number; online_pending: number; hostname_width: number }> {
+async function targetState(
+  deps: Deps,
+  env: EnvironmentRow,
+  queryId: number,
+): Promise<{ online: number; online_pending: number; hostname_width: number }> {
   const now = deps.now().getTime();
   // Each node is online within its own cadence (issue 26): the distributed interval it was last
   // told (0: unknown, the environment's), so a lowered interval that has not reached a node yet
@@ -263,10 +307,16 @@ async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Pr
   const online = (eb: ExpressionBuilder<DB, 'nodes' | 'node_queries' | 'node_seen'>) =>
     eb.or([
       ...cadences.map(({ distributed_interval: i }) =>
-        eb.and([eb('nodes.distributed_interval', '=', i), eb('node_seen.last_seen', '>=', onlineSince({ query_interval: i || env.query_interval }, now))]),
+        eb.and([
+          eb('nodes.distributed_interval', '=', i),
+          eb('node_seen.last_seen', '>=', onlineSince({ query_interval: i || env.query_interval }, now)),
+        ]),
       ),
       // Past the 50 intervals looked at (never in practice): the environment's.
-      eb.and([eb('nodes.distributed_interval', 'not in', [...cadences.map((c) => c.distributed_interval), -1]), eb('node_seen.last_seen', '>=', onlineSince(env, now))]),
+      eb.and([
+        eb('nodes.distributed_interval', 'not in', [...cadences.map((c) => c.distributed_interval), -1]),
+        eb('node_seen.last_seen', '>=', onlineSince(env, now)),
+      ]),
     ]);
   const row = await deps.db
     .selectFrom('node_queries')
@@ -275,13 +325,24 @@ async function targetState(deps: Deps, env: EnvironmentRow, queryId: number): Pr
     .select((eb) => [
       eb.fn.sum<number>(eb.case().when(online(eb)).then(1).else(0).end()).as('online'),
       eb.fn
-        .sum<number>(eb.case().when(eb.and([online(eb), eb('node_queries.status', '=', 'pending')])).then(1).else(0).end())
+        .sum<number>(
+          eb
+            .case()
+            .when(eb.and([online(eb), eb('node_queries.status', '=', 'pending')]))
+            .then(1)
+            .else(0)
+            .end(),
+        )
         .as('online_pending'),
       eb.fn.max<number>(eb.fn('length', ['nodes.hostname'])).as('hostname_width'),
     ])
     .where('node_queries.query_id', '=', queryId)
     .executeTakeFirst();
-  return { online: Number(row?.online ?? 0), online_pending: Number(row?.online_pending ?? 0), hostname_width: Number(row?.hostname_width ?? 0) };
+  return {
+    online: Number(row?.online ?? 0),
+    online_pending: Number(row?.online_pending ?? 0),
+    hostname_width: Number(row?.hostname_width ?? 0),
+  };
 }
 
 export async function readLiveQuery(deps: Deps, env: EnvironmentRow, name: string) {
@@ -304,7 +365,12 @@ async function cloneHostnames(deps: Deps, queryId: number): Promise<Set<string>>
   return new Set(rows.map((r) => String(r.h)));
 }
 
-export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: string, q: { page?: string; page_size?: string; after_id?: string; since?: string }) {
+export async function liveQueryResults(
+  deps: Deps,
+  env: EnvironmentRow,
+  name: string,
+  q: { page?: string; page_size?: string; after_id?: string; since?: string },
+) {
   const row = await findQuery(deps, env, name);
   const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
   const size = Math.min(1000, Math.max(1, Number.parseInt(q.page_size ?? '100', 10) || 100));
@@ -312,9 +378,15 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
   let base = deps.db.selectFrom('query_results').where('query_id', '=', row.id).where('id', '>', after);
   if (q.since && !Number.isNaN(Date.parse(q.since))) base = base.where('created_at', '>=', new Date(q.since).toISOString());
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst())?.n ?? 0);
-  const rows = await base.selectAll().orderBy('id').limit(size).offset((page - 1) * size).execute();
+  const rows = await base
+    .selectAll()
+    .orderBy('id')
+    .limit(size)
+    .offset((page - 1) * size)
+    .execute();
   const clones = await cloneHostnames(deps, row.id);
-  const label = (hostname: string, uuid: string) => (hostname && !clones.has(hostname.toLowerCase()) ? hostname : `${hostname || uuid} (${uuid.slice(0, 8)})`);
+  const label = (hostname: string, uuid: string) =>
+    hostname && !clones.has(hostname.toLowerCase()) ? hostname : `${hostname || uuid} (${uuid.slice(0, 8)})`;
   const items = rows.map((r) => {
     let data: unknown = [];
     try {
@@ -322,7 +394,16 @@ export async function liveQueryResults(deps: Deps, env: EnvironmentRow, name: st
     } catch {
       data = [];
     }
-    return { id: r.id, uuid: r.node_uuid, hostname: r.hostname, node: label(r.hostname, r.node_uuid), status: r.status, error: r.error, rows: data, created_at: r.created_at };
+    return {
+      id: r.id,
+      uuid: r.node_uuid,
+      hostname: r.hostname,
+      node: label(r.hostname, r.node_uuid),
+      status: r.status,
+      error: r.error,
+      rows: data,
+      created_at: r.created_at,
+    };
   });
   return {
     items,
@@ -345,10 +426,22 @@ export async function liveQueryAction(deps: Deps, caller: Caller, env: Environme
     if (row.deleted) throw conflict(`query "${name}" is deleted; it cannot be changed any more`);
     const ts = deps.now().toISOString();
     const set = action === 'delete' ? { deleted: 1 } : action === 'complete' ? { completed: 1 } : { expired: 1 };
-    await deps.db.updateTable('queries').set({ ...set, active: 0, updated_at: ts }).where('id', '=', row.id).execute();
-    const verb = { delete: 'deleted', complete: 'completed', expire: 'expired', cancel: 'cancelled' }[action as (typeof QueryActions)[number]];
+    await deps.db
+      .updateTable('queries')
+      .set({ ...set, active: 0, updated_at: ts })
+      .where('id', '=', row.id)
+      .execute();
+    const verb = { delete: 'deleted', complete: 'completed', expire: 'expired', cancel: 'cancelled' }[
+      action as (typeof QueryActions)[number]
+    ];
     const message = `query ${name} ${verb}`;
-    await writeAudit(deps, { line: `${message} (environment ${env.name})`, logType: row.type === 'carve' ? LogTypes.carve : LogTypes.query, username: caller.user.username, sourceIp, env });
+    await writeAudit(deps, {
+      line: `${message} (environment ${env.name})`,
+      logType: row.type === 'carve' ? LogTypes.carve : LogTypes.query,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
     return message;
   });
 }
@@ -379,15 +472,29 @@ async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> 
  * SHA-256 header needs every byte before the first is sent: it is computed by one streaming pass
  * at the first download and kept in the row, so later downloads make one pass.
  */
-export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentRow, name: string, session: string | undefined, sourceIp: string) {
+export async function carveArchive(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  name: string,
+  session: string | undefined,
+  sourceIp: string,
+) {
   const row = await findQuery(deps, env, name);
   if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
   if (row.deleted) throw notFound(`carve "${name}" was deleted: its files were removed from the server`);
   const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
   if (files.length === 0) {
     // Issue 27: blocks older than admin/retention_carves_days are purged; the file stays listed.
-    const purged = await deps.db.selectFrom('carve_files').select('id').where('query_id', '=', row.id).where('status', '=', 'PURGED').executeTakeFirst();
-    throw notFound(purged ? 'the archive of this carve was purged by retention (setting admin/retention_carves_days)' : 'no carved files yet');
+    const purged = await deps.db
+      .selectFrom('carve_files')
+      .select('id')
+      .where('query_id', '=', row.id)
+      .where('status', '=', 'PURGED')
+      .executeTakeFirst();
+    throw notFound(
+      purged ? 'the archive of this carve was purged by retention (setting admin/retention_carves_days)' : 'no carved files yet',
+    );
   }
   let file = files[0];
   if (session) {
@@ -395,7 +502,10 @@ export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentR
     if (!f) throw notFound('session not found for carve');
     file = f;
   } else if (files.length > 1) {
-    throw conflict(`carve has ${files.length} files; pass ?session=<id> to select one (sessions: ${files.map((f) => f.session_id).join(', ')})`, { sessions: files.map((f) => f.session_id) });
+    throw conflict(
+      `carve has ${files.length} files; pass ?session=<id> to select one (sessions: ${files.map((f) => f.session_id).join(', ')})`,
+      { sessions: files.map((f) => f.session_id) },
+    );
   }
   let sha256 = file.sha256;
   if (!sha256) {
@@ -413,7 +523,13 @@ export async function carveArchive(deps: Deps, caller: Caller, env: EnvironmentR
     sourceIp,
     env,
   });
-  return { stream: Readable.from(carveBytes(deps, file.session_id)), filename, size: Number(file.carve_size), blocks: file.total_blocks, sha256 };
+  return {
+    stream: Readable.from(carveBytes(deps, file.session_id)),
+    filename,
+    size: Number(file.carve_size),
+    blocks: file.total_blocks,
+    sha256,
+  };
 }
 
 // ---- the agent door's side ----
@@ -465,8 +581,25 @@ export async function recordAnswers(
       );
       const status = Number(statuses[q.name] ?? 0) || 0;
       const error = typeof messages[q.name] === 'string' ? (messages[q.name] as string) : '';
-      await trx.insertInto('query_results').values({ query_id: q.id, node_id: node.id, node_uuid: node.uuid, hostname: node.hostname, status, error, rows: JSON.stringify(rows), created_at: ts }).execute();
-      await trx.updateTable('node_queries').set({ status: status === 0 ? 'answered' : 'error' }).where('query_id', '=', q.id).where('node_id', '=', node.id).execute();
+      await trx
+        .insertInto('query_results')
+        .values({
+          query_id: q.id,
+          node_id: node.id,
+          node_uuid: node.uuid,
+          hostname: node.hostname,
+          status,
+          error,
+          rows: JSON.stringify(rows),
+          created_at: ts,
+        })
+        .execute();
+      await trx
+        .updateTable('node_queries')
+        .set({ status: status === 0 ? 'answered' : 'error' })
+        .where('query_id', '=', q.id)
+        .where('node_id', '=', node.id)
+        .execute();
       await trx
         .updateTable('queries')
         .set((eb) => ({ executions: eb('executions', '+', 1), errors: eb('errors', '+', status === 0 ? 0 : 1), updated_at: ts }))

@@ -27,20 +27,28 @@ const FIRST_SPREAD_MS = 10 * 60_000;
 /** Nodes remembered as asked, per process (bounded: a fleet's worth). */
 const MAX_ASKED = 1_000_000;
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 /**
  * A short single-line text from agent input (hostile input must not bloat rows or break lines).
  * NULs go (osquery pads cpu_brand with them: 40 NULs after "AMD EPYC"), other control characters
  * become spaces, and the ends are trimmed (issue 26). Enroll and the detail refresh read hosts the same way.
  */
 export const detailText = (v: unknown, max = 255): string =>
-  // eslint-disable-next-line no-control-regex -- the control characters are what it removes
-  typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\0+/g, '').replace(/[\x01-\x1f\x7f]/g, ' ').trim().slice(0, max) : '';
+  typeof v === 'string' || typeof v === 'number'
+    ? String(v)
+        .replace(/\0+/g, '')
+        // eslint-disable-next-line no-control-regex -- the control characters are what it removes
+        .replace(/[\x01-\x1f\x7f]/g, ' ')
+        .trim()
+        .slice(0, max)
+    : '';
 
 /** A table's row as stored in system_info: values as text, NULs removed (osquery's padding), at most 200 columns. */
 export function cleanGroup(v: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(obj(v)).slice(0, 200)) out[k.slice(0, 128)] = typeof x === 'string' ? x.replace(/\0+/g, '').trim() : x;
+  for (const [k, x] of Object.entries(obj(v)).slice(0, 200))
+    out[k.slice(0, 128)] = typeof x === 'string' ? x.replace(/\0+/g, '').trim() : x;
   return out;
 }
 
@@ -74,7 +82,9 @@ export class DetailRefresh {
     const now = this.deps.now().getTime();
     const interval = this.intervalMs(env);
     const last = node.details_at ? Date.parse(node.details_at) : NaN;
-    const dueAt = Number.isNaN(last) ? this.startedAt + (node.id % Math.ceil(Math.min(interval, FIRST_SPREAD_MS) / 1000)) * 1000 : last + interval;
+    const dueAt = Number.isNaN(last)
+      ? this.startedAt + (node.id % Math.ceil(Math.min(interval, FIRST_SPREAD_MS) / 1000)) * 1000
+      : last + interval;
     if (now < dueAt) return undefined;
     const asked = this.asked.get(node.id);
     if (asked !== undefined && now - asked < Math.min(interval, ASK_AGAIN_MS)) return undefined;
@@ -93,8 +103,18 @@ export class DetailRefresh {
 export type DetailColumns = Partial<
   Pick<
     NodeRow,
-    | 'hostname' | 'localname' | 'platform' | 'platform_bucket' | 'platform_version' | 'osquery_version' | 'osquery_version_key'
-    | 'cpu' | 'memory' | 'hardware_serial' | 'config_valid' | 'uptime_seconds'
+    | 'hostname'
+    | 'localname'
+    | 'platform'
+    | 'platform_bucket'
+    | 'platform_version'
+    | 'osquery_version'
+    | 'osquery_version_key'
+    | 'cpu'
+    | 'memory'
+    | 'hardware_serial'
+    | 'config_valid'
+    | 'uptime_seconds'
   >
 >;
 
@@ -195,6 +215,12 @@ export async function recordDetails(
   if (!row) return { answered };
   const cols = detailColumns(d);
   // Written by the agent door's group commit (off the event loop on SQLite), as enrolls are.
-  await write(deps.db.updateTable('nodes').set({ ...cols, system_info: mergedSystemInfo(row.system_info, d), details_at: ts, updated_at: ts }).where('id', '=', node.id).compile());
+  await write(
+    deps.db
+      .updateTable('nodes')
+      .set({ ...cols, system_info: mergedSystemInfo(row.system_info, d), details_at: ts, updated_at: ts })
+      .where('id', '=', node.id)
+      .compile(),
+  );
   return { answered, hostname: cols.hostname !== undefined && cols.hostname !== row.hostname ? cols.hostname : undefined };
 }

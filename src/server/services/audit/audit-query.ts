@@ -38,11 +38,24 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
   };
   const db = deps.db as unknown as Kysely<any>;
   const base = fts
-    ? filtered(db.selectFrom('audit_search').crossJoin('audit_logs').whereRef('audit_logs.id', '=', 'audit_search.rowid').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`))
+    ? filtered(
+        db
+          .selectFrom('audit_search')
+          .crossJoin('audit_logs')
+          .whereRef('audit_logs.id', '=', 'audit_search.rowid')
+          .where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`),
+      )
     : filtered(db.selectFrom('audit_logs'));
   const onlyQ = fts && caller.isSuperAdmin && !query.username && !query.service && envId === undefined;
   const generation = (caller.generations ?? (await readGenerations(deps.db))).audit;
-  const key = JSON.stringify(['audit', caller.isSuperAdmin ? '' : caller.user.username, query.username ?? '', query.service ?? '', envId ?? '', query.q ?? '']);
+  const key = JSON.stringify([
+    'audit',
+    caller.isSuperAdmin ? '' : caller.user.username,
+    query.username ?? '',
+    query.service ?? '',
+    envId ?? '',
+    query.q ?? '',
+  ]);
   const total = await cachedCount(deps.db, key, generation, '', async () => {
     // q alone: counted in the line index itself, without visiting the rows.
     const counted = onlyQ ? db.selectFrom('audit_search').where(sql<SqlBool>`audit_search match ${phrase(query.q!)}`) : base;
@@ -61,7 +74,9 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
       .offset(pageReq.offset)
       .execute()
   ).map((r: { id: number }) => Number(r.id));
-  const rows = ids.length ? ((await deps.db.selectFrom('audit_logs').selectAll().where('id', 'in', ids).orderBy('id', 'desc').execute()) as AuditLogRow[]) : [];
+  const rows = ids.length
+    ? ((await deps.db.selectFrom('audit_logs').selectAll().where('id', 'in', ids).orderBy('id', 'desc').execute()) as AuditLogRow[])
+    : [];
   return pageOf(rows.map(toAuditEntry), pageReq, total);
 }
 

@@ -6,7 +6,16 @@ import type { Deps, Caller } from '../../context.js';
 import type { UserRow, EnvironmentRow } from '../../store/schema.js';
 import { EXP_HOURS_DEFAULT, EXP_HOURS_MAX, LogTypes, Severities, type LoginBody, type TokenResponse } from '../../../api/index.js';
 import { badRequest, forbidden, HttpError, notFound, unauthorized } from '../../errors.js';
-import { dummyPasswordHash, randomHex, randomId, signJwt, verifyJwt, verifyPassword, type JwtClaims, type JwtResult } from '../../lib/crypto.js';
+import {
+  dummyPasswordHash,
+  randomHex,
+  randomId,
+  signJwt,
+  verifyJwt,
+  verifyPassword,
+  type JwtClaims,
+  type JwtResult,
+} from '../../lib/crypto.js';
 import { hasLevel, type EnvLevels } from '../../permissions.js';
 import { findEnv } from '../environments/environments.js';
 import { writeAudit } from '../audit/audit.js';
@@ -92,7 +101,10 @@ export async function login(deps: Deps, envRef: string, body: LoginBody, sourceI
  * checked (a wrong password is the same 401 for everyone: no enumeration).
  */
 export const apiDisabled = (username: string) =>
-  forbidden(`API access is disabled for user ${username}: a super-admin can allow it (fleetctl users edit ${username} --api)`, 'api_disabled');
+  forbidden(
+    `API access is disabled for user ${username}: a super-admin can allow it (fleetctl users edit ${username} --api)`,
+    'api_disabled',
+  );
 
 export async function refuseWithoutApi(user: Pick<UserRow, 'username' | 'api'>, audit: (line: string) => Promise<unknown>): Promise<void> {
   if (user.api) return;
@@ -188,7 +200,12 @@ async function loadCaller(deps: Deps, jti: string): Promise<{ caller: Caller; ex
 /** POST /api/v1/logout: ends the calling session (its token answers 401 token_expired from now on). */
 export async function logout(deps: Deps, caller: Caller, sourceIp: string): Promise<{ message: string }> {
   await deps.db.deleteFrom('sessions').where('jti', '=', caller.jti).execute();
-  await writeAudit(deps, { line: `user ${caller.user.username} logged out`, logType: LogTypes.logout, username: caller.user.username, sourceIp });
+  await writeAudit(deps, {
+    line: `user ${caller.user.username} logged out`,
+    logType: LogTypes.logout,
+    username: caller.user.username,
+    sourceIp,
+  });
   return { message: 'logged out: this session has ended' };
 }
 

@@ -44,7 +44,10 @@ export class LoginGuard {
     const { count, retryAfter } = await this.failures.count(username);
     if (count < this.deps.config.accountLoginLimit) return;
     if (await this.knownAddress(userId, ip)) return;
-    throw rateLimited(retryAfter, 'too many failed logins to this account from new addresses; try again later, or from an address you logged in from before');
+    throw rateLimited(
+      retryAfter,
+      'too many failed logins to this account from new addresses; try again later, or from an address you logged in from before',
+    );
   }
 
   /** A wrong password (or unknown user): counted unless the address is known for the account. */

@@ -72,17 +72,25 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
     if (r.failures >= MFA_MAX_FAILURES) {
       await deps.db.updateTable('mfa_challenges').set({ used: 1 }).where('id', '=', ch.id).execute();
       await audit(`MFA login failed for ${user.username}: ${r.failures} wrong codes, challenge revoked`, Severities.warning);
-      throw rateLimited(MFA_BURN_RETRY_AFTER_SECONDS, `too many wrong codes: this MFA challenge is revoked; log in again with your password`);
+      throw rateLimited(
+        MFA_BURN_RETRY_AFTER_SECONDS,
+        `too many wrong codes: this MFA challenge is revoked; log in again with your password`,
+      );
     }
-    await audit(`MFA login failed for ${user.username}: wrong ${method} code (attempt ${r.failures} of ${MFA_MAX_FAILURES})`, Severities.warning);
-    throw forbidden(
-      method === 'totp' ? 'wrong or already used TOTP code' : 'wrong or already used recovery code',
-      'mfa_invalid',
+    await audit(
+      `MFA login failed for ${user.username}: wrong ${method} code (attempt ${r.failures} of ${MFA_MAX_FAILURES})`,
+      Severities.warning,
     );
+    throw forbidden(method === 'totp' ? 'wrong or already used TOTP code' : 'wrong or already used recovery code', 'mfa_invalid');
   }
 
   // Claim the challenge; a concurrent request answering it first wins.
-  const claimed = await deps.db.updateTable('mfa_challenges').set({ used: 1 }).where('id', '=', ch.id).where('used', '=', 0).executeTakeFirst();
+  const claimed = await deps.db
+    .updateTable('mfa_challenges')
+    .set({ used: 1 })
+    .where('id', '=', ch.id)
+    .where('used', '=', 0)
+    .executeTakeFirst();
   if (Number(claimed.numUpdatedRows) !== 1) throw challengeInvalid('was already used');
 
   // Access may have been taken away during the (up to 5 minute) challenge.
@@ -91,7 +99,10 @@ export async function loginMfa(deps: Deps, body: MfaLoginBody, sourceIp: string)
     throw forbidden(`user ${user.username} has no access to this environment`);
   }
   const left = method === 'recovery' ? await unusedRecoveryCodes(deps, user.id) : undefined;
-  await audit(`login ok: ${user.username} to ${env.name} with ${method}${left === undefined ? '' : ` (${left} recovery codes left)`}`, Severities.info);
+  await audit(
+    `login ok: ${user.username} to ${env.name} with ${method}${left === undefined ? '' : ` (${left} recovery codes left)`}`,
+    Severities.info,
+  );
   const tokens = await issueToken(deps, user, ch.exp_hours, sourceIp);
   return left === undefined ? tokens : { ...tokens, recovery_codes_left: left };
 }

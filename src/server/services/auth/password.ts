@@ -53,12 +53,15 @@ export async function changeOwnPassword(deps: Deps, caller: Caller, body: Passwo
   // The new password, the ended sessions and the audit row commit together.
   await inTransaction(deps.db, async (trx) => {
     await storePassword(deps, trx, caller.user.id, hash, caller.jti);
-    await writeAudit({ ...deps, db: trx }, {
-      line: `${caller.user.username} changed their password; their other sessions were ended`,
-      logType: LogTypes.user,
-      username: caller.user.username,
-      sourceIp,
-    });
+    await writeAudit(
+      { ...deps, db: trx },
+      {
+        line: `${caller.user.username} changed their password; their other sessions were ended`,
+        logType: LogTypes.user,
+        username: caller.user.username,
+        sourceIp,
+      },
+    );
   });
   return 'password changed; your other sessions were ended';
 }

@@ -17,6 +17,11 @@ export async function purgeDeadSessions(deps: Deps): Promise<number> {
 
 export class SessionPurger extends SettingInterval {
   constructor(deps: Deps) {
-    super('session purge', () => serverSettingMs(deps, 'admin', 'cleanup_sessions'), () => purgeDeadSessions(deps), deps.faults);
+    super(
+      'session purge',
+      () => serverSettingMs(deps, 'admin', 'cleanup_sessions'),
+      () => purgeDeadSessions(deps),
+      deps.faults,
+    );
   }
 }

@@ -197,7 +197,9 @@ export class Delivery {
       const n = d.n;
       d.n = 0;
       try {
-        const env = d.sink.environment_id ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', d.sink.environment_id).executeTakeFirst() : null;
+        const env = d.sink.environment_id
+          ? await this.deps.db.selectFrom('environments').select(['id', 'uuid']).where('id', '=', d.sink.environment_id).executeTakeFirst()
+          : null;
         await writeAudit(this.deps, {
           line: `log sink ${id} "${d.sink.name}" dropped ${n} entr${n === 1 ? 'y' : 'ies'} (${d.reason}): ${d.detail}`,
           logType: LogTypes.environment,

@@ -30,12 +30,18 @@ export class LogDelivery {
     private readonly spool: Spool,
     private readonly delivery: Delivery | undefined,
     /** Where the sinks of an environment come from (the agent door's counter-keyed cache). */
-    private readonly sinkSource: (envId: number, source: string) => Promise<LogSinkRow[]> = (envId, source) => enabledSinks(deps.db, envId, source),
+    private readonly sinkSource: (envId: number, source: string) => Promise<LogSinkRow[]> = (envId, source) =>
+      enabledSinks(deps.db, envId, source),
   ) {}
 
   /** Spools parsed entries; resolves once they are committed (rejects: the agent is answered 503). */
   deliver(env: EnvironmentRow, node: LogNode, logType: SpoolLogType, entries: unknown[]): Promise<void> {
-    return this.deliverTexts(env, node, logType, entries.map((e) => ({ text: JSON.stringify(e) ?? 'null', ...entryFields(e) })));
+    return this.deliverTexts(
+      env,
+      node,
+      logType,
+      entries.map((e) => ({ text: JSON.stringify(e) ?? 'null', ...entryFields(e) })),
+    );
   }
 
   async deliverTexts(env: EnvironmentRow, node: LogNode, logType: SpoolLogType, entries: EntryText[]): Promise<void> {
@@ -58,7 +64,13 @@ export class LogDelivery {
       await this.spool.append(rows);
     } catch (e) {
       this.deps.faults.report('log spool (query answers)', e);
-      for (const s of sinks) this.delivery?.dropped(s, rows.length, 'spool_failed', `live query answers could not be spooled (${(e as Error).message}); the API keeps them`);
+      for (const s of sinks)
+        this.delivery?.dropped(
+          s,
+          rows.length,
+          'spool_failed',
+          `live query answers could not be spooled (${(e as Error).message}); the API keeps them`,
+        );
     }
   }
 }

@@ -65,11 +65,20 @@ export class SpoolPruner {
         .select(['log_sinks.environment_id', 'log_sinks.source', 'log_sinks.type', 'log_sinks.enabled', 'sink_state.cursor_id'])
         .execute(),
       this.readDb.selectFrom('log_streams').selectAll().where('environment_id', '!=', 0).execute(),
-      this.readDb.selectFrom('log_streams').select('last_id').where('environment_id', '=', 0).where('log_type', '=', '*').executeTakeFirst(),
+      this.readDb
+        .selectFrom('log_streams')
+        .select('last_id')
+        .where('environment_id', '=', 0)
+        .where('log_type', '=', '*')
+        .executeTakeFirst(),
     ]);
     const lastId = Number(all?.last_id ?? 0);
     // State rows of sinks deleted by other ways than the sink API (an environment deleted with its sinks).
-    await this.deps.db.deleteFrom('sink_state').where('sink_id', '!=', 0).where('sink_id', 'not in', (eb) => eb.selectFrom('log_sinks').select('id')).execute();
+    await this.deps.db
+      .deleteFrom('sink_state')
+      .where('sink_id', '!=', 0)
+      .where('sink_id', 'not in', (eb) => eb.selectFrom('log_sinks').select('id'))
+      .execute();
     const readers = sinks.filter((s) => s.enabled && destinationOf(s.type));
     let deleted = 0;
     const now = this.deps.now();
@@ -82,7 +91,14 @@ export class SpoolPruner {
       // The rows the age keeps are a suffix of the stream: the first one found by a binary search.
       const stream = { id: 0, environment_id: st.environment_id, source: st.log_type };
       const cutoff = new Date(now.getTime() - keep.maxAgeMs).toISOString();
-      const b = await boundCursor(this.readDb, stream, { id: 0, seq: 0, pos: 0 }, { entries: Number(st.entries), bytes: Number(st.bytes) }, lastId, { maxBytes: Infinity, cutoff });
+      const b = await boundCursor(
+        this.readDb,
+        stream,
+        { id: 0, seq: 0, pos: 0 },
+        { entries: Number(st.entries), bytes: Number(st.bytes) },
+        lastId,
+        { maxBytes: Infinity, cutoff },
+      );
       // Undefined: the age keeps the whole stream; the bytes bound (keepFromId) may not.
       const byAge = b ? b.to.id : 0;
       const byBytes = Number.isFinite(keep.keepFromId) ? keep.keepFromId - 1 : lastId;

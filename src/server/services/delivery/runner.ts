@@ -14,8 +14,22 @@ import type { DB, LogSinkRow } from '../../store/schema.js';
 import type { BatchLimits, Destination, Sink, SinkEntry } from './sink.js';
 import { resolveConfig } from './sink-config.js';
 import {
-  LeaseLost, advanceCursor, boundCursor, cursorAfter, dropTo, headOf, readBatch, readSinkState, recordFailure, releaseLease, renewLease, takeDeadLease, takeLease, toEntry,
-  type Cursor, type SpoolRowAt,
+  LeaseLost,
+  advanceCursor,
+  boundCursor,
+  cursorAfter,
+  dropTo,
+  headOf,
+  readBatch,
+  readSinkState,
+  recordFailure,
+  releaseLease,
+  renewLease,
+  takeDeadLease,
+  takeLease,
+  toEntry,
+  type Cursor,
+  type SpoolRowAt,
 } from './sink-state.js';
 
 export const LEASE_TTL_MS = 15_000;
@@ -155,7 +169,14 @@ export class SinkRunner {
         // The sink as stored now: disabled or moved to another stream since the last tick, this
         // runner stops before reading more (the delivery's tick starts what is needed).
         const now = await this.host.readDb.selectFrom('log_sinks').selectAll().where('id', '=', this.sink.id).executeTakeFirst();
-        if (!now || !now.enabled || now.source !== this.sink.source || now.environment_id !== this.sink.environment_id || now.type !== this.sink.type) break;
+        if (
+          !now ||
+          !now.enabled ||
+          now.source !== this.sink.source ||
+          now.environment_id !== this.sink.environment_id ||
+          now.type !== this.sink.type
+        )
+          break;
         this.update(now);
         if (this.edited) {
           this.edited = false;
@@ -253,7 +274,10 @@ export class SinkRunner {
     if (!b || b.to.id <= from.id) return;
     if (!(await dropTo(this.db, this.sink.id, this.host.owner, from, b.to))) throw new LeaseLost('lease lost');
     this.cursor = b.to;
-    const limit = b.reason === 'backlog_bytes' ? `--sink-backlog-size ${this.host.limits.maxBytes} bytes` : `--sink-backlog-age ${Math.round(this.host.limits.maxAgeMs / 1000)} s`;
+    const limit =
+      b.reason === 'backlog_bytes'
+        ? `--sink-backlog-size ${this.host.limits.maxBytes} bytes`
+        : `--sink-backlog-age ${Math.round(this.host.limits.maxAgeMs / 1000)} s`;
     this.host.dropped(this.sink, b.to.seq - from.seq, b.reason, `the oldest undelivered entries went past ${limit}`);
   }
 
@@ -287,7 +311,8 @@ export class SinkRunner {
         bytes += res.bytes;
         exports++;
         for (const r of res.rejected ?? []) if (batch[r.index]) rejected.push(batch[r.index].id);
-        if (res.rejected?.length) this.host.dropped(this.sink, res.rejected.length, 'rejected', `the destination refused them: ${res.rejected[0].error}`);
+        if (res.rejected?.length)
+          this.host.dropped(this.sink, res.rejected.length, 'rejected', `the destination refused them: ${res.rejected[0].error}`);
         const retry = new Set((res.retry ?? []).map((r) => r.index));
         pending = pending.filter((_, k) => retry.has(k));
         if (pending.length === 0) break;
@@ -303,7 +328,9 @@ export class SinkRunner {
         wait = (e as { retryAfterMs?: number }).retryAfterMs;
       }
       this.host.failed(this.sink, error);
-      await recordFailure(this.db, this.sink.id, this.host.owner, error, this.host.deps.now().toISOString()).catch((e) => this.host.deps.faults.report(`log sink ${this.sink.name}`, e));
+      await recordFailure(this.db, this.sink.id, this.host.owner, error, this.host.deps.now().toISOString()).catch((e) =>
+        this.host.deps.faults.report(`log sink ${this.sink.name}`, e),
+      );
       const reconfigured = await this.sleep(wait ?? backoff, false);
       backoff = reconfigured ? RETRY_MIN_MS : Math.min(RETRY_MAX_MS, backoff * 2);
       if (this.stopped) throw new Stopped('shutting down');
@@ -319,10 +346,20 @@ export class SinkRunner {
     // Entries a bound dropped meanwhile were counted there, not here.
     const skipped = entries.filter((e) => e.id <= first.id).length;
     const delivered = entries.length - skipped - rejected.length;
-    await advanceCursor(this.db, this.sink.id, this.host.owner, to, { delivered, rejected: rejected.length, bytes, exports, at: this.host.deps.now().toISOString() });
+    await advanceCursor(this.db, this.sink.id, this.host.owner, to, {
+      delivered,
+      rejected: rejected.length,
+      bytes,
+      exports,
+      at: this.host.deps.now().toISOString(),
+    });
     this.cursor = to;
     const refused = new Set(rejected);
-    this.host.delivered(this.sink, entries.filter((e) => e.id > first.id && !refused.has(e.id)), Date.now());
+    this.host.delivered(
+      this.sink,
+      entries.filter((e) => e.id > first.id && !refused.has(e.id)),
+      Date.now(),
+    );
   }
 }
 

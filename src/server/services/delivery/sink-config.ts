@@ -44,7 +44,9 @@ const field = (parent: string[], key: string) => [...parent, key].join('.');
 
 /** Every secret path of a type (its own, or the usual names when it has no module). */
 function secretsOf(dest: Destination | undefined): readonly string[] {
-  return dest ? [...new Set([...dest.secrets, ...ALWAYS_SECRET.filter((p) => !p.includes('.') || dest.secrets.includes(p))])] : ALWAYS_SECRET;
+  return dest
+    ? [...new Set([...dest.secrets, ...ALWAYS_SECRET.filter((p) => !p.includes('.') || dest.secrets.includes(p))])]
+    : ALWAYS_SECRET;
 }
 
 /** Each (holder, key, value) of the literal secret values in a config. */
@@ -88,7 +90,8 @@ export function restoreRedacted(config: Obj, storedText: string, dest: Destinati
     const parts = s.path.split('.');
     let o: unknown = stored;
     for (const p of parts) o = isObj(o) ? o[p] : undefined;
-    if (o === undefined) throw new ConfigError(`config.${s.path}: "${REDACTED}" stands for the stored secret, and this sink has none there`);
+    if (o === undefined)
+      throw new ConfigError(`config.${s.path}: "${REDACTED}" stands for the stored secret, and this sink has none there`);
     s.holder[s.key] = o;
   }
   return out;
@@ -98,7 +101,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Checks one `_env` / `_file` value; returns the problem or undefined. */
 function variantProblem(kind: 'env' | 'file', value: unknown, env: NodeJS.ProcessEnv): string | undefined {
-  if (typeof value !== 'string' || value === '') return kind === 'env' ? 'expected the name of an environment variable' : 'expected an absolute file path';
+  if (typeof value !== 'string' || value === '')
+    return kind === 'env' ? 'expected the name of an environment variable' : 'expected an absolute file path';
   if (kind === 'env') {
     if (!ENV_NAME.test(value)) return `"${value}" is not an environment variable name`;
     if (/^FLEETCTL_/i.test(value)) return `${value} is one of the server's own settings, not a sink secret`;
@@ -138,7 +142,9 @@ function applyVariants(config: Obj, dest: Destination, env: NodeJS.ProcessEnv, r
         ? isObj(given)
           ? Object.entries(given)
           : (() => {
-              throw new ConfigError(`config.${field(s.parent, vkey)}: expected an object of header name to ${kind === 'env' ? 'variable name' : 'file path'}`);
+              throw new ConfigError(
+                `config.${field(s.parent, vkey)}: expected an object of header name to ${kind === 'env' ? 'variable name' : 'file path'}`,
+              );
             })()
         : [[undefined, given]];
       for (const [k, v] of entries) {
@@ -148,7 +154,10 @@ function applyVariants(config: Obj, dest: Destination, env: NodeJS.ProcessEnv, r
         const holder = isMap ? ((o[base] as Obj | undefined) ?? (o[base] = {})) : o;
         const key = k ?? base;
         if (!isObj(holder)) throw new ConfigError(`config.${field(s.parent, base)}: expected an object`);
-        if (key in holder) throw new ConfigError(`config.${field(s.parent, isMap ? `${base}.${key}` : base)}: give one of ${base}, ${base}_env, ${base}_file`);
+        if (key in holder)
+          throw new ConfigError(
+            `config.${field(s.parent, isMap ? `${base}.${key}` : base)}: give one of ${base}, ${base}_env, ${base}_file`,
+          );
         holder[key] = resolve ? readVariant(kind, v as string, env) : `(${kind})`;
       }
     }
@@ -169,7 +178,11 @@ function readVariant(kind: 'env' | 'file', value: string, env: NodeJS.ProcessEnv
 function schemaError(dest: Destination, config: Obj): string | undefined {
   const first = Value.Errors(dest.schema, config).First();
   if (!first) return undefined;
-  const path = first.path.split('/').filter(Boolean).map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+  const path = first.path
+    .split('/')
+    .filter(Boolean)
+    .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
+    .join('');
   const known = Object.keys(dest.schema.properties);
   if (first.message === 'Unexpected property') {
     return `config.${path}: unknown key for a ${dest.type} sink; its keys are ${known.length ? known.join(', ') : 'none'}`;

@@ -44,7 +44,12 @@ export async function editSink(deps: Deps, caller: Caller, idRaw: string, body: 
       const name = body.name.trim();
       if (!name) throw badRequest('name must not be empty');
       if (name !== old.name) {
-        const clash = await deps.db.selectFrom('log_sinks').select('id').where('environment_id', '=', old.environment_id).where('name', '=', name).executeTakeFirst();
+        const clash = await deps.db
+          .selectFrom('log_sinks')
+          .select('id')
+          .where('environment_id', '=', old.environment_id)
+          .where('name', '=', name)
+          .executeTakeFirst();
         if (clash) throw conflict(`a log sink named "${name}" already exists in that scope`);
         changes.push(`name "${old.name}" -> "${name}"`);
         next.name = name;
@@ -107,14 +112,43 @@ export async function editSink(deps: Deps, caller: Caller, idRaw: string, body: 
 /** The one test entry: a status-like line (or a result of query fleetctl_sink_test) from host fleetctl-sink-test. */
 function testEntry(sink: LogSinkRow, envName: string, now: Date): SinkEntry {
   const unixTime = Math.floor(now.getTime() / 1000);
-  const logType = (sink.source === 'status' || sink.source === 'result' || sink.source === 'query' ? sink.source : 'status');
+  const logType = sink.source === 'status' || sink.source === 'result' || sink.source === 'query' ? sink.source : 'status';
   const line =
     logType === 'status'
-      ? JSON.stringify({ hostIdentifier: 'fleetctl-sink-test', calendarTime: now.toUTCString(), unixTime: String(unixTime), severity: '0', filename: 'fleetctl', line: '0', message: `fleetctl sinks test: log sink "${sink.name}"`, version: '' })
-      : JSON.stringify({ name: 'fleetctl_sink_test', hostIdentifier: 'fleetctl-sink-test', calendarTime: now.toUTCString(), unixTime, epoch: 0, counter: 0, numerics: false, columns: { message: `fleetctl sinks test: log sink "${sink.name}"` }, action: 'added' });
+      ? JSON.stringify({
+          hostIdentifier: 'fleetctl-sink-test',
+          calendarTime: now.toUTCString(),
+          unixTime: String(unixTime),
+          severity: '0',
+          filename: 'fleetctl',
+          line: '0',
+          message: `fleetctl sinks test: log sink "${sink.name}"`,
+          version: '',
+        })
+      : JSON.stringify({
+          name: 'fleetctl_sink_test',
+          hostIdentifier: 'fleetctl-sink-test',
+          calendarTime: now.toUTCString(),
+          unixTime,
+          epoch: 0,
+          counter: 0,
+          numerics: false,
+          columns: { message: `fleetctl sinks test: log sink "${sink.name}"` },
+          action: 'added',
+        });
   return {
-    id: 0, environment: envName, environmentId: sink.environment_id, nodeId: 0, hostIdentifier: 'fleetctl-sink-test', hostname: 'fleetctl-sink-test',
-    logType, ...(logType === 'status' ? { severity: 0 } : { name: 'fleetctl_sink_test' }), time: unixTime, receivedAt: now.toISOString(), line, bytes: Buffer.byteLength(line),
+    id: 0,
+    environment: envName,
+    environmentId: sink.environment_id,
+    nodeId: 0,
+    hostIdentifier: 'fleetctl-sink-test',
+    hostname: 'fleetctl-sink-test',
+    logType,
+    ...(logType === 'status' ? { severity: 0 } : { name: 'fleetctl_sink_test' }),
+    time: unixTime,
+    receivedAt: now.toISOString(),
+    line,
+    bytes: Buffer.byteLength(line),
   };
 }
 
@@ -130,7 +164,12 @@ export async function testSink(deps: Deps, caller: Caller, idRaw: string, source
     const opened = await dest.open(resolveConfig(dest, sink.config), { name: sink.name, sinkDir: deps.config.sinkDir });
     try {
       const send = opened.send([testEntry(sink, scope?.name ?? 'global', deps.now())], signal);
-      const res = await Promise.race([send, new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`no answer within ${TEST_TIMEOUT_MS / 1000} s`))))]);
+      const res = await Promise.race([
+        send,
+        new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error(`no answer within ${TEST_TIMEOUT_MS / 1000} s`))),
+        ),
+      ]);
       const refused = res.rejected?.[0] ?? res.retry?.[0];
       result = refused ? { ok: false, answer: `${res.answer}: ${refused.error}` } : { ok: true, answer: res.answer };
     } finally {

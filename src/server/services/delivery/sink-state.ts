@@ -35,14 +35,20 @@ function streamRows(db: Kysely<DB>, sink: SinkRef) {
 }
 
 /** The stream position columns a sink reads: type stream for global sinks, else environment stream. */
-const cols = (sink: SinkRef) => (sink.environment_id === 0 ? { seq: 'tseq', pos: 'tpos' } as const : { seq: 'eseq', pos: 'epos' } as const);
+const cols = (sink: SinkRef) =>
+  sink.environment_id === 0 ? ({ seq: 'tseq', pos: 'tpos' } as const) : ({ seq: 'eseq', pos: 'epos' } as const);
 
 /** The head of a sink's stream now, and the newest spool id, read in one statement (one snapshot). */
 export async function headOf(db: Kysely<DB>, sink: SinkRef): Promise<{ head: StreamHead; lastId: number }> {
   const rows = await db
     .selectFrom('log_streams')
     .select(['environment_id', 'log_type', 'entries', 'bytes', 'last_id'])
-    .where((eb) => eb.or([eb.and([eb('environment_id', '=', 0), eb('log_type', '=', '*')]), eb.and([eb('environment_id', '=', sink.environment_id), eb('log_type', '=', sink.source)])]))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('environment_id', '=', 0), eb('log_type', '=', '*')]),
+        eb.and([eb('environment_id', '=', sink.environment_id), eb('log_type', '=', sink.source)]),
+      ]),
+    )
     .execute();
   const all = rows.find((r) => r.log_type === '*');
   const mine = rows.find((r) => r.log_type === sink.source);
@@ -73,7 +79,8 @@ export async function resetSinkCursor(db: Kysely<DB>, sink: SinkRef): Promise<vo
     .set({ cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos, retrying_since: '', lease_owner: '', lease_until: 0 })
     .where('sink_id', '=', sink.id)
     .executeTakeFirst();
-  if (Number(done.numUpdatedRows) === 0) await db.insertInto('sink_state').values({ sink_id: sink.id, cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos }).execute();
+  if (Number(done.numUpdatedRows) === 0)
+    await db.insertInto('sink_state').values({ sink_id: sink.id, cursor_id: c.id, cursor_seq: c.seq, cursor_pos: c.pos }).execute();
 }
 
 /** A state row for a sink that has none (stored by an older version or the demo seed), at the head. */
@@ -130,13 +137,23 @@ function isAlive(pid: number): boolean {
 
 /** Renews a lease this process holds; false when it is no longer its own (expired and taken, or cleared by a reset). */
 export async function renewLease(db: Kysely<DB>, sinkId: number, owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
-  const r = await db.updateTable('sink_state').set({ lease_until: nowMs + ttlMs }).where('sink_id', '=', sinkId).where('lease_owner', '=', owner).executeTakeFirst();
+  const r = await db
+    .updateTable('sink_state')
+    .set({ lease_until: nowMs + ttlMs })
+    .where('sink_id', '=', sinkId)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
 /** Gives the lease up (shutdown, sink disabled): another process may take it at once. */
 export async function releaseLease(db: Kysely<DB>, sinkId: number, owner: string): Promise<void> {
-  await db.updateTable('sink_state').set({ lease_owner: '', lease_until: 0 }).where('sink_id', '=', sinkId).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('sink_state')
+    .set({ lease_owner: '', lease_until: 0 })
+    .where('sink_id', '=', sinkId)
+    .where('lease_owner', '=', owner)
+    .execute();
 }
 
 /** Thrown when a cursor write finds the lease with another process: this one stops delivering. */
@@ -157,9 +174,13 @@ export async function advanceCursor(
     const r = await trx
       .updateTable('sink_state')
       .set((eb) => ({
-        cursor_id: to.id, cursor_seq: to.seq, cursor_pos: to.pos,
-        delivered: eb('delivered', '+', c.delivered), rejected: eb('rejected', '+', c.rejected),
-        ...(c.delivered > 0 ? { last_success_at: c.at } : {}), retrying_since: '',
+        cursor_id: to.id,
+        cursor_seq: to.seq,
+        cursor_pos: to.pos,
+        delivered: eb('delivered', '+', c.delivered),
+        rejected: eb('rejected', '+', c.rejected),
+        ...(c.delivered > 0 ? { last_success_at: c.at } : {}),
+        retrying_since: '',
       }))
       .where('sink_id', '=', sinkId)
       .where('lease_owner', '=', owner)
@@ -192,7 +213,9 @@ export async function recordFailure(db: Kysely<DB>, sinkId: number, owner: strin
   await db
     .updateTable('sink_state')
     .set((eb) => ({
-      failed: eb('failed', '+', 1), last_error: message.slice(0, 1000), last_error_at: at,
+      failed: eb('failed', '+', 1),
+      last_error: message.slice(0, 1000),
+      last_error_at: at,
       retrying_since: sql<string>`case when retrying_since = '' then ${at} else retrying_since end`,
     }))
     .where('sink_id', '=', sinkId)
@@ -227,7 +250,11 @@ export async function readBatch(db: Kysely<DB>, sink: SinkRef, after: number, ma
   const out: SpoolRowAt[] = [];
   let bytes = 0;
   let from = after;
-  for (let page = Math.min(100, maxEntries); out.length < maxEntries && bytes < maxBytes; page = Math.min(1000, page * 4, maxEntries - out.length)) {
+  for (
+    let page = Math.min(100, maxEntries);
+    out.length < maxEntries && bytes < maxBytes;
+    page = Math.min(1000, page * 4, maxEntries - out.length)
+  ) {
     const rows = await streamRows(db, sink).where('id', '>', from).orderBy('id').limit(page).execute();
     for (const row of rows) {
       const size = row.line.length;

@@ -31,7 +31,15 @@ export function toSink(r: LogSinkRow, state?: SinkState): LogSink {
 export async function withStates(db: Kysely<DB>, rows: LogSinkRow[]): Promise<LogSink[]> {
   if (rows.length === 0) return [];
   const [states, streams] = await Promise.all([
-    db.selectFrom('sink_state').selectAll().where('sink_id', 'in', rows.map((r) => r.id)).execute(),
+    db
+      .selectFrom('sink_state')
+      .selectAll()
+      .where(
+        'sink_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute(),
     db.selectFrom('log_streams').selectAll().execute(),
   ]);
   const byId = new Map(states.map((s) => [s.sink_id, s]));

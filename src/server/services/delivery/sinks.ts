@@ -130,8 +130,18 @@ export async function createSink(deps: Deps, caller: Caller, body: SinkCreateBod
       const created = await trx
         .insertInto('log_sinks')
         .values({
-          name, type, source, info: body.info ?? '', enabled: body.enabled === false ? 0 : 1, environment_id: env.id,
-          sort_order: order, config, bytes_sent: 0, exports_count: 0, created_at: ts, updated_at: ts,
+          name,
+          type,
+          source,
+          info: body.info ?? '',
+          enabled: body.enabled === false ? 0 : 1,
+          environment_id: env.id,
+          sort_order: order,
+          config,
+          bytes_sent: 0,
+          exports_count: 0,
+          created_at: ts,
+          updated_at: ts,
         })
         .returningAll()
         .executeTakeFirstOrThrow();
@@ -205,16 +215,35 @@ export async function cloneSinks(deps: Deps, caller: Caller, body: SinkCloneBody
       }
       // An enabled sink of a type this server cannot deliver is not created here either.
       const undeliverable = sources.find((s) => s.enabled && !destinationOf(s.type));
-      if (undeliverable) throw badRequest(`log sink "${undeliverable.name}": ${unsupportedType(undeliverable.type)}; disable it to clone it`);
+      if (undeliverable)
+        throw badRequest(`log sink "${undeliverable.name}": ${unsupportedType(undeliverable.type)}; disable it to clone it`);
       const old = await trx.selectFrom('log_sinks').select('id').where('environment_id', '=', target.id).execute();
-      if (old.length) await trx.deleteFrom('sink_state').where('sink_id', 'in', old.map((o) => o.id)).execute();
+      if (old.length)
+        await trx
+          .deleteFrom('sink_state')
+          .where(
+            'sink_id',
+            'in',
+            old.map((o) => o.id),
+          )
+          .execute();
       await trx.deleteFrom('log_sinks').where('environment_id', '=', target.id).execute();
       for (const s of sources) {
         const created = await trx
           .insertInto('log_sinks')
           .values({
-            name: s.name, type: s.type, source: s.source, info: s.info, enabled: s.enabled, environment_id: target.id,
-            sort_order: s.sort_order, config: s.config, bytes_sent: 0, exports_count: 0, created_at: ts, updated_at: ts,
+            name: s.name,
+            type: s.type,
+            source: s.source,
+            info: s.info,
+            enabled: s.enabled,
+            environment_id: target.id,
+            sort_order: s.sort_order,
+            config: s.config,
+            bytes_sent: 0,
+            exports_count: 0,
+            created_at: ts,
+            updated_at: ts,
           })
           .returningAll()
           .executeTakeFirstOrThrow();

@@ -170,7 +170,9 @@ export class Spool extends EventEmitter<SpoolEvents> {
       grow(r.environmentId, r.logType, r.bytes);
     }
     // (0, '*') first: it is the commit-order lock; then a fixed order, so writers never deadlock.
-    const order = [...growth.values()].sort((a, b) => (a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env));
+    const order = [...growth.values()].sort((a, b) =>
+      a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env,
+    );
     // On SQLite through the agent door's writer thread (Store.writeDb): the append never runs, or
     // waits for the write lock, on the event loop (issue 31).
     return (this.deps.writeDb ?? this.deps.db).transaction().execute(async (trx) => {
@@ -191,8 +193,20 @@ export class Spool extends EventEmitter<SpoolEvents> {
         const t = next.get(streamKey(0, r.logType))!;
         const e = next.get(streamKey(r.environmentId, r.logType))!;
         const rec = {
-          e: r.environmentId, n: r.nodeId, h: r.hostIdentifier, hn: r.hostname, t: r.logType, nm: r.name ?? null, sv: r.severity ?? null,
-          tm: r.time ?? nowSeconds, ra: receivedAt, l: r.line, ts: t.entries, tp: t.bytes, es: e.entries, ep: e.bytes,
+          e: r.environmentId,
+          n: r.nodeId,
+          h: r.hostIdentifier,
+          hn: r.hostname,
+          t: r.logType,
+          nm: r.name ?? null,
+          sv: r.severity ?? null,
+          tm: r.time ?? nowSeconds,
+          ra: receivedAt,
+          l: r.line,
+          ts: t.entries,
+          tp: t.bytes,
+          es: e.entries,
+          ep: e.bytes,
         };
         t.entries++;
         t.bytes += r.bytes;
@@ -202,7 +216,7 @@ export class Spool extends EventEmitter<SpoolEvents> {
       });
       let maxId = 0;
       const committed: SpooledRow[] = [];
-      for (let i = 0; i < records.length; ) {
+      for (let i = 0; i < records.length;) {
         let j = i;
         let size = 0;
         while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
@@ -226,9 +240,25 @@ export class Spool extends EventEmitter<SpoolEvents> {
   }
 }
 
-type Rec = { e: number; n: number; h: string; hn: string; t: string; nm: string | null; sv: number | null; tm: number; ra: string; l: string; ts: number; tp: number; es: number; ep: number };
+type Rec = {
+  e: number;
+  n: number;
+  h: string;
+  hn: string;
+  t: string;
+  nm: string | null;
+  sv: number | null;
+  tm: number;
+  ra: string;
+  l: string;
+  ts: number;
+  tp: number;
+  es: number;
+  ep: number;
+};
 
-const COLUMNS = 'environment_id, node_id, host_identifier, hostname, log_type, name, severity, time, received_at, line, tseq, tpos, eseq, epos';
+const COLUMNS =
+  'environment_id, node_id, host_identifier, hostname, log_type, name, severity, time, received_at, line, tseq, tpos, eseq, epos';
 const KEYS = ['e', 'n', 'h', 'hn', 't', 'nm', 'sv', 'tm', 'ra', 'l', 'ts', 'tp', 'es', 'ep'];
 const PG_TYPES = ['int', 'int', 'text', 'text', 'text', 'text', 'int', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint'];
 

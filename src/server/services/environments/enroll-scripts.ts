@@ -116,7 +116,6 @@ export const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** PowerShell single-quoted string: only `'` is special, doubled. */
 export const psQuote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-
 /** Header comment lines shared by the sh and ps1 scripts. */
 function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: ScriptOptions): string[] {
   const secretPath = kind === 'enroll' ? env.enroll_secret_path : env.remove_secret_path;
@@ -135,7 +134,9 @@ function header(env: EnvironmentRow, kind: ScriptKind, ext: 'sh' | 'ps1', opts: 
   ];
   if (ext === 'sh' && env.certificate.trim() !== '') {
     // A host that does not trust the listener's certificate yet (a private CA): trust it for this download.
-    lines.push(`# Where this host does not trust the listener's certificate yet: save it (fleetctl enroll show ${one(env.name)} cert > fleetctl.crt), then: curl -fsS --cacert fleetctl.crt ${url} | sh`);
+    lines.push(
+      `# Where this host does not trust the listener's certificate yet: save it (fleetctl enroll show ${one(env.name)} cert > fleetctl.crt), then: curl -fsS --cacert fleetctl.crt ${url} | sh`,
+    );
   }
   if (opts.expires && hasExpired(expire, opts.now)) {
     lines.push(
@@ -343,10 +344,10 @@ export function enrollPs1(env: EnvironmentRow, opts: ScriptOptions): string {
     '    if (-not (Test-Path $msi)) { throw "package $msiPackage not found: copy it into $(Get-Location) and run this script again" }',
     '  }',
     '  Write-Host "[+] installing osquery"',
-    '  Start-Process msiexec.exe -ArgumentList @(\'/i\', "`"$msi`"", \'/qn\', \'/norestart\') -Wait',
+    "  Start-Process msiexec.exe -ArgumentList @('/i', \"`\"$msi`\"\", '/qn', '/norestart') -Wait",
     '}',
     '',
-    "New-Item -ItemType Directory -Force -Path (Split-Path $certFile) | Out-Null",
+    'New-Item -ItemType Directory -Force -Path (Split-Path $certFile) | Out-Null',
     'Write-Host "[+] writing $secretFile"',
     'Set-Content -Path $secretFile -Value $enrollSecret -Encoding ASCII -NoNewline',
     "if ($certificate -ne '') {",
@@ -360,7 +361,7 @@ export function enrollPs1(env: EnvironmentRow, opts: ScriptOptions): string {
     'if ($service) {',
     "  Restart-Service -Name 'osqueryd'",
     '} else {',
-    "  & $osqueryd --install --flagfile $flagsFile",
+    '  & $osqueryd --install --flagfile $flagsFile',
     "  Start-Service -Name 'osqueryd'",
     '}',
     'Write-Host "[+] done: this node enrolls in $envName at its next check-in"',

@@ -47,7 +47,8 @@ export function checkCertificate(text: string): string {
   if (pem === '') return '';
   const blocks = [...pem.matchAll(PEM_BLOCK)];
   if (blocks.length === 0) throw badRequest('certificate must be PEM text (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)');
-  if (pem.replace(PEM_BLOCK, '').trim() !== '') throw badRequest('certificate has text outside its PEM blocks; send only the PEM certificate(s)');
+  if (pem.replace(PEM_BLOCK, '').trim() !== '')
+    throw badRequest('certificate has text outside its PEM blocks; send only the PEM certificate(s)');
   for (const [block, label] of blocks) {
     if (label !== 'CERTIFICATE') throw badRequest(`certificate must contain only CERTIFICATE blocks, found a ${label} block`);
     try {
@@ -119,7 +120,8 @@ export async function enrollAction(
         break;
       default: {
         // update, or one of osctrl's single-field names
-        const fields = action === 'update' ? BODY_FIELDS.filter((f) => body[f] !== undefined) : [ALIAS_FIELD[action as keyof typeof ALIAS_FIELD]];
+        const fields =
+          action === 'update' ? BODY_FIELDS.filter((f) => body[f] !== undefined) : [ALIAS_FIELD[action as keyof typeof ALIAS_FIELD]];
         if (fields.length === 0) throw badRequest(`nothing to update: give one or more of ${BODY_FIELDS.join(', ')}`);
         changes = {};
         for (const f of fields) {

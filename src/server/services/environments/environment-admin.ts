@@ -97,12 +97,15 @@ export async function createEnvironment(db: Kysely<DB>, name: string, o: NewEnvi
 
 /** A name for a new or renamed environment, or a 400 saying why not. */
 export function checkEnvName(name: unknown): string {
-  if (typeof name !== 'string' || !ENV_NAME.test(name)) throw badRequest('name must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit');
-  if (RESERVED_NAMES.has(name.toLowerCase())) throw badRequest(`name "${name}" is a path segment of the API (${[...RESERVED_NAMES].join(', ')} are reserved)`);
+  if (typeof name !== 'string' || !ENV_NAME.test(name))
+    throw badRequest('name must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  if (RESERVED_NAMES.has(name.toLowerCase()))
+    throw badRequest(`name "${name}" is a path segment of the API (${[...RESERVED_NAMES].join(', ')} are reserved)`);
   return name;
 }
 
-const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)(?::(\d{1,5}))?$/;
+const HOST =
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)(?::(\d{1,5}))?$/;
 
 /** osquery's --tls_hostname: NAME or NAME:PORT (no scheme, no path), a host agents can reach. */
 export function checkAgentHost(v: string): string {
@@ -118,7 +121,8 @@ export function checkAgentHost(v: string): string {
 
 function checkInterval(field: string, v: number | undefined): number | undefined {
   if (v === undefined) return undefined;
-  if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX) throw badRequest(`${field} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
+  if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX)
+    throw badRequest(`${field} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
   return v;
 }
 
@@ -140,11 +144,17 @@ function checkLabel(field: string, v: string | undefined): string | undefined {
 const days = (s: number) => (s % 86400 === 0 ? `${s / 86400}d` : s % 3600 === 0 ? `${s / 3600}h` : `${s}s`);
 
 /** POST /api/v1/environments (super-admin): 409 when the name is taken. */
-export async function createEnvironmentFor(deps: Deps, caller: Caller, body: EnvironmentCreateBody, sourceIp: string): Promise<Environment> {
+export async function createEnvironmentFor(
+  deps: Deps,
+  caller: Caller,
+  body: EnvironmentCreateBody,
+  sourceIp: string,
+): Promise<Environment> {
   const name = checkEnvName(body.name);
   const hostname = body.hostname !== undefined && body.hostname.trim() !== '' ? checkAgentHost(body.hostname) : undefined;
   const window = body.enroll_window ?? deps.config.enrollWindowSeconds;
-  if (!Number.isInteger(window) || window < 0 || window > INTERVAL_MAX) throw badRequest(`enroll_window must be 0 (open until closed) or up to ${INTERVAL_MAX} seconds`);
+  if (!Number.isInteger(window) || window < 0 || window > INTERVAL_MAX)
+    throw badRequest(`enroll_window must be 0 (open until closed) or up to ${INTERVAL_MAX} seconds`);
   const intervals = {
     config_interval: checkInterval('config_interval', body.config_interval),
     log_interval: checkInterval('log_interval', body.log_interval),
@@ -182,7 +192,13 @@ export async function createEnvironmentFor(deps: Deps, caller: Caller, body: Env
 }
 
 /** PATCH /api/v1/environments/{env} (super-admin): only the fields given change; flags and scripts follow at once. */
-export async function editEnvironment(deps: Deps, caller: Caller, env: EnvironmentRow, body: EnvironmentEditBody, sourceIp: string): Promise<Environment> {
+export async function editEnvironment(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  body: EnvironmentEditBody,
+  sourceIp: string,
+): Promise<Environment> {
   const changes: Updateable<EnvironmentsTable> = {};
   const said: string[] = [];
   if (body.name !== undefined && body.name !== env.name) {
@@ -191,7 +207,8 @@ export async function editEnvironment(deps: Deps, caller: Caller, env: Environme
   }
   if (body.hostname !== undefined) {
     if (body.hostname.trim() === '') {
-      if (!deps.agentIdentity?.hostname) throw badRequest('this server has no agent URL for the environment to follow (start it with --agent-url, or give a hostname)');
+      if (!deps.agentIdentity?.hostname)
+        throw badRequest('this server has no agent URL for the environment to follow (start it with --agent-url, or give a hostname)');
       changes.hostname = deps.agentIdentity.hostname;
       changes.hostname_pinned = 0;
       said.push(`agent host follows the server (${changes.hostname})`);
@@ -230,11 +247,26 @@ export async function editEnvironment(deps: Deps, caller: Caller, env: Environme
   if (said.length === 0) return toEnvironment(env, { withSecrets: true });
   return atomically(deps, async (deps) => {
     if (changes.name) {
-      const taken = await deps.db.selectFrom('environments').select('id').where('name', '=', changes.name).where('id', '!=', env.id).executeTakeFirst();
+      const taken = await deps.db
+        .selectFrom('environments')
+        .select('id')
+        .where('name', '=', changes.name)
+        .where('id', '!=', env.id)
+        .executeTakeFirst();
       if (taken) throw conflict(`environment "${changes.name}" already exists`);
     }
-    await deps.db.updateTable('environments').set({ ...changes, updated_at: deps.now().toISOString() }).where('id', '=', env.id).execute();
-    await writeAudit(deps, { line: `environment ${env.name} edited: ${said.join(', ')}`, logType: LogTypes.environment, username: caller.user.username, sourceIp, env });
+    await deps.db
+      .updateTable('environments')
+      .set({ ...changes, updated_at: deps.now().toISOString() })
+      .where('id', '=', env.id)
+      .execute();
+    await writeAudit(deps, {
+      line: `environment ${env.name} edited: ${said.join(', ')}`,
+      logType: LogTypes.environment,
+      username: caller.user.username,
+      sourceIp,
+      env,
+    });
     return toEnvironment(await reloadEnv(deps, env.id), { withSecrets: true });
   });
 }
@@ -247,14 +279,27 @@ export async function editEnvironment(deps: Deps, caller: Caller, env: Environme
 export async function deleteEnvironment(deps: Deps, caller: Caller, env: EnvironmentRow, sourceIp: string): Promise<string> {
   return atomically(deps, async (deps) => {
     const db = deps.db;
-    const count = await db.selectFrom('nodes').select((eb) => eb.fn.countAll<number>().as('n')).where('environment_id', '=', env.id).executeTakeFirstOrThrow();
+    const count = await db
+      .selectFrom('nodes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('environment_id', '=', env.id)
+      .executeTakeFirstOrThrow();
     const nodes = Number(count.n);
     const queries = db.selectFrom('queries').select('id').where('environment_id', '=', env.id);
     const nodeIds = db.selectFrom('nodes').select('id').where('environment_id', '=', env.id);
     // What the foreign keys do not cascade to (rows keyed by ids without a constraint).
-    await db.deleteFrom('carve_blocks').where('session_id', 'in', db.selectFrom('carve_files').select('session_id').where('query_id', 'in', queries)).execute();
-    await db.deleteFrom('query_results').where((eb) => eb.or([eb('query_id', 'in', queries), eb('node_id', 'in', nodeIds)])).execute();
-    await db.deleteFrom('node_queries').where((eb) => eb.or([eb('query_id', 'in', queries), eb('node_id', 'in', nodeIds)])).execute();
+    await db
+      .deleteFrom('carve_blocks')
+      .where('session_id', 'in', db.selectFrom('carve_files').select('session_id').where('query_id', 'in', queries))
+      .execute();
+    await db
+      .deleteFrom('query_results')
+      .where((eb) => eb.or([eb('query_id', 'in', queries), eb('node_id', 'in', nodeIds)]))
+      .execute();
+    await db
+      .deleteFrom('node_queries')
+      .where((eb) => eb.or([eb('query_id', 'in', queries), eb('node_id', 'in', nodeIds)]))
+      .execute();
     await db.deleteFrom('log_sinks').where('environment_id', '=', env.id).execute();
     await db.deleteFrom('settings').where('environment_id', '=', env.id).execute();
     // Nodes (and their tag links), tags, queries (and carve files), user access: by cascade.

@@ -115,14 +115,21 @@ export const INTERVAL_MAX = 31_536_000;
 const INTERVAL_FIELDS = ['config_interval', 'log_interval', 'query_interval'] as const;
 
 /** 4.6: each given interval an integer >= 1; omitted ones keep their value. */
-export async function updateIntervals(deps: Deps, caller: Caller, env: EnvironmentRow, body: IntervalsBody, sourceIp: string): Promise<Environment> {
+export async function updateIntervals(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  body: IntervalsBody,
+  sourceIp: string,
+): Promise<Environment> {
   // The change and its audit row commit together (store/db.ts, atomically).
   return atomically(deps, async (deps) => {
     const changes: Partial<Record<(typeof INTERVAL_FIELDS)[number], number>> = {};
     for (const f of INTERVAL_FIELDS) {
       const v = body[f];
       if (v === undefined) continue;
-      if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX) throw badRequest(`${f} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
+      if (!Number.isInteger(v) || v < 1 || v > INTERVAL_MAX)
+        throw badRequest(`${f} must be an integer from 1 to ${INTERVAL_MAX} (seconds)`);
       changes[f] = v;
     }
     const given = Object.keys(changes);

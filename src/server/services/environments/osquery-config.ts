@@ -7,10 +7,21 @@ import { createHash } from 'node:crypto';
 import type { Deps, Caller } from '../../context.js';
 import type { EnvironmentRow } from '../../store/schema.js';
 import {
-  CONFIG_PARTS, LogTypes, type AgentConfigView, type ConfigPart, type OsqueryConfigParts, type OsqueryConfigView,
+  CONFIG_PARTS,
+  LogTypes,
+  type AgentConfigView,
+  type ConfigPart,
+  type OsqueryConfigParts,
+  type OsqueryConfigView,
 } from '../../../api/index.js';
 import {
-  ConfigError, checkAcrossParts, isConfigPart, pathOf, readStoredParts, sameJson, validatePart,
+  ConfigError,
+  checkAcrossParts,
+  isConfigPart,
+  pathOf,
+  readStoredParts,
+  sameJson,
+  validatePart,
 } from '../../../lib/osquery-config.js';
 import { uncheckedSql } from '../../../lib/sql-check.js';
 import { badRequest, conflict, invalidTarget } from '../../errors.js';
@@ -110,14 +121,27 @@ function badConfig(e: unknown): never {
  * Every given part is checked, then the rules across parts on the result; one problem refuses
  * the whole request and nothing is stored. A part whose content is unchanged is not written.
  */
-export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRow, body: Record<string, unknown>, o: PatchOptions, sourceIp: string): Promise<OsqueryConfigView> {
+export async function patchConfig(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  body: Record<string, unknown>,
+  o: PatchOptions,
+  sourceIp: string,
+): Promise<OsqueryConfigView> {
   const prefix = o.prefix ?? '';
   if (o.duplicateKey !== undefined) {
-    const at = prefix && o.duplicateKey ? (o.duplicateKey.startsWith('[') ? `${prefix}${o.duplicateKey}` : `${prefix}.${o.duplicateKey}`) : prefix || o.duplicateKey;
+    const at =
+      prefix && o.duplicateKey
+        ? o.duplicateKey.startsWith('[')
+          ? `${prefix}${o.duplicateKey}`
+          : `${prefix}.${o.duplicateKey}`
+        : prefix || o.duplicateKey;
     throw badRequest(`${at || '(body)'}: duplicate name (given twice)`);
   }
   const unknown = Object.keys(body).find((k) => !isConfigPart(k));
-  if (unknown !== undefined) throw badRequest(`${pathOf('', unknown).replace(/^\./, '')}: unknown part (valid: ${CONFIG_PARTS.join(', ')})`);
+  if (unknown !== undefined)
+    throw badRequest(`${pathOf('', unknown).replace(/^\./, '')}: unknown part (valid: ${CONFIG_PARTS.join(', ')})`);
   const given = CONFIG_PARTS.filter((p) => body[p] !== undefined);
   if (given.length === 0) throw badRequest(`nothing to change: give at least one of ${CONFIG_PARTS.join(', ')}`);
   // SQL not seen before is parsed off the event loop first, within the caller's budget
@@ -142,12 +166,21 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
     }
     const current = agentConfig(row).hash;
     if (o.ifMatch && o.ifMatch !== current) {
-      throw conflict(`the configuration of ${row.name} changed since it was read (hash ${o.ifMatch.slice(0, 12)}, now ${current.slice(0, 12)}); read it again`);
+      throw conflict(
+        `the configuration of ${row.name} changed since it was read (hash ${o.ifMatch.slice(0, 12)}, now ${current.slice(0, 12)}); read it again`,
+      );
     }
     const changed = given.filter((p) => !sameJson(before[p], after[p]) || row[p] !== JSON.stringify(after[p]));
     const contentChanged = given.filter((p) => !sameJson(before[p], after[p]));
     const { hash } = assemble(after, row);
-    const view: OsqueryConfigView = { environment: row.name, hash, updated_at: row.updated_at, ...after, changed: contentChanged, dry_run: Boolean(o.dryRun) };
+    const view: OsqueryConfigView = {
+      environment: row.name,
+      hash,
+      updated_at: row.updated_at,
+      ...after,
+      changed: contentChanged,
+      dry_run: Boolean(o.dryRun),
+    };
     if (o.dryRun || changed.length === 0) return view;
     const ts = deps.now().toISOString();
     const set: Partial<Record<ConfigPart | 'updated_at', string>> = { updated_at: ts };
@@ -159,7 +192,9 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
     if (Number(r.numUpdatedRows) !== 1) throw conflict(`the configuration of ${row.name} changed while this request ran; try again`);
     if (contentChanged.length > 0) {
       const what = contentChanged
-        .map((p) => (p === 'decorators' ? p : `${p} (${changesOf(before[p] as Record<string, unknown>, after[p] as Record<string, unknown>)})`))
+        .map((p) =>
+          p === 'decorators' ? p : `${p} (${changesOf(before[p] as Record<string, unknown>, after[p] as Record<string, unknown>)})`,
+        )
         .join(', ');
       await writeAudit(deps, {
         line: `osquery configuration of ${row.name} changed: ${what}; config hash ${current.slice(0, 12)} -> ${hash.slice(0, 12)}`,
@@ -182,7 +217,15 @@ export async function patchConfig(deps: Deps, caller: Caller, env: EnvironmentRo
 }
 
 /** PUT .../config/{part}: the body is the part itself. */
-export async function replacePart(deps: Deps, caller: Caller, env: EnvironmentRow, part: string, value: unknown, o: PatchOptions, sourceIp: string): Promise<OsqueryConfigView> {
+export async function replacePart(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  part: string,
+  value: unknown,
+  o: PatchOptions,
+  sourceIp: string,
+): Promise<OsqueryConfigView> {
   if (!isConfigPart(part)) throw invalidTarget(part, CONFIG_PARTS);
   return patchConfig(deps, caller, env, { [part]: value }, { ...o, prefix: part }, sourceIp);
 }

@@ -5,7 +5,12 @@ import { byGeneration } from '../../lib/generation-cache.js';
 
 export const INACTIVE_HOURS_DEFAULT = 72;
 
-async function effectiveRow(deps: Deps, service: string, name: string, envId: number): Promise<Pick<SettingRow, 'integer_value' | 'boolean_value'> | undefined> {
+async function effectiveRow(
+  deps: Deps,
+  service: string,
+  name: string,
+  envId: number,
+): Promise<Pick<SettingRow, 'integer_value' | 'boolean_value'> | undefined> {
   const rows = await deps.db
     .selectFrom('settings')
     .select(['environment_id', 'integer_value', 'boolean_value'])

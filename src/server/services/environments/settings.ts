@@ -94,7 +94,11 @@ function valueFor(row: SettingRow, body: SettingUpdateBody): Updateable<Settings
 }
 
 const shownValue = (r: Updateable<SettingsTable>) =>
-  r.boolean_value !== undefined ? String(!!r.boolean_value) : r.integer_value !== undefined ? String(r.integer_value) : JSON.stringify(r.string_value);
+  r.boolean_value !== undefined
+    ? String(!!r.boolean_value)
+    : r.integer_value !== undefined
+      ? String(r.integer_value)
+      : JSON.stringify(r.string_value);
 
 /**
  * 4.15: updates the global row, or with `envRef` the environment's override (created from the
@@ -114,7 +118,8 @@ export async function updateSetting(
     checkService(service);
     if (envRef !== undefined && envRef.trim() === '') throw badRequest('env must name an environment (name or UUID) when given');
     const env = envRef === undefined ? undefined : await requireEnv(deps, envRef);
-    if (env && GLOBAL_ONLY.has(`${service}/${name}`)) throw badRequest(`setting ${service}/${name} applies to the whole server; set it without an environment`);
+    if (env && GLOBAL_ONLY.has(`${service}/${name}`))
+      throw badRequest(`setting ${service}/${name} applies to the whole server; set it without an environment`);
     const live = (envId: number) =>
       deps.db
         .selectFrom('settings')
@@ -130,7 +135,8 @@ export async function updateSetting(
     // Nothing is stored that the server would ignore (issue 29): see settings-catalogue.ts.
     const rule = settingRule(service, name);
     if (rule && 'refused' in rule) throw badRequest(`${service}/${name} has no effect on this server: ${rule.refused}`);
-    if (env && rule?.scope === 'server') throw badRequest(`${service}/${name} is server-wide: it has no per-environment value (leave out env)`);
+    if (env && rule?.scope === 'server')
+      throw badRequest(`${service}/${name} is server-wide: it has no per-environment value (leave out env)`);
     const value = valueFor(current, body);
     const ts = deps.now().toISOString();
     let id: number;
@@ -139,16 +145,29 @@ export async function updateSetting(
       const row = await deps.db
         .insertInto('settings')
         .values({
-          name, service, type: current.type, info: current.info, environment_id: env.id,
-          boolean_value: current.boolean_value, integer_value: current.integer_value, string_value: current.string_value,
-          ...value, created_at: ts, updated_at: ts, deleted_at: null,
+          name,
+          service,
+          type: current.type,
+          info: current.info,
+          environment_id: env.id,
+          boolean_value: current.boolean_value,
+          integer_value: current.integer_value,
+          string_value: current.string_value,
+          ...value,
+          created_at: ts,
+          updated_at: ts,
+          deleted_at: null,
         })
         .onConflict((oc) => oc.columns(['service', 'name', 'environment_id']).doUpdateSet({ ...value, updated_at: ts, deleted_at: null }))
         .returning('id')
         .executeTakeFirstOrThrow();
       id = row.id;
     } else {
-      await deps.db.updateTable('settings').set({ ...value, updated_at: ts }).where('id', '=', current.id).execute();
+      await deps.db
+        .updateTable('settings')
+        .set({ ...value, updated_at: ts })
+        .where('id', '=', current.id)
+        .execute();
       id = current.id;
     }
     await writeAudit(deps, {

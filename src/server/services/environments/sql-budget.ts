@@ -30,6 +30,9 @@ export async function chargeSql(deps: Deps, caller: Caller, texts: string[]): Pr
   const limiter = new RateLimiter(deps.db, 'sql', SQL_CHARS_PER_USER, SQL_WINDOW_MS, () => deps.now().getTime());
   const wait = await limiter.take(String(caller.user.id), chars);
   if (wait > 0) {
-    throw rateLimited(wait, `${caller.user.username} has sent ${kb(SQL_CHARS_PER_USER)} of new SQL to check in the last ${SQL_WINDOW_MS / 60_000} minutes; try again in ${wait} s`);
+    throw rateLimited(
+      wait,
+      `${caller.user.username} has sent ${kb(SQL_CHARS_PER_USER)} of new SQL to check in the last ${SQL_WINDOW_MS / 60_000} minutes; try again in ${wait} s`,
+    );
   }
 }

@@ -98,7 +98,15 @@ export async function cachedCount<T>(
 /** The recounts running for a changed seen counter, per cache and key (at most one each). */
 const refreshing = new WeakMap<Map<string, Entry<unknown>>, Set<string>>();
 
-function refreshSoftly<T>(cache: Map<string, Entry<unknown>>, key: string, generation: number, soft: number, cutoff: string, count: () => Promise<T>, space: CacheSpace): void {
+function refreshSoftly<T>(
+  cache: Map<string, Entry<unknown>>,
+  key: string,
+  generation: number,
+  soft: number,
+  cutoff: string,
+  count: () => Promise<T>,
+  space: CacheSpace,
+): void {
   let running = refreshing.get(cache);
   if (!running) refreshing.set(cache, (running = new Set()));
   if (running.has(key)) return;

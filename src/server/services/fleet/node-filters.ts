@@ -30,7 +30,12 @@ export interface HealthBounds {
   outdatedBelow?: string;
 }
 
-export function healthBounds(nowMs: number, inactiveHours: number, env: Pick<EnvironmentRow, 'config_interval'>, newestOsqueryVersion: string): HealthBounds {
+export function healthBounds(
+  nowMs: number,
+  inactiveHours: number,
+  env: Pick<EnvironmentRow, 'config_interval'>,
+  newestOsqueryVersion: string,
+): HealthBounds {
   return {
     inactiveBefore: new Date(nowMs - inactiveHours * 3600_000).toISOString(),
     staleBefore: new Date(nowMs - 3 * env.config_interval * 1000).toISOString(),
@@ -57,8 +62,12 @@ function parts(eb: EB, b: HealthBounds) {
   const fresh = eb('node_seen.last_seen', '>=', b.staleBefore);
   const below = b.outdatedBelow;
   const outdated: Pred = below
-    ? eb.and([eb('node_seen.osquery_version_key', 'like', '%.%'), eb('node_seen.osquery_version_key', '>=', OUTDATED_KEY_MIN), eb('node_seen.osquery_version_key', '<', below)])
-    : eb.lit(false) as unknown as Pred;
+    ? eb.and([
+        eb('node_seen.osquery_version_key', 'like', '%.%'),
+        eb('node_seen.osquery_version_key', '>=', OUTDATED_KEY_MIN),
+        eb('node_seen.osquery_version_key', '<', below),
+      ])
+    : (eb.lit(false) as unknown as Pred);
   const current: Pred = below ? eb.not(outdated) : (eb.lit(true) as unknown as Pred);
   return { seen, never, inactive, active, invalid, valid, stale, fresh, outdated, current };
 }

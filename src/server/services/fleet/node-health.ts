@@ -84,10 +84,7 @@ export function deriveHealth(node: HealthInput, ctx: HealthContext): { health: H
   }
   const severe = signals.includes('inactive') || signals.includes('config_invalid');
   const status = severe ? 'unhealthy' : signals.length > 0 ? 'degraded' : 'healthy';
-  const reason =
-    signals.length === 0
-      ? 'All checks passed.'
-      : `Node ${signals.map((s) => SIGNAL_TEXT[s]).join('; ')}.`;
+  const reason = signals.length === 0 ? 'All checks passed.' : `Node ${signals.map((s) => SIGNAL_TEXT[s]).join('; ')}.`;
   // Risk: an invalid config or an inactive outdated node is high; inactive or outdated alone is
   // medium; a late check-in alone is low.
   const medium = ['inactive', 'osquery_outdated'].filter((s) => signals.includes(s)).length;

@@ -3,15 +3,25 @@
 import { sql } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
-import {
-  type Node, type Page, type Tag, SystemInfo,
-} from '../../../api/index.js';
+import { type Node, type Page, type Tag, SystemInfo } from '../../../api/index.js';
 import { type PageRequest } from '../../lib/pagination.js';
 import { type Generations } from '../../store/node-index.js';
 import { cachedCount } from './node-counts.js';
 import { type HealthBounds } from './node-filters.js';
 import { tagsByNode, parseSystemInfo, type ShapeContext } from './node-shape.js';
-import { type Crossed, type Filters, type NodeQuery, SEEN_FIELDS, SORT_COLUMNS, applyFilters, countOf, matching, nodesFor, nodesWithSeen, tagDriven } from './node-query.js';
+import {
+  type Crossed,
+  type Filters,
+  type NodeQuery,
+  SEEN_FIELDS,
+  SORT_COLUMNS,
+  applyFilters,
+  countOf,
+  matching,
+  nodesFor,
+  nodesWithSeen,
+  tagDriven,
+} from './node-query.js';
 
 export interface PageRows {
   rows: NodeRow[];
@@ -33,12 +43,17 @@ export async function fresh(deps: Deps, page: PageRows, checkins: number): Promi
   const seen = await deps.db
     .selectFrom('node_seen')
     .select(['node_id', 'last_seen', 'bytes_received', 'config_fetched_at'])
-    .where('node_id', 'in', page.rows.map((r) => r.id))
+    .where(
+      'node_id',
+      'in',
+      page.rows.map((r) => r.id),
+    )
     .execute();
   const byId = new Map(seen.map((r) => [r.node_id, r]));
   for (const r of page.rows) {
     const now = byId.get(r.id);
-    if (now) Object.assign(r, { last_seen: now.last_seen || null, bytes_received: now.bytes_received, config_fetched_at: now.config_fetched_at });
+    if (now)
+      Object.assign(r, { last_seen: now.last_seen || null, bytes_received: now.bytes_received, config_fetched_at: now.config_fetched_at });
   }
   page.checkins = checkins;
   return page;
@@ -54,7 +69,8 @@ export function shapedUntil(rows: NodeRow[], ctx: ShapeContext): number {
   for (const r of rows) {
     if (!r.last_seen) continue;
     const seen = Date.parse(r.last_seen);
-    for (const t of [seen + ctx.inactiveHours * 3600_000, seen + 3 * ctx.env.config_interval * 1000]) if (t >= ctx.nowMs && t < until) until = t;
+    for (const t of [seen + ctx.inactiveHours * 3600_000, seen + 3 * ctx.env.config_interval * 1000])
+      if (t >= ctx.nowMs && t < until) until = t;
   }
   return until;
 }
@@ -71,23 +87,46 @@ export const PAGE_CACHE = { name: 'pages', entries: 64 };
  * Health and uptime depend on the clock: toNode derives them per request.
  */
 /** One page of rows, with tags and parsed system_info (fromTag: read from the tag's end, see listNodes). */
-export async function readPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, fromTag = false): Promise<PageRows> {
+export async function readPage(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  pageReq: PageRequest,
+  cutoff: string,
+  fromTag = false,
+): Promise<PageRows> {
   const ordered = (q: NodeQuery) => {
     const col = SORT_COLUMNS[p.sort].includes('.') ? SORT_COLUMNS[p.sort] : `nodes.${SORT_COLUMNS[p.sort]}`;
-    return q
-      .orderBy(sql.ref(col), p.order)
-      // The tie-break on the id of the table whose index gives the order (the same value).
-      .orderBy(col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id', p.order)
-      .limit(pageReq.pageSize)
-      .offset(pageReq.offset);
+    return (
+      q
+        .orderBy(sql.ref(col), p.order)
+        // The tie-break on the id of the table whose index gives the order (the same value).
+        .orderBy(col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id', p.order)
+        .limit(pageReq.pageSize)
+        .offset(pageReq.offset)
+    );
   };
   // The page's ids first (walking an index of the sort and the filters, skipping the offset's
   // entries without reading their rows), then the rows of those ids with their node_seen.
-  const from = fromTag && p.tagId !== undefined ? tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff) : applyFilters(deps, nodesFor(deps, env, p), p, cutoff);
+  const from =
+    fromTag && p.tagId !== undefined
+      ? tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff)
+      : applyFilters(deps, nodesFor(deps, env, p), p, cutoff);
   const ids = (await ordered(from).select('nodes.id').execute()).map((r) => r.id);
-  const byId = new Map((ids.length ? await nodesWithSeen(deps.db).selectAll('nodes').select(SEEN_FIELDS).where('nodes.id', 'in', ids).execute() : []).map((r) => [r.id, r]));
+  const byId = new Map(
+    (ids.length ? await nodesWithSeen(deps.db).selectAll('nodes').select(SEEN_FIELDS).where('nodes.id', 'in', ids).execute() : []).map(
+      (r) => [r.id, r],
+    ),
+  );
   const rows = ids.map((id) => byId.get(id)).filter((r): r is NodeRow => r !== undefined);
-  return { rows, systemInfo: rows.map(parseSystemInfo), tags: await tagsByNode(deps, rows.map((r) => r.id)) };
+  return {
+    rows,
+    systemInfo: rows.map(parseSystemInfo),
+    tags: await tagsByNode(
+      deps,
+      rows.map((r) => r.id),
+    ),
+  };
 }
 
 /**
@@ -95,13 +134,31 @@ export async function readPage(deps: Deps, env: EnvironmentRow, p: Filters, page
  * status-filtered page is read again softly, as its total) and checkins (every batch: the order of
  * a last_seen sort; other pages only read their node_seen fields again, fresh()).
  */
-export async function pageRows(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed, fromTag: boolean): Promise<PageRows> {
+export async function pageRows(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  pageReq: PageRequest,
+  cutoff: string,
+  gens: Generations,
+  cross: Crossed,
+  fromTag: boolean,
+): Promise<PageRows> {
   const read = () => readPage(deps, env, p, pageReq, cutoff, fromTag).then((r) => ({ ...r, checkins: gens.checkins }));
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const timed = p.status === 'active' || p.status === 'inactive';
   // Sorted by last_seen, the order itself moves with every batch of check-ins.
   const key = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize, p.sort === 'lastseen' ? gens.checkins : 0]);
-  const page = await cachedCount(deps.db, key, gens.content, timed ? cutoff : '', read, async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()), PAGE_CACHE, timed ? gens.seen : undefined);
+  const page = await cachedCount(
+    deps.db,
+    key,
+    gens.content,
+    timed ? cutoff : '',
+    read,
+    async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()),
+    PAGE_CACHE,
+    timed ? gens.seen : undefined,
+  );
   return fresh(deps, page, gens.checkins);
 }
 
@@ -125,7 +182,15 @@ export const DERIVED = new WeakMap<object, Map<string, DerivedEntry>>();
 export const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
 
 /** One derivedTotal at a time per list: two requests must not both move the same total. */
-export function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: ShapeContext): Promise<DerivedEntry> {
+export function derivedTotal(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  cutoff: string,
+  generation: number,
+  soft: number,
+  ctx: ShapeContext,
+): Promise<DerivedEntry> {
   let turns = DERIVED_TURNS.get(deps.db);
   if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map<string, Promise<unknown>>()));
   const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
@@ -139,14 +204,30 @@ export function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff
   return next;
 }
 
-export async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, soft: number, ctx: ShapeContext): Promise<DerivedEntry> {
+export async function derivedTotalNow(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  cutoff: string,
+  generation: number,
+  soft: number,
+  ctx: ShapeContext,
+): Promise<DerivedEntry> {
   let cache = DERIVED.get(deps.db);
   if (!cache) DERIVED.set(deps.db, (cache = new Map<string, DerivedEntry>()));
   const { bounds, sort: _s, order: _o, ...filters } = p;
   void _s;
   void _o;
   const b1 = bounds!;
-  const key = JSON.stringify([env.id, env.name, filters, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const key = JSON.stringify([
+    env.id,
+    env.name,
+    filters,
+    ctx.inactiveHours,
+    env.config_interval,
+    ctx.newestOsqueryVersion,
+    b1.outdatedBelow ?? '',
+  ]);
   const hit = cache.get(key);
   if (hit && hit.generation === generation && hit.soft !== soft && !hit.recounting) {
     // A node came back across a window: recounted in the background, this total answered meanwhile.
@@ -163,7 +244,8 @@ export async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filter
     const b0 = hit.bounds;
     if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
-    const inRanges = (q: NodeQuery) => q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
+    const inRanges = (q: NodeQuery) =>
+      q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
     const [was, is] = await Promise.all([
       countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore))),
       countOf(inRanges(matching(deps, env, p, cutoff))),
@@ -180,7 +262,10 @@ export async function derivedTotalNow(deps: Deps, env: EnvironmentRow, p: Filter
 
 /** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
 export function movedRanges(...moves: [string, string][]): [string, string][] {
-  const ranges = moves.map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string]).filter(([lo, hi]) => lo < hi).sort((x, y) => (x[0] < y[0] ? -1 : 1));
+  const ranges = moves
+    .map(([a, b]) => (a < b ? [a, b] : [b, a]) as [string, string])
+    .filter(([lo, hi]) => lo < hi)
+    .sort((x, y) => (x[0] < y[0] ? -1 : 1));
   const out: [string, string][] = [];
   for (const r of ranges) {
     const last = out[out.length - 1];
@@ -200,14 +285,32 @@ export const DERIVED_PAGES = new WeakMap<object, Map<string, { generation: strin
  * last_seen) index), since a node changes health or risk class only by crossing one. Requests
  * for the same page while it is read share the read.
  */
-export async function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, ctx: ShapeContext): Promise<PageRows> {
+export async function derivedPage(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  pageReq: PageRequest,
+  cutoff: string,
+  gens: Generations,
+  ctx: ShapeContext,
+): Promise<PageRows> {
   // Its nodes change with any change to a node (content), and with one back across a window (seen).
   const generation = `${gens.content}/${gens.seen}`;
   let cache = DERIVED_PAGES.get(deps.db);
-  if (!cache) DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>()));
+  if (!cache)
+    DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>()));
   const { bounds, ...rest } = p;
   const b1 = bounds!;
-  const key = JSON.stringify([env.id, rest, pageReq.page, pageReq.pageSize, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b1.outdatedBelow ?? '']);
+  const key = JSON.stringify([
+    env.id,
+    rest,
+    pageReq.page,
+    pageReq.pageSize,
+    ctx.inactiveHours,
+    env.config_interval,
+    ctx.newestOsqueryVersion,
+    b1.outdatedBelow ?? '',
+  ]);
   const hit = cache.get(key);
   if (hit && hit.generation === generation) {
     const b0 = hit.bounds;

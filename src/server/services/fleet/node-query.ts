@@ -4,8 +4,15 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { DB, EnvironmentRow } from '../../store/schema.js';
 import {
-  NodeSorts, NodeStatuses, Platforms, SortOrders, HealthStatuses, RiskLevels,
-  type NodesQuery, type NodeSort, } from '../../../api/index.js';
+  NodeSorts,
+  NodeStatuses,
+  Platforms,
+  SortOrders,
+  HealthStatuses,
+  RiskLevels,
+  type NodesQuery,
+  type NodeSort,
+} from '../../../api/index.js';
 import { badRequest } from '../../errors.js';
 import { searchMatch } from '../../store/node-index.js';
 import { between, cachedCount, COUNTS } from './node-counts.js';
@@ -35,7 +42,11 @@ export const usesSeen = (p: Filters) => !!(p.status || p.health || p.risk || p.c
 export const nodesFor = (deps: Deps, env: EnvironmentRow, p: Filters): NodeQuery =>
   usesSeen(p) ? nodesOfEnv(deps, env, p.sort === 'lastseen') : deps.db.selectFrom('nodes').where('nodes.environment_id', '=', env.id);
 /** What a shaped node needs from node_seen, besides the nodes row. */
-export const SEEN_FIELDS = [sql<string | null>`nullif(node_seen.last_seen, '')`.as('last_seen'), 'node_seen.bytes_received', 'node_seen.config_fetched_at'] as const;
+export const SEEN_FIELDS = [
+  sql<string | null>`nullif(node_seen.last_seen, '')`.as('last_seen'),
+  'node_seen.bytes_received',
+  'node_seen.config_fetched_at',
+] as const;
 
 export const SORT_COLUMNS: Record<NodeSort, string> = {
   hostname: 'hostname',
@@ -75,8 +86,7 @@ export interface NodeListParams {
 
 export function parseNodeQuery(q: NodesQuery): NodeListParams {
   const sort = oneOf('sort', q.sort, NodeSorts) ?? 'lastseen';
-  const order =
-    oneOf('order', q.order ?? q.dir, SortOrders) ?? (sort === 'lastseen' || sort === 'firstseen' ? 'desc' : 'asc');
+  const order = oneOf('order', q.order ?? q.dir, SortOrders) ?? (sort === 'lastseen' || sort === 'firstseen' ? 'desc' : 'asc');
   return {
     status: oneOf('status', q.status, NodeStatuses),
     platform: oneOf('platform', q.platform, Platforms),
@@ -108,14 +118,23 @@ export function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: st
   // plan for a tag on many nodes, read in the sort's order. tagDriven() below is the other one.
   if (p.tagId !== undefined) {
     const tagId = p.tagId;
-    q = q.where((eb) => eb.exists(eb.selectFrom('node_tags').select('node_tags.node_id').whereRef('node_tags.node_id', '=', 'nodes.id').where('node_tags.tag_id', '=', tagId)));
+    q = q.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('node_tags')
+          .select('node_tags.node_id')
+          .whereRef('node_tags.node_id', '=', 'nodes.id')
+          .where('node_tags.tag_id', '=', tagId),
+      ),
+    );
   }
   // A node is on the current configuration once it fetched it: its recorded hash is the env's.
   if (p.config === 'stale') {
     const hash = p.configHash ?? '';
     q = q.where((eb) => eb.or([eb('node_seen.config_fetched_at', 'is', null), eb('nodes.config_hash', '!=', hash)]));
   }
-  if (p.config === 'current') q = q.where('node_seen.config_fetched_at', 'is not', null).where('nodes.config_hash', '=', p.configHash ?? '');
+  if (p.config === 'current')
+    q = q.where('node_seen.config_fetched_at', 'is not', null).where('nodes.config_hash', '=', p.configHash ?? '');
   const bounds = p.bounds;
   if (p.health && bounds) {
     const health = p.health;
@@ -175,14 +194,23 @@ export function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId:
 
 /** The tag's id in the environment; undefined when the environment has no tag of that name. */
 export async function tagIdOf(deps: Deps, env: EnvironmentRow, name: string): Promise<number | undefined> {
-  const row = await deps.db.selectFrom('tags').select('id').where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  const row = await deps.db
+    .selectFrom('tags')
+    .select('id')
+    .where('environment_id', '=', env.id)
+    .where('name', '=', name)
+    .executeTakeFirst();
   return row?.id;
 }
 
 /** How many nodes carry the tag: one range of the covering (tag_id, node_id) index. */
 export function taggedCount(deps: Deps, tagId: number, generation: number): Promise<number> {
   return cachedCount(deps.db, JSON.stringify(['tagged', tagId]), generation, '', async () => {
-    const row = await deps.db.selectFrom('node_tags').select((eb) => eb.fn.countAll<number>().as('n')).where('tag_id', '=', tagId).executeTakeFirst();
+    const row = await deps.db
+      .selectFrom('node_tags')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tag_id', '=', tagId)
+      .executeTakeFirst();
     return Number(row?.n ?? 0);
   });
 }
@@ -195,7 +223,14 @@ export async function countOf(q: NodeQuery): Promise<number> {
 /** How many nodes matching p (status aside) were last seen between two cutoffs: they changed status. */
 export async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from: string, to: string): Promise<number> {
   const { lo, hi, sign } = between(from, to);
-  return sign * (await countOf(matching(deps, env, { ...p, status: undefined }, to).where('node_seen.last_seen', '>=', lo).where('node_seen.last_seen', '<', hi)));
+  return (
+    sign *
+    (await countOf(
+      matching(deps, env, { ...p, status: undefined }, to)
+        .where('node_seen.last_seen', '>=', lo)
+        .where('node_seen.last_seen', '<', hi),
+    ))
+  );
 }
 
 export type Crossed = (from: string, to: string) => Promise<number>;
@@ -239,8 +274,25 @@ export function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generat
 
 /** Total of a filtered list, cached (node-counts.ts), moved exactly with the activity cutoff. */
 /** `seen`: the seen counter (a status-filtered total is recounted softly when it moves: node-counts.ts). */
-export function filteredTotal(deps: Deps, env: EnvironmentRow, p: Filters, cutoff: string, generation: number, cross: Crossed, seen?: number): Promise<number> {
-  const key = JSON.stringify(['nodes', env.id, p.status ?? '', p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
+export function filteredTotal(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  cutoff: string,
+  generation: number,
+  cross: Crossed,
+  seen?: number,
+): Promise<number> {
+  const key = JSON.stringify([
+    'nodes',
+    env.id,
+    p.status ?? '',
+    p.platform ?? '',
+    p.q ?? '',
+    p.tagId ?? '',
+    p.config ?? '',
+    p.configHash ?? '',
+  ]);
   const timed = p.status === 'active' || p.status === 'inactive';
   return cachedCount(
     deps.db,

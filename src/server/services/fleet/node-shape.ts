@@ -36,9 +36,20 @@ export async function shapeContext(deps: Deps, env: EnvironmentRow, gens: Genera
   return { nowMs: deps.now().getTime(), inactiveHours: hours, newestOsqueryVersion: newest, env };
 }
 
-export function toNode(r: NodeRow, tags: Tag[], ctx: Awaited<ReturnType<typeof shapeContext>>, withKey: boolean, systemInfo?: SystemInfo): Node {
+export function toNode(
+  r: NodeRow,
+  tags: Tag[],
+  ctx: Awaited<ReturnType<typeof shapeContext>>,
+  withKey: boolean,
+  systemInfo?: SystemInfo,
+): Node {
   const { health, risk_level } = deriveHealth(
-    { lastSeen: r.last_seen, configValid: !!r.config_valid, osqueryVersion: r.osquery_version, configIntervalSeconds: ctx.env.config_interval },
+    {
+      lastSeen: r.last_seen,
+      configValid: !!r.config_valid,
+      osqueryVersion: r.osquery_version,
+      configIntervalSeconds: ctx.env.config_interval,
+    },
     ctx,
   );
   const node: Node = {
@@ -97,7 +108,12 @@ export const parseSystemInfo = (r: NodeRow): SystemInfo => {
   for (const [group, schema] of Object.entries(SystemInfo.properties)) {
     const given = src[group] && typeof src[group] === 'object' ? src[group]! : {};
     // NUL padding from older rows (osquery pads cpu_brand with NULs) never reaches a client (issue 26).
-    out[group] = Object.fromEntries(Object.keys((schema as { properties: object }).properties).map((k) => [k, given[k] == null ? '' : columnText(given[k]).replace(/\0+/g, '').trim()]));
+    out[group] = Object.fromEntries(
+      Object.keys((schema as { properties: object }).properties).map((k) => [
+        k,
+        given[k] == null ? '' : columnText(given[k]).replace(/\0+/g, '').trim(),
+      ]),
+    );
   }
   // What osquery reported at enroll ("0": it had no configuration yet) is not news once it has
   // fetched one: the node's own config_valid (issue 26).

@@ -1,8 +1,7 @@
 // Nodes (4.11 list, 4.12 read, 4.13 delete), filtered, sorted and counted in SQL.
 import type { Deps, Caller } from '../../context.js';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
-import {
-  LogTypes, type Node, type NodesQuery, type Page, } from '../../../api/index.js';
+import { LogTypes, type Node, type NodesQuery, type Page } from '../../../api/index.js';
 import { badRequest, conflict, notFound } from '../../errors.js';
 import { pageOf, parsePage } from '../../lib/pagination.js';
 import { inTransaction } from '../../store/db.js';
@@ -12,7 +11,16 @@ import { hasLevel } from '../../permissions.js';
 import { healthBounds } from './node-filters.js';
 import { agentConfig } from '../environments/osquery-config.js';
 import { shapeContext, toNode, tagsByNode } from './node-shape.js';
-import { type Filters, SEEN_FIELDS, crossedOnce, filteredTotal, nodesWithSeen, parseNodeQuery, tagIdOf, taggedCount } from './node-query.js';
+import {
+  type Filters,
+  SEEN_FIELDS,
+  crossedOnce,
+  filteredTotal,
+  nodesWithSeen,
+  parseNodeQuery,
+  tagIdOf,
+  taggedCount,
+} from './node-query.js';
 import { derivedPage, derivedTotal, fresh, pageRows, shapedUntil } from './node-pages.js';
 
 /** `gens`: the change counters this request's authentication read (one read per request). */
@@ -36,7 +44,11 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     const total = entry.total;
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
     const page = await fresh(deps, await derivedPage(deps, env, filters, pageReq, cutoff, generation, ctx), generation.checkins);
-    return pageOf(page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])), pageReq, total);
+    return pageOf(
+      page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])),
+      pageReq,
+      total,
+    );
   }
   // Totals follow the counts counter: tagging, a node's config hash and validity move it too, and
   // a check-in only when it brings a node back across a window (migration 017_node_seen), so under steady
@@ -75,7 +87,14 @@ export async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string)
     .selectAll('nodes')
     .select(SEEN_FIELDS)
     .where('nodes.environment_id', '=', env.id)
-    .where((eb) => eb.or([eb('nodes.uuid', '=', ref.toLowerCase()), eb('nodes.uuid', '=', ref.toUpperCase()), eb('nodes.hostname', '=', ref), eb('nodes.localname', '=', ref)]))
+    .where((eb) =>
+      eb.or([
+        eb('nodes.uuid', '=', ref.toLowerCase()),
+        eb('nodes.uuid', '=', ref.toUpperCase()),
+        eb('nodes.hostname', '=', ref),
+        eb('nodes.localname', '=', ref),
+      ]),
+    )
     .orderBy('nodes.id')
     .execute();
 }
@@ -113,13 +132,16 @@ export async function deleteNode(deps: Deps, caller: Caller, env: EnvironmentRow
     await trx.deleteFrom('node_tags').where('node_id', '=', node.id).execute();
     await trx.deleteFrom('node_queries').where('node_id', '=', node.id).execute();
     await trx.deleteFrom('nodes').where('id', '=', node.id).execute();
-    await writeAudit({ ...deps, db: trx }, {
-      line: `node ${node.uuid} (${node.hostname}) deleted from ${env.name}`,
-      logType: LogTypes.node,
-      username: caller.user.username,
-      sourceIp,
-      env,
-    });
+    await writeAudit(
+      { ...deps, db: trx },
+      {
+        line: `node ${node.uuid} (${node.hostname}) deleted from ${env.name}`,
+        logType: LogTypes.node,
+        username: caller.user.username,
+        sourceIp,
+        env,
+      },
+    );
   });
   return `node ${node.uuid} deleted`;
 }

@@ -37,7 +37,12 @@ async function countByBucket(deps: Deps, ids: number[], cutoff: string): Promise
     .where('environment_id', 'in', ids)
     .groupBy(['environment_id', 'platform_bucket'])
     .execute();
-  return rows.map((r) => ({ environment_id: r.environment_id, platform_bucket: r.platform_bucket, total: Number(r.total), active: Number(r.active ?? 0) }));
+  return rows.map((r) => ({
+    environment_id: r.environment_id,
+    platform_bucket: r.platform_bucket,
+    total: Number(r.total),
+    active: Number(r.active ?? 0),
+  }));
 }
 
 /**
@@ -69,7 +74,14 @@ async function quietUntil(deps: Deps, ids: number[], from: string, generation: n
 }
 
 /** Moves active counts from cutoff `from` to `to`: nodes last seen in between changed sides. */
-async function advanceActive(deps: Deps, ids: number[], prev: BucketCount[], from: string, to: string, generation: number): Promise<BucketCount[]> {
+async function advanceActive(
+  deps: Deps,
+  ids: number[],
+  prev: BucketCount[],
+  from: string,
+  to: string,
+  generation: number,
+): Promise<BucketCount[]> {
   if (from < to) {
     const next = await quietUntil(deps, ids, from, generation);
     if (next === null || to <= next) return prev;
@@ -95,7 +107,14 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
     envs.map((e) => [
       e.id,
       {
-        uuid: e.uuid, name: e.name, active: 0, inactive: 0, total: 0, active_queries: 0, active_carves: 0, platform_counts: zeroCounts(),
+        uuid: e.uuid,
+        name: e.name,
+        active: 0,
+        inactive: 0,
+        total: 0,
+        active_queries: 0,
+        active_carves: 0,
+        platform_counts: zeroCounts(),
         enrollment: enrollmentStateOf(e.accept_enrolls !== 0, e.enroll_expire, deps.now()),
         enroll_expire: e.enroll_expire,
       },

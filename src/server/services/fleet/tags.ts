@@ -59,7 +59,8 @@ function customTag(type: number, custom: string | undefined): string {
     if (text === '') throw badRequest('custom is required for tag type 4 (custom)');
     return text;
   }
-  if (custom !== undefined && custom !== '') throw badRequest(`custom only applies to tag type 4 (custom); this tag is type ${type} (${TYPE_NAMES.get(type)})`);
+  if (custom !== undefined && custom !== '')
+    throw badRequest(`custom only applies to tag type 4 (custom); this tag is type ${type} (${TYPE_NAMES.get(type)})`);
   return TYPE_NAMES.get(type)!;
 }
 
@@ -83,15 +84,30 @@ async function addTag(deps: Deps, caller: Caller, env: EnvironmentRow, body: Tag
   const custom = customTag(type, body.custom);
   const color = body.color === undefined || body.color === '' ? randomColor() : checkColor(body.color);
   const icon = body.icon?.trim() ? body.icon.trim() : DEFAULT_TAG_ICON;
-  const exists = await deps.db.selectFrom('tags').select('id').where('environment_id', '=', env.id).where('name', '=', name).executeTakeFirst();
+  const exists = await deps.db
+    .selectFrom('tags')
+    .select('id')
+    .where('environment_id', '=', env.id)
+    .where('name', '=', name)
+    .executeTakeFirst();
   if (exists) throw conflict(`tag "${name}" already exists in environment ${env.name}`);
   const ts = deps.now().toISOString();
   try {
     await deps.db
       .insertInto('tags')
       .values({
-        name, description: body.description ?? '', color, icon, environment_id: env.id, tag_type: type, custom_tag: custom,
-        auto_tag: 0, cohort: 0, created_by: caller.user.username, created_at: ts, updated_at: ts,
+        name,
+        description: body.description ?? '',
+        color,
+        icon,
+        environment_id: env.id,
+        tag_type: type,
+        custom_tag: custom,
+        auto_tag: 0,
+        cohort: 0,
+        created_by: caller.user.username,
+        created_at: ts,
+        updated_at: ts,
       })
       .execute();
   } catch (e) {
@@ -121,7 +137,11 @@ async function editTag(deps: Deps, env: EnvironmentRow, body: TagBody): Promise<
   }
   const fields = Object.keys(changes);
   if (fields.length === 0) throw badRequest('nothing to change: give description, color, icon, tagtype or custom');
-  await deps.db.updateTable('tags').set({ ...changes, updated_at: deps.now().toISOString() }).where('id', '=', tag.id).execute();
+  await deps.db
+    .updateTable('tags')
+    .set({ ...changes, updated_at: deps.now().toISOString() })
+    .where('id', '=', tag.id)
+    .execute();
   return { message: `tag ${name} updated in ${env.name}`, fields };
 }
 
@@ -160,7 +180,12 @@ async function applyTag(deps: Deps, env: EnvironmentRow, body: TagBody, untag: b
     }
     const unknown = uuids.filter((u) => !found.has(u));
     if (unknown.length > 0) {
-      throw new HttpError(404, 'not_found', `${unknown.length} node${unknown.length === 1 ? '' : 's'} not found in environment ${env.name}: ${unknown.slice(0, 20).join(', ')}${unknown.length > 20 ? ', ...' : ''}; nothing was changed`, { uuids: unknown });
+      throw new HttpError(
+        404,
+        'not_found',
+        `${unknown.length} node${unknown.length === 1 ? '' : 's'} not found in environment ${env.name}: ${unknown.slice(0, 20).join(', ')}${unknown.length > 20 ? ', ...' : ''}; nothing was changed`,
+        { uuids: unknown },
+      );
     }
     const ids = [...found.values()];
     let changed = 0;
@@ -183,20 +208,36 @@ async function applyTag(deps: Deps, env: EnvironmentRow, body: TagBody, untag: b
   const n = uuids.length;
   const nodes = `${n} node${n === 1 ? '' : 's'}`;
   return {
-    message: untag ? `tag ${tag.name} removed from ${nodes} (${count} had it)` : `tag ${tag.name} applied to ${nodes} (${count} newly tagged)`,
+    message: untag
+      ? `tag ${tag.name} removed from ${nodes} (${count} had it)`
+      : `tag ${tag.name} applied to ${nodes} (${count} newly tagged)`,
     count,
   };
 }
 
 /** 4.10: returns the success text for `{data}`. */
-export async function tagAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, body: TagBody, sourceIp: string): Promise<string> {
+export async function tagAction(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  action: string,
+  body: TagBody,
+  sourceIp: string,
+): Promise<string> {
   if (!(TagActions as readonly string[]).includes(action)) throw invalidAction(action, TagActions);
   checkBodyEnv(env, body.env);
   // The change and its audit row commit together: a crash between them cannot keep one alone.
   return inTransaction(deps.db, async (trx) => applyTagAction({ ...deps, db: trx }, caller, env, action, body, sourceIp));
 }
 
-async function applyTagAction(deps: Deps, caller: Caller, env: EnvironmentRow, action: string, body: TagBody, sourceIp: string): Promise<string> {
+async function applyTagAction(
+  deps: Deps,
+  caller: Caller,
+  env: EnvironmentRow,
+  action: string,
+  body: TagBody,
+  sourceIp: string,
+): Promise<string> {
   let message: string;
   let line: string;
   switch (action) {

@@ -84,7 +84,12 @@ export class LogWatch {
       for (const env of envs) {
         let top = 0;
         for (const type of ['result', 'status']) {
-          const r = await this.db.selectFrom('log_spool').select((eb) => eb.fn.max('id').as('id')).where('environment_id', '=', env).where('log_type', '=', type).executeTakeFirst();
+          const r = await this.db
+            .selectFrom('log_spool')
+            .select((eb) => eb.fn.max('id').as('id'))
+            .where('environment_id', '=', env)
+            .where('log_type', '=', type)
+            .executeTakeFirst();
           top = Math.max(top, Number(r?.id ?? 0));
         }
         last.set(env, top);

@@ -65,7 +65,8 @@ export async function parseLogQuery(deps: Deps, env: EnvironmentRow, q: LogsQuer
   const severity = oneOf(q.severity, 'severity', StatusSeverities);
   const order = oneOf(q.order, 'order', LogOrders) ?? 'desc';
   if (severity && type === 'result') throw badRequest('severity is about status lines: it cannot go with type=result');
-  if ((q.query || q.pack) && (type === 'status' || severity)) throw badRequest('query and pack are about results: they cannot go with status lines');
+  if ((q.query || q.pack) && (type === 'status' || severity))
+    throw badRequest('query and pack are about results: they cannot go with status lines');
   const limit = Math.min(positive(q.limit, 'limit') ?? LOG_PAGE_DEFAULT, LOG_PAGE_MAX);
   if (limit < 1) throw badRequest('limit must be at least 1');
   const cursor = positive(q.cursor, 'cursor');
@@ -102,7 +103,8 @@ interface Source {
 /** The index each part of the read walks, one per type unless the query name picks the index. */
 function sources(env: EnvironmentRow, f: LogFilter): Source[] {
   if (f.nodeId !== undefined) return f.types.map((t) => ({ where: (b) => b.where('node_id', '=', f.nodeId!).where('log_type', '=', t) }));
-  if (f.name !== undefined) return [{ where: (b) => b.where('environment_id', '=', env.id).where('name', '=', f.name!).where('log_type', '=', 'result') }];
+  if (f.name !== undefined)
+    return [{ where: (b) => b.where('environment_id', '=', env.id).where('name', '=', f.name!).where('log_type', '=', 'result') }];
   return f.types.map((t) => ({ where: (b) => b.where('environment_id', '=', env.id).where('log_type', '=', t) }));
 }
 
@@ -119,7 +121,8 @@ function residual(f: LogFilter, b: SelectQueryBuilder<DB, 'log_spool', object>):
 }
 
 /** Filters that make the read check rows it then leaves out, so a window bounds it. */
-const windowed = (f: LogFilter) => f.packPrefix !== undefined || f.minSeverity !== undefined || f.q !== undefined || (f.nodeId !== undefined && f.name !== undefined);
+const windowed = (f: LogFilter) =>
+  f.packPrefix !== undefined || f.minSeverity !== undefined || f.q !== undefined || (f.nodeId !== undefined && f.name !== undefined);
 
 export interface LinesPage {
   /** The page as JSON text (LogPage): lines are never parsed, only wrapped. */
@@ -129,14 +132,30 @@ export interface LinesPage {
   followCursor: number;
 }
 
-type LineRow = { id: number; host_identifier: string; hostname: string; log_type: string; name: string | null; received_at: string; line: string };
+type LineRow = {
+  id: number;
+  host_identifier: string;
+  hostname: string;
+  log_type: string;
+  name: string | null;
+  received_at: string;
+  line: string;
+};
 
 /**
  * One line as the API gives it: `id`, then exactly the envelope a file, http or stdout sink
  * writes (services/delivery/sink.ts builds both), `entry` the agent's JSON text as it is stored.
  */
 export function lineJson(r: LineRow, environment: string): string {
-  const e = { environment, hostIdentifier: r.host_identifier, hostname: r.hostname, logType: r.log_type, name: r.name ?? undefined, receivedAt: r.received_at, line: r.line } as SinkEntry;
+  const e = {
+    environment,
+    hostIdentifier: r.host_identifier,
+    hostname: r.hostname,
+    logType: r.log_type,
+    name: r.name ?? undefined,
+    receivedAt: r.received_at,
+    line: r.line,
+  } as SinkEntry;
   return `{"id":${Number(r.id)},${envelope(e).slice(1)}`;
 }
 
@@ -207,7 +226,13 @@ const LINGER_MS = 200;
  * environment is committed (LogWatch) or the wait is over, then read again from where the first
  * read stopped. An answer with lines, or a window to read on, is returned at once.
  */
-export async function waitForLines(deps: Deps, env: EnvironmentRow, f: LogFilter, first: LinesPage, signal: AbortSignal): Promise<LinesPage> {
+export async function waitForLines(
+  deps: Deps,
+  env: EnvironmentRow,
+  f: LogFilter,
+  first: LinesPage,
+  signal: AbortSignal,
+): Promise<LinesPage> {
   const watch = deps.logWatch;
   if (!watch) return first;
   const deadline = Date.now() + f.waitMs;

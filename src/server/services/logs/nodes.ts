@@ -8,6 +8,9 @@ import { findNodeRows } from '../fleet/nodes.js';
 export async function resolveNode(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow> {
   const rows = await findNodeRows(deps, env, ref);
   if (rows.length === 0) throw notFound(`node "${ref}" not found in environment ${env.name}`);
-  if (rows.length > 1) throw conflict(`"${ref}" matches ${rows.length} nodes: ${rows.map((r) => r.uuid).join(', ')}; use a UUID`, { uuids: rows.map((r) => r.uuid) });
+  if (rows.length > 1)
+    throw conflict(`"${ref}" matches ${rows.length} nodes: ${rows.map((r) => r.uuid).join(', ')}; use a UUID`, {
+      uuids: rows.map((r) => r.uuid),
+    });
   return rows[0];
 }

@@ -32,7 +32,11 @@ const num = (v: unknown): number => {
 
 /** A row's identity: its columns as JSON with the keys sorted. */
 export function rowKey(r: Row): string {
-  return JSON.stringify(Object.keys(r).sort().map((k) => [k, r[k]]));
+  return JSON.stringify(
+    Object.keys(r)
+      .sort()
+      .map((k) => [k, r[k]]),
+  );
 }
 
 function fromRows(rows: Row[], kind: ReportState['kind'], epoch: number, counter: number): ReportState {
@@ -89,7 +93,8 @@ export function applyEntry(state: ReportState | undefined, e: unknown): ReportSt
   if (!isObj(e)) return state;
   const epoch = num(e.epoch);
   const counter = num(e.counter);
-  if (Array.isArray(e.snapshot) || e.action === 'snapshot') return fromRows(Array.isArray(e.snapshot) ? (e.snapshot as Row[]) : [], 'snapshot', epoch, counter);
+  if (Array.isArray(e.snapshot) || e.action === 'snapshot')
+    return fromRows(Array.isArray(e.snapshot) ? (e.snapshot as Row[]) : [], 'snapshot', epoch, counter);
   const diff = isObj(e.diffResults) ? e.diffResults : undefined;
   const event = (e.action === 'added' || e.action === 'removed') && isObj(e.columns);
   if (!diff && !event) return state;

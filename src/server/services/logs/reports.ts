@@ -50,7 +50,8 @@ const READ_SQL = {
     'where (environment_id, name, node_id) in (select e, n, d from jsonb_to_recordset($1::jsonb) as r(e int, n text, d int))',
 };
 
-const SET = 'kind = excluded.kind, epoch = excluded.epoch, counter = excluded.counter, rows = excluded.rows, row_count = excluded.row_count, truncated = excluded.truncated, reported_at = excluded.reported_at';
+const SET =
+  'kind = excluded.kind, epoch = excluded.epoch, counter = excluded.counter, rows = excluded.rows, row_count = excluded.row_count, truncated = excluded.truncated, reported_at = excluded.reported_at';
 // A node deleted while its lines waited for the commit has no report (and no foreign-key error
 // that would fail the spool's transaction for every agent of the group).
 const UPSERT_SQL = {
@@ -99,9 +100,16 @@ export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>) {
     const dialect: Dialect = deps.dialect;
     const load = [...touched.values()].filter((t) => needsStored(t.entries));
     if (load.length > 0) {
-      const res = await trx.executeQuery<{ environment_id: number; name: string; node_id: number; kind: string; epoch: number; counter: number; rows: string; truncated: number }>(
-        CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))]),
-      );
+      const res = await trx.executeQuery<{
+        environment_id: number;
+        name: string;
+        node_id: number;
+        kind: string;
+        epoch: number;
+        counter: number;
+        rows: string;
+        truncated: number;
+      }>(CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))]));
       for (const s of res.rows) {
         const t = touched.get(keyOf(Number(s.environment_id), s.name, Number(s.node_id)));
         if (t) t.state = stateFromStored(s.kind, Number(s.epoch), Number(s.counter), s.rows, Boolean(Number(s.truncated)));
@@ -115,7 +123,18 @@ export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>) {
         for (const e of t.entries) state = applyEntry(state, e);
         if (!state) continue;
         const b = boundedRows(state);
-        records.push({ e: t.e, n: t.n, d: t.d, k: state.kind, ep: state.epoch, c: state.counter, r: b.json, rc: b.count, t: b.truncated ? 1 : 0, at: t.reportedAt });
+        records.push({
+          e: t.e,
+          n: t.n,
+          d: t.d,
+          k: state.kind,
+          ep: state.epoch,
+          c: state.counter,
+          r: b.json,
+          rc: b.count,
+          t: b.truncated ? 1 : 0,
+          at: t.reportedAt,
+        });
       }
     } catch (e) {
       deps.faults.report('query reports', e);
@@ -171,14 +190,23 @@ async function scheduled(deps: Deps, env: EnvironmentRow, name: string): Promise
  * GET /api/v1/reports/{env}/{name}: a page of nodes (by hostname) with their rows, as JSON text
  * (the stored rows are JSON already: they are never parsed and serialised again).
  */
-export async function reportPage(deps: Deps, env: EnvironmentRow, name: string, q: { node?: string; limit?: string; cursor?: string }): Promise<string> {
+export async function reportPage(
+  deps: Deps,
+  env: EnvironmentRow,
+  name: string,
+  q: { node?: string; limit?: string; cursor?: string },
+): Promise<string> {
   const limit = pageSize(q.limit);
   const cursor = decodeCursor(q.cursor);
   const nodeId = q.node !== undefined ? (await resolveNode(deps, env, q.node)).id : undefined;
   let totals = deps.db
     .selectFrom('query_reports as r')
     .innerJoin('nodes as n', 'n.id', 'r.node_id')
-    .select((eb) => [eb.fn.countAll<number>().as('nodes'), eb.fn.coalesce(eb.fn.sum<number>('r.row_count'), sql<number>`0`).as('rows'), eb.fn.coalesce(eb.fn.max(eb.fn('length', ['n.hostname'])), sql<number>`0`).as('width')])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('nodes'),
+      eb.fn.coalesce(eb.fn.sum<number>('r.row_count'), sql<number>`0`).as('rows'),
+      eb.fn.coalesce(eb.fn.max(eb.fn('length', ['n.hostname'])), sql<number>`0`).as('width'),
+    ])
     .where('r.environment_id', '=', env.id)
     .where('r.name', '=', name);
   if (nodeId !== undefined) totals = totals.where('r.node_id', '=', nodeId);
@@ -203,13 +231,20 @@ export async function reportPage(deps: Deps, env: EnvironmentRow, name: string, 
   const more = nodes.length > limit;
   const shown = more ? nodes.slice(0, limit) : nodes;
   const last = shown[shown.length - 1];
-  const reports = shown.length === 0 ? [] : await deps.db
-    .selectFrom('query_reports')
-    .select(['node_id', 'kind', 'epoch', 'counter', 'rows', 'truncated', 'reported_at'])
-    .where('environment_id', '=', env.id)
-    .where('name', '=', name)
-    .where('node_id', 'in', shown.map((n) => n.id))
-    .execute();
+  const reports =
+    shown.length === 0
+      ? []
+      : await deps.db
+          .selectFrom('query_reports')
+          .select(['node_id', 'kind', 'epoch', 'counter', 'rows', 'truncated', 'reported_at'])
+          .where('environment_id', '=', env.id)
+          .where('name', '=', name)
+          .where(
+            'node_id',
+            'in',
+            shown.map((n) => n.id),
+          )
+          .execute();
   const byNode = new Map(reports.map((r) => [Number(r.node_id), r]));
   const items: string[] = [];
   for (const n of shown) {
@@ -228,7 +263,12 @@ export async function reportPage(deps: Deps, env: EnvironmentRow, name: string, 
 export async function reportList(deps: Deps, env: EnvironmentRow): Promise<ReportSummary[]> {
   const rows = await deps.db
     .selectFrom('query_reports')
-    .select((eb) => ['name', eb.fn.countAll<number>().as('nodes'), eb.fn.sum<number>('row_count').as('rows'), eb.fn.max('reported_at').as('last')])
+    .select((eb) => [
+      'name',
+      eb.fn.countAll<number>().as('nodes'),
+      eb.fn.sum<number>('row_count').as('rows'),
+      eb.fn.max('reported_at').as('last'),
+    ])
     .where('environment_id', '=', env.id)
     .groupBy('name')
     .orderBy('name')

@@ -24,8 +24,20 @@ const NO_AGE_BOUND_MS = 36_500 * DAY_MS;
 
 /** The settings catalogue entries (bootstrap.ts seeds them). */
 export const RETENTION_SETTINGS = [
-  { service: 'admin', name: RETENTION_DAYS_SETTING, type: 'integer' as const, value: RETENTION_DAYS_DEFAULT, info: "Days agents' log lines and query reports are kept (fleetctl logs; 0: no age bound, the size bound alone)" },
-  { service: 'admin', name: RETENTION_MB_SETTING, type: 'integer' as const, value: RETENTION_MB_DEFAULT, info: "MiB of agents' log lines kept per environment; the oldest go first" },
+  {
+    service: 'admin',
+    name: RETENTION_DAYS_SETTING,
+    type: 'integer' as const,
+    value: RETENTION_DAYS_DEFAULT,
+    info: "Days agents' log lines and query reports are kept (fleetctl logs; 0: no age bound, the size bound alone)",
+  },
+  {
+    service: 'admin',
+    name: RETENTION_MB_SETTING,
+    type: 'integer' as const,
+    value: RETENTION_MB_DEFAULT,
+    info: "MiB of agents' log lines kept per environment; the oldest go first",
+  },
 ];
 
 export interface Retention {
@@ -54,7 +66,15 @@ export async function keepFromIdForBytes(db: Kysely<DB>, envId: number, maxBytes
   const streams = await db.selectFrom('log_streams').select(['log_type', 'bytes']).where('environment_id', '=', envId).execute();
   if (streams.length === 0) return 0;
   const eposFrom = async (type: string, id: number): Promise<{ id: number; epos: number } | undefined> => {
-    const r = await db.selectFrom('log_spool').select(['id', 'epos']).where('environment_id', '=', envId).where('log_type', '=', type).where('id', '>=', id).orderBy('id').limit(1).executeTakeFirst();
+    const r = await db
+      .selectFrom('log_spool')
+      .select(['id', 'epos'])
+      .where('environment_id', '=', envId)
+      .where('log_type', '=', type)
+      .where('id', '>=', id)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
     return r ? { id: Number(r.id), epos: Number(r.epos) } : undefined;
   };
   const kept = async (id: number): Promise<{ bytes: number; lowest: number }> => {
@@ -83,7 +103,10 @@ export async function keepFromIdForBytes(db: Kysely<DB>, envId: number, maxBytes
 /** What the spool's pruner keeps of an environment's lines (the pruner applies it below every sink's cursor). */
 export async function retention(deps: Pick<Deps, 'db'>, envId: number): Promise<Retention> {
   const s = await settings(deps, envId);
-  return { maxAgeMs: s.days === 0 ? NO_AGE_BOUND_MS : s.days * DAY_MS, keepFromId: await keepFromIdForBytes(deps.db, envId, s.mb * 1024 * 1024) };
+  return {
+    maxAgeMs: s.days === 0 ? NO_AGE_BOUND_MS : s.days * DAY_MS,
+    keepFromId: await keepFromIdForBytes(deps.db, envId, s.mb * 1024 * 1024),
+  };
 }
 
 /** Rows deleted per statement: each is short, so writers (the agent door's) wait little. */
@@ -93,7 +116,10 @@ const STEP = 1000;
 export class ReportPurger {
   private readonly task: Periodic;
 
-  constructor(private readonly deps: Deps, everyMs = 10_000) {
+  constructor(
+    private readonly deps: Deps,
+    everyMs = 10_000,
+  ) {
     this.task = new Periodic('query report purge', everyMs, async () => void (await this.run()), deps.faults);
   }
 
@@ -116,7 +142,9 @@ export class ReportPurger {
         // Through the store's writer (SQLite: a thread of its own), a thousand rows a statement.
         const q = sql`
           delete from query_reports where environment_id = ${env} and (name, node_id) in (
-            select name, node_id from query_reports where environment_id = ${env} and reported_at < ${cutoff} limit ${STEP})`.compile(this.deps.db);
+            select name, node_id from query_reports where environment_id = ${env} and reported_at < ${cutoff} limit ${STEP})`.compile(
+          this.deps.db,
+        );
         const [r] = this.deps.write ? await this.deps.write([q]) : await writeInTransaction(this.deps.db, [q]);
         const n = Number(r?.numAffectedRows ?? 0);
         removed += n;

@@ -8,7 +8,12 @@ import { lineJson } from './lines.js';
 
 export const STATUS_PROBLEMS_SHOWN = 5;
 
-export async function statusProblems(db: Kysely<DB>, environment: string, nodeId: number, limit = STATUS_PROBLEMS_SHOWN): Promise<LogLine[]> {
+export async function statusProblems(
+  db: Kysely<DB>,
+  environment: string,
+  nodeId: number,
+  limit = STATUS_PROBLEMS_SHOWN,
+): Promise<LogLine[]> {
   const rows = await db
     .selectFrom('log_spool')
     .select(['id', 'host_identifier', 'hostname', 'log_type', 'name', 'received_at', 'line'])

@@ -11,7 +11,10 @@ export const MARGIN_MS = 60_000;
 
 /** The newest id in the spool (0 when empty). Read before a page, it is where a follower goes on from. */
 export async function headId(db: Kysely<DB>): Promise<number> {
-  const r = await db.selectFrom('log_spool').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst();
+  const r = await db
+    .selectFrom('log_spool')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
   return Number(r?.id ?? 0);
 }
 
@@ -41,7 +44,11 @@ export async function firstIdAtOrAfter(db: Kysely<DB>, iso: string): Promise<num
 }
 
 /** Id bounds for `since` (inclusive, as the lowest id to read) and `until` (the highest id to read). */
-export async function idBounds(db: Kysely<DB>, since: string | undefined, until: string | undefined): Promise<{ low: number; high: number }> {
+export async function idBounds(
+  db: Kysely<DB>,
+  since: string | undefined,
+  until: string | undefined,
+): Promise<{ low: number; high: number }> {
   const shift = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
   let low = 0;
   let high = Number.MAX_SAFE_INTEGER;

@@ -17,7 +17,12 @@ import { Periodic } from '../../lib/periodic.js';
 import { integerSetting } from '../environments/settings-values.js';
 
 export const RETENTION_SETTINGS = {
-  queryResults: { service: 'admin', name: 'retention_query_results_days', value: 30, info: 'Days live query results are kept (0: for ever)' },
+  queryResults: {
+    service: 'admin',
+    name: 'retention_query_results_days',
+    value: 30,
+    info: 'Days live query results are kept (0: for ever)',
+  },
   carves: { service: 'admin', name: 'retention_carves_days', value: 30, info: 'Days the blocks of a carve are kept (0: for ever)' },
   audit: { service: 'admin', name: 'retention_audit_days', value: 365, info: 'Days audit log rows are kept (0: for ever)' },
 } as const;
@@ -50,25 +55,39 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
   const t0 = Date.now();
   const left = () => Date.now() - t0 < budgetMs;
   const c: PurgeCounts = { query_results: 0, queries: 0, node_queries: 0, carve_blocks: 0, carve_files: 0, audit_logs: 0, more: false };
-  const days = async (s: (typeof RETENTION_SETTINGS)[keyof typeof RETENTION_SETTINGS]) => integerSetting(deps, s.service, s.name, 0, s.value);
+  const days = async (s: (typeof RETENTION_SETTINGS)[keyof typeof RETENTION_SETTINGS]) =>
+    integerSetting(deps, s.service, s.name, 0, s.value);
   const cutoff = (d: number) => new Date(deps.now().getTime() - d * DAY_MS).toISOString();
   const db = deps.db;
   // Deletes through the store's writer (on SQLite a thread of its own, issue 31): a step's index and
   // trigger work never runs on the event loop. The ids are read first, on the connection for reads.
-  const del = async (q: CompiledQuery) => Number((await (deps.write ? deps.write([q]) : writeInTransaction(db, [q])))[0].numAffectedRows ?? 0n);
+  const del = async (q: CompiledQuery) =>
+    Number((await (deps.write ? deps.write([q]) : writeInTransaction(db, [q])))[0].numAffectedRows ?? 0n);
 
   const qDays = await days(RETENTION_SETTINGS.queryResults);
   if (qDays > 0) {
     const before = cutoff(qDays);
     // The oldest STEP at a time (index query_results_created), until none is older than the cutoff.
     for (let n = STEP; n === STEP && left(); await yieldLoop()) {
-      const ids = (await db.selectFrom('query_results').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()).map((r) => r.id);
+      const ids = (
+        await db.selectFrom('query_results').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()
+      ).map((r) => r.id);
       n = ids.length;
       if (n) c.query_results += await del(db.deleteFrom('query_results').where('id', 'in', ids).compile());
     }
     // Live queries (not carves) started before the cutoff and no longer running: what they targeted, then themselves.
     const finished = (eb: ExpressionBuilder<DB, 'queries'>) =>
-      eb.and([eb('type', '=', 'query'), eb('created_at', '<', before), eb.or([eb('active', '=', 0), eb('completed', '=', 1), eb('deleted', '=', 1), eb('expired', '=', 1), eb.and([eb('expiration', '!=', ''), eb('expiration', '<', deps.now().toISOString())])])]);
+      eb.and([
+        eb('type', '=', 'query'),
+        eb('created_at', '<', before),
+        eb.or([
+          eb('active', '=', 0),
+          eb('completed', '=', 1),
+          eb('deleted', '=', 1),
+          eb('expired', '=', 1),
+          eb.and([eb('expiration', '!=', ''), eb('expiration', '<', deps.now().toISOString())]),
+        ]),
+      ]);
     for (let n = STEP; n === STEP && left(); await yieldLoop()) {
       const pairs = await db
         .selectFrom('node_queries')
@@ -87,29 +106,86 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
         .selectFrom('queries')
         .select('id')
         .where(finished)
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('query_results').select(sql`1`.as('one')).whereRef('query_results.query_id', '=', 'queries.id'))))
-        .where((eb) => eb.not(eb.exists(eb.selectFrom('node_queries').select(sql`1`.as('one')).whereRef('node_queries.query_id', '=', 'queries.id'))))
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('query_results')
+                .select(sql`1`.as('one'))
+                .whereRef('query_results.query_id', '=', 'queries.id'),
+            ),
+          ),
+        )
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('node_queries')
+                .select(sql`1`.as('one'))
+                .whereRef('node_queries.query_id', '=', 'queries.id'),
+            ),
+          ),
+        )
         .limit(STEP)
         .execute();
-      if (gone.length) c.queries += await del(db.deleteFrom('queries').where('id', 'in', gone.map((g) => g.id)).compile());
+      if (gone.length)
+        c.queries += await del(
+          db
+            .deleteFrom('queries')
+            .where(
+              'id',
+              'in',
+              gone.map((g) => g.id),
+            )
+            .compile(),
+        );
     }
   }
 
   const cDays = await days(RETENTION_SETTINGS.carves);
   if (cDays > 0 && left()) {
     const before = cutoff(cDays);
-    const files = await db.selectFrom('carve_files').select(['id', 'session_id', 'query_id']).where('created_at', '<', before).where('status', '!=', 'PURGED').limit(STEP).execute();
+    const files = await db
+      .selectFrom('carve_files')
+      .select(['id', 'session_id', 'query_id'])
+      .where('created_at', '<', before)
+      .where('status', '!=', 'PURGED')
+      .limit(STEP)
+      .execute();
     for (const f of files) {
       if (!left()) break;
       for (let n = BLOCK_STEP; n === BLOCK_STEP && left(); await yieldLoop()) {
-        const blocks = await db.selectFrom('carve_blocks').select('block_id').where('session_id', '=', f.session_id).limit(BLOCK_STEP).execute();
+        const blocks = await db
+          .selectFrom('carve_blocks')
+          .select('block_id')
+          .where('session_id', '=', f.session_id)
+          .limit(BLOCK_STEP)
+          .execute();
         n = blocks.length;
-        if (n) c.carve_blocks += await del(db.deleteFrom('carve_blocks').where('session_id', '=', f.session_id).where('block_id', 'in', blocks.map((b) => b.block_id)).compile());
+        if (n)
+          c.carve_blocks += await del(
+            db
+              .deleteFrom('carve_blocks')
+              .where('session_id', '=', f.session_id)
+              .where(
+                'block_id',
+                'in',
+                blocks.map((b) => b.block_id),
+              )
+              .compile(),
+          );
       }
       if (!left()) break;
       // The file stays listed: its archive is gone (downloads say so), and its carve is over.
       await del(db.updateTable('carve_files').set({ status: 'PURGED' }).where('id', '=', f.id).compile());
-      await del(db.updateTable('queries').set({ expired: 1, active: 0, updated_at: deps.now().toISOString() }).where('id', '=', f.query_id).where('expired', '=', 0).compile());
+      await del(
+        db
+          .updateTable('queries')
+          .set({ expired: 1, active: 0, updated_at: deps.now().toISOString() })
+          .where('id', '=', f.query_id)
+          .where('expired', '=', 0)
+          .compile(),
+      );
       c.carve_files++;
     }
   }
@@ -118,7 +194,9 @@ export async function purgeByAge(deps: Deps, budgetMs = RUN_BUDGET_MS): Promise<
   if (aDays > 0) {
     const before = cutoff(aDays);
     for (let n = STEP; n === STEP && left(); await yieldLoop()) {
-      const ids = (await db.selectFrom('audit_logs').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()).map((r) => r.id);
+      const ids = (
+        await db.selectFrom('audit_logs').select('id').where('created_at', '<', before).orderBy('created_at').limit(STEP).execute()
+      ).map((r) => r.id);
       n = ids.length;
       if (n) c.audit_logs += await del(db.deleteFrom('audit_logs').where('id', 'in', ids).compile());
     }

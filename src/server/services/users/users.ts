@@ -46,7 +46,15 @@ async function toUsers(db: Kysely<DB>, rows: UserRow[]): Promise<User[]> {
   const envsOf = new Map<number, UserEnvAccess[]>();
   for (const a of access) {
     const list = envsOf.get(a.user_id) ?? [];
-    list.push({ id: a.id, name: a.name, uuid: a.uuid, user: !!a.user_level, query: !!a.query_level, carve: !!a.carve_level, admin: !!a.admin_level });
+    list.push({
+      id: a.id,
+      name: a.name,
+      uuid: a.uuid,
+      user: !!a.user_level,
+      query: !!a.query_level,
+      carve: !!a.carve_level,
+      admin: !!a.admin_level,
+    });
     envsOf.set(a.user_id, list);
   }
   const keysOf = new Map(keys.map((k) => [k.user_id, Number(k.n)]));
@@ -146,18 +154,32 @@ function checkFlags(body: UserBody): void {
 }
 
 async function superAdminCount(db: Kysely<DB>): Promise<number> {
-  const r = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where('admin', '=', 1).executeTakeFirst();
+  const r = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('admin', '=', 1)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
-export async function userAction(deps: Deps, caller: Caller, username: string, action: string, body: UserBody, sourceIp: string): Promise<string> {
+export async function userAction(
+  deps: Deps,
+  caller: Caller,
+  username: string,
+  action: string,
+  body: UserBody,
+  sourceIp: string,
+): Promise<string> {
   if (!(UserActions as readonly string[]).includes(action)) throw invalidAction(action, UserActions);
   if (body.username !== username) {
     throw badRequest(`the body's username ("${body.username ?? ''}") must equal the one in the path ("${username}")`);
   }
   // Written inside each change's transaction: the change and its audit row commit together.
   const audit: Audit = (trx, what, after = '') =>
-    writeAudit({ ...deps, db: trx }, { line: `${what} by ${caller.user.username}${after}`, logType: LogTypes.user, username: caller.user.username, sourceIp });
+    writeAudit(
+      { ...deps, db: trx },
+      { line: `${what} by ${caller.user.username}${after}`, logType: LogTypes.user, username: caller.user.username, sourceIp },
+    );
   switch (action as UserAction) {
     case 'add':
       await addUser(deps, username, body, audit);
@@ -235,7 +257,9 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
   if (body.not_service) change({ service: 0 }, 'not a service account');
   if (body.api !== undefined) change({ api: body.api ? 1 : 0 }, `api ${body.api}`);
   if (changed.length === 0 && password === undefined && !accessReq) {
-    throw badRequest('nothing to change: give at least one of fullname, email, password, admin, not_admin, service, not_service, api, environments');
+    throw badRequest(
+      'nothing to change: give at least one of fullname, email, password, admin, not_admin, service, not_service, api, environments',
+    );
   }
   const target = await deps.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
   if (!target) throw notFound(`user ${username} not found`);
@@ -250,7 +274,11 @@ async function editUser(deps: Deps, caller: Caller, username: string, body: User
       throw conflict(`cannot demote ${username}: the server must keep at least one super-admin`);
     }
     if (Object.keys(set).length > 0) {
-      await trx.updateTable('users').set({ ...set, updated_at: deps.now().toISOString() }).where('id', '=', target.id).execute();
+      await trx
+        .updateTable('users')
+        .set({ ...set, updated_at: deps.now().toISOString() })
+        .where('id', '=', target.id)
+        .execute();
     }
     if (access) await applyAccess(trx, target.id, access);
     // A super-admin resetting their own password keeps the session they are using.
@@ -273,7 +301,8 @@ async function removeUser(deps: Deps, caller: Caller, username: string, audit: A
     const target = await trx.selectFrom('users').select(['id', 'admin']).where('username', '=', username).executeTakeFirst();
     if (!target) throw notFound(`user ${username} not found`);
     if (target.id === caller.user.id) throw conflict('you cannot remove yourself');
-    if (target.admin && (await superAdminCount(trx)) <= 1) throw conflict(`cannot remove ${username}: the server must keep at least one super-admin`);
+    if (target.admin && (await superAdminCount(trx)) <= 1)
+      throw conflict(`cannot remove ${username}: the server must keep at least one super-admin`);
     // Sessions, access, recovery codes, WebAuthn credentials and challenges go with the row
     // (ON DELETE CASCADE): the user's tokens stop working at once.
     await trx.deleteFrom('users').where('id', '=', target.id).execute();

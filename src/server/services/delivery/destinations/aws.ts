@@ -33,10 +33,15 @@ export function awsCheck(c: AwsConfig & Record<string, unknown>): ConfigProblem 
     const p = urlProblem(c.endpoint, ['http', 'https'], 'endpoint');
     if (p) return p;
   }
-  if (c.region !== undefined && !/^[a-z]{2}(-[a-z0-9]+)+-\d+$/.test(c.region) && !/^[a-z0-9-]{1,64}$/.test(c.region)) return { field: 'region', message: `"${c.region}" is not an AWS region` };
+  if (c.region !== undefined && !/^[a-z]{2}(-[a-z0-9]+)+-\d+$/.test(c.region) && !/^[a-z0-9-]{1,64}$/.test(c.region))
+    return { field: 'region', message: `"${c.region}" is not an AWS region` };
   const hasSecret = c.secret_access_key !== undefined || c.secret_access_key_env !== undefined || c.secret_access_key_file !== undefined;
   if (hasSecret && c.access_key_id === undefined) return { field: 'access_key_id', message: 'a secret_access_key needs its access_key_id' };
-  if (c.access_key_id !== undefined && !hasSecret) return { field: 'secret_access_key', message: 'an access_key_id needs its secret_access_key (or neither: the standard AWS credential chain)' };
+  if (c.access_key_id !== undefined && !hasSecret)
+    return {
+      field: 'secret_access_key',
+      message: 'an access_key_id needs its secret_access_key (or neither: the standard AWS credential chain)',
+    };
   return undefined;
 }
 
@@ -44,6 +49,7 @@ export function awsCheck(c: AwsConfig & Record<string, unknown>): ConfigProblem 
 export function awsError(what: string, e: unknown): SinkError {
   const err = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number }; code?: string };
   const status = err.$metadata?.httpStatusCode ? ` (HTTP ${err.$metadata.httpStatusCode})` : '';
-  return new SinkError(`${what}: ${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message ?? err.code ?? String(e)}${status}`);
+  return new SinkError(
+    `${what}: ${err.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err.message ?? err.code ?? String(e)}${status}`,
+  );
 }
-

@@ -65,17 +65,21 @@ class ElasticSink implements Sink {
     this.prefix = config.index ?? 'osquery';
     this.headers = { 'content-type': 'application/x-ndjson' };
     if (config.api_key) this.headers.authorization = `ApiKey ${config.api_key}`;
-    else if (config.username) this.headers.authorization = `Basic ${Buffer.from(`${config.username}:${config.password ?? ''}`).toString('base64')}`;
+    else if (config.username)
+      this.headers.authorization = `Basic ${Buffer.from(`${config.username}:${config.password ?? ''}`).toString('base64')}`;
   }
 
   async send(batch: SinkEntry[], signal: AbortSignal): Promise<SendResult> {
     const body = Buffer.from(
-      batch.map((e) => `{"create":{"_index":${JSON.stringify(indexOf(this.prefix, e))},"_id":"${documentId(e)}"}}\n${documentOf(e)}\n`).join(''),
+      batch
+        .map((e) => `{"create":{"_index":${JSON.stringify(indexOf(this.prefix, e))},"_id":"${documentId(e)}"}}\n${documentOf(e)}\n`)
+        .join(''),
       'utf8',
     );
     const url = `${this.config.url.replace(/\/+$/, '')}/_bulk`;
     const r = await this.http.call('POST', url, this.headers, body, signal);
-    if (r.status !== 200) throw new SinkError(`${url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);
+    if (r.status !== 200)
+      throw new SinkError(`${url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);
     let reply: { errors?: boolean; items?: Record<string, BulkItem>[] };
     try {
       reply = JSON.parse(r.text) as typeof reply;
@@ -91,7 +95,8 @@ class ElasticSink implements Sink {
     items.forEach((item, index) => {
       const it = Object.values(item)[0] ?? { status: 0 };
       if (it.status >= 200 && it.status < 300) created++;
-      else if (it.status === 409) already++; // this entry's document is there: a resend
+      else if (it.status === 409)
+        already++; // this entry's document is there: a resend
       else {
         const error = `${it.status} ${it.error?.type ?? ''}: ${it.error?.reason ?? ''}`.trim();
         if (it.status === 400 || it.status === 413) rejected.push({ index, error });
@@ -117,12 +122,15 @@ export const elastic: Destination<ElasticConfig> = {
   check(config): ConfigProblem | undefined {
     const p = urlProblem(config.url, ['http', 'https']);
     if (p) return p;
-    if (config.index !== undefined && !INDEX.test(config.index)) return { field: 'index', message: `"${config.index}" is not an index prefix (lower case letters, digits, . _ -)` };
+    if (config.index !== undefined && !INDEX.test(config.index))
+      return { field: 'index', message: `"${config.index}" is not an index prefix (lower case letters, digits, . _ -)` };
     const c = config as Record<string, unknown>;
     const has = (k: string) => c[k] !== undefined || c[`${k}_env`] !== undefined || c[`${k}_file`] !== undefined;
-    if (has('api_key') && (config.username !== undefined || has('password'))) return { field: 'api_key', message: 'give either api_key or username and password' };
+    if (has('api_key') && (config.username !== undefined || has('password')))
+      return { field: 'api_key', message: 'give either api_key or username and password' };
     if (has('password') && config.username === undefined) return { field: 'username', message: 'a password needs a username' };
-    if (config.ca !== undefined && !config.url.startsWith('https:')) return { field: 'ca', message: 'a CA is only used with an https:// url' };
+    if (config.ca !== undefined && !config.url.startsWith('https:'))
+      return { field: 'ca', message: 'a CA is only used with an https:// url' };
     return undefined;
   },
   batch: { maxEntries: 5000, maxBytes: 8 * 1024 * 1024 },

@@ -28,7 +28,8 @@ export function filePathProblem(path: string, sinkDir: string): string | undefin
   if (path.includes('\0')) return 'the file sink path contains NUL';
   const full = resolve(sinkDir, path);
   const rel = relative(sinkDir, full);
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return `file sinks write inside the sink directory ${sinkDir} (--sink-dir): "${path}" is outside it`;
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel))
+    return `file sinks write inside the sink directory ${sinkDir} (--sink-dir): "${path}" is outside it`;
   return undefined;
 }
 
@@ -56,7 +57,7 @@ class FileSink implements Sink {
     const lines = batch.map((e) => Buffer.from(envelope(e) + '\n', 'utf8'));
     let written = 0;
     // In chunks that each fit the current file: a batch may span a rotation.
-    for (let i = 0; i < lines.length; ) {
+    for (let i = 0; i < lines.length;) {
       const f = await this.fileFor(lines[i].length);
       let size = 0;
       let j = i;
@@ -139,7 +140,11 @@ async function rotateOnce(path: string, keep: number, ino: number): Promise<void
 
 /** path -> path.1 -> ... -> path.keep (the oldest deleted); keep 0 just deletes it. */
 async function rotate(path: string, keep: number): Promise<void> {
-  const exists = (p: PathLike) => stat(p).then(() => true, () => false);
+  const exists = (p: PathLike) =>
+    stat(p).then(
+      () => true,
+      () => false,
+    );
   if (keep === 0) {
     await unlink(path).catch(() => undefined);
     return;
@@ -164,5 +169,8 @@ export const file: Destination<FileConfig> = {
     if (problem) return Promise.reject(new Error(problem));
     return Promise.resolve(new FileSink(config, ctx.sinkDir));
   },
-  doc: { wire: 'one JSON envelope per line (NDJSON), appended; rotated by size', verified: 'the file system (our own tests read the files)' },
+  doc: {
+    wire: 'one JSON envelope per line (NDJSON), appended; rotated by size',
+    verified: 'the file system (our own tests read the files)',
+  },
 };

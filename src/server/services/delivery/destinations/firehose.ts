@@ -10,7 +10,10 @@ type FirehoseConfig = AwsConfig & { delivery_stream: string };
 
 export const firehose: Destination<FirehoseConfig> = {
   type: 'firehose',
-  schema: Type.Object({ delivery_stream: Type.String({ pattern: '^[a-zA-Z0-9_.-]{1,64}$' }), ...awsProps }, { additionalProperties: false }),
+  schema: Type.Object(
+    { delivery_stream: Type.String({ pattern: '^[a-zA-Z0-9_.-]{1,64}$' }), ...awsProps },
+    { additionalProperties: false },
+  ),
   secrets: ['secret_access_key'],
   check: (config): ConfigProblem | undefined => awsCheck(config),
   batch: { maxEntries: MAX_RECORDS * 4, maxBytes: 12 * 1024 * 1024 },
@@ -20,7 +23,9 @@ export const firehose: Destination<FirehoseConfig> = {
     return new RecordSink(
       {
         async put(records) {
-          const out = await client.send(new PutRecordBatchCommand({ DeliveryStreamName: config.delivery_stream, Records: records.map((r) => ({ Data: r.data })) }));
+          const out = await client.send(
+            new PutRecordBatchCommand({ DeliveryStreamName: config.delivery_stream, Records: records.map((r) => ({ Data: r.data })) }),
+          );
           return (out.RequestResponses ?? []).map((r) => r.ErrorCode ?? (r.RecordId ? undefined : 'no record id'));
         },
         close: () => client.destroy(),

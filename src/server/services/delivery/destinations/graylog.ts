@@ -63,7 +63,13 @@ export function gelfMessage(e: SinkEntry): string {
   Object.assign(fields, { log_type: e.logType, environment: e.environment, node_uuid: e.hostIdentifier, hostname: e.hostname });
   const message = typeof fields.message === 'string' ? fields.message : undefined;
   const short = e.logType === 'status' ? (message ?? 'status') : (e.name ?? e.logType);
-  const out: Record<string, unknown> = { version: '1.1', host: e.hostIdentifier || e.hostname || 'unknown', short_message: short || '-', timestamp: e.time, level: syslogSeverity(e) };
+  const out: Record<string, unknown> = {
+    version: '1.1',
+    host: e.hostIdentifier || e.hostname || 'unknown',
+    short_message: short || '-',
+    timestamp: e.time,
+    level: syslogSeverity(e),
+  };
   for (const [k, v] of Object.entries(fields)) out[`_${k}`] = v;
   return JSON.stringify(out);
 }
@@ -108,7 +114,11 @@ class GraylogSink implements Sink {
       });
       await this.dgram.send(datagrams);
       const bytes = datagrams.reduce((n, d) => n + d.length, 0);
-      return { bytes, answer: `${count(batch.length - rejected.length, 'message')} in ${count(datagrams.length, 'datagram')} (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return {
+        bytes,
+        answer: `${count(batch.length - rejected.length, 'message')} in ${count(datagrams.length, 'datagram')} (UDP has no acknowledgement)`,
+        ...(rejected.length ? { rejected } : {}),
+      };
     }
     if (this.stream) {
       const body = Buffer.from(messages.map((m) => `${m}\0`).join(''), 'utf8');
@@ -139,7 +149,8 @@ class GraylogSink implements Sink {
             answer = r.answer;
           } else {
             retry.push({ index, error: `${this.config.url} answered ${r.answer}` });
-            if (r.status === 429 || r.status === 503 || r.status >= 500) failure = new SinkError(`${this.config.url} answered ${r.answer}`, r.retryAfterMs);
+            if (r.status === 429 || r.status === 503 || r.status >= 500)
+              failure = new SinkError(`${this.config.url} answered ${r.answer}`, r.retryAfterMs);
           }
         } catch (e) {
           failure = e instanceof SinkError ? e : new SinkError((e as Error).message);
@@ -168,7 +179,8 @@ export const graylog: Destination<GraylogConfig> = {
     const p = urlProblem(config.url, ['udp', 'tcp', 'http', 'https']);
     if (p) return p;
     const u = new URL(config.url);
-    if ((u.protocol === 'http:' || u.protocol === 'https:') && !u.pathname.endsWith('/gelf')) return { field: 'url', message: "a GELF HTTP input's URL ends in /gelf" };
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && !u.pathname.endsWith('/gelf'))
+      return { field: 'url', message: "a GELF HTTP input's URL ends in /gelf" };
     if (config.ca !== undefined && u.protocol !== 'https:') return { field: 'ca', message: 'a CA is only used with an https:// url' };
     return undefined;
   },
@@ -176,6 +188,7 @@ export const graylog: Destination<GraylogConfig> = {
   open: (config) => Promise.resolve(new GraylogSink(config)),
   doc: {
     wire: 'GELF 1.1, one message per entry: UDP (gzip, chunked), TCP (NUL-terminated), HTTP(S) POST to /gelf',
-    verified: "UDP: Graylog's own go-gelf reader (github.com/Graylog2/go-gelf); TCP and HTTP: our own tests' stand-ins (no Graylog server installs here)",
+    verified:
+      "UDP: Graylog's own go-gelf reader (github.com/Graylog2/go-gelf); TCP and HTTP: our own tests' stand-ins (no Graylog server installs here)",
   },
 };

@@ -39,7 +39,13 @@ export class HttpTarget {
     this.agent = new Agent({ connect: ca ? { ca } : {}, keepAliveTimeout: 30_000, connections: 8 });
   }
 
-  async call(method: 'GET' | 'POST' | 'PUT', url: string, headers: Record<string, string>, body: Buffer | string | undefined, signal: AbortSignal): Promise<HttpAnswer> {
+  async call(
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    headers: Record<string, string>,
+    body: Buffer | string | undefined,
+    signal: AbortSignal,
+  ): Promise<HttpAnswer> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
       const res = await request(url, { method, headers, body, dispatcher: this.agent, signal: AbortSignal.any([signal, timeout]) });
@@ -57,7 +63,9 @@ export class HttpTarget {
       const cause = err.cause ?? err;
       // The code, and what it means when that says more (a TLS failure: "self-signed certificate").
       const code = cause.code ?? '';
-      throw new SinkError(`${url}: ${code && cause.message && !cause.message.includes(code) ? `${code} (${cause.message})` : cause.message || code}`);
+      throw new SinkError(
+        `${url}: ${code && cause.message && !cause.message.includes(code) ? `${code} (${cause.message})` : cause.message || code}`,
+      );
     }
   }
 

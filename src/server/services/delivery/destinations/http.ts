@@ -31,9 +31,11 @@ export function urlProblem(value: string, schemes: readonly string[], key = 'url
     return { field: key, message: `"${value}" is not a URL` };
   }
   const scheme = u.protocol.replace(/:$/, '');
-  if (!schemes.includes(scheme)) return { field: key, message: `expected a ${schemes.map((s) => `${s}://`).join(' or ')} URL, got ${scheme}://` };
+  if (!schemes.includes(scheme))
+    return { field: key, message: `expected a ${schemes.map((s) => `${s}://`).join(' or ')} URL, got ${scheme}://` };
   if (!u.hostname) return { field: key, message: 'the URL has no host' };
-  if (u.username || u.password) return { field: key, message: 'credentials in the URL are not accepted (they would show in every read); use the secret keys' };
+  if (u.username || u.password)
+    return { field: key, message: 'credentials in the URL are not accepted (they would show in every read); use the secret keys' };
   if (u.port !== '' && (Number(u.port) < 1 || Number(u.port) > 65535)) return { field: key, message: `port ${u.port} is out of range` };
   return undefined;
 }
@@ -49,7 +51,11 @@ class HttpSink implements Sink {
     const body = Buffer.from(`[${batch.map(envelope).join(',')}]`, 'utf8');
     const headers: Record<string, string> = { 'content-type': 'application/json', ...this.config.headers };
     const res = await this.target.call(this.config.method ?? 'POST', this.config.url, headers, body, signal);
-    if (res.status < 200 || res.status > 299) throw new SinkError(`${this.config.url} answered ${res.answer}`, res.status === 429 || res.status === 503 ? res.retryAfterMs : undefined);
+    if (res.status < 200 || res.status > 299)
+      throw new SinkError(
+        `${this.config.url} answered ${res.answer}`,
+        res.status === 429 || res.status === 503 ? res.retryAfterMs : undefined,
+      );
     return { bytes: body.length, answer: res.answer };
   }
 
@@ -67,11 +73,16 @@ export const http: Destination<HttpConfig> = {
       if (!HEADER_NAME.test(name)) return { field: `headers.${name}`, message: 'not a valid HTTP header name' };
       if (/[\r\n\0]/.test(value)) return { field: `headers.${name}`, message: 'a header value cannot hold a line break or NUL' };
     }
-    if (config.ca !== undefined && !config.url.startsWith('https:')) return { field: 'ca', message: 'a CA is only used with an https:// url' };
-    if (config.ca !== undefined && !/-----BEGIN CERTIFICATE-----/.test(config.ca)) return { field: 'ca', message: 'expected PEM certificates (-----BEGIN CERTIFICATE-----)' };
+    if (config.ca !== undefined && !config.url.startsWith('https:'))
+      return { field: 'ca', message: 'a CA is only used with an https:// url' };
+    if (config.ca !== undefined && !/-----BEGIN CERTIFICATE-----/.test(config.ca))
+      return { field: 'ca', message: 'expected PEM certificates (-----BEGIN CERTIFICATE-----)' };
     return urlProblem(config.url, ['http', 'https']);
   },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   open: (config) => Promise.resolve(new HttpSink(config)),
-  doc: { wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges', verified: 'our own tests (a Node HTTP and HTTPS server with a private CA)' },
+  doc: {
+    wire: 'a JSON array of envelopes per request (POST or PUT), 2xx acknowledges',
+    verified: 'our own tests (a Node HTTP and HTTPS server with a private CA)',
+  },
 };

@@ -47,7 +47,9 @@ const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
 const MAX_MESSAGE = 1_000_000;
 
 function topicProblem(field: string, t: string): ConfigProblem | undefined {
-  return TOPIC.test(t) && t !== '.' && t !== '..' ? undefined : { field, message: `"${t}" is not a Kafka topic name (letters, digits, . _ -, at most 249)` };
+  return TOPIC.test(t) && t !== '.' && t !== '..'
+    ? undefined
+    : { field, message: `"${t}" is not a Kafka topic name (letters, digits, . _ -, at most 249)` };
 }
 
 /** The producer's errors, worded for the sink's state. */
@@ -80,7 +82,9 @@ class KafkaSink implements Sink {
         clientId: `fleetctl-${this.ctx.name}`,
         brokers: c.brokers,
         ssl: c.tls ? (c.ca ? { ca: [c.ca] } : true) : undefined,
-        sasl: c.sasl ? ({ mechanism: c.sasl.mechanism, username: c.sasl.username, password: c.sasl.password ?? '' } as import('kafkajs').SASLOptions) : undefined,
+        sasl: c.sasl
+          ? ({ mechanism: c.sasl.mechanism, username: c.sasl.username, password: c.sasl.password ?? '' } as import('kafkajs').SASLOptions)
+          : undefined,
         connectionTimeout: 10_000,
         requestTimeout: 30_000,
         // Short: a leader election or a restart is ridden out here, a longer outage by the runner.

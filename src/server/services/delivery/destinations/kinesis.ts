@@ -20,7 +20,9 @@ export const kinesis: Destination<KinesisConfig> = {
     return new RecordSink(
       {
         async put(records) {
-          const out = await client.send(new PutRecordsCommand({ StreamName: config.stream, Records: records.map((r) => ({ Data: r.data, PartitionKey: r.key })) }));
+          const out = await client.send(
+            new PutRecordsCommand({ StreamName: config.stream, Records: records.map((r) => ({ Data: r.data, PartitionKey: r.key })) }),
+          );
           return (out.Records ?? []).map((r) => r.ErrorCode ?? (r.SequenceNumber ? undefined : 'no sequence number'));
         },
         close: () => client.destroy(),
@@ -34,4 +36,3 @@ export const kinesis: Destination<KinesisConfig> = {
     verified: 'moto 5.2.5 (an AWS emulator: there is no installable Kinesis)',
   },
 };
-

@@ -31,10 +31,16 @@ class LogstashSink implements Sink {
   async send(batch: SinkEntry[], signal: AbortSignal): Promise<SendResult> {
     if (this.dgram) {
       const rejected: SendResult['rejected'] = [];
-      const fit = batch.filter((e, index) => e.bytes <= MAX_DATAGRAM || !rejected.push({ index, error: `${e.bytes} bytes do not fit in one UDP datagram` }));
+      const fit = batch.filter(
+        (e, index) => e.bytes <= MAX_DATAGRAM || !rejected.push({ index, error: `${e.bytes} bytes do not fit in one UDP datagram` }),
+      );
       const datagrams = fit.map((e) => Buffer.from(e.line, 'utf8'));
       await this.dgram.send(datagrams);
-      return { bytes: datagrams.reduce((n, d) => n + d.length, 0), answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return {
+        bytes: datagrams.reduce((n, d) => n + d.length, 0),
+        answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`,
+        ...(rejected.length ? { rejected } : {}),
+      };
     }
     const body = Buffer.from(batch.map((e) => `${e.line}\n`).join(''), 'utf8');
     if (this.stream) {
@@ -42,7 +48,8 @@ class LogstashSink implements Sink {
       return { bytes: body.length, answer: `${count(batch.length, 'line')} written (${body.length} bytes)` };
     }
     const r = await this.http!.call('POST', this.config.url, { 'content-type': 'application/x-ndjson' }, body, signal);
-    if (r.status < 200 || r.status > 299) throw new SinkError(`${this.config.url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);
+    if (r.status < 200 || r.status > 299)
+      throw new SinkError(`${this.config.url} answered ${r.answer}`, r.status === 429 || r.status === 503 ? r.retryAfterMs : undefined);
     return { bytes: body.length, answer: r.answer };
   }
 
@@ -61,7 +68,8 @@ export const logstash: Destination<LogstashConfig> = {
     const p = urlProblem(config.url, ['tcp', 'udp', 'http', 'https']);
     if (p) return p;
     const u = new URL(config.url);
-    if ((u.protocol === 'tcp:' || u.protocol === 'udp:') && !u.port) return { field: 'url', message: 'a tcp:// or udp:// url needs a port (Logstash has no default)' };
+    if ((u.protocol === 'tcp:' || u.protocol === 'udp:') && !u.port)
+      return { field: 'url', message: 'a tcp:// or udp:// url needs a port (Logstash has no default)' };
     if (config.ca !== undefined && u.protocol !== 'https:') return { field: 'ca', message: 'a CA is only used with an https:// url' };
     return undefined;
   },

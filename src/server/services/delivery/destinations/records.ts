@@ -19,7 +19,6 @@ export const awsProps = {
   secret_access_key: Type.Optional(Type.String()),
 };
 
-
 export interface Call {
   /** Sends records (data, key) and returns per record the error code, or undefined when stored. */
   put(records: { data: Buffer; key: string }[]): Promise<(string | undefined)[]>;
@@ -87,4 +86,3 @@ export class RecordSink implements Sink {
     return Promise.resolve();
   }
 }
-

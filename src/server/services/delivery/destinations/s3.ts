@@ -93,7 +93,11 @@ class S3Sink implements Sink {
       bytes += body.length;
       keys.push(key);
     }
-    return { bytes, answer: `200: ${keys.length} object${keys.length === 1 ? '' : 's'} written (${keys[0] ?? ''}${keys.length > 1 ? ', ...' : ''})`, ...(retry.length ? { retry } : {}) };
+    return {
+      bytes,
+      answer: `200: ${keys.length} object${keys.length === 1 ? '' : 's'} written (${keys[0] ?? ''}${keys.length > 1 ? ', ...' : ''})`,
+      ...(retry.length ? { retry } : {}),
+    };
   }
 
   close(): Promise<void> {

@@ -58,7 +58,8 @@ class SplunkSink implements Sink {
 
   private async health(signal: AbortSignal): Promise<void> {
     const r = await this.http.call('GET', `${this.base}/services/collector/health`, {}, undefined, signal);
-    if (r.status !== 200) throw new SinkError(`HEC health check: ${r.answer}`, r.status === 503 || r.status === 429 ? r.retryAfterMs : undefined);
+    if (r.status !== 200)
+      throw new SinkError(`HEC health check: ${r.answer}`, r.status === 503 || r.status === 429 ? r.retryAfterMs : undefined);
     this.healthy = true;
   }
 
@@ -97,7 +98,13 @@ class SplunkSink implements Sink {
       const body = Buffer.concat(req.events);
       let r;
       try {
-        r = await this.http.call('POST', `${this.base}/services/collector/event`, { authorization: `Splunk ${this.config.token ?? ''}`, 'content-type': 'application/json' }, body, signal);
+        r = await this.http.call(
+          'POST',
+          `${this.base}/services/collector/event`,
+          { authorization: `Splunk ${this.config.token ?? ''}`, 'content-type': 'application/json' },
+          body,
+          signal,
+        );
       } catch (e) {
         this.healthy = false;
         if (n === 0) throw e;
@@ -152,8 +159,10 @@ export const splunk: Destination<SplunkConfig> = {
     const p = urlProblem(config.url, ['http', 'https']);
     if (p) return p;
     const c = config as Record<string, unknown>;
-    if (c.token === undefined && c.token_env === undefined && c.token_file === undefined) return { field: 'token', message: 'a HEC token is required (token, token_env or token_file)' };
-    if (config.ca !== undefined && !config.url.startsWith('https:')) return { field: 'ca', message: 'a CA is only used with an https:// url' };
+    if (c.token === undefined && c.token_env === undefined && c.token_file === undefined)
+      return { field: 'token', message: 'a HEC token is required (token, token_env or token_file)' };
+    if (config.ca !== undefined && !config.url.startsWith('https:'))
+      return { field: 'ca', message: 'a CA is only used with an https:// url' };
     return undefined;
   },
   batch: { maxEntries: 5000, maxBytes: 4 * 1024 * 1024 },

@@ -25,5 +25,8 @@ export const stdout: Destination<Record<string, never>> = {
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   perHost: true,
   open: () => Promise.resolve(new StdoutSink(process.stdout)),
-  doc: { wire: 'one JSON envelope per line (NDJSON) on the server\'s stdout', verified: 'our own tests (the server process\'s stdout read by the test)' },
+  doc: {
+    wire: "one JSON envelope per line (NDJSON) on the server's stdout",
+    verified: "our own tests (the server process's stdout read by the test)",
+  },
 };

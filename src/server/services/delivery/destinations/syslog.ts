@@ -10,8 +10,30 @@ import { urlProblem } from './http.js';
 import { DatagramWriter, StreamWriter, count, endpointOf } from './socket.js';
 
 export const FACILITIES = [
-  'kern', 'user', 'mail', 'daemon', 'auth', 'syslog', 'lpr', 'news', 'uucp', 'cron', 'authpriv', 'ftp', 'ntp', 'audit', 'alert', 'clock',
-  'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7',
+  'kern',
+  'user',
+  'mail',
+  'daemon',
+  'auth',
+  'syslog',
+  'lpr',
+  'news',
+  'uucp',
+  'cron',
+  'authpriv',
+  'ftp',
+  'ntp',
+  'audit',
+  'alert',
+  'clock',
+  'local0',
+  'local1',
+  'local2',
+  'local3',
+  'local4',
+  'local5',
+  'local6',
+  'local7',
 ] as const;
 
 const schema = Type.Object(
@@ -32,7 +54,6 @@ export function syslogSeverity(e: Pick<SinkEntry, 'logType' | 'severity'>): numb
 
 /** PRINTUSASCII without spaces, at most `max` characters, or the NILVALUE. */
 function header(value: string, max: number): string {
-   
   const v = value.replace(/[^\x21-\x7e]/g, '').slice(0, max);
   return v === '' ? '-' : v;
 }
@@ -56,17 +77,24 @@ class SyslogSink implements Sink {
     const scheme = new URL(config.url).protocol;
     this.facility = FACILITIES.indexOf(config.facility ?? 'local3');
     if (scheme === 'udp:') this.dgram = new DatagramWriter(endpointOf(config.url, 514));
-    else this.stream = new StreamWriter(endpointOf(config.url, scheme === 'tls:' ? 6514 : 514), scheme === 'tls:' ? { ca: config.ca } : false);
+    else
+      this.stream = new StreamWriter(endpointOf(config.url, scheme === 'tls:' ? 6514 : 514), scheme === 'tls:' ? { ca: config.ca } : false);
   }
 
   async send(batch: SinkEntry[], signal: AbortSignal): Promise<SendResult> {
     const messages = batch.map((e) => rfc5424(e, this.facility));
     if (this.dgram) {
       const rejected: SendResult['rejected'] = [];
-      const fit = messages.filter((m, index) => m.length <= MAX_DATAGRAM || !rejected.push({ index, error: `${m.length} bytes do not fit in one UDP datagram` }));
+      const fit = messages.filter(
+        (m, index) => m.length <= MAX_DATAGRAM || !rejected.push({ index, error: `${m.length} bytes do not fit in one UDP datagram` }),
+      );
       await this.dgram.send(fit);
       const bytes = fit.reduce((n, m) => n + m.length, 0);
-      return { bytes, answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`, ...(rejected.length ? { rejected } : {}) };
+      return {
+        bytes,
+        answer: `${count(fit.length, 'datagram')} sent (UDP has no acknowledgement)`,
+        ...(rejected.length ? { rejected } : {}),
+      };
     }
     // RFC 6587 octet counting: "<length> <message>", back to back.
     const frames = Buffer.concat(messages.flatMap((m) => [Buffer.from(`${m.length} `), m]));
@@ -89,7 +117,8 @@ export const syslog: Destination<SyslogConfig> = {
     const p = urlProblem(config.url, ['udp', 'tcp', 'tls']);
     if (p) return p;
     if (config.ca !== undefined && !config.url.startsWith('tls:')) return { field: 'ca', message: 'a CA is only used with a tls:// url' };
-    if (config.ca !== undefined && !config.ca.includes('-----BEGIN CERTIFICATE-----')) return { field: 'ca', message: 'expected a PEM certificate' };
+    if (config.ca !== undefined && !config.ca.includes('-----BEGIN CERTIFICATE-----'))
+      return { field: 'ca', message: 'expected a PEM certificate' };
     return undefined;
   },
   batch: { maxEntries: 2000, maxBytes: 1024 * 1024 },
