@@ -507,7 +507,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         // ends within one grace plus about a second, issue 18); the agent door then flushes its
         // check-ins and log queues; then the services stop, then the store.
         // Followers are answered first: they hold connections the drain would otherwise wait for.
-        logWatch.close();
+        const followersDone = logWatch.close();
         await Promise.all([agent?.close(), lifecycle.drain(app.server)]);
         // What agents were answered for is committed; the sinks finish the batch in progress.
         await spool.drain();
@@ -517,6 +517,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await reportPurger.stop();
         await denials.stop();
         await app.close();
+        // Every task that reads or writes has ended (each stop above waits for its run in
+        // progress): nothing touches the store once it is closed.
+        await followersDone;
         await store.close();
         faults.stop();
         if (metricsServer) await new Promise((r) => metricsServer.close(r));

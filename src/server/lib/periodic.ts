@@ -28,9 +28,10 @@ export class Periodic {
     return this.failures > 0;
   }
 
-  start(): void {
+  /** The first run after `firstMs` (default: one period); stop() waits for it like any other. */
+  start(firstMs = this.everyMs): void {
     this.stopped = false;
-    this.arm(this.everyMs);
+    this.arm(firstMs);
   }
 
   private arm(ms: number): void {

@@ -46,6 +46,8 @@ export interface SinkGauge {
 export class Delivery {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly runners = new Map<number, SinkRunner>();
+  /** Runners reconcile stopped (their sink gone or changed), until their loop has ended: stop() waits for them. */
+  private readonly retiring = new Set<Promise<void>>();
   private readonly drops = new Map<number, Drops & { sink: LogSinkRow }>();
   private envNames = new Map<number, string>();
   private readonly tick: Periodic;
@@ -94,9 +96,10 @@ export class Delivery {
 
   start(): void {
     this.spool.on('committed', this.onCommit);
-    this.tick.start();
+    // The first reconcile at once, as a run of the tick: stop() waits for it. (Run on its own, it
+    // could still be reading when a server stopped right after its start closed the store.)
+    this.tick.start(0);
     this.pruner.start();
-    void this.reconcile().catch((e) => this.deps.faults.report('log delivery', e));
   }
 
   private scopeName(sink: Pick<LogSinkRow, 'environment_id'>): string {
@@ -125,7 +128,8 @@ export class Delivery {
       // a new runner reads the new state.
       if (!s || r.finished || s.source !== r.sink.source || s.environment_id !== r.sink.environment_id || s.type !== r.sink.type) {
         this.runners.delete(id);
-        void r.stop(0);
+        const retired = r.stop(0).finally(() => this.retiring.delete(retired));
+        this.retiring.add(retired);
       }
     }
     const heads = new Map(streams.map((h) => [`${h.environment_id}\u0000${h.log_type}`, Number(h.entries)]));
@@ -221,7 +225,7 @@ export class Delivery {
     this.spool.off('committed', this.onCommit);
     await this.tick.stop(false);
     await this.pruner.stop();
-    await Promise.all([...this.runners.values()].map((r) => r.stop(graceMs)));
+    await Promise.all([...[...this.runners.values()].map((r) => r.stop(graceMs)), ...this.retiring]);
     this.runners.clear();
     await this.auditDrops(true).catch((e) => this.deps.faults.report('log delivery', e));
   }

@@ -74,6 +74,7 @@ export class SinkRunner {
   /** The sink row was edited since this runner last read its cursor (see update). */
   private edited = false;
   private renewal?: NodeJS.Timeout;
+  private renewing?: Promise<void>;
   readonly done: Promise<void>;
 
   constructor(
@@ -215,6 +216,8 @@ export class SinkRunner {
       }
     }
     clearInterval(this.renewal);
+    // A renewal in flight ends before the loop does: the store may be closed right after stop().
+    await this.renewing;
     await this.opened?.sink.close().catch(() => undefined);
     this.opened = undefined;
     if (this.holding) await releaseLease(this.db, this.sink.id, this.host.owner).catch(() => undefined);
@@ -246,8 +249,9 @@ export class SinkRunner {
     this.lastBounds = 0;
     // Renewed in the background: a long send or backoff must not let it expire.
     this.renewal = setInterval(() => {
+      if (this.renewing) return;
       // Only its own: a lease cleared by a cursor reset must be taken again (reading the new cursor).
-      renewLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS).then(
+      this.renewing = renewLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS).then(
         (ok) => {
           if (ok) this.leaseUntil = Date.now() + LEASE_TTL_MS;
           else if (this.holding) this.let();
@@ -256,7 +260,7 @@ export class SinkRunner {
           this.host.deps.faults.report(`log sink ${this.sink.name} lease`, e);
           if (Date.now() > this.leaseUntil && this.holding) this.let();
         },
-      );
+      ).finally(() => (this.renewing = undefined));
     }, LEASE_RENEW_MS);
     this.renewal.unref();
     return true;

@@ -21,7 +21,7 @@ interface Waiter {
 export class LogWatch {
   private waiters = new Set<Waiter>();
   private timer?: NodeJS.Timeout;
-  private polling = false;
+  private polling?: Promise<void>;
   closed = false;
 
   constructor(
@@ -75,9 +75,13 @@ export class LogWatch {
    * One look at the newest line of each waited-for environment: per environment and log type the
    * top of the spool's (environment_id, log_type, id) index, one seek each.
    */
-  private async poll(): Promise<void> {
-    if (this.polling || this.waiters.size === 0) return;
-    this.polling = true;
+  private poll(): Promise<void> {
+    if (this.polling || this.waiters.size === 0) return this.polling ?? Promise.resolve();
+    this.polling = this.look().finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async look(): Promise<void> {
     try {
       const envs = [...new Set([...this.waiters].map((w) => w.env))];
       const last = new Map<number, number>();
@@ -98,16 +102,15 @@ export class LogWatch {
     } catch (e) {
       // A database that is away: the followers wait out their time and ask again.
       this.onError(e);
-    } finally {
-      this.polling = false;
     }
   }
 
-  /** Shutdown: every follower is answered now. */
-  close(): void {
+  /** Shutdown: every follower is answered now; resolves when a look in progress has ended (before the store closes). */
+  close(): Promise<void> {
     this.closed = true;
     for (const w of [...this.waiters]) w.done();
     this.stopPolling();
+    return this.polling ?? Promise.resolve();
   }
 
   get size(): number {
