@@ -45,6 +45,19 @@ export function workerSetup(env: NodeJS.ProcessEnv = process.env): WorkerSetup |
   return JSON.parse(env.FLEETCTL_WORKER) as WorkerSetup;
 }
 
+/**
+ * A worker whose primary is gone (killed, or ended before the worker's start was done): its
+ * requests to the primary (a listener's handle, `ready`, metrics) fail with EPIPE or a closed
+ * channel, emitted on the worker. It ends quietly (Node's cluster ends a worker whose primary
+ * disconnected with exit 0), instead of crashing with a stack.
+ */
+export function quietWithoutPrimary(): void {
+  cluster.worker?.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE' || e.code === 'ERR_IPC_CHANNEL_CLOSED' || !process.connected) process.exit(0);
+    throw e;
+  });
+}
+
 /** Worker side: tells the primary it listens. */
 export function reportReady(ready: WorkerReady): void {
   process.send?.({ fleetctl: 'ready', ready } satisfies Message);
@@ -89,16 +102,33 @@ export interface Primary {
   stop(graceMs: number): Promise<void>;
 }
 
+/** The start was interrupted (SIGINT or SIGTERM): every worker has exited. */
+export class StartInterrupted extends Error {
+  constructor() {
+    super('interrupted while the workers started');
+  }
+}
+
+/** How the primary starts its workers. */
+export interface StartOptions {
+  log: (line: string) => void;
+  /**
+   * Resolves at SIGINT or SIGTERM. Before every worker listens, the start stops: each worker
+   * gets SIGTERM and is waited for (SIGKILL after `graceMs`), then StartInterrupted. The
+   * primary stays until its workers are gone: a worker still opening a listener asks the
+   * primary for its handle, and with the primary gone that request fails (EPIPE).
+   */
+  stopped?: Promise<void>;
+  graceMs: number;
+}
+
 /**
  * Forks `count` workers and resolves when every one listens. A worker that exits before it
  * listens fails the start (its own error is on stderr); one that dies later is restarted, after
  * a pause that doubles while it keeps dying (up to 30 s), so a crash loop cannot spin.
  */
-export async function startWorkers(
-  count: number,
-  setup: Omit<WorkerSetup, 'index' | 'first'>,
-  log: (line: string) => void,
-): Promise<Primary> {
+export async function startWorkers(count: number, setup: Omit<WorkerSetup, 'index' | 'first'>, o: StartOptions): Promise<Primary> {
+  const { log } = o;
   const { AggregatorRegistry } = await import('prom-client');
   const aggregator = new AggregatorRegistry();
   let stopping = false;
@@ -118,9 +148,26 @@ export async function startWorkers(
   };
 
   const workers: Worker[] = [];
+  /** SIGTERM to every live worker; resolves when all have exited (SIGKILL after `graceMs`). */
+  const stopAll = async (graceMs: number) => {
+    stopping = true;
+    const alive = workers.filter((w) => !w.isDead());
+    const exited = Promise.all(alive.map((w) => new Promise((r) => (w.isDead() ? r(undefined) : w.once('exit', r)))));
+    for (const w of alive) w.process.kill('SIGTERM');
+    const timer = setTimeout(() => {
+      for (const w of alive) if (!w.isDead()) w.process.kill('SIGKILL');
+    }, graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  let interrupted = false;
   const ready = await new Promise<WorkerReady>((resolve, reject) => {
     let first: WorkerReady | undefined;
     let up = 0;
+    void o.stopped?.then(() => {
+      interrupted = true;
+      reject(new StartInterrupted());
+    });
     for (let i = 0; i < count; i++) {
       const w = fork(i);
       workers.push(w);
@@ -138,9 +185,13 @@ export async function startWorkers(
         if (++up === count) resolve(first!);
       });
     }
-  }).catch((e) => {
-    stopping = true;
-    for (const w of workers) w.process.kill('SIGKILL');
+  }).catch(async (e: unknown) => {
+    // Interrupted: each worker drains what it started. A worker that failed: the others are ended.
+    if (interrupted) await stopAll(o.graceMs);
+    else {
+      stopping = true;
+      for (const w of workers) w.process.kill('SIGKILL');
+    }
     throw e;
   });
 
@@ -172,16 +223,6 @@ export async function startWorkers(
     signal(sig) {
       for (const w of workers) if (!w.isDead()) w.process.kill(sig);
     },
-    async stop(graceMs: number) {
-      stopping = true;
-      const alive = workers.filter((w) => !w.isDead());
-      const exited = Promise.all(alive.map((w) => new Promise((r) => (w.isDead() ? r(undefined) : w.once('exit', r)))));
-      for (const w of alive) w.process.kill('SIGTERM');
-      const timer = setTimeout(() => {
-        for (const w of alive) if (!w.isDead()) w.process.kill('SIGKILL');
-      }, graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: stopAll,
   };
 }

@@ -338,12 +338,19 @@ function logStart(server: import('../../server/start.js').RunningServer): void {
   });
 }
 
-/** Resolves at the first SIGINT or SIGTERM (Ctrl-C reaches every process of the group). */
-function stopSignal(): Promise<void> {
+/**
+ * Resolves at the first SIGINT or SIGTERM (Ctrl-C reaches every process of the group), also one
+ * that came while the process was still starting: installed first, it is acted on once the start
+ * is done. `keep`: later signals are ignored too (a worker's Ctrl-C is followed by the primary's
+ * SIGTERM, which must not cut its drain short); else a second Ctrl-C exits at once (main.ts).
+ */
+function stopSignal(keep = false): Promise<void> {
   return new Promise((resolve) => {
     const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      if (!keep) {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
       resolve();
     };
     process.on('SIGINT', stop);
@@ -357,8 +364,11 @@ async function serveAsWorker(
   setup: import('../../server/cluster.js').WorkerSetup,
   failed: Failed,
 ): Promise<void> {
+  // Ctrl-C during the start is acted on when it is done: the primary waits for this worker.
+  const stopped = stopSignal(true);
+  const { reportReady, clusterMetricsText, quietWithoutPrimary } = await import('../../server/cluster.js');
+  quietWithoutPrimary();
   const { startServer } = await import('../../server/start.js');
-  const { reportReady, clusterMetricsText } = await import('../../server/cluster.js');
   let server;
   try {
     server = await startServer({
@@ -389,7 +399,7 @@ async function serveAsWorker(
       trust: describeTrust(agent.tls, server.deps.agentIdentity?.hostname ?? agent.address),
     },
   });
-  await stopSignal();
+  await stopped;
   await server.close();
   process.exit(0);
 }
@@ -407,8 +417,14 @@ async function serveAsPrimary(
   where: string,
   temporary: string | undefined,
 ): Promise<void> {
+  // From the first moment: a Ctrl-C while the workers start stops them and waits for them
+  // (Node's default, ending the primary at once, left workers asking it for their listeners:
+  // EPIPE, a stack trace on the terminal).
+  let interrupted = false;
+  const stopped = stopSignal().then(() => void (interrupted = true));
   const { bootstrapDatabase, listenMetrics } = await import('../../server/start.js');
-  const { startWorkers } = await import('../../server/cluster.js');
+  const { startWorkers, StartInterrupted } = await import('../../server/cluster.js');
+  const graceMs = ((o.shutdownGrace ?? 5) + 15) * 1000;
   let boot;
   try {
     boot = await bootstrapDatabase(options);
@@ -420,7 +436,6 @@ async function serveAsPrimary(
   const plog = serverLogOf(ctx, !!o.log);
   const log = (line: string) => plog.event('warn', 'workers', line);
   let primary;
-  let stopped: Promise<void> | undefined;
   try {
     // One self-signed agent certificate for every worker (--dev without one).
     let agentCert: { certFile: string; keyFile: string } | undefined;
@@ -428,13 +443,11 @@ async function serveAsPrimary(
       const { selfSigned } = await import('../../server/agent/listener.js');
       agentCert = selfSigned(boot.tempDir, options.agent.host);
     }
-    primary = await startWorkers(workers, { dbPath: boot.dbPath, tempDir: boot.tempDir, agentCert }, log);
-    // Ctrl-C or SIGTERM from here on (the banner below is where a user sees it started) stops the
-    // workers in order; before, the primary died of it while the workers, which got Ctrl-C too,
-    // drained and crashed writing to it (EPIPE, a stack trace on the terminal).
-    stopped = stopSignal();
+    if (interrupted) throw new StartInterrupted();
+    primary = await startWorkers(workers, { dbPath: boot.dbPath, tempDir: boot.tempDir, agentCert }, { log, stopped, graceMs });
   } catch (e) {
     await boot.close();
+    if (e instanceof StartInterrupted) return;
     const code = (e as { exitCode?: number }).exitCode;
     throw new CliError((e as Error).message, code && code > 0 ? (code as ExitCode) : ExitCode.error);
   }
@@ -459,14 +472,14 @@ async function serveAsPrimary(
     say(`Prometheus metrics at ${m.url}\n`);
   }
   const agents =
-    boot.demo && agent
+    boot.demo && agent && !interrupted
       ? await startDemoAgents(say, o, url, boot.demo.password, agent, (line) => plog.event('info', 'demo_agents', line))
       : undefined;
-  await (stopped ?? stopSignal());
+  await stopped;
   plog.event('info', 'shutdown', 'Shutting down: finishing in-flight requests...');
   await agents?.stop();
   // Each worker's own drain is bounded by the grace; past it and a margin, it is killed.
-  await primary.stop(((o.shutdownGrace ?? 5) + 15) * 1000);
+  await primary.stop(graceMs);
   if (metricsServer) await new Promise((r) => metricsServer.close(r));
   await boot.close();
 }
