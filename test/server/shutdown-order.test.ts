@@ -59,7 +59,7 @@ describe('stopping waits for the run in progress', () => {
     expect(await orderOf(reading, release, () => delivery.stop(0))).toEqual(['read released', 'stopped']);
   });
 
-  it("log followers: close() resolves after the look at the spool in progress", async () => {
+  it('log followers: close() resolves after the look at the spool in progress', async () => {
     const { db, reading, release } = heldReads();
     const watch = new LogWatch(db);
     // A follower waiting makes the watch look at the spool (every POLL_MS): that look is held.

@@ -251,16 +251,18 @@ export class SinkRunner {
     this.renewal = setInterval(() => {
       if (this.renewing) return;
       // Only its own: a lease cleared by a cursor reset must be taken again (reading the new cursor).
-      this.renewing = renewLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS).then(
-        (ok) => {
-          if (ok) this.leaseUntil = Date.now() + LEASE_TTL_MS;
-          else if (this.holding) this.let();
-        },
-        (e) => {
-          this.host.deps.faults.report(`log sink ${this.sink.name} lease`, e);
-          if (Date.now() > this.leaseUntil && this.holding) this.let();
-        },
-      ).finally(() => (this.renewing = undefined));
+      this.renewing = renewLease(this.db, this.sink.id, this.host.owner, Date.now(), LEASE_TTL_MS)
+        .then(
+          (ok) => {
+            if (ok) this.leaseUntil = Date.now() + LEASE_TTL_MS;
+            else if (this.holding) this.let();
+          },
+          (e) => {
+            this.host.deps.faults.report(`log sink ${this.sink.name} lease`, e);
+            if (Date.now() > this.leaseUntil && this.holding) this.let();
+          },
+        )
+        .finally(() => (this.renewing = undefined));
     }, LEASE_RENEW_MS);
     this.renewal.unref();
     return true;
