@@ -68,6 +68,12 @@ function perNode(items: { host: string; why: string }[]): string {
 }
 
 export function registerCarveRun(carves: Command): void {
+  registerCarvesRun(carves);
+
+  registerCarvesDownload(carves);
+}
+
+function registerCarvesRun(carves: Command): void {
   verb<RunFlags>(
     carves,
     {
@@ -153,7 +159,9 @@ export function registerCarveRun(carves: Command): void {
       }
     },
   );
+}
 
+function registerCarvesDownload(carves: Command): void {
   verb<{ output?: string; session?: string; node?: string; force?: boolean }>(
     carves,
     {

@@ -53,6 +53,12 @@ export function registerNodes(program: Command): void {
     ],
   });
 
+  registerNodesList(nodes);
+
+  registerNodesShowAndDelete(nodes);
+}
+
+function registerNodesList(nodes: Command): void {
   verb<ListOpts>(
     nodes,
     {
@@ -118,7 +124,9 @@ export function registerNodes(program: Command): void {
       });
     },
   );
+}
 
+function registerNodesShowAndDelete(nodes: Command): void {
   verb(
     nodes,
     {

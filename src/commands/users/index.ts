@@ -140,6 +140,14 @@ export function registerUsers(program: Command): void {
     ],
   });
 
+  registerUsersReads(users);
+
+  registerUsersChanges(users);
+
+  registerPasswd(users);
+}
+
+function registerUsersReads(users: Command): void {
   verb(
     users,
     {
@@ -192,7 +200,9 @@ export function registerUsers(program: Command): void {
       await printObject(ctx.io, ctx.output(), await api.users.me(), userDetailColumns(ctx.serverFlavor()));
     },
   );
+}
 
+function registerUsersChanges(users: Command): void {
   verb<UserFlags>(
     users,
     {
@@ -276,6 +286,4 @@ export function registerUsers(program: Command): void {
       else ctx.io.err(`${safeText(capitalize(res.data))}.\n`);
     },
   );
-
-  registerPasswd(users);
 }
