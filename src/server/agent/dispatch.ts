@@ -7,7 +7,7 @@ import { HttpError, rateLimited } from '../errors.js';
 import { RateLimiter } from '../lib/rate-limit.js';
 import { enrollNode, enrollRefusal } from '../services/agents/agent-nodes.js';
 import { agentConfig } from '../services/environments/osquery-config.js';
-import { pendingQueriesFor, recordAnswers } from '../services/agents/live-queries.js';
+import { pendingQueriesFor, recordAnswers } from '../services/agents/live-query-answers.js';
 import { CarveNotYet, CarveRefusal, carveBlock, carveStart } from '../services/agents/carve-uploads.js';
 import { recordDetails } from '../services/agents/node-details.js';
 import type { EnvironmentRow } from '../store/schema.js';

@@ -5,8 +5,8 @@ import { callerOf, envOf, type App } from './request.js';
 import type { Deps } from '../context.js';
 import { RULES } from '../permissions.js';
 import contentDisposition from 'content-disposition';
+import { carveArchive } from '../services/agents/carve-download.js';
 import {
-  carveArchive,
   liveQueryAction,
   liveQueryResults,
   listLiveQueries,

@@ -2,16 +2,14 @@
 // is its type 'carve' case. The admin door starts, reads and acts on them; the agent door
 // (src/server/agent) asks which queries a node owes and records answers and carve blocks.
 import { createHash, randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
 import type { ExpressionBuilder } from 'kysely';
 import { atomically, inTransaction } from '../../store/db.js';
 import type { Caller, Deps } from '../../context.js';
-import type { DB, EnvironmentRow, NodeRow, QueryRow } from '../../store/schema.js';
+import type { DB, EnvironmentRow, QueryRow } from '../../store/schema.js';
 import { HealthStatuses, LogTypes, NEVER, RiskLevels } from '../../../api/index.js';
 import { badRequest, conflict, invalidAction, notFound } from '../../errors.js';
 import { writeAudit } from '../audit/audit.js';
-import { carveFilesWithHost, toCarveQuery } from './carves.js';
-import { recordCarveIds } from './carve-uploads.js';
+import { toCarveQuery } from './carves.js';
 import { healthBoundsOf } from '../fleet/node-shape.js';
 import { healthWhere, onSeen, onlineSince, riskWhere, statusWhere } from '../fleet/node-filters.js';
 
@@ -244,7 +242,7 @@ function toLiveQuery(r: QueryRow, now: Date) {
   return { ...rest, status: queryStatus(r, now) };
 }
 
-async function findQuery(deps: Deps, env: EnvironmentRow, name: string): Promise<QueryRow> {
+export async function findQuery(deps: Deps, env: EnvironmentRow, name: string): Promise<QueryRow> {
   const row = await deps.db
     .selectFrom('queries')
     .selectAll()
@@ -444,171 +442,4 @@ export async function liveQueryAction(deps: Deps, caller: Caller, env: Environme
     });
     return message;
   });
-}
-
-/** Blocks read from the database per step of a download: memory stays at this many blocks. */
-const DOWNLOAD_BLOCKS_PER_READ = 4;
-
-/** The blocks of a carve session in order, decoded, read a few at a time (constant memory). */
-async function* carveBytes(deps: Deps, session: string): AsyncGenerator<Buffer> {
-  let next = 0;
-  for (;;) {
-    const rows = await deps.db
-      .selectFrom('carve_blocks')
-      .select(['block_id', 'data'])
-      .where('session_id', '=', session)
-      .where('block_id', '>=', next)
-      .orderBy('block_id')
-      .limit(DOWNLOAD_BLOCKS_PER_READ)
-      .execute();
-    if (rows.length === 0) return;
-    for (const r of rows) yield Buffer.from(r.data, 'base64');
-    next = rows[rows.length - 1].block_id + 1;
-  }
-}
-
-/**
- * A completed carve file, streamed (docs/api.md: the raw bytes osquery sent, not re-wrapped). The
- * SHA-256 header needs every byte before the first is sent: it is computed by one streaming pass
- * at the first download and kept in the row, so later downloads make one pass.
- */
-export async function carveArchive(
-  deps: Deps,
-  caller: Caller,
-  env: EnvironmentRow,
-  name: string,
-  session: string | undefined,
-  sourceIp: string,
-) {
-  const row = await findQuery(deps, env, name);
-  if (row.type !== 'carve') throw notFound(`"${name}" in environment ${env.name} is a query, not a carve`);
-  if (row.deleted) throw notFound(`carve "${name}" was deleted: its files were removed from the server`);
-  const files = await carveFilesWithHost(deps, env, row.id, { completed: true });
-  if (files.length === 0) {
-    // Issue 27: blocks older than admin/retention_carves_days are purged; the file stays listed.
-    const purged = await deps.db
-      .selectFrom('carve_files')
-      .select('id')
-      .where('query_id', '=', row.id)
-      .where('status', '=', 'PURGED')
-      .executeTakeFirst();
-    throw notFound(
-      purged ? 'the archive of this carve was purged by retention (setting admin/retention_carves_days)' : 'no carved files yet',
-    );
-  }
-  let file = files[0];
-  if (session) {
-    const f = files.find((x) => x.session_id === session);
-    if (!f) throw notFound('session not found for carve');
-    file = f;
-  } else if (files.length > 1) {
-    throw conflict(
-      `carve has ${files.length} files; pass ?session=<id> to select one (sessions: ${files.map((f) => f.session_id).join(', ')})`,
-      { sessions: files.map((f) => f.session_id) },
-    );
-  }
-  let sha256 = file.sha256;
-  if (!sha256) {
-    const h = createHash('sha256');
-    for await (const chunk of carveBytes(deps, file.session_id)) h.update(chunk);
-    sha256 = h.digest('hex');
-    await deps.db.updateTable('carve_files').set({ sha256 }).where('id', '=', file.id).execute();
-  }
-  const filename = `${file.uuid}_${file.session_id}_${file.path.replace(/[/\\]/g, '-')}.tar${file.compression === 'zstd' ? '.zst' : ''}`;
-  // Every download is audited (issue 20): who took which node's file, and how much of it.
-  await writeAudit(deps, {
-    line: `carve ${name}: file of ${file.hostname || file.uuid} (session ${file.session_id}, ${file.path}) downloaded, ${Number(file.carve_size)} bytes`,
-    logType: LogTypes.carve,
-    username: caller.user.username,
-    sourceIp,
-    env,
-  });
-  return {
-    stream: Readable.from(carveBytes(deps, file.session_id)),
-    filename,
-    size: Number(file.carve_size),
-    blocks: file.total_blocks,
-    sha256,
-  };
-}
-
-// ---- the agent door's side ----
-
-/** Queries a node owes: active, not expired/completed/deleted, no answer yet. name -> sql. */
-export async function pendingQueriesFor(deps: Deps, nodeId: number): Promise<Record<string, string>> {
-  const now = deps.now().toISOString();
-  const rows = await deps.db
-    .selectFrom('node_queries')
-    .innerJoin('queries', 'queries.id', 'node_queries.query_id')
-    .select(['queries.name', 'queries.query'])
-    .where('node_queries.node_id', '=', nodeId)
-    .where('node_queries.status', '=', 'pending')
-    .where('queries.active', '=', 1)
-    .where('queries.deleted', '=', 0)
-    .where('queries.expired', '=', 0)
-    .where('queries.completed', '=', 0)
-    .where((eb) => eb.or([eb('queries.expiration', '=', ''), eb('queries.expiration', '>', now)]))
-    .execute();
-  return Object.fromEntries(rows.map((r) => [r.name, r.query]));
-}
-
-/** One node's answers (distributed write). Unknown or not-owed query names are ignored. */
-export async function recordAnswers(
-  deps: Deps,
-  node: Pick<NodeRow, 'id' | 'uuid' | 'hostname'>,
-  queries: Record<string, unknown>,
-  statuses: Record<string, unknown>,
-  messages: Record<string, unknown>,
-): Promise<{ name: string; rows: unknown[] }[]> {
-  const names = [...new Set([...Object.keys(queries), ...Object.keys(statuses)])];
-  if (names.length === 0) return [];
-  const ts = deps.now().toISOString();
-  const recorded: { name: string; rows: unknown[] }[] = [];
-  await inTransaction(deps.db, async (trx) => {
-    const owed = await trx
-      .selectFrom('node_queries')
-      .innerJoin('queries', 'queries.id', 'node_queries.query_id')
-      .select(['queries.id', 'queries.name', 'queries.type'])
-      .where('node_queries.node_id', '=', node.id)
-      .where('node_queries.status', '=', 'pending')
-      .where('queries.name', 'in', names)
-      .execute();
-    for (const q of owed) {
-      // osquery's rows are objects of column -> text; anything else from an agent is dropped, so
-      // readers of the results can rely on that shape.
-      const rows = (Array.isArray(queries[q.name]) ? (queries[q.name] as unknown[]) : []).filter(
-        (r) => typeof r === 'object' && r !== null && !Array.isArray(r),
-      );
-      const status = Number(statuses[q.name] ?? 0) || 0;
-      const error = typeof messages[q.name] === 'string' ? (messages[q.name] as string) : '';
-      await trx
-        .insertInto('query_results')
-        .values({
-          query_id: q.id,
-          node_id: node.id,
-          node_uuid: node.uuid,
-          hostname: node.hostname,
-          status,
-          error,
-          rows: JSON.stringify(rows),
-          created_at: ts,
-        })
-        .execute();
-      await trx
-        .updateTable('node_queries')
-        .set({ status: status === 0 ? 'answered' : 'error' })
-        .where('query_id', '=', q.id)
-        .where('node_id', '=', node.id)
-        .execute();
-      await trx
-        .updateTable('queries')
-        .set((eb) => ({ executions: eb('executions', '+', 1), errors: eb('errors', '+', status === 0 ? 0 : 1), updated_at: ts }))
-        .where('id', '=', q.id)
-        .execute();
-      // A carve's answer names the ids its carver start will carry (carve-uploads.ts).
-      if (q.type === 'carve') await recordCarveIds(trx, q.id, node.id, rows as Record<string, unknown>[]);
-      recorded.push({ name: q.name, rows });
-    }
-  });
-  return recorded;
 }
