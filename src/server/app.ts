@@ -144,49 +144,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
     reply.status(404).send({ code: 'not_found', error: `no such endpoint: ${req.method} ${req.url.split('?')[0]}` }),
   );
 
-  // The admin door's own budget (issue 18): agents are bounded by theirs on the agent door, so an
-  // agent flood cannot take these slots; past this many admin requests at once the answer is 503.
-  let inFlight = 0;
-  const maxInFlight = opts.maxInFlight ?? 256;
-  app.addHook('onRequest', async (req, reply) => {
-    (req as FastifyRequest & { t0?: number }).t0 = performance.now();
-    if (req.url === '/healthz') return;
-    if (inFlight >= maxInFlight) {
-      deps.metrics?.adminShed();
-      throw new HttpError(503, 'unavailable', 'the server is busy; retry shortly', {}, { 'retry-after': '1' });
-    }
-    inFlight++;
-    let done = false;
-    const leave = () => {
-      if (!done) {
-        done = true;
-        inFlight--;
-      }
-    };
-    req.leaveBudget = leave;
-    reply.raw.once('close', leave);
-  });
-  app.addHook('onResponse', async (req, reply) => {
-    const t0 = (req as FastifyRequest & { t0?: number }).t0;
-    const ms = t0 === undefined ? 0 : performance.now() - t0;
-    deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
-    // --log: the route pattern and the path without its query (no token or secret is in either).
-    deps.log.request({
-      door: 'admin',
-      method: req.method,
-      route: req.routeOptions.url ?? 'unmatched',
-      path: req.url.split('?')[0],
-      status: reply.statusCode,
-      ms,
-      user: req.caller?.user.username,
-      ip: req.ip,
-    });
-  });
-
-  // While shutting down, answers in progress end their connection (no more requests on it).
-  app.addHook('onSend', async (_req, reply) => {
-    if (lifecycle.closing) void reply.header('connection', 'close');
-  });
+  addBudgetAndLog(app, deps, opts.maxInFlight ?? 256, lifecycle);
 
   /** Every refusal of the hook is audited in aggregate: one row per client address, username and minute. */
   const audited = async (req: FastifyRequest, err: HttpError, username = '') => {
@@ -247,4 +205,55 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
 
   await registerRoutes(app, deps);
   return app;
+}
+
+/**
+ * The admin door's own budget (issue 18): agents are bounded by theirs on the agent door, so an
+ * agent flood cannot take these slots; past maxInFlight admin requests at once the answer is 503.
+ * Every answer is counted (metrics) and logged (--log); while shutting down, answers end their
+ * connection.
+ */
+function addBudgetAndLog(app: App, deps: Deps, maxInFlight: number, lifecycle: HttpLifecycle): void {
+  // The admin door's own budget (issue 18): agents are bounded by theirs on the agent door, so an
+  // agent flood cannot take these slots; past this many admin requests at once the answer is 503.
+  let inFlight = 0;
+  app.addHook('onRequest', async (req, reply) => {
+    (req as FastifyRequest & { t0?: number }).t0 = performance.now();
+    if (req.url === '/healthz') return;
+    if (inFlight >= maxInFlight) {
+      deps.metrics?.adminShed();
+      throw new HttpError(503, 'unavailable', 'the server is busy; retry shortly', {}, { 'retry-after': '1' });
+    }
+    inFlight++;
+    let done = false;
+    const leave = () => {
+      if (!done) {
+        done = true;
+        inFlight--;
+      }
+    };
+    req.leaveBudget = leave;
+    reply.raw.once('close', leave);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const t0 = (req as FastifyRequest & { t0?: number }).t0;
+    const ms = t0 === undefined ? 0 : performance.now() - t0;
+    deps.metrics?.request('admin', req.routeOptions.url ?? 'unmatched', reply.statusCode, ms / 1000);
+    // --log: the route pattern and the path without its query (no token or secret is in either).
+    deps.log.request({
+      door: 'admin',
+      method: req.method,
+      route: req.routeOptions.url ?? 'unmatched',
+      path: req.url.split('?')[0],
+      status: reply.statusCode,
+      ms,
+      user: req.caller?.user.username,
+      ip: req.ip,
+    });
+  });
+
+  // While shutting down, answers in progress end their connection (no more requests on it).
+  app.addHook('onSend', async (_req, reply) => {
+    if (lifecycle.closing) void reply.header('connection', 'close');
+  });
 }

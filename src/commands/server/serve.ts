@@ -33,8 +33,11 @@ function banner(
   ].join('\n');
 }
 
-/** Runs the server as the flags say; returns when it has shut down. */
-export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
+/**
+ * The flags' combinations, checked before anything starts (exit 2 with one line naming the flag):
+ * where the agent listener goes, and the timeouts in milliseconds.
+ */
+async function checkFlags(o: ServerOpts) {
   const { host, port } = parseListen(o.listen);
   if (Boolean(o.tlsCert) !== Boolean(o.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
   if (Boolean(o.agentTlsCert) !== Boolean(o.agentTlsKey)) throw new UsageError('--agent-tls-cert and --agent-tls-key go together');
@@ -77,6 +80,12 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   if ((timeouts.headersMs ?? DEFAULT_TIMEOUTS.headersMs) > (timeouts.requestMs ?? DEFAULT_TIMEOUTS.requestMs)) {
     throw new UsageError('--headers-timeout cannot be longer than --request-timeout');
   }
+  return { host, port, agentAt, timeouts };
+}
+
+/** Runs the server as the flags say; returns when it has shut down. */
+export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
+  const { host, port, agentAt, timeouts } = await checkFlags(o);
   // From here on a SIGHUP is kept until the server can act on it (onSighup), instead of ending it.
   holdReloads();
   // A worker of --workers (started by this command's primary): the primary read the secrets
@@ -155,6 +164,7 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
   // The agent door's files are checked before anything starts (with --workers, before any
   // worker would fail on them): one line naming the flag to fix.
   if (o.agentTlsCert && o.agentTlsKey && !setup) {
+    const tlsLib = await import('../../server/lib/agent-tls.js');
     try {
       tlsLib.loadAgentTls(
         { certFile: o.agentTlsCert, keyFile: o.agentTlsKey, caFile: o.agentCa },
