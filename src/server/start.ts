@@ -3,16 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import {
-  DEFAULT_CARVE_MAX_BYTES,
-  DEFAULT_DETAIL_REFRESH_SECONDS,
-  DEFAULT_TIMEOUTS,
-  type Deps,
-  type ServerConfig,
-  type ServerTimeouts,
-} from './context.js';
+import { DEFAULT_CARVE_MAX_BYTES, DEFAULT_DETAIL_REFRESH_SECONDS, DEFAULT_TIMEOUTS, type Deps, type ServerConfig } from './context.js';
 import { isPostgresUrl, openSqlite, type Store } from './store/db.js';
-import { buildApp, type App } from './app.js';
+import { buildApp } from './app.js';
 import { createSuperAdmin, ensureSettings, jwtSecret, rotateJwtSecret, userCount } from './bootstrap.js';
 import { checkPrivateKeyFile, prepareDatabaseFile } from './store/file-modes.js';
 import { HttpLifecycle } from './lib/http-lifecycle.js';
@@ -22,11 +15,11 @@ import { ExpiredCleanup } from './services/agents/expired-cleanup.js';
 import { DenialAudit } from './services/auth/denial-audit.js';
 import { LoginGuard } from './services/auth/login-guard.js';
 import { ServerSetupError } from './setup-error.js';
-import { seedDemo, type DemoSummary } from './seed.js';
+import { seedDemo } from './seed.js';
 import { createEnvironment } from './services/environments/environment-admin.js';
 import { followServer, type AgentIdentity } from './services/environments/agent-identity.js';
 import { parseAgentUrl, type AgentTls } from './lib/agent-tls.js';
-import { openAgentDoor, type AgentDoor, type AgentListenOptions } from './agent/listener.js';
+import { openAgentDoor } from './agent/listener.js';
 import { Faults } from './lib/faults.js';
 import { DEFAULT_BACKLOG_AGE_MS, DEFAULT_BACKLOG_BYTES, Delivery } from './services/delivery/delivery.js';
 import { Spool } from './services/delivery/spool.js';
@@ -36,111 +29,7 @@ import { LogWatch } from './services/logs/follow.js';
 import { ReportPurger } from './services/logs/retention.js';
 import { attachLogs } from './services/logs/attach.js';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-
-export interface ServerOptions {
-  host: string;
-  port: number;
-  /**
-   * SQLite file, or a postgres:// URL. With dev: the demo fleet is seeded into it (it must have
-   * no users yet); without one, dev uses a temporary SQLite database.
-   */
-  dbPath?: string;
-  /** PostgreSQL: connections in the pool (default 10) and a CA bundle for verify-full TLS. */
-  dbPool?: number;
-  dbCaFile?: string;
-  /** Load balancers whose X-Forwarded-For is believed (addresses or CIDRs). */
-  trustProxy?: string[];
-  dev?: boolean;
-  /** Password of super-admin `admin` in dev mode (random when absent). */
-  devPassword?: string;
-  /** Size of the demo fleet in dev mode (default 2,200 nodes). */
-  devNodes?: number;
-  /** Password for the first super-admin of a new database (outside dev). */
-  adminPassword?: string;
-  adminUsername?: string;
-  /** Environments to create at start when missing. */
-  createEnvs?: string[];
-  /**
-   * The URL agents use to reach the agent door (--agent-url https://NAME[:PORT]); environments
-   * that follow the server get NAME[:PORT] as their --tls_hostname.
-   */
-  agentUrl?: string;
-  /** Enrollment window of a new environment, seconds (--enroll-window; 0 or absent: open until closed). */
-  enrollWindowSeconds?: number;
-  /** Seconds between detail refreshes of a node (--detail-refresh; default an hour). */
-  detailRefreshSeconds?: number;
-  jwtSecret?: string;
-  loginRateLimit?: number;
-  apiRateLimit?: number;
-  /** Denied (401/403) requests a minute per client IP before 429 (default 60). */
-  deniedRateLimit?: number;
-  /** Failed logins per account per 15 minutes from unknown addresses (default 10). */
-  accountLoginLimit?: number;
-  /**
-   * The directory file sinks write in (--sink-dir). Default: `sinks` beside a SQLite database,
-   * in the temporary directory of --dev, or `defaultSinkDir` (the command's data directory) on PostgreSQL.
-   */
-  sinkDir?: string;
-  defaultSinkDir?: string;
-  /** Each sink's backlog bound in the spool: bytes (default 1 GiB) and age (default 7 days). */
-  sinkBacklogBytes?: number;
-  sinkBacklogAgeMs?: number;
-  /** Largest carve an agent may announce, bytes (default 1 GiB). */
-  carveMaxBytes?: number;
-  /** Overrides of DEFAULT_TIMEOUTS (milliseconds). */
-  timeouts?: Partial<ServerTimeouts>;
-  /**
-   * A database open to other users is refused; with this it is made 0600 and the stored JWT
-   * secret is rotated (ending every session). `warn` receives the one-line notice.
-   */
-  fixPermissions?: boolean;
-  warn?: (line: string) => void;
-  /** --log: every line on stderr one JSON object (requests of both doors, the server's events); else text (lib/server-log.ts). */
-  logJson?: boolean;
-  tls?: { certFile: string; keyFile: string };
-  /** The agent door (osquery's TLS API) on its own listener; --dev makes a self-signed certificate. */
-  agent?: Omit<AgentListenOptions, 'selfSignedDir' | 'denials' | 'spool' | 'delivery'>;
-  /** Prometheus metrics on a listener of their own, without authentication (--metrics-listen). */
-  metricsListen?: { host: string; port: number };
-  /** Admin requests handled at once before the admin door answers 503 (default 256). */
-  adminMaxInFlight?: number;
-  /**
-   * This process is one worker of `--workers N` (server/cluster.ts): the primary has migrated and
-   * bootstrapped the database (settings, super-admin, demo fleet) and owns the temporary
-   * directory of --dev; only the first worker does the one-time changes that need the listening
-   * address (--create-env, pointing the demo environments at the agent door).
-   */
-  worker?: { first: boolean; tempDir?: string };
-}
-
-export interface RunningServer {
-  url: string;
-  app: App;
-  deps: Deps;
-  store: Store;
-  /** Demo fleet of --dev; `extra` is more banner text (e.g. the MFA user's secret). */
-  demo?: DemoSummary & { password: string };
-  /** The aggregated audit of denied requests (flush() brings its rows' counts up to date). */
-  denials: DenialAudit;
-  /** The agent door when --agent-listen was given. */
-  agent?: AgentDoor;
-  /** The retention purge (issue 27), in the process that runs it. */
-  retention?: RetentionPurger;
-  /** http://host:port of the metrics listener (--metrics-listen). */
-  metricsUrl?: string;
-  /** The durable log spool and the sinks' delivery (issue 28). */
-  spool: Spool;
-  delivery: Delivery;
-  /**
-   * SIGHUP: reads the agent door's certificate, key and anchor files again and points the
-   * environments that follow the server at the new anchor. Returns the line to log; throws (the
-   * old certificate stays in use) when the new files are not usable.
-   */
-  reloadAgentTls(): Promise<string>;
-  /** Where log followers wait (issue 30). */
-  logWatch: LogWatch;
-  close(): Promise<void>;
-}
+import type { RunningServer, ServerOptions } from './server-types.js';
 
 export { ServerSetupError };
 

@@ -1,6 +1,7 @@
 // A real reference server on 127.0.0.1 (random port, temporary database) inside the test
 // process, spoken to over real HTTP. For API tests; CLI tests use test/helpers/cli.ts.
-import { startServer, type RunningServer, type ServerOptions } from '../../src/server/start.js';
+import { startServer } from '../../src/server/start.js';
+import type { RunningServer, ServerOptions } from '../../src/server/server-types.js';
 import { totpCode } from '../../src/lib/totp.js';
 import { testDatabaseUrl } from './test-db.js';
 

@@ -124,7 +124,7 @@ export async function serve(ctx: Ctx, o: ServerOpts): Promise<void> {
     }
     throw e;
   };
-  const options: import('../../server/start.js').ServerOptions = {
+  const options: import('../../server/server-types.js').ServerOptions = {
     host,
     port,
     // --dev without a database: a temporary one; with one, the demo fleet is seeded into it.
@@ -328,7 +328,7 @@ function onSighup(handler: () => void): void {
  * SIGHUP (systemctl reload): the agent certificate, key and anchor are read again (a renewal);
  * the outcome is one line. Without a handler Node would end the process.
  */
-function onReload(server: import('../../server/start.js').RunningServer): void {
+function onReload(server: import('../../server/server-types.js').RunningServer): void {
   const log = server.deps.log;
   onSighup(() => {
     server.reloadAgentTls().then(
@@ -339,7 +339,7 @@ function onReload(server: import('../../server/start.js').RunningServer): void {
 }
 
 /** --log: the start as an event of the log (the banner on stdout is for people). */
-function logStart(server: import('../../server/start.js').RunningServer): void {
+function logStart(server: import('../../server/server-types.js').RunningServer): void {
   server.deps.log.event('info', 'start', `listening on ${server.url}${server.agent ? `; agents on ${server.agent.url}` : ''}`, {
     url: server.url,
     agent_url: server.agent?.url,
@@ -370,7 +370,7 @@ function stopSignal(keep = false): Promise<void> {
 
 /** One process of --workers: serves both doors until SIGTERM, then drains and exits. */
 async function serveAsWorker(
-  options: import('../../server/start.js').ServerOptions,
+  options: import('../../server/server-types.js').ServerOptions,
   setup: import('../../server/cluster.js').WorkerSetup,
   failed: Failed,
 ): Promise<void> {
@@ -421,7 +421,7 @@ async function serveAsWorker(
 async function serveAsPrimary(
   ctx: import('../../context.js').Context,
   o: ServerOpts,
-  options: import('../../server/start.js').ServerOptions,
+  options: import('../../server/server-types.js').ServerOptions,
   workers: number,
   failed: Failed,
   where: string,
