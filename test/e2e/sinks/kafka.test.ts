@@ -98,6 +98,22 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
     );
   });
 
+  it("a full batch at the module's own limits is one the broker takes uncompressed (a backlog after an outage goes in full batches)", async () => {
+    const sink = await sinkOf({ brokers: [peer.plaintext], topic: 'full-batch' });
+    // Cut as the runner cuts a backlog: up to maxEntries entries and maxBytes of lines.
+    const { maxEntries, maxBytes } = kafkaDest.batch;
+    const batch = [];
+    let bytes = 0;
+    for (const e of makeEntries(maxEntries, 'full')) {
+      if (bytes + e.bytes > maxBytes) break;
+      batch.push(e);
+      bytes += e.bytes;
+    }
+    const d = await deliverAll(sink, batch, { maxAttempts: 1 });
+    expect(d.errors).toEqual([]);
+    expect(seqsOf(await readTopic('full-batch', batch.length), 'full')).toEqual(range(batch.length));
+  });
+
   it('TLS with the configured CA', async () => {
     const sink = await sinkOf({ brokers: [peer.ssl], topic: 'over-tls', tls: true, ca: peer.ca });
     await deliverAll(sink, makeEntries(10, 'tls'));
