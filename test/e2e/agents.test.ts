@@ -243,6 +243,8 @@ describe('file sinks: confined, 0600, rotated by size, bytes_sent exact (issue 1
     expect((await api('DELETE', `/api/v1/log-sinks/${sink.body.id}`)).status).toBe(200);
   });
 
+  // Skipped while every type of the API has a destination module (true since issue 28's sinks);
+  // it runs again the day a type is added to the API without one, which must then be refused.
   it.skipIf(!undeliverable)('a sink type this server cannot deliver is refused (400, one line), never accepted and dropped', async () => {
     const before = (await api('GET', '/api/v1/log-sinks')).body.length;
     const sink = await api('POST', '/api/v1/log-sinks', {
