@@ -68,6 +68,7 @@ const writeOf = (i: number) => ({
 describe(`kill -9 of one replica during ${WRITES} concurrent writes (${onPostgres ? 'PostgreSQL' : 'SQLite'})`, () => {
   it('keeps every acknowledged write, leaves none half-done, and the other replica keeps serving', async () => {
     const outcome: ('ok' | 'failed')[] = [];
+    const why: string[] = [];
     const replicaOf = (i: number) => (i % 2 ? b : a);
     let acknowledged = 0;
     let killed = false;
@@ -79,8 +80,10 @@ describe(`kill -9 of one replica during ${WRITES} concurrent writes (${onPostgre
         try {
           const r = await apiCall(replicaOf(i).url, 'POST', '/api/v1/tags/prod/tag', { token, body: { name: w.tag, uuids: w.nodes } });
           outcome[i] = r.status === 200 ? 'ok' : 'failed';
-        } catch {
+          if (r.status !== 200) why[i] = `${r.status} ${JSON.stringify(r.body)}`;
+        } catch (e) {
           outcome[i] = 'failed'; // connection refused or reset: not acknowledged
+          why[i] = String(e);
         }
         if (outcome[i] === 'ok' && ++acknowledged === KILL_AFTER && !killed) {
           killed = true;
@@ -93,7 +96,10 @@ describe(`kill -9 of one replica during ${WRITES} concurrent writes (${onPostgre
 
     // The surviving replica answered every write sent to it.
     const onA = outcome.filter((_, i) => replicaOf(i) === a);
-    expect(onA.filter((o) => o !== 'ok')).toEqual([]);
+    expect(
+      onA.flatMap((o, k) => (o === 'ok' ? [] : [why[2 * k]])),
+      a.output(),
+    ).toEqual([]);
 
     const tagged = new Set(
       (

@@ -11,6 +11,7 @@ import { agentCadenceMigration, carveIdsMigration } from './migration-real-agent
 import { spoolMigration } from './migration-spool.js';
 import { productionMigration } from './migration-production.js';
 import { logsMigration } from './migration-logs.js';
+import { counterLockOrderMigration } from './migration-lock-order.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -548,6 +549,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '016_logs': logsMigration(),
       // What each check-in changes, in a narrow table of its own (issue 31).
       '017_node_seen': nodeSeenMigration(dialect),
+      // The change counters locked in one order: no deadlock between two writers (issue 29).
+      '018_counter_lock_order': counterLockOrderMigration(dialect),
     }),
   };
 }

@@ -113,8 +113,10 @@ export async function enrollNode(
     .set({ last_seen: ts })
     .where('node_id', '=', (eb) => eb.selectFrom('nodes').select('id').where('uuid', '=', uuid).where('environment_id', '=', env.id))
     .compile();
-  const bump = CompiledQuery.raw('update node_generation set generation = generation + 1 where id in (1, 2)', []);
-  const [upserted] = await write([upsert, seen, bump]);
+  // One counter per statement, in ascending id: the order every writer locks them in
+  // (store/migration-lock-order.ts), so two enrollments never deadlock.
+  const bump = (id: number) => CompiledQuery.raw(`update node_generation set generation = generation + 1 where id = ${id}`, []);
+  const [upserted] = await write([upsert, seen, bump(1), bump(2)]);
   const node = upserted?.rows[0] as EnrolledNode | undefined;
   return node ? { key: nodeKey, node } : undefined;
 }
