@@ -24,6 +24,7 @@ import { request } from 'node:https';
 import { tmpdir, loadavg, cpus } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { selfSignedCert } from './self-signed.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
@@ -42,31 +43,7 @@ const load = () =>
     .join(' ');
 const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
 
-const key = join(tmp, 'agent.key');
-const cert = join(tmp, 'agent.crt');
-execFileSync(
-  'openssl',
-  [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-    '-days',
-    '2',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  ],
-  { stdio: 'ignore' },
-);
+const { cert, key } = selfSignedCert(tmp);
 
 async function startServer(extra) {
   const server = spawn(

@@ -41,11 +41,12 @@
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max-seconds 3600] [--idle 30]
 //   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...'] [--readers]
-import { spawn, fork, execFileSync, spawnSync } from 'node:child_process';
+import { spawn, fork, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { selfSignedCert } from './self-signed.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
@@ -143,31 +144,7 @@ function treeCpuSeconds(pid) {
   return { cpu, processes: tree.size };
 }
 
-const key = join(tmp, 'agent.key');
-const cert = join(tmp, 'agent.crt');
-execFileSync(
-  'openssl',
-  [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-    '-days',
-    '2',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  ],
-  { stdio: 'ignore' },
-);
+const { cert, key } = selfSignedCert(tmp);
 let cluster;
 if (PG) {
   const { startCluster } = await import('../scripts/pg-cluster.mjs');

@@ -5,13 +5,13 @@
 // give back byte for byte the archive the agent sent.
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
-import { execFileSync } from 'node:child_process';
 import { createServer as createNetServer } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, Cli, DEV_PASSWORD, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { syntheticHost } from '../../src/agent-sim/hosts.js';
+import { startAgentDoorServer } from '../helpers/agent-door-server.js';
 
 const PASSWORD = 'first-admin-password';
 const AGENTS = 3;
@@ -38,49 +38,8 @@ async function until(ok: () => Promise<boolean> | boolean, what: string): Promis
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-agents-'));
   carvesDir = join(dir, 'sent');
-  const key = join(dir, 'agent.key');
-  const cert = join(dir, 'agent.crt');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  server = await startServerProcess(
-    [
-      '--db',
-      join(dir, 'fleet.db'),
-      '--admin-password-stdin',
-      '--create-env',
-      'prod',
-      '--agent-listen',
-      '127.0.0.1:0',
-      '--agent-tls-cert',
-      cert,
-      '--agent-tls-key',
-      key,
-    ],
-    { input: PASSWORD },
-  );
-  cli = new Cli();
-  await cli.login(server.url, 'admin', 'prod', PASSWORD);
+  let certFile: string;
+  ({ server, cli, certFile } = await startAgentDoorServer(dir, PASSWORD));
   const flags = await cli.run(['enroll', 'show', 'prod', 'flags']);
   const secret = await cli.run(['enroll', 'show', 'prod', 'secret']);
   expect(flags.exitCode, flags.stderr).toBe(0);
@@ -98,7 +57,7 @@ beforeAll(async () => {
       '--secret-file',
       join(dir, 'prod.secret'),
       '--certs',
-      cert,
+      certFile,
       '--count',
       String(AGENTS),
       '--distributed-interval',

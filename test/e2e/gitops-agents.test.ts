@@ -6,11 +6,11 @@
 // `apply` again changes nothing; every change is in the audit log with who made it.
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { BIN, Cli, baseEnv, type ServerProcess } from '../helpers/cli.js';
+import { startAgentDoorServer } from '../helpers/agent-door-server.js';
 
 const PASSWORD = 'first-admin-password';
 const AGENTS = 3;
@@ -94,51 +94,8 @@ const configAudit = async () =>
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-gitops-'));
   sinkFile = join(dir, 'results.jsonl');
-  const key = join(dir, 'agent.key');
-  const cert = join(dir, 'agent.crt');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  server = await startServerProcess(
-    [
-      '--db',
-      join(dir, 'fleet.db'),
-      '--admin-password-stdin',
-      '--create-env',
-      'prod',
-      '--agent-listen',
-      '127.0.0.1:0',
-      '--agent-tls-cert',
-      cert,
-      '--agent-tls-key',
-      key,
-      '--sink-dir',
-      dir,
-    ],
-    { input: PASSWORD },
-  );
-  cli = new Cli();
-  await cli.login(server.url, 'admin', 'prod', PASSWORD);
+  let certFile: string;
+  ({ server, cli, certFile } = await startAgentDoorServer(dir, PASSWORD, ['--sink-dir', dir]));
   const sink = await cli.run([
     'sinks',
     'add',
@@ -166,7 +123,7 @@ beforeAll(async () => {
       '--secret-file',
       join(dir, 'prod.secret'),
       '--certs',
-      cert,
+      certFile,
       '--count',
       String(AGENTS),
       '--config-interval',

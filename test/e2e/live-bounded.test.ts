@@ -8,13 +8,13 @@
 //     followed, every download in the audit log; carves run with no file exits 9
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { execa, type ResultPromise } from 'execa';
-import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, Cli, baseEnv, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { BIN, Cli, baseEnv, type ServerProcess } from '../helpers/cli.js';
 import { runInPty } from '../helpers/admin-cli.js';
 import { syntheticHost } from '../../src/agent-sim/hosts.js';
+import { startAgentDoorServer } from '../helpers/agent-door-server.js';
 
 const PASSWORD = 'first-admin-password';
 const LIVE = 20;
@@ -51,7 +51,7 @@ function simulate(seed: string, count: number, extra: string[] = []) {
       '--secret-file',
       join(dir, 'prod.secret'),
       '--certs',
-      join(dir, 'agent.crt'),
+      join(dir, 'agent.pem'),
       '--count',
       String(count),
       '--seed',
@@ -93,48 +93,7 @@ let offline: { uuid: string; hostname: string }[];
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-live-'));
   carvesDir = join(dir, 'sent');
-  const key = join(dir, 'agent.key');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      join(dir, 'agent.crt'),
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  server = await startServerProcess(
-    [
-      '--db',
-      join(dir, 'fleet.db'),
-      '--admin-password-stdin',
-      '--create-env',
-      'prod',
-      '--agent-listen',
-      '127.0.0.1:0',
-      '--agent-tls-cert',
-      join(dir, 'agent.crt'),
-      '--agent-tls-key',
-      key,
-    ],
-    { input: PASSWORD },
-  );
-  cli = new Cli();
-  await cli.login(server.url, 'admin', 'prod', PASSWORD);
+  ({ server, cli } = await startAgentDoorServer(dir, PASSWORD));
   // A distributed interval of 1 s: an agent that stopped is offline 10 s later (3 intervals, at least 10 s).
   expect((await cli.run(['env', 'intervals', 'prod', '--query', '1'])).exitCode).toBe(0);
   writeFileSync(join(dir, 'prod.flags'), (await cli.run(['enroll', 'show', 'prod', 'flags'])).stdout);

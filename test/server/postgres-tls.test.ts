@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { chownSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { inject } from 'vitest';
 import { execa } from 'execa';
 import { startServerProcess, BIN } from '../helpers/cli.js';
 import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
+import { selfSignedCert } from '../helpers/pki.js';
 
 describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
   let db: string;
@@ -19,31 +19,7 @@ describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
 
   beforeAll(async () => {
     const dir = inject('pgClusterDir');
-    const cert = join(dir, 'server.crt');
-    const key = join(dir, 'server.key');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-        '-days',
-        '2',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
+    const { certFile: cert, keyFile: key } = selfSignedCert(dir, 'server', ['127.0.0.1']);
     const { uid, gid } = statSync(dir);
     for (const f of [cert, key]) chownSync(f, uid, gid);
     ca = cert;
