@@ -21,7 +21,7 @@ import { firehose } from '../../../src/server/services/delivery/destinations/fir
 import { kinesis } from '../../../src/server/services/delivery/destinations/kinesis.js';
 import { s3 } from '../../../src/server/services/delivery/destinations/s3.js';
 import type { Sink } from '../../../src/server/services/delivery/sink.js';
-import { deliverAll } from '../../helpers/peers/deliver.js';
+import { deliverAll, deliverThrough } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { startMoto, type Moto } from '../../helpers/peers/moto.js';
 import { describePeers } from '../../helpers/peers/describe.js';
@@ -109,14 +109,15 @@ describePeers(['versitygw'], 's3 sink against versitygw', () => {
     await expect(sink.send(makeEntries(1, 'badkey'), new AbortController().signal)).rejects.toThrow(/SignatureDoesNotMatch|signature/i);
   });
 
-  it('versitygw stopped 20 s: retried, nothing lost or doubled', async () => {
+  it('versitygw stopped until two sends failed: retried, nothing lost or doubled', async () => {
     const sink = await sinkOf(s3, { ...cfg(), prefix: 'outage' });
     await deliverAll(sink, makeEntries(100, 'outage-before'));
     await gw.pause();
-    const retried = deliverAll(sink, makeEntries(200, 'outage'), { pauseMs: 1000, maxAttempts: 300 });
-    await new Promise((r) => setTimeout(r, 20_000));
+    const retried = deliverThrough(sink, makeEntries(200, 'outage'), { pauseMs: 1000, maxAttempts: 300 });
+    // Down until two sends failed: the outage was seen and retried.
+    await retried.failures(2);
     await gw.resume();
-    const d = await retried;
+    const d = await retried.done;
     expect(d.errors[0]).toMatch(/ECONNREFUSED/);
     expect(seqs(linesOf('outage/'), 'outage-before')).toEqual(range(100));
     expect(seqs(linesOf('outage/'), 'outage')).toEqual(range(200));
@@ -254,7 +255,7 @@ describePeers(['moto'], 'kinesis and firehose sinks against moto (an AWS emulato
       }
     });
 
-    it('moto stopped 20 s: PutRecords fails and is retried; what was sent before and during lands once', async () => {
+    it('moto stopped until two PutRecords failed, then started: retried; what was sent before and during lands once', async () => {
       await createStream('outage');
       const sink = await sinkOf(kinesis, cfg('outage'));
       await deliverAll(sink, makeEntries(100, 'kin-before'));
@@ -267,11 +268,12 @@ describePeers(['moto'], 'kinesis and firehose sinks against moto (an AWS emulato
         ),
       ).toEqual(range(100));
       await moto.pause();
-      const retried = deliverAll(sink, makeEntries(200, 'kin-during'), { pauseMs: 1000, maxAttempts: 300 });
-      await new Promise((r) => setTimeout(r, 20_000));
+      const retried = deliverThrough(sink, makeEntries(200, 'kin-during'), { pauseMs: 1000, maxAttempts: 300 });
+      // Down until two sends failed: the outage was seen and retried.
+      await retried.failures(2);
       await moto.resume();
       await createStream('outage');
-      const d = await retried;
+      const d = await retried.done;
       expect(d.errors[0]).toMatch(/ECONNREFUSED/);
       expect(
         seqs(

@@ -2,11 +2,11 @@
 // (issue 28), one after the other: `_bulk` into daily indices with @timestamp from the log, each
 // line once; item failures: a document the index cannot map is rejected, items whose index
 // cannot be created now are retried alone until they can; a resent batch finds its documents
-// there (no duplicate); the server stopped 20 s loses nothing.
+// there (no duplicate); an outage of the server (sends fail, then it is back) loses nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { elastic, indexOf } from '../../../src/server/services/delivery/destinations/elastic.js';
 import type { Sink } from '../../../src/server/services/delivery/sink.js';
-import { deliverAll } from '../../helpers/peers/deliver.js';
+import { deliverAll, deliverThrough } from '../../helpers/peers/deliver.js';
 import { makeEntries, seqOf } from '../../helpers/peers/entries.js';
 import { describePeers } from '../../helpers/peers/describe.js';
 import { until } from '../../helpers/peers/peer.js';
@@ -85,10 +85,11 @@ function suite(kind: SearchKind) {
       // columns is an object in this index: a document where it is a string cannot be mapped.
       const bad = { ...makeEntries(1, 'items-bad', { time })[0] };
       bad.line = bad.line.replace(/"columns":\{[^}]*\}/, '"columns":"not an object"');
-      const pending = deliverAll(sink, [...good, bad, ...nextDay], { pauseMs: 1000 });
-      await new Promise((r) => setTimeout(r, 3000));
+      const pending = deliverThrough(sink, [...good, bad, ...nextDay], { pauseMs: 1000 });
+      // Once the first bulk answered (the next day's items to retry), their index may be created.
+      await pending.failures(1);
       await setting({ 'action.auto_create_index': null });
-      const d = await pending;
+      const d = await pending.done;
       expect(d.answers[0]).toMatch(
         /10 created, 10 to retry \(404 index_not_found_exception.*1 rejected \((400 )?(mapper_parsing_exception|document_parsing_exception)/,
       );
@@ -117,15 +118,16 @@ function suite(kind: SearchKind) {
       }
     });
 
-    it('the server stopped 20 s: sends fail and are retried, nothing lost or doubled', async () => {
+    it('the server stopped until two sends failed, then started: retried, nothing lost or doubled', async () => {
       const sink = await sinkOf({ url: es.url, index: 'outage' });
       await deliverAll(sink, makeEntries(100, 'outage-before'));
       await es.pause();
       const during = makeEntries(200, 'outage');
-      const retried = deliverAll(sink, during, { pauseMs: 1000, maxAttempts: 600 });
-      await new Promise((r) => setTimeout(r, 20_000));
+      const retried = deliverThrough(sink, during, { pauseMs: 1000, maxAttempts: 600 });
+      // Down until two sends failed: the outage was seen and retried.
+      await retried.failures(2);
       await es.resume();
-      const d = await retried;
+      const d = await retried.done;
       expect(d.errors[0]).toMatch(/ECONNREFUSED/);
       const docs = await es.documents('outage-*');
       expect(seqs(docs, 'outage-before')).toEqual(range(100));

@@ -10,7 +10,14 @@ export interface Delivery {
   answers: string[];
 }
 
-export async function deliverAll(sink: Sink, batch: SinkEntry[], o: { maxAttempts?: number; pauseMs?: number } = {}): Promise<Delivery> {
+interface DeliverOptions {
+  maxAttempts?: number;
+  pauseMs?: number;
+  /** Told after every attempt, with what happened so far. */
+  onAttempt?: (d: Delivery) => void;
+}
+
+export async function deliverAll(sink: Sink, batch: SinkEntry[], o: DeliverOptions = {}): Promise<Delivery> {
   const out: Delivery = { attempts: 0, errors: [], rejected: [], answers: [] };
   let pending = batch;
   while (pending.length > 0) {
@@ -27,7 +34,31 @@ export async function deliverAll(sink: Sink, batch: SinkEntry[], o: { maxAttempt
     } catch (e) {
       out.errors.push((e as Error).message);
     }
+    o.onAttempt?.(out);
     if (pending.length) await new Promise((r) => setTimeout(r, o.pauseMs ?? 500));
   }
   return out;
+}
+
+/**
+ * deliverAll, running: an outage test stops the peer, starts this, waits until the destination
+ * refused `n` sends (the outage seen and retried: an event, not a length of time), then starts
+ * the peer again and awaits `done`.
+ */
+export function deliverThrough(sink: Sink, batch: SinkEntry[], o: Omit<DeliverOptions, 'onAttempt'> = {}) {
+  const waiting: { n: number; resolve: () => void }[] = [];
+  const done = deliverAll(sink, batch, {
+    ...o,
+    onAttempt: (d) => {
+      for (const w of waiting.filter((w) => d.errors.length >= w.n)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve();
+      }
+    },
+  });
+  return {
+    done,
+    /** Resolves once `n` attempts have failed in all (or when the delivery ended first). */
+    failures: (n: number) => Promise.race([new Promise<void>((resolve) => waiting.push({ n, resolve })), done.then(() => undefined)]),
+  };
 }
