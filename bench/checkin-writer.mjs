@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // The database side of agents checking in, for the list benchmark (bench/fleet.mjs): every
 // second, one transaction writes the check-ins of RATE nodes as the server's check-in flush
-// writes them (services/agents/checkins.ts: node_seen's last_seen and bytes, the counts counter
-// moved only when a node comes back across a window, the content counter once), so the list's
-// caches see what they see under a real fleet. A process of its own so its writes never pause
-// the load generator's event loop.
+// writes them (services/agents/checkins.ts: node_seen's last_seen and bytes, the seen counter
+// moved only when a node comes back across a window, the node statement for the config fetches
+// among them (each agent fetches its configuration every 5 minutes: about one check-in in nine;
+// the same hash and validity, so it changes no node), and the check-ins counter once), so the
+// list's caches see what they see under a real fleet. A process of its own so its writes never
+// pause the load generator's event loop.
 //
 // Which nodes: a fleet of 100,000 agents at osquery's default intervals checks in about 3,700
 // times a second, each agent every half minute or so. The agents are the nodes seen within the
@@ -66,14 +68,36 @@ const SEEN = `update node_seen set bytes_received = node_seen.bytes_received + c
     ['s', 'text'],
   ],
 )} where node_seen.node_id = c.id`;
-const CONTENT = 'update node_generation set generation = generation + 1 where id = 2';
+const differs = pgDialect ? 'is distinct from' : 'is not';
+// The flush's node statement, for the columns a config fetch sends (hash and validity): only the
+// nodes whose values differ are updated.
+const NODE = `update nodes set config_hash = coalesce(c.ch, nodes.config_hash), config_valid = coalesce(c.cv, nodes.config_valid) from ${rowsJson(
+  [
+    ['id', 'int'],
+    ['ch', 'text'],
+    ['cv', 'int'],
+  ],
+)} where nodes.id = c.id and ((c.ch is not null and c.ch ${differs} nodes.config_hash) or (c.cv is not null and c.cv ${differs} nodes.config_valid))`;
+const CHECKINS = 'update node_generation set generation = generation + 1 where id = 10';
+/** Of the check-ins, the share that are config fetches (osquery's default intervals: 5 min config, 30 s the rest). */
+const CONFIG_SHARE = 1 / 9;
+
+/** Each node's config hash and validity, as its config fetches send them again. */
+const configOf = new Map(
+  (await rowsOf('select id, config_hash, config_valid from nodes', [])).map((r) => [
+    r.id,
+    { ch: r.config_hash, cv: Number(r.config_valid) },
+  ]),
+);
 
 const checkIn = async (ids, now) => {
   const json = JSON.stringify(ids.map((id) => ({ id, b: 1000, s: now.toISOString() })));
+  const fetches = JSON.stringify(ids.filter(() => Math.random() < CONFIG_SHARE).map((id) => ({ id, ...configOf.get(id) })));
   await run([
     [CROSSING, [json, new Date(now.getTime() - HORIZON_MS).toISOString()]],
     [SEEN, [json]],
-    [CONTENT, []],
+    [NODE, [fetches]],
+    [CHECKINS, []],
   ]);
 };
 

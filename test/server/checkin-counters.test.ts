@@ -51,6 +51,24 @@ describe('check-ins and the change counters', () => {
     expect(again.config_fetched_at).not.toBe('0001-01-01T00:00:00Z');
   });
 
+  it('a config fetch that changes nothing moves neither the content nor the counts counter (migration 019_content_on_change)', async () => {
+    // The flush's node statement runs for every batch holding a config fetch and updates no row
+    // when hash and validity are the same; PostgreSQL fired its statement trigger anyway, and every
+    // cached page of every list was read again after each flush.
+    const uuid = randomUUID();
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'fetch-host') })).body
+      .node_key as string;
+    await post('config', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const before = await gens();
+    await post('config', { node_key: key });
+    await t.server.agent!.flushCheckins();
+    const after = await gens();
+    expect(after.checkins).toBeGreaterThan(before.checkins);
+    expect(after.content).toBe(before.content);
+    expect(after.counts).toBe(before.counts);
+  });
+
   it('a node back after days moves the seen counter, and the active total counts it again', async () => {
     const uuid = randomUUID();
     const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sleeper-host') }))

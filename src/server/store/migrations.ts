@@ -12,6 +12,7 @@ import { spoolMigration } from './migration-spool.js';
 import { productionMigration } from './migration-production.js';
 import { logsMigration } from './migration-logs.js';
 import { counterLockOrderMigration } from './migration-lock-order.js';
+import { contentOnChangeMigration } from './migration-content-change.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -551,6 +552,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '017_node_seen': nodeSeenMigration(dialect),
       // The change counters locked in one order: no deadlock between two writers (issue 29).
       '018_counter_lock_order': counterLockOrderMigration(dialect),
+      // The content counter moved by an update of nodes only when it changed a row (issue 31).
+      '019_content_on_change': contentOnChangeMigration(dialect),
     }),
   };
 }
