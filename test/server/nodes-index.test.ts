@@ -10,6 +10,8 @@ import type { Caller, Deps } from '../../src/server/context.js';
 import { createEnvironment, generateNodes, insertNodes } from '../../src/server/seed.js';
 import { ensureSettings } from '../../src/server/bootstrap.js';
 import { listNodes } from '../../src/server/services/fleet/nodes.js';
+import { crossedOnce, QUIET, type Filters } from '../../src/server/services/fleet/node-query.js';
+import { readGenerations } from '../../src/server/store/node-index.js';
 import { dashboardStats } from '../../src/server/services/fleet/stats.js';
 import { listAuditLogs } from '../../src/server/services/audit/audit-query.js';
 import { HealthStatuses, NodeSorts, NodeStatuses, Platforms, RiskLevels } from '../../src/api/index.js';
@@ -201,6 +203,17 @@ describe.skipIf(onPostgres)('query plans', () => {
     }
   });
 
+  it("moving a total to a new cutoff reads a range of the environment's last_seen index, with a tag, a search or the config filter too", async () => {
+    const tagId = (await db.selectFrom('tags').select('id').where('name', '=', 'common').executeTakeFirstOrThrow()).id;
+    for (const plans of await cutoffMoves(db, deps, envId, tagId, async (fn) => plansOf(fn))) {
+      expect(plans.length).toBe(2); // the probe for the next node to cross, and the count of those that did
+      for (const { sql: text, plan } of plans)
+        expect(plan.join('\n'), text).toMatch(
+          /SEARCH node_seen USING (COVERING )?INDEX node_seen_env_\w+ \(environment_id=\? AND (platform_bucket=\? AND )?last_seen>\?/,
+        );
+    }
+  });
+
   it('stats counts on the (environment, platform, last_seen) index of node_seen', async () => {
     const plans = await plansOf(async () => {
       await dashboardStats(deps, caller); // counts
@@ -314,6 +327,20 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
     }
     // With a platform filter too, the planner may start from either index: never a full scan.
     expectIndexed(await plansOf(() => listNodes(deps, env(), { q: '10.1.2', platform: 'linux', sort: 'hostname' })));
+  });
+
+  it("moving a total to a new cutoff reads a range of the environment's last_seen index, with a tag, a search or the config filter too", async () => {
+    // Before: min(last_seen) over every match and a crossed count naming the environment on nodes
+    // only, so no index of node_seen had the range: all of node_seen read (186-597 ms a probe at
+    // 100,000 nodes under check-ins).
+    const tagId = (await store.db.selectFrom('tags').select('id').where('name', '=', 'common').executeTakeFirstOrThrow()).id;
+    for (const plans of await cutoffMoves(store.db, deps, envId, tagId, async (fn) => plansOf(fn))) {
+      expect(plans.length).toBe(2);
+      for (const { sql: text, plan } of plans)
+        expect(plan, text).toMatch(
+          /(Scan using node_seen_env_\w+ on node_seen|Bitmap Index Scan on node_seen_env_\w+)[^\n]*\n\s+Index Cond: \(\(environment_id = \d+\) AND (\(platform_bucket = '\w+'::text\) AND )?\(last_seen >=/,
+        );
+    }
   });
 
   it('stats counts on the (environment, platform, last_seen) indexes', async () => {
@@ -548,3 +575,45 @@ describe('over HTTP: search semantics and counts after changes', () => {
     ts.server.deps.now = realNow;
   });
 });
+
+/**
+ * Runs the two statements that move a cached total to a new cutoff (node-query.ts crossedOnce:
+ * the probe for the next node to cross, then the count of those between the two cutoffs), for
+ * filters that also need node_tags or nodes, over a short range of last_seen, and
+ * returns the plans `plansOf` recorded for each filter.
+ */
+async function cutoffMoves<P>(
+  db: Kysely<DB>,
+  deps: Deps,
+  envId: number,
+  tagId: number,
+  plansOf: (fn: () => Promise<unknown>) => Promise<P[]>,
+): Promise<P[][]> {
+  // From the first node seen to the one a tenth of the way on: a short range holding some of every filter's nodes.
+  const seen = (
+    await db
+      .selectFrom('node_seen')
+      .select('last_seen')
+      .where('environment_id', '=', envId)
+      .where('last_seen', '>', '')
+      .orderBy('last_seen')
+      .execute()
+  ).map((r) => r.last_seen);
+  const from = seen[0]!;
+  const to = seen[Math.floor(seen.length / 10)]!;
+  const env = { id: envId, name: 'prod', config_interval: 300 } as never;
+  const generation = (await readGenerations(db)).counts;
+  const out: P[][] = [];
+  const filters: Partial<Filters>[] = [
+    { tagId, platform: 'linux' },
+    { tagId },
+    { q: 'web' },
+    { q: 'e', platform: 'linux' },
+    { config: 'stale', configHash: 'x' },
+  ];
+  for (const f of filters) {
+    QUIET.delete(db);
+    out.push(await plansOf(() => crossedOnce(deps, env, { sort: 'hostname', order: 'asc', ...f }, generation)(from, to)));
+  }
+  return out;
+}

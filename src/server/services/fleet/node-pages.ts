@@ -247,8 +247,8 @@ export async function derivedTotalNow(
     const inRanges = (q: NodeQuery) =>
       q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
     const [was, is] = await Promise.all([
-      countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore))),
-      countOf(inRanges(matching(deps, env, p, cutoff))),
+      countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore, true))),
+      countOf(inRanges(matching(deps, env, p, cutoff, true))),
     ]);
     hit.total += is - was;
     hit.bounds = b1;

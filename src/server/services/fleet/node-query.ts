@@ -147,8 +147,12 @@ export function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: st
   return q;
 }
 
-/** Filters that node_seen answers alone (status, platform, health, risk): counted without visiting nodes. */
-export const seenOnly = (p: Filters) => !p.q && p.tagId === undefined && !p.config;
+/**
+ * Filters that node_seen answers with at most a probe of node_tags (status, platform, health, risk,
+ * tag): counted without visiting nodes. Every node of a tag is a node of the tag's environment
+ * (tags.ts tags only those), whose copy node_seen holds.
+ */
+export const seenOnly = (p: Filters) => !p.q && !p.config;
 
 /**
  * The environment's node_seen rows matching p (seenOnly(p)): status, platform, health and risk on
@@ -160,6 +164,20 @@ export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso:
   if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
   if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
   if (p.platform) q = q.where('node_seen.platform_bucket', '=', p.platform);
+  if (p.tagId !== undefined) {
+    const tagId = p.tagId;
+    // node_tags' primary key (node_id, tag_id) probed per node_seen row, or the tag's
+    // (tag_id, node_id) range joined to them: the planner's choice by their sizes.
+    q = q.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('node_tags')
+          .select('node_tags.node_id')
+          .whereRef('node_tags.node_id', '=', 'node_seen.node_id')
+          .where('node_tags.tag_id', '=', tagId),
+      ),
+    );
+  }
   const bounds = p.bounds;
   if (p.health && bounds) {
     const health = p.health;
@@ -172,9 +190,15 @@ export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso:
   return q;
 }
 
-/** The rows of the environment matching p: from node_seen alone when it can answer (counts), else the join. */
-export const matching = (deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery =>
-  seenOnly(p) ? seenRows(deps, env, p, cutoffIso) : applyFilters(deps, nodesOfEnv(deps, env), p, cutoffIso);
+/**
+ * The rows of the environment matching p: from node_seen alone when it can answer (counts), else
+ * the join. `ranged`: the caller adds a range of last_seen (crossed(), the quiet probe, moved
+ * health totals): the join then names the environment on node_seen too, so that range is one
+ * range of its (environment, last_seen) index; without it PostgreSQL has no index for a bare
+ * last_seen range and read all of node_seen (83-208 ms a probe under check-ins at 100,000 nodes).
+ */
+export const matching = (deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string, ranged = false): NodeQuery =>
+  seenOnly(p) ? seenRows(deps, env, p, cutoffIso) : applyFilters(deps, nodesOfEnv(deps, env, ranged), p, cutoffIso);
 
 /**
  * The nodes of a tag, read from the tag's node_tags range (node_tags_tag_node) and joined to
@@ -226,7 +250,7 @@ export async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from:
   return (
     sign *
     (await countOf(
-      matching(deps, env, { ...p, status: undefined }, to)
+      matching(deps, env, { ...p, status: undefined }, to, true)
         .where('node_seen.last_seen', '>=', lo)
         .where('node_seen.last_seen', '<', hi),
     ))
@@ -236,29 +260,52 @@ export async function crossed(deps: Deps, env: EnvironmentRow, p: Filters, from:
 export type Crossed = (from: string, to: string) => Promise<number>;
 
 /**
- * Where the next node of a filter crosses the activity cutoff: the earliest last_seen at or after
- * `from`, per filter and node generation. Until the cutoff reaches it no node can change side,
- * so most requests need no query to move their counts and pages along with the clock.
+ * What is known of a filter's nodes near the activity cutoff, per filter and counts generation: no
+ * node matching it was last seen in [lo, next) (next null: none at or after lo). Until the cutoff
+ * passes next no node can change side, so most requests need no query to move their counts and
+ * pages along with the clock. A check-in only writes a last_seen of now, after every cutoff, so
+ * it never puts a node into such a range; anything else that could (a node added, edited,
+ * tagged) moves the counts generation.
  */
-export const QUIET = new WeakMap<object, Map<string, { generation: number; from: string; next: string | null }>>();
+interface Quiet {
+  generation: number;
+  lo: string;
+  next: string | null;
+}
+export const QUIET = new WeakMap<object, Map<string, Quiet>>();
+
+/**
+ * The earliest last_seen of a node matching p (status aside) in [from, below) (below undefined:
+ * no upper bound): the first entry of the environment's last_seen index at `from`, each probed
+ * for the other filters, read in order and stopped at the first match (not min() over every
+ * match: PostgreSQL aggregated all of them, 186-597 ms under check-ins at 100,000 nodes).
+ */
+async function firstSeen(deps: Deps, env: EnvironmentRow, p: Filters, from: string, below?: string): Promise<string | null> {
+  let q = matching(deps, env, { ...p, status: undefined }, from, true).where('node_seen.last_seen', '>=', from);
+  if (below !== undefined) q = q.where('node_seen.last_seen', '<', below);
+  const row = await q.select('node_seen.last_seen').orderBy('node_seen.last_seen').limit(1).executeTakeFirst();
+  return row?.last_seen ?? null;
+}
 
 /** crossed() for one request: counted once for the total and the page, skipped while quiet. */
 export function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: number): Crossed {
   const seen = new Map<string, Promise<number>>();
   let quiet = QUIET.get(deps.db);
-  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, { generation: number; from: string; next: string | null }>()));
+  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, Quiet>()));
+  const known = quiet;
   const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
     if (from < to) {
-      let q = quiet.get(key);
-      if (!q || q.generation !== generation || from < q.from) {
-        const row = await matching(deps, env, { ...p, status: undefined }, to)
-          .where('node_seen.last_seen', '>=', from)
-          .select((eb) => eb.fn.min<string>('node_seen.last_seen').as('next'))
-          .executeTakeFirst();
-        q = { generation, from, next: row?.next ?? null };
-        if (quiet.size >= 1000) quiet.clear();
-        quiet.set(key, q);
+      let q = known.get(key);
+      if (q && q.generation !== generation) q = undefined;
+      const within = (k: Quiet) => from >= k.lo && (k.next === null || from <= k.next);
+      if (!q || !within(q)) {
+        // Concurrent requests and a total recounted in the background move from a cutoff a little
+        // older than the one last probed: only [from, lo) is then unknown, one short range.
+        const next = q && from < q.lo ? ((await firstSeen(deps, env, p, from, q.lo)) ?? q.next) : await firstSeen(deps, env, p, from);
+        q = { generation, lo: from, next };
+        if (known.size >= 1000) known.clear();
+        known.set(key, q);
       }
       if (q.next === null || to <= q.next) return 0;
     }
@@ -299,12 +346,15 @@ export function filteredTotal(
     key,
     generation,
     timed ? cutoff : '',
-    // A tag's count joins its node_tags range to nodes: at most the tagged nodes are visited.
+    // A tag's count joins its node_tags range to node_seen (status, platform) or to nodes (a
+    // search, the config filter): at most the tagged nodes are visited.
     () => {
       const f = { ...p, qScan: true };
-      if (f.tagId === undefined) return countOf(matching(deps, env, f, cutoff));
-      // Every node of a tag is a node of the tag's environment (tags.ts tags only those).
-      if (!f.status && !f.platform && !f.q && !f.config) return taggedCount(deps, f.tagId, generation);
+      if (f.tagId === undefined || seenOnly(f)) {
+        // Every node of a tag is a node of the tag's environment (tags.ts tags only those).
+        if (f.tagId !== undefined && !f.status && !f.platform) return taggedCount(deps, f.tagId, generation);
+        return countOf(matching(deps, env, f, cutoff));
+      }
       return countOf(tagDriven(deps, env, { ...f, tagId: f.tagId }, cutoff));
     },
     async (n, from, to) => {
