@@ -77,6 +77,34 @@ describe('GET /api/v1/audit-logs', () => {
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
   });
 
+  it('a page read in any order, near a page read before, is the page the whole list has there; a write moves every page', async () => {
+    // Pages start from the nearest page read before at the same audit counter (audit-query.ts
+    // pageAnchor): every page must still be exactly the slice of the full newest-first list.
+    for (const query of ['', 'username=admin', `q=${enc('login')}`, 'q=lo']) {
+      const size = 3;
+      const { items } = await allPages(query, 50);
+      const want = items.map((e) => e.id);
+      const pages = Math.ceil(want.length / size);
+      expect(pages, query).toBeGreaterThan(3);
+      for (const page of [pages, 2, pages - 1, 3, 1, pages - 2, 2, pages + 1]) {
+        const r = await audit(`${query}&page_size=${size}&page=${page}`);
+        expect(
+          r.body.items.map((e: any) => e.id),
+          `${query} page ${page}`,
+        ).toEqual(want.slice((page - 1) * size, page * size));
+      }
+    }
+    const before = (await audit('page_size=3&page=4')).body.items.map((e: any) => e.id);
+    // A new entry (a failed login writes one) is first: every page after it starts one entry later.
+    expect((await ts.call('POST', '/api/v1/login/prod', { body: { username: 'nobody-anchor', password: 'x-wrong-1' } })).status).toBe(401);
+    const after = await audit('page_size=3&page=4');
+    const newest = (await audit('page_size=1')).body.items[0];
+    expect(newest.line).toMatch(/nobody-anchor/);
+    const whole = (await allPages('', 50)).items.map((e) => e.id);
+    expect(after.body.items.map((e: any) => e.id)).toEqual(whole.slice(9, 12));
+    expect(after.body.items.map((e: any) => e.id).slice(1)).toEqual(before.slice(0, 2));
+  });
+
   it('filters username and service exactly', async () => {
     const carver = await allPages('username=carver', 5);
     expect(carver.total).toBeGreaterThan(0);

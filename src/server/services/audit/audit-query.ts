@@ -65,19 +65,67 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
   if (pageReq.offset >= total) return pageOf([], pageReq, total);
   // The page's ids first, then their rows: the entries before a deep page are skipped on an
   // index (PostgreSQL reads no row of them; it read every skipped row's tuple, 200 ms at page
-  // 2000 of a million), and the page's rows are read by id.
+  // 2000 of a million), and the page's rows are read by id. From the nearest page read before at
+  // this audit counter (pageAnchor): page 2001 after 2000 skips one entry, not 100,050.
+  const order = fts ? 'audit_search.rowid' : 'audit_logs.id';
+  const anchor = pageAnchor(deps.db, key, generation, pageReq.offset);
+  const from = anchor ? base.where(order, '<=', anchor.id) : base;
   const ids = (
-    await base
+    await from
       .select(fts ? 'audit_search.rowid as id' : 'audit_logs.id')
-      .orderBy(fts ? 'audit_search.rowid' : 'audit_logs.id', 'desc')
+      .orderBy(order, 'desc')
       .limit(pageReq.pageSize)
-      .offset(pageReq.offset)
+      .offset(pageReq.offset - (anchor?.offset ?? 0))
       .execute()
   ).map((r: { id: number }) => Number(r.id));
+  if (ids.length) {
+    anchorAt(deps.db, key, generation, pageReq.offset, ids[0]!);
+    anchorAt(deps.db, key, generation, pageReq.offset + ids.length - 1, ids.at(-1)!);
+  }
   const rows = ids.length
     ? ((await deps.db.selectFrom('audit_logs').selectAll().where('id', 'in', ids).orderBy('id', 'desc').execute()) as AuditLogRow[])
     : [];
   return pageOf(rows.map(toAuditEntry), pageReq, total);
+}
+
+/**
+ * Where pages of an audit list start: per list (its filters) and audit counter, the id found at
+ * each offset a page was read at (its first and last entries). Newest first by id, the entry at
+ * offset o is the (o - a)th at or below the id at offset a, so a page near one read before skips
+ * only the entries between them on the index. Exact: any audit write moves the counter, and an
+ * anchor of another counter is never used.
+ */
+interface Anchors {
+  generation: number;
+  /** Offset -> id, at most ANCHORS_PER_LIST (the oldest dropped). */
+  at: Map<number, number>;
+}
+const ANCHORS = new WeakMap<object, Map<string, Anchors>>();
+const ANCHORS_PER_LIST = 64;
+const ANCHORED_LISTS = 256;
+
+function anchorsOf(db: object, key: string, generation: number): Anchors {
+  let lists = ANCHORS.get(db);
+  if (!lists) ANCHORS.set(db, (lists = new Map<string, Anchors>()));
+  let a = lists.get(key);
+  if (!a || a.generation !== generation) {
+    if (!a && lists.size >= ANCHORED_LISTS) lists.delete(lists.keys().next().value!);
+    lists.set(key, (a = { generation, at: new Map<number, number>() }));
+  }
+  return a;
+}
+
+/** The anchor at or before `offset` nearest to it, if any. */
+function pageAnchor(db: object, key: string, generation: number, offset: number): { offset: number; id: number } | undefined {
+  let best: { offset: number; id: number } | undefined;
+  for (const [o, id] of anchorsOf(db, key, generation).at) if (o <= offset && (!best || o > best.offset)) best = { offset: o, id };
+  return best;
+}
+
+function anchorAt(db: object, key: string, generation: number, offset: number, id: number): void {
+  const { at } = anchorsOf(db, key, generation);
+  if (!at.has(offset) && at.size >= ANCHORS_PER_LIST) at.delete(at.keys().next().value!);
+  at.set(offset, id);
 }
 
 /** One entry by id (added endpoint). Non-super-admins reach their own entries only: others are 404, as if absent. */
