@@ -42,10 +42,11 @@
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max-seconds 3600] [--idle 30]
 //   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...'] [--readers]
 import { spawn, fork, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { treeCpuSeconds } from './proc-cpu.mjs';
 import { selfSignedCert } from './self-signed.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -117,33 +118,6 @@ const withFileLimit = (cmd, args) => (canRaise ? ['prlimit', ['--nofile=1048576:
 const fileLimit = canRaise ? 1048576 : Number(spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim()) || 1024;
 const DRIVERS = Number(arg('--drivers', Math.max(2, cpus().length, Math.ceil(Math.max(...LADDER) / (fileLimit * 0.9)))));
 
-/** CPU seconds (utime + stime) of a process and all its descendants (the server's workers). */
-function treeCpuSeconds(pid) {
-  const stats = new Map();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ');
-      stats.set(Number(d), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / 100 });
-    } catch {
-      /* gone */
-    }
-  }
-  const tree = new Set([pid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const [p, s] of stats) {
-      if (!tree.has(p) && tree.has(s.ppid)) {
-        tree.add(p);
-        grew = true;
-      }
-    }
-  }
-  let cpu = 0;
-  for (const p of tree) cpu += stats.get(p)?.cpu ?? 0;
-  return { cpu, processes: tree.size };
-}
-
 const { cert, key } = selfSignedCert(tmp);
 let cluster;
 if (PG) {
@@ -192,9 +166,19 @@ async function startFleetServer(workers, name) {
     server.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
     setTimeout(() => reject(new Error(`server did not print its addresses: ${out}`)), 60_000);
   });
+  // The banner's last line, "Workers: N ...", follows the addresses (with --workers and by default):
+  // read on until it shows (a single process prints none), else count the server's process tree
+  // (a primary and its workers, or one process).
+  await new Promise((resolve) => {
+    const done = () => /Workers: \d+/.test(out) && resolve();
+    server.stderr.on('data', (d) => ((out += d), done()));
+    done();
+    setTimeout(resolve, 2000);
+  });
   server.stderr.removeAllListeners('data');
   server.stderr.pipe(process.stderr);
-  const processes = Number(/Workers: (\d+)/.exec(out)?.[1] ?? 1);
+  const tree = treeCpuSeconds(server.pid).processes;
+  const processes = Number(/Workers: (\d+)/.exec(out)?.[1] ?? (tree > 1 ? tree - 1 : 1));
   return {
     server,
     urls,

@@ -22,6 +22,7 @@ import { tmpdir, cpus } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { treeCpuSeconds } from './proc-cpu.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
@@ -139,15 +140,11 @@ async function load(url, connections, headers = {}) {
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, timeouts: 0 };
 }
 
-/** CPU time (ms) a process has used so far (Linux /proc; 0 elsewhere). */
-function cpuMs(pid) {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
-  } catch {
-    return 0;
-  }
-}
+/**
+ * CPU time (ms) a server has used so far: its process and every descendant (with the default
+ * --workers the primary serves nothing; its workers do). Linux /proc; 0 elsewhere.
+ */
+const cpuMs = (pid) => treeCpuSeconds(pid).cpu * 1000;
 
 /**
  * Two targets loaded in alternating rounds; request counts and latencies are pooled per target.
