@@ -10,7 +10,7 @@ import type { Caller, Deps } from '../../src/server/context.js';
 import { createEnvironment, generateNodes, insertNodes } from '../../src/server/seed.js';
 import { ensureSettings } from '../../src/server/bootstrap.js';
 import { listNodes } from '../../src/server/services/fleet/nodes.js';
-import { crossedOnce, QUIET, type Filters } from '../../src/server/services/fleet/node-query.js';
+import { crossed, crossedOnce, QUIET, type Filters } from '../../src/server/services/fleet/node-query.js';
 import { readGenerations } from '../../src/server/store/node-index.js';
 import { dashboardStats } from '../../src/server/services/fleet/stats.js';
 import { listAuditLogs } from '../../src/server/services/audit/audit-query.js';
@@ -214,6 +214,11 @@ describe.skipIf(onPostgres)('query plans', () => {
     }
   });
 
+  it('a total moved to a later cutoff, back to an earlier one, or over a range known quiet moves by the nodes that crossed', async () => {
+    const tagId = (await db.selectFrom('tags').select('id').where('name', '=', 'common').executeTakeFirstOrThrow()).id;
+    await expectCrossings(db, deps, envId, tagId);
+  });
+
   it('stats counts on the (environment, platform, last_seen) index of node_seen', async () => {
     const plans = await plansOf(async () => {
       await dashboardStats(deps, caller); // counts
@@ -341,6 +346,11 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
           /(Scan using node_seen_env_\w+ on node_seen|Bitmap Index Scan on node_seen_env_\w+)[^\n]*\n\s+Index Cond: \(\(environment_id = \d+\) AND (\(platform_bucket = '\w+'::text\) AND )?\(last_seen >=/,
         );
     }
+  });
+
+  it('a total moved to a later cutoff, back to an earlier one, or over a range known quiet moves by the nodes that crossed', async () => {
+    const tagId = (await store.db.selectFrom('tags').select('id').where('name', '=', 'common').executeTakeFirstOrThrow()).id;
+    await expectCrossings(store.db, deps, envId, tagId);
   });
 
   it('stats counts on the (environment, platform, last_seen) indexes', async () => {
@@ -616,4 +626,60 @@ async function cutoffMoves<P>(
     out.push(await plansOf(() => crossedOnce(deps, env, { sort: 'hostname', order: 'asc', ...f }, generation)(from, to)));
   }
   return out;
+}
+
+/**
+ * crossedOnce (what is known quiet, probes, counts) agrees with a plain count of the nodes last
+ * seen between two cutoffs: forward, backward (a request finishing after a later one), and over
+ * ranges inside and around one it probed before.
+ */
+async function expectCrossings(db: Kysely<DB>, deps: Deps, envId: number, tagId: number): Promise<void> {
+  const seen = (
+    await db
+      .selectFrom('node_seen')
+      .select('last_seen')
+      .where('environment_id', '=', envId)
+      .where('last_seen', '>', '')
+      .orderBy('last_seen')
+      .execute()
+  ).map((r) => r.last_seen);
+  const at = (f: number) => seen[Math.floor(seen.length * f)]!;
+  const env = { id: envId, name: 'prod', config_interval: 300 } as never;
+  const generation = (await readGenerations(db)).counts;
+  let moved = 0;
+  for (const f of [{ tagId, platform: 'linux' }, { q: 'web' }, {}] as Partial<Filters>[]) {
+    const p = { sort: 'hostname', order: 'asc', ...f } as Filters;
+    QUIET.delete(db);
+    for (const [a, b] of [
+      [at(0.1), at(0.1)],
+      [at(0.3), at(0.5)],
+      [at(0.5), at(0.3)],
+      [at(0.35), at(0.4)],
+      [at(0.4), at(0.35)],
+      [at(0.2), at(0.35)],
+      [at(0.6), at(0.9)],
+      [at(0.9), at(0.2)],
+    ]) {
+      const want = (await crossed(deps, env, p, a, b)) + 0; // (-0 for an empty range)
+      expect(await crossedOnce(deps, env, p, generation)(a, b), `${JSON.stringify(f)} ${a} -> ${b}`).toBe(want);
+      moved += Math.abs(want);
+    }
+  }
+  expect(moved).toBeGreaterThan(0);
+  // A range probed, then one just below it without a node (only the gap is probed), then both.
+  const distinct = [...new Set(seen)];
+  const i = Math.floor(distinct.length * 0.7);
+  const [s1, s2, s3] = [distinct[i]!, distinct[i + 1]!, distinct[i + 2]!];
+  const p = { sort: 'hostname', order: 'asc' } as Filters;
+  QUIET.delete(db);
+  // (s + '0' sorts just after s and before the next time.)
+  for (const [a, b] of [
+    [s2, `${s3}0`],
+    [`${s1}0`, s2],
+    [`${s1}0`, `${s3}0`],
+    [`${s3}0`, `${s1}0`],
+  ]) {
+    const want = (await crossed(deps, env, p, a, b)) + 0;
+    expect(await crossedOnce(deps, env, p, generation)(a, b), `${a} -> ${b}`).toBe(want);
+  }
 }

@@ -216,14 +216,29 @@ export function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId:
   return applyFilters(deps, base as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
 }
 
-/** The tag's id in the environment; undefined when the environment has no tag of that name. */
-export async function tagIdOf(deps: Deps, env: EnvironmentRow, name: string): Promise<number | undefined> {
+const TAG_IDS = new WeakMap<object, Map<string, { generation: number; id: number }>>();
+
+/**
+ * The tag's id in the environment; undefined when the environment has no tag of that name. A tag
+ * found is remembered per counts generation (`generation`), which its rename or deletion moves
+ * (a tag's creation does not on SQLite: a name not found is not remembered).
+ */
+export async function tagIdOf(deps: Deps, env: EnvironmentRow, name: string, generation?: number): Promise<number | undefined> {
+  let ids = TAG_IDS.get(deps.db);
+  if (!ids) TAG_IDS.set(deps.db, (ids = new Map<string, { generation: number; id: number }>()));
+  const key = JSON.stringify([env.id, name]);
+  const hit = ids.get(key);
+  if (hit && generation !== undefined && hit.generation === generation) return hit.id;
   const row = await deps.db
     .selectFrom('tags')
     .select('id')
     .where('environment_id', '=', env.id)
     .where('name', '=', name)
     .executeTakeFirst();
+  if (row && generation !== undefined) {
+    if (ids.size >= 1000) ids.clear();
+    ids.set(key, { generation, id: row.id });
+  }
   return row?.id;
 }
 
@@ -295,19 +310,22 @@ export function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generat
   const known = quiet;
   const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
-    if (from < to) {
+    // Concurrent requests finish out of order, so the cutoff also steps back a little: the same
+    // knowledge answers [to, from) then.
+    if (from === to) return 0;
+    const { lo, hi } = between(from, to);
+    {
       let q = known.get(key);
       if (q && q.generation !== generation) q = undefined;
-      const within = (k: Quiet) => from >= k.lo && (k.next === null || from <= k.next);
-      if (!q || !within(q)) {
-        // Concurrent requests and a total recounted in the background move from a cutoff a little
-        // older than the one last probed: only [from, lo) is then unknown, one short range.
-        const next = q && from < q.lo ? ((await firstSeen(deps, env, p, from, q.lo)) ?? q.next) : await firstSeen(deps, env, p, from);
-        q = { generation, lo: from, next };
+      if (!q || lo < q.lo || (q.next !== null && lo > q.next)) {
+        // A total recounted in the background moves from a cutoff a little older than the one
+        // last probed: only [lo, q.lo) is then unknown, one short range.
+        const next = q && lo < q.lo ? ((await firstSeen(deps, env, p, lo, q.lo)) ?? q.next) : await firstSeen(deps, env, p, lo);
+        q = { generation, lo, next };
         if (known.size >= 1000) known.clear();
         known.set(key, q);
       }
-      if (q.next === null || to <= q.next) return 0;
+      if (q.next === null || hi <= q.next) return 0;
     }
     return crossed(deps, env, p, from, to);
   };

@@ -33,7 +33,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
   const filters: Filters = { ...params };
   if (params.tag !== undefined) {
-    filters.tagId = await tagIdOf(deps, env, params.tag);
+    filters.tagId = await tagIdOf(deps, env, params.tag, generation.counts);
     if (filters.tagId === undefined) return pageOf([], pageReq, 0);
   }
   if (params.health || params.risk) {
