@@ -1,18 +1,24 @@
 // One sink's delivery loop (issue 28), shared by every destination type. In every server process
 // a runner exists for each enabled sink it can deliver; it delivers only while its process holds
 // the sink's lease (sink-state.ts), so one process per sink delivers at a time, across workers
-// and replicas. Loop: read the next batch after the cursor, send it through the destination
-// module, and advance the cursor (with the counters, fenced by the lease) only once the
-// destination acknowledged every entry: at least once, no duplicate without a fault. A failed
-// send is retried (only the entries the module says failed, when it says) after 1 s doubling to
-// 30 s, or the destination's Retry-After; a change of the sink's config retries at once with the
-// new one. Every 5 s the backlog is held to its bounds: past --sink-backlog-size or
-// --sink-backlog-age the cursor jumps over the oldest entries, counted and audited as dropped.
+// and replicas. Loop: read the next batch after the last one read, send it through the
+// destination module, and read the next while it waits for its acknowledgement: up to the
+// sink's in-flight limit of batches (batching.ts; 1 for destinations that must stay ordered) are
+// out past the cursor at once. The cursor (with the counters, fenced by the lease) advances only
+// over the contiguous run of acknowledged batches just after it: a batch acknowledged before an
+// earlier one waits for it. At least once, no duplicate without a fault; after a crash, what was
+// out past the cursor (at most the in-flight limit of batches) is sent again. A failed batch is
+// retried alone (only the entries the module says failed, when it says) after 1 s doubling to
+// 30 s, or the destination's Retry-After, while the batches after it go on and wait for it; a
+// change of the sink's config retries at once with the new one. Every 5 s the backlog is held to
+// its bounds: past --sink-backlog-size or --sink-backlog-age the cursor jumps over the oldest
+// entries, counted and audited as dropped.
 import type { Kysely } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { DB, LogSinkRow } from '../../store/schema.js';
-import type { BatchLimits, Destination, Sink, SinkEntry } from './sink.js';
+import type { Destination, Sink, SinkEntry } from './sink.js';
 import { resolveConfig } from './sink-config.js';
+import { batchLimits, gatherWait, inFlightOf } from './batching.js';
 import {
   LeaseLost,
   advanceCursor,
@@ -59,18 +65,50 @@ export interface RunnerHost {
 
 class Stopped extends Error {}
 
+/** One batch out past the cursor. */
+interface Flight {
+  rows: SpoolRowAt[];
+  entries: SinkEntry[];
+  /** The cursor just after its last row. */
+  to: Cursor;
+  state: 'sending' | 'retrying' | 'acknowledged' | 'ended';
+  /** Spool ids of entries the destination refused for good. */
+  rejected: number[];
+  bytes: number;
+  exports: number;
+  ackAt: number;
+  done: Promise<void>;
+}
+
+/** What a test sees of the batches out past the cursor: their spool ids and state. */
+export interface FlightView {
+  first: number;
+  last: number;
+  state: Flight['state'];
+}
+
 export class SinkRunner {
   private stopped = false;
   private holding = false;
   private leaseUntil = 0;
   private cursor?: Cursor;
-  private opened?: { sink: Sink; config: string };
+  private opening?: { config: string; sink: Promise<Sink> };
+  /** Batches out past the cursor, in spool order. */
+  private window: Flight[] = [];
+  /** Batches a bound passed over while they were out: they end by themselves; stop waits for them. */
+  private readonly strays = new Set<Promise<void>>();
   private wakeUp?: (woke: boolean) => void;
+  /** New entries came while the main loop waited: it gathers a little more before reading. */
+  private dataCame = false;
+  /** The main loop's wait, cut short when a batch's state changes. */
+  private nudged?: (woke: boolean) => void;
+  /** Counts the batches' changes of state, so that one between a look and the wait is not missed. */
+  private changes = 0;
   private readonly sleepers = new Set<(woke: boolean) => void>();
   private abort = new AbortController();
   private lastBounds = 0;
-  /** The config changed since the attempt in progress began: its failure is not the new config's. */
-  private reconfigured = false;
+  /** Bumped by a change of config: an attempt's failure under an older one is not the new config's. */
+  private configGen = 0;
   /** The sink row was edited since this runner last read its cursor (see update). */
   private edited = false;
   private renewal?: NodeJS.Timeout;
@@ -97,6 +135,11 @@ export class SinkRunner {
     return this.holding;
   }
 
+  /** The batches out past the cursor now (tests watch the order of acknowledgements). */
+  get flights(): FlightView[] {
+    return this.window.map((f) => ({ first: f.entries[0].id, last: f.entries[f.entries.length - 1].id, state: f.state }));
+  }
+
   /** A newer row of the sink (same stream): a new config is used from the next attempt, at once. */
   update(sink: LogSinkRow): void {
     const changed = sink.config !== this.sink.config;
@@ -106,8 +149,8 @@ export class SinkRunner {
     if (sink.updated_at !== this.sink.updated_at) this.edited = true;
     this.sink = sink;
     if (changed) {
-      this.reconfigured = true;
-      // Abort a send or a backoff in progress: retried at once with the new config.
+      this.configGen++;
+      // Abort sends and backoffs in progress: retried at once with the new config.
       this.abort.abort(new Error('the sink was reconfigured'));
       this.abort = new AbortController();
       this.wake();
@@ -118,10 +161,19 @@ export class SinkRunner {
   wake(): void {
     const w = this.wakeUp;
     this.wakeUp = undefined;
+    if (w) this.dataCame = true;
     w?.(true);
   }
 
-  /** Stops after the send in progress (aborted after `graceMs`), then gives the lease up. */
+  /** A batch changed state: the main loop looks again (commit, read the next). */
+  private nudge(): void {
+    this.changes++;
+    const n = this.nudged;
+    this.nudged = undefined;
+    n?.(true);
+  }
+
+  /** Stops after the sends in progress (aborted after `graceMs`), then gives the lease up. */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     for (const s of [...this.sleepers]) s(false);
@@ -132,17 +184,20 @@ export class SinkRunner {
   }
 
   /**
-   * Waits `ms`; true when cut short: by a reconfiguration, the lease lost or stop (always), or by
-   * new entries (only an idle wait: a backoff is not cut short by agents sending more).
+   * Waits `ms`; true when cut short: by a reconfiguration, the lease lost or stop (always), by
+   * new entries (`onData`: only an idle wait; a backoff is not cut short by agents sending more),
+   * or by a batch's change of state since the main loop's look (`seen`: the count of changes then).
    */
-  private sleep(ms: number, onData: boolean): Promise<boolean> {
+  private sleep(ms: number, onData: boolean, seen?: number): Promise<boolean> {
     if (this.stopped) return Promise.resolve(false);
+    if (seen !== undefined && seen !== this.changes) return Promise.resolve(true);
     return new Promise((resolve) => {
       const signal = this.abort.signal;
       const done = (woke: boolean) => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         if (this.wakeUp === done) this.wakeUp = undefined;
+        if (this.nudged === done) this.nudged = undefined;
         this.sleepers.delete(done);
         resolve(woke);
       };
@@ -152,6 +207,7 @@ export class SinkRunner {
       signal.addEventListener('abort', onAbort);
       this.sleepers.add(done);
       if (onData) this.wakeUp = done;
+      if (seen !== undefined) this.nudged = done;
     });
   }
 
@@ -163,6 +219,8 @@ export class SinkRunner {
     let backoff = RETRY_MIN_MS;
     while (!this.stopped) {
       try {
+        // The lease lost: what was out is abandoned (its sends aborted) before the cursor is read again.
+        if (!this.holding && this.window.length > 0) await this.drain();
         if (!(await this.hold())) {
           await this.sleep(LEASE_RENEW_MS, false);
           continue;
@@ -188,21 +246,28 @@ export class SinkRunner {
             continue;
           }
         }
+        const seen = this.changes;
+        await this.commit();
         await this.bounds();
-        const limits = batchLimits(this.dest, this.sink.config);
-        const rows = await readBatch(this.host.readDb, this.sink, this.cursor!.id, limits.maxEntries, limits.maxBytes);
-        if (rows.length === 0) {
-          if (await this.sleep(IDLE_MS, true)) await this.sleep(LINGER_MS, false);
-          continue;
-        }
-        const wait = gatherWait(rows, limits, Date.now());
-        if (wait > 0) {
-          // Not full and younger than the destination's gather time: read again (woken by new entries).
-          await this.sleep(Math.min(wait, IDLE_MS), true);
-          continue;
-        }
-        await this.deliver(rows);
         backoff = RETRY_MIN_MS;
+        if (this.window.length >= inFlightOf(this.dest, this.sink.config)) {
+          // Full: wait for a batch to be acknowledged (or to fail, or a reconfiguration).
+          await this.sleep(IDLE_MS, false, seen);
+          continue;
+        }
+        const limits = batchLimits(this.dest, this.sink.config);
+        const last = this.window[this.window.length - 1];
+        const rows = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
+        const wait = rows.length === 0 ? IDLE_MS : gatherWait(rows, limits, Date.now());
+        if (wait === 0) {
+          this.launch(rows);
+          continue;
+        }
+        // Nothing to send yet, or a batch not full and younger than the destination's gather
+        // time: read again when new entries come (gathering a little more) or a batch is done.
+        this.dataCame = false;
+        await this.sleep(Math.min(wait, IDLE_MS), true, seen);
+        if (this.dataCame) await this.sleep(LINGER_MS, false);
       } catch (e) {
         if (e instanceof Stopped || this.stopped) break;
         if (e instanceof LeaseLost) {
@@ -215,13 +280,24 @@ export class SinkRunner {
         backoff = Math.min(RETRY_MAX_MS, backoff * 2);
       }
     }
+    // Sends in progress end (acknowledged, or aborted after stop's grace); what the destination
+    // acknowledged in order is written to the cursor, so a restart does not send it again.
+    await this.drain();
+    if (this.holding) await this.commit().catch(() => undefined);
+    this.window = [];
     clearInterval(this.renewal);
     // A renewal in flight ends before the loop does: the store may be closed right after stop().
     await this.renewing;
-    await this.opened?.sink.close().catch(() => undefined);
-    this.opened = undefined;
+    await this.opening?.sink.then((s) => s.close()).catch(() => undefined);
+    this.opening = undefined;
     if (this.holding) await releaseLease(this.db, this.sink.id, this.host.owner).catch(() => undefined);
     this.holding = false;
+  }
+
+  /** Waits for every batch out to end; after the lease was lost, forgets them (the cursor is read again). */
+  private async drain(): Promise<void> {
+    await Promise.allSettled([...this.window.map((f) => f.done), ...this.strays]);
+    if (!this.holding) this.window = [];
   }
 
   /** The lease lost: stop delivering until it is taken again (the cursor is read again then). */
@@ -244,6 +320,7 @@ export class SinkRunner {
     const state = await readSinkState(this.db, this.sink.id);
     if (!state) return false;
     this.cursor = { id: Number(state.cursor_id), seq: Number(state.cursor_seq), pos: Number(state.cursor_pos) };
+    this.window = [];
     this.holding = true;
     this.leaseUntil = Date.now() + LEASE_TTL_MS;
     this.lastBounds = 0;
@@ -269,9 +346,9 @@ export class SinkRunner {
   }
 
   /** Holds the backlog to its bounds (every 5 s): the oldest entries past them are dropped. */
-  private async bounds(force = false): Promise<void> {
+  private async bounds(): Promise<void> {
     const now = Date.now();
-    if (!force && now - this.lastBounds < BOUNDS_EVERY_MS) return;
+    if (now - this.lastBounds < BOUNDS_EVERY_MS) return;
     this.lastBounds = now;
     const from = this.cursor!;
     const { head, lastId } = await headOf(this.host.readDb, this.sink);
@@ -280,6 +357,13 @@ export class SinkRunner {
     if (!b || b.to.id <= from.id) return;
     if (!(await dropTo(this.db, this.sink.id, this.host.owner, from, b.to))) throw new LeaseLost('lease lost');
     this.cursor = b.to;
+    // Batches wholly passed leave the window (a retrying one stops at its next attempt); one that
+    // straddles the new cursor sends only what is past it.
+    while (this.window.length > 0 && this.window[0].to.id <= b.to.id) {
+      const f = this.window.shift()!;
+      const stray = f.done.finally(() => this.strays.delete(stray));
+      this.strays.add(stray);
+    }
     const limit =
       b.reason === 'backlog_bytes'
         ? `--sink-backlog-size ${this.host.limits.maxBytes} bytes`
@@ -287,36 +371,61 @@ export class SinkRunner {
     this.host.dropped(this.sink, b.to.seq - from.seq, b.reason, `the oldest undelivered entries went past ${limit}`);
   }
 
-  private async open(): Promise<Sink> {
+  /** The destination opened with the sink's current config (one open shared by the batches out). */
+  private open(): Promise<Sink> {
     const config = this.sink.config;
-    if (this.opened?.config === config) return this.opened.sink;
-    await this.opened?.sink.close().catch(() => undefined);
-    this.opened = undefined;
-    const sink = await this.dest.open(resolveConfig(this.dest, config), { name: this.sink.name, sinkDir: this.host.deps.config.sinkDir });
-    this.opened = { sink, config };
+    if (this.opening?.config === config) return this.opening.sink;
+    const old = this.opening?.sink;
+    const sink = (async () => {
+      await old?.then((s) => s.close()).catch(() => undefined);
+      return this.dest.open(resolveConfig(this.dest, config), { name: this.sink.name, sinkDir: this.host.deps.config.sinkDir });
+    })();
+    this.opening = { config, sink };
+    sink.catch(() => {
+      if (this.opening?.sink === sink) this.opening = undefined;
+    });
     return sink;
   }
 
-  /** Sends a batch until the destination acknowledged (or rejected) every entry, then moves the cursor. */
-  private async deliver(rows: SpoolRowAt[]): Promise<void> {
-    const entries = rows.map((r) => toEntry(r, (id) => this.host.envName(id)));
+  /** Sends the next batch; the main loop goes on reading while it waits for its acknowledgement. */
+  private launch(rows: SpoolRowAt[]): void {
+    const f: Flight = {
+      rows,
+      entries: rows.map((r) => toEntry(r, (id) => this.host.envName(id))),
+      to: cursorAfter(rows[rows.length - 1]),
+      state: 'sending',
+      rejected: [],
+      bytes: 0,
+      exports: 0,
+      ackAt: 0,
+      done: Promise.resolve(),
+    };
+    f.done = this.fly(f)
+      .catch(() => {
+        f.state = 'ended';
+      })
+      .finally(() => this.nudge());
+    this.window.push(f);
+  }
+
+  /** Sends a batch until the destination acknowledged (or rejected) every entry of it. */
+  private async fly(f: Flight): Promise<void> {
+    const entries = f.entries;
     let pending = entries.map((_, i) => i);
     let backoff = RETRY_MIN_MS;
-    let bytes = 0;
-    let exports = 0;
-    const rejected: number[] = [];
     while (pending.length > 0) {
       if (this.stopped) throw new Stopped('shutting down');
       let error: string;
       let wait: number | undefined;
-      this.reconfigured = false;
+      const gen = this.configGen;
+      f.state = 'sending';
       try {
         const sink = await this.open();
         const batch = pending.map((i) => entries[i]);
         const res = await sink.send(batch, this.abort.signal);
-        bytes += res.bytes;
-        exports++;
-        for (const r of res.rejected ?? []) if (batch[r.index]) rejected.push(batch[r.index].id);
+        f.bytes += res.bytes;
+        f.exports++;
+        for (const r of res.rejected ?? []) if (batch[r.index]) f.rejected.push(batch[r.index].id);
         if (res.rejected?.length)
           this.host.dropped(this.sink, res.rejected.length, 'rejected', `the destination refused them: ${res.rejected[0].error}`);
         const retry = new Set((res.retry ?? []).map((r) => r.index));
@@ -326,13 +435,15 @@ export class SinkRunner {
       } catch (e) {
         if (e instanceof Stopped || this.stopped) throw new Stopped('shutting down');
         if (e instanceof LeaseLost || !this.holding) throw new LeaseLost('lease lost');
-        if (this.reconfigured) {
+        if (this.configGen !== gen) {
           backoff = RETRY_MIN_MS;
           continue;
         }
         error = (e as Error).message;
         wait = (e as { retryAfterMs?: number }).retryAfterMs;
       }
+      f.state = 'retrying';
+      this.nudge();
       this.host.failed(this.sink, error);
       await recordFailure(this.db, this.sink.id, this.host.owner, error, this.host.deps.now().toISOString()).catch((e) =>
         this.host.deps.faults.report(`log sink ${this.sink.name}`, e),
@@ -341,51 +452,47 @@ export class SinkRunner {
       backoff = reconfigured ? RETRY_MIN_MS : Math.min(RETRY_MAX_MS, backoff * 2);
       if (this.stopped) throw new Stopped('shutting down');
       if (!this.holding) throw new LeaseLost('lease lost');
-      // A sink down for long: its bounds may pass over this very batch.
-      await this.bounds();
-      if (entries[entries.length - 1].id <= this.cursor!.id) return;
+      // A sink down for long: its bounds (the main loop's) may have passed over this batch, or part of it.
       pending = pending.filter((i) => entries[i].id > this.cursor!.id);
     }
-    const to = cursorAfter(rows[rows.length - 1]);
-    if (to.id <= this.cursor!.id) return;
+    f.state = 'acknowledged';
+    f.ackAt = Date.now();
+  }
+
+  /** Moves the cursor over the acknowledged batches just after it, in one write with their counters. */
+  private async commit(): Promise<void> {
+    let k = 0;
+    while (k < this.window.length && this.window[k].state === 'acknowledged') k++;
+    if (k === 0) return;
+    const done = this.window.slice(0, k);
     const first = this.cursor!;
+    const to = done[k - 1].to;
+    if (to.id <= first.id) {
+      this.window.splice(0, k);
+      return;
+    }
     // Entries a bound dropped meanwhile were counted there, not here.
-    const skipped = entries.filter((e) => e.id <= first.id).length;
-    const delivered = entries.length - skipped - rejected.length;
-    await advanceCursor(this.db, this.sink.id, this.host.owner, to, {
-      delivered,
-      rejected: rejected.length,
-      bytes,
-      exports,
-      at: this.host.deps.now().toISOString(),
+    const delivered = done.map((f) => {
+      const refused = new Set(f.rejected);
+      return f.entries.filter((e) => e.id > first.id && !refused.has(e.id));
     });
-    this.cursor = to;
-    const refused = new Set(rejected);
-    this.host.delivered(
-      this.sink,
-      entries.filter((e) => e.id > first.id && !refused.has(e.id)),
-      Date.now(),
+    const retrying = this.window.some((f) => f.state === 'retrying');
+    await advanceCursor(
+      this.db,
+      this.sink.id,
+      this.host.owner,
+      to,
+      {
+        delivered: delivered.reduce((n, d) => n + d.length, 0),
+        rejected: done.reduce((n, f) => n + f.rejected.length, 0),
+        bytes: done.reduce((n, f) => n + f.bytes, 0),
+        exports: done.reduce((n, f) => n + f.exports, 0),
+        at: this.host.deps.now().toISOString(),
+      },
+      retrying,
     );
+    this.cursor = to;
+    this.window.splice(0, k);
+    done.forEach((f, i) => this.host.delivered(this.sink, delivered[i], f.ackAt));
   }
-}
-
-/** A destination's batch limits for a sink's config (a config that does not parse: the defaults of {}). */
-export function batchLimits(dest: Destination, configText: string): BatchLimits {
-  if (!dest.batchOf) return dest.batch;
-  let config: Record<string, unknown> = {};
-  try {
-    const v = JSON.parse(configText || '{}') as unknown;
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) config = v as Record<string, unknown>;
-  } catch {
-    /* the defaults */
-  }
-  return dest.batchOf(config);
-}
-
-/** How long a batch should still gather (ms): 0 when it is full or its oldest entry is old enough. */
-export function gatherWait(rows: SpoolRowAt[], limits: BatchLimits, now: number): number {
-  if (!limits.gatherMs) return 0;
-  const bytes = rows.reduce((n, r) => n + r.row.line.length, 0);
-  if (rows.length >= limits.maxEntries || bytes >= limits.maxBytes * 0.9) return 0;
-  return Math.max(0, Date.parse(rows[0].row.received_at) + limits.gatherMs - now);
 }

@@ -10,6 +10,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import type { Destination } from './sink.js';
+import { MAX_IN_FLIGHT } from './batching.js';
 import { REDACTED_SECRET, SinkSecretKeys } from '../../../api/index.js';
 
 /** What every read shows in place of a secret's value; sent back by an edit, it keeps the stored one. */
@@ -183,7 +184,7 @@ function schemaError(dest: Destination, config: Obj): string | undefined {
     .filter(Boolean)
     .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
     .join('');
-  const known = Object.keys(dest.schema.properties);
+  const known = [...Object.keys(dest.schema.properties), 'in_flight'];
   if (first.message === 'Unexpected property') {
     return `config.${path}: unknown key for a ${dest.type} sink; its keys are ${known.length ? known.join(', ') : 'none'}`;
   }
@@ -197,18 +198,30 @@ function schemaError(dest: Destination, config: Obj): string | undefined {
  */
 export function checkConfig(dest: Destination, config: unknown, ctx: { sinkDir: string; env?: NodeJS.ProcessEnv }): void {
   if (!isObj(config)) throw new ConfigError('config must be a JSON object');
-  const view = applyVariants(config, dest, ctx.env ?? process.env, false);
+  const { in_flight: inFlight, ...view } = applyVariants(config, dest, ctx.env ?? process.env, false);
   const err = schemaError(dest, view);
   if (err) throw new ConfigError(err);
   const problem = dest.check?.(view, { sinkDir: ctx.sinkDir });
   if (problem) throw new ConfigError(`config.${problem.field}: ${problem.message}`);
+  if (inFlight !== undefined) {
+    // Every type's key (the runner's, batching.ts): batches out past the cursor at once.
+    const bound = Math.min(dest.maxInFlight?.(view) ?? MAX_IN_FLIGHT, MAX_IN_FLIGHT);
+    if (typeof inFlight !== 'number' || !Number.isInteger(inFlight) || inFlight < 1 || inFlight > bound)
+      throw new ConfigError(
+        bound === 1
+          ? `config.in_flight: a ${dest.type} sink${dest.type === 'logstash' || dest.type === 'graylog' ? ' with this url' : ''} sends one batch at a time (only 1)`
+          : `config.in_flight: expected an integer from 1 to ${bound}`,
+      );
+  }
 }
 
 /** The config a module opens with: variants read from the environment or their files. */
 export function resolveConfig(dest: Destination, text: string, env: NodeJS.ProcessEnv = process.env): Obj {
   const config = JSON.parse(text || '{}') as unknown;
   if (!isObj(config)) throw new Error('the sink config is not a JSON object');
-  return applyVariants(config, dest, env, true);
+  // in_flight is the runner's (batching.ts), not the module's.
+  const { in_flight: _inFlight, ...own } = applyVariants(config, dest, env, true);
+  return own;
 }
 
 /** Names of the top-level keys that differ between two configs (audit lines name keys, never values). */

@@ -169,6 +169,8 @@ export async function advanceCursor(
   owner: string,
   to: Cursor,
   c: { delivered: number; rejected: number; bytes: number; exports: number; at: string },
+  /** A later batch is still being retried: the sink stays "retrying since". */
+  retrying = false,
 ): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const r = await trx
@@ -180,7 +182,7 @@ export async function advanceCursor(
         delivered: eb('delivered', '+', c.delivered),
         rejected: eb('rejected', '+', c.rejected),
         ...(c.delivered > 0 ? { last_success_at: c.at } : {}),
-        retrying_since: '',
+        ...(retrying ? {} : { retrying_since: '' }),
       }))
       .where('sink_id', '=', sinkId)
       .where('lease_owner', '=', owner)

@@ -100,6 +100,12 @@ export interface Destination<C = Record<string, unknown>> {
   batch: BatchLimits;
   /** Limits that depend on the sink's config (s3: its object size and age), instead of `batch`. */
   batchOf?(config: C): BatchLimits;
+  /**
+   * The most batches of a sink this destination takes at once (batching.ts: the runner's default
+   * is 4, a sink's `in_flight` may change it within this). 1 for a destination that must get its
+   * entries in spool order or that can take one request at a time; say why in the module.
+   */
+  maxInFlight?(config: C): number;
   /** Written by one process of a machine only (stdout: workers share the terminal or pipe). */
   perHost?: boolean;
   /** Opens the destination with secrets resolved. Import heavy client libraries here, not at the top. */

@@ -163,6 +163,8 @@ export const file: Destination<FileConfig> = {
     return problem ? { field: 'path', message: problem } : undefined;
   },
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
+  // One file appended in spool order (a batch may span a rotation): one batch at a time.
+  maxInFlight: () => 1,
   open(config, ctx) {
     // Checked at the API; checked again here should a stored config predate the check.
     const problem = filePathProblem(config.path, ctx.sinkDir);

@@ -185,6 +185,9 @@ export const graylog: Destination<GraylogConfig> = {
     return undefined;
   },
   batch: { maxEntries: 1000, maxBytes: 2 * 1024 * 1024 },
+  // UDP and TCP: one stream with no acknowledgement to wait for, and over UDP more at once only
+  // overflows the reader's socket buffer sooner: one batch at a time. HTTP: several at once.
+  maxInFlight: (config) => (/^https?:/i.test(config.url) ? 16 : 1),
   open: (config) => Promise.resolve(new GraylogSink(config)),
   doc: {
     wire: 'GELF 1.1, one message per entry: UDP (gzip, chunked), TCP (NUL-terminated), HTTP(S) POST to /gelf',

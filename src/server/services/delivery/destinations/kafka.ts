@@ -174,6 +174,12 @@ export const kafka: Destination<KafkaConfig> = {
   // outage bench). 512 KiB of lines plus at most 5,000 records' overhead (key, lengths: < 60
   // bytes each) stays under it.
   batch: { maxEntries: 5000, maxBytes: 512 * 1024 },
+  // One batch at a time. kafkajs's idempotent producer holds a lock per broker from a produce
+  // request until its answer (eosManager.acquireBrokerLock in sendMessages.js: the sequence
+  // numbers of a partition must reach the broker in order), so a second batch out would only
+  // wait for the first; and a batch retried after a later one was written would put a host's
+  // lines out of order under its key, which Kafka's consumers rely on.
+  maxInFlight: () => 1,
   async open(config, ctx) {
     return new KafkaSink(config, await import('kafkajs'), ctx);
   },

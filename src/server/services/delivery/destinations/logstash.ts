@@ -74,6 +74,9 @@ export const logstash: Destination<LogstashConfig> = {
     return undefined;
   },
   batch: { maxEntries: 2000, maxBytes: 2 * 1024 * 1024 },
+  // TCP and UDP: one stream in spool order with no acknowledgement to wait for (as syslog): one
+  // batch at a time. HTTP: each batch a request answered on its own: several at once.
+  maxInFlight: (config) => (/^https?:/i.test(config.url) ? 16 : 1),
   open: (config) => Promise.resolve(new LogstashSink(config)),
   doc: {
     wire: 'json_lines over TCP, one JSON object per UDP datagram, NDJSON POSTs over HTTP(S)',

@@ -24,6 +24,8 @@ export const stdout: Destination<Record<string, never>> = {
   secrets: [],
   batch: { maxEntries: 1000, maxBytes: 1024 * 1024 },
   perHost: true,
+  // One stream, in spool order.
+  maxInFlight: () => 1,
   open: () => Promise.resolve(new StdoutSink(process.stdout)),
   doc: {
     wire: "one JSON envelope per line (NDJSON) on the server's stdout",

@@ -122,6 +122,10 @@ export const syslog: Destination<SyslogConfig> = {
     return undefined;
   },
   batch: { maxEntries: 2000, maxBytes: 1024 * 1024 },
+  // One stream (UDP, or one TCP/TLS connection) in spool order, and nothing to wait for: a batch
+  // is taken when the kernel took it, so a second batch out would gain nothing and a batch
+  // retried after a later one would reach the receiver out of order.
+  maxInFlight: () => 1,
   open: (config) => Promise.resolve(new SyslogSink(config)),
   doc: {
     wire: 'RFC 5424, one message per entry: UDP (one datagram each), TCP with RFC 6587 octet counting, TLS (RFC 5425)',
