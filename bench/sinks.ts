@@ -8,7 +8,10 @@
 // and the clock and the server's CPU time (/proc utime + stime) run until the sink's state says
 // every line is delivered; the peer is asked how many it holds. The server's figures are
 // lines per second and CPU ms per 1,000 lines (the spool read and cursor writes included).
-//   npm run bench:sinks -- [--types syslog,kafka,...] [--lines 100000]
+//   npm run bench:sinks -- [--types syslog,kafka,...] [--lines 100000] [--in-flight 1,4]
+// --in-flight: a run per value of the sinks' `in_flight` (batches out at once) against the same
+// peer, for ratios in one run; a value a type refuses (an ordered type: only 1) is skipped.
+// --cpu-prof DIR: each server writes a V8 CPU profile there when it stops (node --cpu-prof).
 //   npm run bench:sinks -- --outage [--agents 1000] [--outage-seconds 60] [--search elasticsearch|opensearch]
 // --outage: 1,000 simulated agents log (osquery's 4 s logger period) into a kafka and an elastic
 // (Elasticsearch; --search opensearch for OpenSearch) sink; Kafka is stopped for 60 s and started
@@ -19,7 +22,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent as HttpsAgent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { peerSetups, type PeerSetup } from './sinks-peers.js';
+import { peerSetups, type PeerSetup, type RunningPeer } from './sinks-peers.js';
 
 const root = join(import.meta.dirname, '..');
 const bin = join(root, 'bin', 'fleetctl.js');
@@ -28,6 +31,7 @@ const arg = (name: string, def?: string) => {
   return i > 0 ? process.argv[i + 1] : def;
 };
 const LINES = Number(arg('--lines', '100000'));
+const IN_FLIGHT = arg('--in-flight')?.split(',').map(Number);
 const PASSWORD = 'bench-password-1';
 const HOSTS = 20;
 const PER_REQUEST = 1000;
@@ -97,7 +101,8 @@ export async function startBenchServer(dir: string, extra: string[] = []): Promi
     ...extra,
   ];
   // One core: the server process on CPU 0, the peer and this driver on the rest.
-  const proc = spawn('taskset', ['-c', '0', process.execPath, ...args], {
+  const prof = arg('--cpu-prof');
+  const proc = spawn('taskset', ['-c', '0', process.execPath, ...(prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : []), ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, MALLOC_ARENA_MAX: '2' },
   });
@@ -236,18 +241,32 @@ async function sinkState(s: BenchServer, id: number): Promise<any> {
   return (r.body as any[]).find((x) => x.id === id)?.state;
 }
 
-async function benchType(setup: PeerSetup): Promise<string> {
-  const dir = mkdtempSync(join(tmp, `${setup.type}-`));
+async function benchType(setup: PeerSetup): Promise<string[]> {
   const peer = await setup.start();
+  try {
+    const rows: string[] = [];
+    for (const n of IN_FLIGHT ?? [undefined]) rows.push(await benchRun(setup, peer, n));
+    return rows;
+  } finally {
+    await peer.stop();
+  }
+}
+
+async function benchRun(setup: PeerSetup, peer: RunningPeer, inFlight: number | undefined): Promise<string> {
+  const dir = mkdtempSync(join(tmp, `${setup.type}-`));
   const s = await startBenchServer(dir);
+  const extra = inFlight === undefined ? {} : { in_flight: inFlight };
+  const label = `${setup.type}${inFlight === undefined ? '' : ` (in_flight ${inFlight})`}`;
   try {
     const created = await s.api('POST', '/api/v1/log-sinks', {
       name: `bench-${setup.type}`,
       type: setup.type,
       source: 'result',
       environment_id: 0,
-      config: peer.closedConfig,
+      config: { ...peer.closedConfig, ...extra },
     });
+    if (created.status === 400 && inFlight !== undefined)
+      return `| ${label} | ${setup.peer} | skipped: ${JSON.stringify(created.body?.message ?? created.body)} |`;
     if (created.status !== 200) throw new Error(`create sink: ${created.status} ${JSON.stringify(created.body)}`);
     const id = created.body.id as number;
     const run = `${setup.type}-${Date.now()}`;
@@ -260,7 +279,7 @@ async function benchType(setup: PeerSetup): Promise<string> {
     const load0 = load();
     const cpu0 = s.cpuMs();
     const t0 = performance.now();
-    const patched = await s.api('PATCH', `/api/v1/log-sinks/${id}`, { config: peer.config });
+    const patched = await s.api('PATCH', `/api/v1/log-sinks/${id}`, { config: { ...peer.config, ...extra } });
     if (patched.status !== 200) throw new Error(`patch sink: ${patched.status} ${JSON.stringify(patched.body)}`);
     let st: any;
     for (;;) {
@@ -272,10 +291,9 @@ async function benchType(setup: PeerSetup): Promise<string> {
     const seconds = (performance.now() - t0) / 1000;
     const cpu = s.cpuMs() - cpu0;
     const atPeer = await peer.count(run);
-    return `| ${setup.type} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
+    return `| ${label} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
   } finally {
     await s.stop();
-    await peer.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -295,7 +313,7 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|---|---|');
   for (const setup of setups) {
     try {
-      console.log(await benchType(setup));
+      for (const row of await benchType(setup)) console.log(row);
     } catch (e) {
       console.log(`| ${setup.type} | ${setup.peer} | failed: ${(e as Error).message.split('\n')[0]} |`);
     }
