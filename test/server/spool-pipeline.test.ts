@@ -101,8 +101,8 @@ async function sinkWith(name: string, lines: number, config: Record<string, unkn
       })),
     );
   }
-  const ids = (await db().selectFrom('log_spool').select('id').where('line', 'like', `%"sink":"${name}"%`).orderBy('id').execute()).map((r) =>
-    Number(r.id),
+  const ids = (await db().selectFrom('log_spool').select('id').where('line', 'like', `%"sink":"${name}"%`).orderBy('id').execute()).map(
+    (r) => Number(r.id),
   );
   expect(ids).toHaveLength(lines);
   return { sink, ids };
@@ -145,7 +145,10 @@ describe('batches in flight', () => {
       // 2 and 3 acknowledged before 1: the cursor waits for 1.
       callOf(calls, ids, 1).answer();
       callOf(calls, ids, 2).answer();
-      await eventually(async () => (r.flights.filter((f) => f.state === 'acknowledged').length === 2 ? true : undefined), '2 and 3 acknowledged');
+      await eventually(
+        async () => (r.flights.filter((f) => f.state === 'acknowledged').length === 2 ? true : undefined),
+        '2 and 3 acknowledged',
+      );
       expect(r.flights.map((f) => f.state)).toEqual(['sending', 'acknowledged', 'acknowledged', 'sending']);
       expect((await cursor(sink.id)).id).toBe(start);
       expect(calls).toHaveLength(4);
