@@ -12,6 +12,8 @@
 // --in-flight: a run per value of the sinks' `in_flight` (batches out at once) against the same
 // peer, for ratios in one run; a value a type refuses (an ordered type: only 1) is skipped.
 // --cpu-prof DIR: each server writes a V8 CPU profile there when it stops (node --cpu-prof).
+// Besides lines/s over the whole drain, each row gives when the first batch was acknowledged
+// (the sink's start: connecting, a producer id, a peer's first request) and the rate after it.
 //   npm run bench:sinks -- --outage [--agents 1000] [--outage-seconds 60] [--search elasticsearch|opensearch]
 // --outage: 1,000 simulated agents log (osquery's 4 s logger period) into a kafka and an elastic
 // (Elasticsearch; --search opensearch for OpenSearch) sink; Kafka is stopped for 60 s and started
@@ -282,8 +284,14 @@ async function benchRun(setup: PeerSetup, peer: RunningPeer, inFlight: number | 
     const patched = await s.api('PATCH', `/api/v1/log-sinks/${id}`, { config: { ...peer.config, ...extra } });
     if (patched.status !== 200) throw new Error(`patch sink: ${patched.status} ${JSON.stringify(patched.body)}`);
     let st: any;
+    let firstMs = 0;
+    let firstLines = 0;
     for (;;) {
       st = await sinkState(s, id);
+      if (!firstMs && Number(st?.delivered) > 0) {
+        firstMs = performance.now() - t0;
+        firstLines = Number(st.delivered);
+      }
       if (Number(st?.delivered) + Number(st?.rejected ?? 0) >= LINES) break;
       if (performance.now() - t0 > 600_000) throw new Error(`not drained in 10 minutes: ${JSON.stringify(st)}`);
       await sleep(50);
@@ -291,7 +299,7 @@ async function benchRun(setup: PeerSetup, peer: RunningPeer, inFlight: number | 
     const seconds = (performance.now() - t0) / 1000;
     const cpu = s.cpuMs() - cpu0;
     const atPeer = await peer.count(run);
-    return `| ${label} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
+    return `| ${label} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${Math.round(firstMs)} | ${seconds > firstMs / 1000 ? Math.round((LINES - firstLines) / (seconds - firstMs / 1000)).toLocaleString('en') : '-'} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -309,8 +317,10 @@ async function main(): Promise<void> {
   console.log(
     `bench:sinks: ${LINES.toLocaleString('en')} result lines per type, server pinned to CPU 0 (taskset), ${HOSTS} hosts posting ${PER_REQUEST} lines a request; load ${load()}`,
   );
-  console.log('| type | peer | lines | lines/s | server CPU ms / 1,000 lines | at the peer | load (1/5/15 min) before -> after |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log(
+    '| type | peer | lines | lines/s | first acknowledgement (ms) | lines/s after it | server CPU ms / 1,000 lines | at the peer | load (1/5/15 min) before -> after |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const setup of setups) {
     try {
       for (const row of await benchType(setup)) console.log(row);

@@ -59,6 +59,22 @@ function kafkaError(e: unknown): SinkError {
   return new SinkError(`kafka: ${detail}${err.cause?.message ? ` (${err.cause.message})` : ''}`);
 }
 
+/** The promise, or its rejection as soon as `signal` aborts (the promise goes on, ignored). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      p.catch(() => undefined);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 class KafkaSink implements Sink {
   private producer?: import('kafkajs').Producer;
   private connected?: Promise<void>;
@@ -102,7 +118,7 @@ class KafkaSink implements Sink {
     return this.producer;
   }
 
-  async send(batch: SinkEntry[]): Promise<SendResult> {
+  async send(batch: SinkEntry[], signal: AbortSignal): Promise<SendResult> {
     const rejected: NonNullable<SendResult['rejected']> = [];
     const byTopic = new Map<string, { key: string; value: string }[]>();
     let bytes = 0;
@@ -118,20 +134,27 @@ class KafkaSink implements Sink {
       bytes += e.bytes + Buffer.byteLength(e.hostIdentifier);
     });
     if (byTopic.size === 0) return { bytes: 0, answer: 'nothing sendable', rejected };
-    const producer = await this.connect();
     let answer: string;
     try {
-      const meta = await producer.sendBatch({
-        acks: -1,
-        timeout: 30_000,
-        compression: this.config.compression === 'gzip' ? this.kafka.CompressionTypes.GZIP : this.kafka.CompressionTypes.None,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-      });
+      // kafkajs takes no signal, and its own retries (connecting, a leader election) last seconds:
+      // a reconfiguration or shutdown must not wait for them (the producer is dropped below).
+      const meta = await abortable(
+        this.connect().then((producer) =>
+          producer.sendBatch({
+            acks: -1,
+            timeout: 30_000,
+            compression: this.config.compression === 'gzip' ? this.kafka.CompressionTypes.GZIP : this.kafka.CompressionTypes.None,
+            topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+          }),
+        ),
+        signal,
+      );
       answer = meta.map((m) => `${m.topicName}[${m.partition}]@${m.baseOffset ?? '?'}`).join(' ');
     } catch (e) {
-      // A producer that failed mid-batch starts from a fresh connection next time.
+      // A producer that failed mid-batch (or was given up) starts from a fresh connection next time.
       await this.reset();
-      throw kafkaError(e);
+      if (signal.aborted) throw signal.reason as Error;
+      throw e instanceof SinkError ? e : kafkaError(e);
     }
     return { bytes, answer: `acknowledged by all in-sync replicas: ${answer}`, ...(rejected.length ? { rejected } : {}) };
   }
