@@ -184,7 +184,7 @@ function schemaError(dest: Destination, config: Obj): string | undefined {
     .filter(Boolean)
     .map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`))
     .join('');
-  const known = [...Object.keys(dest.schema.properties), 'in_flight'];
+  const known = Object.keys(dest.schema.properties);
   if (first.message === 'Unexpected property') {
     return `config.${path}: unknown key for a ${dest.type} sink; its keys are ${known.length ? known.join(', ') : 'none'}`;
   }
