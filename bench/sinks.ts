@@ -299,7 +299,7 @@ async function benchRun(setup: PeerSetup, peer: RunningPeer, inFlight: number | 
     const seconds = (performance.now() - t0) / 1000;
     const cpu = s.cpuMs() - cpu0;
     const atPeer = await peer.count(run);
-    return `| ${label} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${Math.round(firstMs)} | ${seconds > firstMs / 1000 ? Math.round((LINES - firstLines) / (seconds - firstMs / 1000)).toLocaleString('en') : '-'} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
+    return `| ${label} | ${setup.peer} | ${LINES.toLocaleString('en')} | ${Math.round(LINES / seconds).toLocaleString('en')} | ${Math.round(firstMs)} | ${firstLines < LINES && seconds > firstMs / 1000 ? Math.round((LINES - firstLines) / (seconds - firstMs / 1000)).toLocaleString('en') : '-'} | ${((cpu / LINES) * 1000).toFixed(1)} | ${atPeer.toLocaleString('en')}${st.rejected ? ` (${st.rejected} rejected)` : ''} | ${load0} -> ${load()} |`;
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
