@@ -1,5 +1,6 @@
 // `npm run bench:sinks -- --outage`: 1,000 simulated agents (src/agent-sim, osquery's protocol and
-// 4 s logger period; a 10 s schedule so every agent logs results) send result logs into a kafka
+// 4 s logger period; a 10 s snapshot query, so every agent logs a result line every 10 s all
+// along: a differential one stops logging once its rows stop changing) send result logs into a kafka
 // sink (Apache Kafka 4.4.0) and an elastic sink (Elasticsearch 8.19.2, as the issue says, or
 // OpenSearch 2.19.6 with --search opensearch) of one server. Kafka is stopped for --outage-seconds
 // (60) and started again; once its sink has drained what it held when Kafka came back, the search
@@ -45,7 +46,7 @@ export async function outageRun(o: {
   let sim: any;
   try {
     const put = await s.api('PUT', '/api/v1/environments/prod/config/schedule', {
-      procs: { query: 'SELECT pid, name FROM processes LIMIT 3', interval: 10 },
+      procs: { query: 'SELECT pid, name FROM processes LIMIT 3', interval: 10, snapshot: true },
     });
     if (put.status !== 200) throw new Error(`schedule: ${put.status} ${JSON.stringify(put.body)}`);
     const sinks: Record<string, number> = {};
