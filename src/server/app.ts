@@ -10,6 +10,7 @@ import { findEnv } from './services/environments/environments.js';
 import { RateLimiter } from './lib/rate-limit.js';
 import { HttpLifecycle } from './lib/http-lifecycle.js';
 import { MAX_JSON_DEPTH, duplicateKey, nestsDeeperThan } from './lib/json-depth.js';
+import { storeClosed } from './lib/db-errors.js';
 import type { DenialAudit } from './services/auth/denial-audit.js';
 import { registerRoutes } from './routes/index.js';
 import type { App } from './routes/request.js';
@@ -65,6 +66,12 @@ function frameworkError(err: FastifyError): { status: number; code: 'bad_request
     : { status: 500, code: 'internal', error: 'internal server error' };
 }
 
+/** The 503 of a request met by the shutdown (lib/http-lifecycle.ts says what it is). */
+function shutdownError(): HttpError {
+  const e = HttpLifecycle.shutdownError();
+  return new HttpError(e.status, e.code, e.message, {}, e.headers);
+}
+
 export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   const { lifecycle, denials } = opts;
   const app = Fastify({
@@ -118,9 +125,18 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let { status, body, headers } = errorBody(err);
-    // Past the shutdown grace the drain has answered this request 503 already (lib/http-lifecycle.ts)
-    // and the store closes under its handler: that failure is the shutdown, not a fault to report.
-    if (lifecycle.closing && reply.raw.headersSent) return reply;
+    if (lifecycle.closing) {
+      // Past the shutdown grace the drain has answered this request 503 already (lib/http-lifecycle.ts)
+      // and the store closes under its handler: that failure is the shutdown, not a fault to report.
+      if (reply.raw.headersSent) return reply;
+      // A request whose client left is not waited for by the drain, so the store can close while
+      // its handler still reads (a bench's last audit list at SIGTERM): the shutdown's 503, one line.
+      if (storeClosed(err)) {
+        const route = `${req.method} ${req.routeOptions.url ?? 'request'}`;
+        deps.log.event('warn', 'shutdown', `api ${route}: the store closed during shutdown (${err.message}); answered 503`);
+        ({ status, body, headers } = errorBody(shutdownError()));
+      }
+    }
     if (status === 500) {
       // The server's own trouble: logged and counted (lib/faults.ts); a database that is down,
       // busy or full is 503 with Retry-After (clients retry), anything else a 500 without internals.
@@ -171,10 +187,7 @@ export async function buildApp(deps: Deps, opts: AppOptions): Promise<App> {
   // onRequest: authentication and permissions are decided before the body is parsed or
   // validated, so an unauthenticated or forbidden caller learns nothing about the body rules.
   app.addHook('onRequest', async (req) => {
-    if (lifecycle.closing) {
-      const e = HttpLifecycle.shutdownError();
-      throw new HttpError(e.status, e.code, e.message, {}, e.headers);
-    }
+    if (lifecycle.closing) throw shutdownError();
     const rule = req.routeOptions.config.rule;
     if (req.routeOptions.config.limit === 'login') await limit(req, loginLimiter, req.ip, 'too many login attempts; try again later');
     if (!rule || !rule.auth) return;

@@ -1,7 +1,7 @@
 // The server's fault handling in isolation (issue 18): which errors are database trouble, how a
 // background task backs off and recovers, and that an outage is a few log lines, not a flood.
 import { describe, expect, it, vi } from 'vitest';
-import { dbFault } from '../../src/server/lib/db-errors.js';
+import { dbFault, storeClosed } from '../../src/server/lib/db-errors.js';
 import { Faults } from '../../src/server/lib/faults.js';
 import { Periodic } from '../../src/server/lib/periodic.js';
 
@@ -21,6 +21,20 @@ describe('dbFault', () => {
     expect(dbFault(e('23505'))).toBeUndefined(); // a unique violation is a bug, not an outage
     expect(dbFault(new TypeError('x is undefined'))).toBeUndefined();
     expect(dbFault(undefined)).toBeUndefined();
+  });
+});
+
+describe('storeClosed', () => {
+  it('knows what a query meets on a closed store (Kysely, better-sqlite3, node-postgres, our threads), nothing else', () => {
+    expect(storeClosed(new Error('driver has already been destroyed'))).toBe(true);
+    expect(storeClosed(new TypeError('The database connection is not open'))).toBe(true);
+    expect(storeClosed(new Error('Cannot use a pool after calling end on the pool'))).toBe(true);
+    expect(storeClosed(new Error('Client was closed and is not queryable'))).toBe(true);
+    expect(storeClosed(Object.assign(new Error('the database thread ended'), { code: 'SQLITE_CANTOPEN' }))).toBe(true);
+    expect(storeClosed(new Error('the database writer thread is closed'))).toBe(true);
+    expect(storeClosed(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBe(false);
+    expect(storeClosed(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }))).toBe(false);
+    expect(storeClosed('driver has already been destroyed')).toBe(false); // not an Error thrown by a driver
   });
 });
 

@@ -47,3 +47,23 @@ export function dbFault(e: unknown): DbFault | undefined {
   if (PG_CONNECTION_MESSAGES.some((m) => message.includes(m))) return 'unavailable';
   return undefined;
 }
+
+/**
+ * What a query meets once the store was closed under it: Kysely's own refusal, better-sqlite3's,
+ * node-postgres's, and our SQLite threads'. Only the server's shutdown closes the store, so the
+ * admin error handler (app.ts) takes these for the shutdown while the server is closing; at any
+ * other time they are what they were (dbFault decides: an outage, or a bug).
+ */
+const STORE_CLOSED_MESSAGES = [
+  'driver has already been destroyed',
+  'the database connection is not open',
+  'cannot use a pool after calling end',
+  'client was closed and is not queryable',
+  'the database thread ended',
+  'the database writer thread is closed',
+];
+
+export function storeClosed(e: unknown): boolean {
+  const message = e instanceof Error ? e.message.toLowerCase() : '';
+  return STORE_CLOSED_MESSAGES.some((m) => message.includes(m));
+}
