@@ -587,6 +587,25 @@ describe('over HTTP: search semantics and counts after changes', () => {
 });
 
 /**
+ * What crossedOnce is given besides the filters, for the environment envId: the environment (as
+ * the service reads it), the counts generation, and the times its nodes were last seen, in order
+ * (never-seen nodes left out), to pick cutoffs from.
+ */
+async function crossingInputs(db: Kysely<DB>, envId: number) {
+  const seen = (
+    await db
+      .selectFrom('node_seen')
+      .select('last_seen')
+      .where('environment_id', '=', envId)
+      .where('last_seen', '>', '')
+      .orderBy('last_seen')
+      .execute()
+  ).map((r) => r.last_seen);
+  const env = { id: envId, name: 'prod', config_interval: 300 } as never;
+  return { seen, env, generation: (await readGenerations(db)).counts };
+}
+
+/**
  * Runs the two statements that move a cached total to a new cutoff (node-query.ts crossedOnce:
  * the probe for the next node to cross, then the count of those between the two cutoffs), for
  * filters that also need node_tags or nodes, over a short range of last_seen, and
@@ -599,20 +618,10 @@ async function cutoffMoves<P>(
   tagId: number,
   plansOf: (fn: () => Promise<unknown>) => Promise<P[]>,
 ): Promise<P[][]> {
+  const { seen, env, generation } = await crossingInputs(db, envId);
   // From the first node seen to the one a tenth of the way on: a short range holding some of every filter's nodes.
-  const seen = (
-    await db
-      .selectFrom('node_seen')
-      .select('last_seen')
-      .where('environment_id', '=', envId)
-      .where('last_seen', '>', '')
-      .orderBy('last_seen')
-      .execute()
-  ).map((r) => r.last_seen);
   const from = seen[0]!;
   const to = seen[Math.floor(seen.length / 10)]!;
-  const env = { id: envId, name: 'prod', config_interval: 300 } as never;
-  const generation = (await readGenerations(db)).counts;
   const out: P[][] = [];
   const filters: Partial<Filters>[] = [
     { tagId, platform: 'linux' },
@@ -634,18 +643,8 @@ async function cutoffMoves<P>(
  * ranges inside and around one it probed before.
  */
 async function expectCrossings(db: Kysely<DB>, deps: Deps, envId: number, tagId: number): Promise<void> {
-  const seen = (
-    await db
-      .selectFrom('node_seen')
-      .select('last_seen')
-      .where('environment_id', '=', envId)
-      .where('last_seen', '>', '')
-      .orderBy('last_seen')
-      .execute()
-  ).map((r) => r.last_seen);
+  const { seen, env, generation } = await crossingInputs(db, envId);
   const at = (f: number) => seen[Math.floor(seen.length * f)]!;
-  const env = { id: envId, name: 'prod', config_interval: 300 } as never;
-  const generation = (await readGenerations(db)).counts;
   let moved = 0;
   for (const f of [{ tagId, platform: 'linux' }, { q: 'web' }, {}] as Partial<Filters>[]) {
     const p = { sort: 'hostname', order: 'asc', ...f } as Filters;

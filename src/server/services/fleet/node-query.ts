@@ -1,6 +1,6 @@
 // The SQL of a node list: its parameters, filters, sorts and totals (moved exactly as the activity
 // cutoff moves, cached per change generation: node-counts.ts).
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { DB, EnvironmentRow } from '../../store/schema.js';
 import {
@@ -109,6 +109,17 @@ export interface Filters extends NodeListParams {
   qScan?: boolean;
 }
 
+/** The tag filter: a row whose node (`nodeId`, its column in the query) has the tag in node_tags. */
+function hasTag(eb: ExpressionBuilder<DB, 'node_seen'>, nodeId: 'nodes.id' | 'node_seen.node_id', tagId: number) {
+  return eb.exists(
+    eb
+      .selectFrom('node_tags')
+      .select('node_tags.node_id')
+      .where('node_tags.node_id', '=', sql.ref<number>(nodeId))
+      .where('node_tags.tag_id', '=', tagId),
+  );
+}
+
 export function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: string): NodeQuery {
   if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
   if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
@@ -118,15 +129,7 @@ export function applyFilters(deps: Deps, q: NodeQuery, p: Filters, cutoffIso: st
   // plan for a tag on many nodes, read in the sort's order. tagDriven() below is the other one.
   if (p.tagId !== undefined) {
     const tagId = p.tagId;
-    q = q.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('node_tags')
-          .select('node_tags.node_id')
-          .whereRef('node_tags.node_id', '=', 'nodes.id')
-          .where('node_tags.tag_id', '=', tagId),
-      ),
-    );
+    q = q.where((eb) => hasTag(eb, 'nodes.id', tagId));
   }
   // A node is on the current configuration once it fetched it: its recorded hash is the env's.
   if (p.config === 'stale') {
@@ -168,15 +171,7 @@ export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso:
     const tagId = p.tagId;
     // node_tags' primary key (node_id, tag_id) probed per node_seen row, or the tag's
     // (tag_id, node_id) range joined to them: the planner's choice by their sizes.
-    q = q.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('node_tags')
-          .select('node_tags.node_id')
-          .whereRef('node_tags.node_id', '=', 'node_seen.node_id')
-          .where('node_tags.tag_id', '=', tagId),
-      ),
-    );
+    q = q.where((eb) => hasTag(eb, 'node_seen.node_id', tagId));
   }
   const bounds = p.bounds;
   if (p.health && bounds) {
