@@ -26,20 +26,28 @@ describe('check-ins and the change counters', () => {
   }, 180_000);
   afterAll(async () => t?.close());
 
+  /** One check-in at `endpoint`, written: the agent door's queue flushed. */
+  const checkIn = async (key: string, endpoint: 'config' | 'read') => {
+    await post(endpoint, { node_key: key });
+    await t.server.agent!.flushCheckins();
+  };
+  /** A node enrolled now as `hostname`; unless `fetched` is false, it has fetched its configuration once (written). */
+  const newNode = async (hostname: string, fetched = true) => {
+    const uuid = randomUUID();
+    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, hostname) })).body
+      .node_key as string;
+    if (fetched) await checkIn(key, 'config');
+    return { uuid, key };
+  };
   const gens = () => readGenerations(t.server.deps.db);
   const total = async (query: string) =>
     (await t.call('GET', `/api/v1/nodes/prod?page_size=1&${query}`, { token: admin })).body.total_items as number;
 
   it('a node checking in again within the window moves the check-ins counter only; its last_seen and bytes are written', async () => {
-    const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'steady-host') }))
-      .body.node_key as string;
-    await post('config', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    const { uuid, key } = await newNode('steady-host');
     const before = await gens();
     const node = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body;
-    await post('read', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    await checkIn(key, 'read');
     const after = await gens();
     expect(after.counts).toBe(before.counts);
     expect(after.seen).toBe(before.seen);
@@ -55,14 +63,9 @@ describe('check-ins and the change counters', () => {
     // The flush's node statement runs for every batch holding a config fetch and updates no row
     // when hash and validity are the same; PostgreSQL fired its statement trigger anyway, and every
     // cached page of every list was read again after each flush.
-    const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'fetch-host') })).body
-      .node_key as string;
-    await post('config', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    const { key } = await newNode('fetch-host');
     const before = await gens();
-    await post('config', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    await checkIn(key, 'config');
     const after = await gens();
     expect(after.checkins).toBeGreaterThan(before.checkins);
     expect(after.content).toBe(before.content);
@@ -70,16 +73,13 @@ describe('check-ins and the change counters', () => {
   });
 
   it('a node back after days moves the seen counter, and the active total counts it again', async () => {
-    const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'sleeper-host') }))
-      .body.node_key as string;
+    const { uuid, key } = await newNode('sleeper-host', false);
     const id = (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body.id as number;
     // Asleep for a week (written as a flush would, exact: both counters).
     await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 7 * 86400_000).toISOString() });
     const active = await total('status=active');
     const before = await gens();
-    await post('read', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    await checkIn(key, 'read');
     const after = await gens();
     expect(after.seen).toBeGreaterThan(before.seen);
     expect(after.counts).toBe(before.counts);
@@ -97,14 +97,9 @@ describe('check-ins and the change counters', () => {
   });
 
   it('a changed config hash or validity moves the counts counter; the same values do not touch the node', async () => {
-    const uuid = randomUUID();
-    const key = (await post('enroll', { enroll_secret: secret, host_identifier: uuid, host_details: hostDetails(uuid, 'config-host') }))
-      .body.node_key as string;
-    await post('config', { node_key: key });
-    await t.server.agent!.flushCheckins();
+    const { key } = await newNode('config-host');
     const before = await gens();
-    await post('config', { node_key: key }); // the same hash and validity again
-    await t.server.agent!.flushCheckins();
+    await checkIn(key, 'config'); // the same hash and validity again
     expect((await gens()).counts).toBe(before.counts);
     const stale = await total('config=stale');
     const put = await t.call('PUT', '/api/v1/environments/prod/config/options', {
@@ -113,8 +108,7 @@ describe('check-ins and the change counters', () => {
     });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(await total('config=stale')).toBeGreaterThan(stale);
-    await post('config', { node_key: key }); // fetches the new hash
-    await t.server.agent!.flushCheckins();
+    await checkIn(key, 'config'); // fetches the new hash
     expect((await gens()).counts).toBeGreaterThan(before.counts);
   });
 });
