@@ -105,9 +105,9 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
   // Checkpoints run in a thread of their own (store/sqlite-checkpoint.ts), never inside a commit
-  // on the event loop; the WAL file is cut back to 64 MiB when it is reset.
+  // on the event loop. No journal_size_limit: a commit that starts the log over would truncate
+  // the WAL file there, on the event loop; the checkpoint thread keeps the file small instead.
   sqlite.pragma('wal_autocheckpoint = 0');
-  sqlite.pragma('journal_size_limit = 67108864');
   const checkpointer = startCheckpointer(path, (message, code) =>
     warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
   );

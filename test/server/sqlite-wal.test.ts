@@ -1,0 +1,68 @@
+// Issue 31: under a steady stream of writes SQLite's write-ahead log never started over with
+// PASSIVE checkpoints alone, so it grew as long as agents wrote, and the commit that finally
+// started it over truncated hundreds of MB on the event loop. The checkpoint thread now makes
+// the log start over (RESTART) once it passes a bound: the file stays near that bound however
+// much is written.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startCheckpointer, type Checkpointer } from '../../src/server/store/sqlite-checkpoint.js';
+
+const PAGE = 4096;
+const RESTART_FRAMES = 256; // 1 MiB of log
+const ROUNDS = 24;
+const MIN_TX_PER_ROUND = 64; // 8 pages each: at least 2 MiB of log a round
+const MAX_TX_PER_ROUND = 256;
+
+const dirs: string[] = [];
+const threads: Checkpointer[] = [];
+afterEach(async () => {
+  for (const t of threads.splice(0)) await t.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe.skipIf(process.env.FLEETCTL_TEST_DB === 'postgres')('SQLite WAL under a steady stream of writes', () => {
+  it('starts the log over past its bound, so the WAL file stays small while writes never pause', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
+    dirs.push(dir);
+    const path = join(dir, 'wal.db');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 0');
+    // A RESTART holds writers back while it finishes: this writer waits for it as the server's do.
+    db.pragma('busy_timeout = 5000');
+    db.exec('create table t (id integer primary key, v blob)');
+    const insert = db.prepare('insert into t (v) values (?)');
+    // Eight pages per transaction, rewritten in place so the database itself stays small.
+    const write = db.transaction((round: number, i: number) => {
+      for (let k = 0; k < 8; k++) insert.run(Buffer.alloc(PAGE - 64, (round + i + k) % 251));
+      db.prepare('delete from t where id <= (select max(id) - 64 from t)').run();
+    });
+    const cp = startCheckpointer(path, (m) => expect.fail(m), { intervalMs: 0, restartFrames: RESTART_FRAMES });
+    threads.push(cp);
+
+    let written = 0;
+    const modes = new Set<string>();
+    for (let round = 0; round < ROUNDS; round++) {
+      // The checkpoint runs while this connection keeps writing, as agents do.
+      let ticked = false;
+      const tick = cp.tick().then((t) => ((ticked = true), modes.add(t.mode)));
+      for (let i = 0; (i < MIN_TX_PER_ROUND || !ticked) && i < MAX_TX_PER_ROUND; i++) {
+        write(round, i);
+        written += 8;
+        await new Promise((r) => setImmediate(r));
+      }
+      await tick;
+    }
+    db.close();
+    const walBytes = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+    // At least ROUNDS x 2 MiB went through the log; without restarts the file holds all of it.
+    expect(written * PAGE).toBeGreaterThan(ROUNDS * 2 * 1024 * 1024);
+    expect(modes).toContain('RESTART');
+    // Bound: the restart mark plus what two rounds at most can write.
+    expect(walBytes).toBeLessThan((RESTART_FRAMES + 2 * MAX_TX_PER_ROUND * 9) * (PAGE + 24));
+  });
+});
