@@ -42,6 +42,8 @@ export const Paginated = <T extends TSchema>(item: T) =>
     page_size: Type.Integer(),
     total_items: Type.Integer(),
     total_pages: Type.Integer(),
+    /** Present (false) when total_items is a lower bound: an audit search counted only so far (docs/api.md). */
+    total_items_exact: Type.Optional(Type.Boolean()),
   });
 export interface Page<T> {
   items: T[];
@@ -49,6 +51,8 @@ export interface Page<T> {
   page_size: number;
   total_items: number;
   total_pages: number;
+  /** false: total_items (and total_pages) are lower bounds; absent: exact. */
+  total_items_exact?: boolean;
 }
 
 /** Pagination rules of contract.md section 1. */

@@ -10,8 +10,8 @@ export interface PaginateOptions {
 
 export interface PageChunk<T> {
   items: T[];
-  /** The server's total_items for the whole (filtered) list, as of this page. */
-  total: number;
+  /** The server's total_items for the whole (filtered) list, as of this page; undefined when the server gave only a lower bound. */
+  total: number | undefined;
 }
 
 /**
@@ -35,7 +35,7 @@ export async function* pages<T>(
     next = more ? fetchPage(++page, o.pageSize) : undefined;
     // An unhandled rejection must not kill the process while the caller is still printing.
     next?.catch(() => undefined);
-    if (items.length > 0) yield { items, total: p.total_items };
+    if (items.length > 0) yield { items, total: p.total_items_exact === false ? undefined : p.total_items };
   }
 }
 

@@ -44,7 +44,7 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
     const progress = Progress.start(ctx.io, spec.noun);
     try {
       for await (const { items, total } of pages((page, size) => spec.fetchPage(page, size), { pageSize, limit: o.limit })) {
-        progress.update(writer.count + items.length, o.limit === undefined ? total : Math.min(total, o.limit));
+        progress.update(writer.count + items.length, o.limit === undefined || total === undefined ? total : Math.min(total, o.limit));
         await writer.write(items);
       }
     } finally {
@@ -62,7 +62,11 @@ export async function printPagedList<T>(ctx: Context, o: PageFlags, spec: PagedL
     const first = (page.page - 1) * page.page_size + 1;
     const more = page.page < page.total_pages ? `; next: --page ${page.page + 1}, or --all` : '';
     const shown = page.items.length ? `${first}-${first + page.items.length - 1}` : 'none';
-    ctx.io.err(`Showing ${shown} of ${page.total_items} ${spec.noun} (page ${page.page} of ${page.total_pages})${more}\n`);
+    // A lower bound (an audit search counted only so far): "at least", as the server counted.
+    const atLeast = page.total_items_exact === false;
+    const of = atLeast ? `at least ${page.total_items}` : `${page.total_items}`;
+    const pagesOf = atLeast ? `${page.total_pages} or more` : `${page.total_pages}`;
+    ctx.io.err(`Showing ${shown} of ${of} ${spec.noun} (page ${page.page} of ${pagesOf})${more}\n`);
   }
 }
 

@@ -1,7 +1,11 @@
 // `fleetctl audit list` end to end against a real `fleetctl server --dev` process; --follow runs
 // in a pseudo-terminal so Ctrl-C is a real SIGINT from the terminal.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cli, startServerProcess, type ServerProcess } from '../helpers/cli.js';
+import { Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiLogin, apiToken, runInPty } from '../helpers/admin-cli.js';
 import type { AuditLogEntry, Page } from '../../src/api/index.js';
 
@@ -142,5 +146,38 @@ describe('audit list --follow', () => {
     const { exitCode, output } = await pty.done();
     expect(exitCode).toBe(130);
     expect(output).not.toMatch(/error|at .*\.js/i);
+  });
+});
+
+describe('audit list -q past 1,000 matches', () => {
+  it('says "at least" at a terminal (the server counted only so far), and --all still lists every entry', async () => {
+    // A server of its own (e2e files run on SQLite; test/server/audit.test.ts covers both
+    // databases): 1,100 matching rows written straight into its database.
+    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-audit-'));
+    const db = join(dir, 'fleet.db');
+    const s = await startServerProcess(['--dev', '--dev-password', DEV_PASSWORD, '--db', db]);
+    const c = new Cli();
+    try {
+      const now = new Date().toISOString();
+      const values = Array.from({ length: 1100 }, (_, i) => `('${now}', 'bulk row ${i}', 9, 1, 'api', 'ci-bot')`);
+      const file = new Database(db);
+      file.pragma('busy_timeout = 10000');
+      for (let i = 0; i < values.length; i += 250)
+        file.exec(
+          `insert into audit_logs (created_at, line, log_type, severity, service, username) values ${values.slice(i, i + 250).join(', ')}`,
+        );
+      file.close();
+      await c.login(s.url);
+      const pty = runInPty(c, ['audit', 'list', '-q', 'bulk row']);
+      await pty.expect(/Showing 1-50 of at least 1000 entries \(page 1 of 20 or more\); next: --page 2, or --all/);
+      expect((await pty.done()).exitCode).toBe(0);
+      const all = await listJson(['-q', 'bulk row', '--all', '--page-size', '400'], c);
+      expect(all).toHaveLength(1100);
+      expect(new Set(all.map((e) => e.line)).size).toBe(1100);
+    } finally {
+      c.cleanup();
+      await s.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -218,6 +218,74 @@ describe('GET /api/v1/audit-logs', () => {
     expect(dev.body.items.every((e: any) => e.username === 'dev-user')).toBe(true);
   });
 
+  it('a search counts its total only as far as the page needs: past 1,000 matches a lower bound (total_items_exact false) until the end', async () => {
+    // After the other tests: 2,600 more rows would make their searches' totals bounds too.
+    const rows = Array.from({ length: 2600 }, (_, i) => ({
+      created_at: new Date().toISOString(),
+      env_uuid: '',
+      environment_id: 0,
+      line: `bulk row ${i}`,
+      log_type: 9,
+      severity: 1,
+      service: 'api',
+      source_ip: '127.0.0.1',
+      username: i % 2 ? 'carver' : 'ci-bot',
+    }));
+    for (let i = 0; i < rows.length; i += 400)
+      await db()
+        .insertInto('audit_logs')
+        .values(rows.slice(i, i + 400))
+        .execute();
+    const matching = db().selectFrom('audit_logs').select('id').where('line', 'like', 'bulk row %').orderBy('id', 'desc');
+    const want = (await matching.execute()).map((r) => r.id);
+    expect(want).toHaveLength(2600);
+    const q = `q=${enc('BULK row')}`;
+
+    // Page 1 of 50: counted up to 1,000, which says there are pages after it.
+    const first = await audit(`${q}&page_size=50`);
+    expect(first.body).toMatchObject({ page: 1, total_items: 1000, total_pages: 20, total_items_exact: false });
+    expect(first.body.items.map((e: any) => e.id)).toEqual(want.slice(0, 50));
+    // Page 20 needs one past 1,000: counted up to 2,000.
+    const p20 = await audit(`${q}&page_size=50&page=20`);
+    expect(p20.body).toMatchObject({ total_items: 2000, total_pages: 40, total_items_exact: false });
+    expect(p20.body.items.map((e: any) => e.id)).toEqual(want.slice(950, 1000));
+    // The page that reaches the end knows the total exactly.
+    const last = await audit(`${q}&page_size=50&page=52`);
+    expect(last.body).toMatchObject({ total_items: 2600, total_pages: 52 });
+    expect(last.body).not.toHaveProperty('total_items_exact');
+    expect(last.body.items.map((e: any) => e.id)).toEqual(want.slice(2550));
+    expect(await audit(`${q}&page_size=50&page=53`)).toMatchObject({ body: { items: [], total_items: 2600, total_pages: 52 } });
+
+    // A client paging by total_pages (as `audit list --all` does) gets every match once, newest first.
+    const got: number[] = [];
+    for (let page = 1; ; page++) {
+      const r = await audit(`${q}&page_size=500&page=${page}`);
+      got.push(...r.body.items.map((e: any) => e.id));
+      if (page >= r.body.total_pages || r.body.items.length === 0) break;
+    }
+    expect(got).toEqual(want);
+
+    // With a username (1,300 matches): a bound as well; under 1,000 matches, or no q: exact.
+    const carver = await audit(`${q}&username=carver&page_size=10`);
+    expect(carver.body).toMatchObject({ total_items: 1000, total_pages: 100, total_items_exact: false });
+    expect(carver.body.items.every((e: any) => e.username === 'carver' && e.line.startsWith('bulk row'))).toBe(true);
+    const few = await audit(`q=${enc('bulk row 25')}&page_size=10`); // 25, 250-259, 2500-2599
+    expect(few.body).toMatchObject({ total_items: 111, total_pages: 12 });
+    expect(few.body).not.toHaveProperty('total_items_exact');
+    const everything = await audit('page_size=10');
+    expect(everything.body).not.toHaveProperty('total_items_exact');
+    expect(everything.body.total_items).toBe(
+      Number(
+        (
+          await db()
+            .selectFrom('audit_logs')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+    );
+  });
+
   it('bad pagination 400; page_size above 500 is clamped; no token 401', async () => {
     expectError(await audit('page=0'), 400, 'bad_request');
     expectError(await audit('page=-2'), 400, 'bad_request');
