@@ -14,7 +14,7 @@
 // agents, 2 s and 289 503s at 20,000). Now, past RESTART_FRAMES, the thread asks for a RESTART:
 // it holds new writers back (they wait for the lock, off the event loop) until the log is copied
 // and no reader needs it, so the next write starts the log over and the file stays small. A
-// reader that keeps it longer than BUSY_MS makes it give up until the next second. A log file
+// reader that keeps it longer than 100 ms (busy_timeout) makes it give up until the next second. A log file
 // left big (a long reader held it) is cut back here, with TRUNCATE, never in a commit.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
