@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 // (a throwaway cluster started by test/helpers/pg-global.ts). Tests about SQLite itself (file
 // modes, FTS5 query plans, SQLite triggers) stay in the sqlite project; their PostgreSQL
 // counterparts live beside them and skip themselves on SQLite.
-const SQLITE_ONLY = ['test/server/trust-files.test.ts', 'test/server/sqlite-wal.test.ts'];
+const SQLITE_ONLY = ['test/server/trust-files.test.ts', 'test/server/sqlite-wal.test.ts', 'test/server/sqlite-writer-steps.test.ts'];
 
 export default defineConfig({
   test: {

@@ -10,6 +10,7 @@ import type { Metrics } from './lib/metrics.js';
 import type { AgentIdentity } from './services/environments/agent-identity.js';
 import type { ServerLog } from './lib/server-log.js';
 import type { LogWatch } from './services/logs/follow.js';
+import type { WriteSteps } from './store/write-steps.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -100,8 +101,8 @@ export interface Deps {
   agentIdentity?: AgentIdentity;
   /** Issue 30: where log followers of this process wait for new lines (absent: they are answered at once). */
   logWatch?: LogWatch;
-  /** The same as a query layer (Store.writeDb): agent-door transactions that read their own answers. Absent: `db`. */
-  writeDb?: Kysely<DB>;
+  /** Store.writeSteps: agent-door transactions that read their own answers. Absent: over `db`. */
+  writeSteps?: WriteSteps;
 }
 
 /** The authenticated user of a request. */

@@ -193,7 +193,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       outOfSpace: store.outOfSpace,
       metrics,
       write: store.write,
-      writeDb: store.writeDb,
+      writeSteps: store.writeSteps,
     } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 

@@ -19,6 +19,7 @@ import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
+import { stepsOver, type WriteSteps } from './write-steps.js';
 import { ServerSetupError } from '../setup-error.js';
 import { SERVER_VERSION } from '../version.js';
 import { slowQueryLog, slowQueryMs } from './slow-queries.js';
@@ -43,10 +44,10 @@ export interface Store {
    */
   write: (statements: CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
   /**
-   * The same connection as `write` as a query layer, for an agent-door transaction whose statements
-   * depend on earlier answers (the log spool's append): SQLite, the writer thread; PostgreSQL, `db`.
+   * The same connection as `write`, for an agent-door transaction whose statements depend on
+   * earlier answers (the log spool's append), a step of statements at a time (write-steps.ts).
    */
-  writeDb: Kysely<DB>;
+  writeSteps: WriteSteps;
   /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
@@ -161,7 +162,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
     dialect: 'sqlite',
     write: (statements) => writer.transaction(statements),
     migrated,
-    writeDb: writer.db<DB>(),
+    writeSteps: writer.steps,
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),
@@ -341,11 +342,7 @@ export async function migrate(db: Kysely<DB>, dialect: Dialect): Promise<string[
 
 /** `statements` in one transaction on `db` (Store.write where there is no writer thread: PostgreSQL, tests). */
 export function writeInTransaction(db: Kysely<DB>, statements: CompiledQuery[]): Promise<QueryResult<unknown>[]> {
-  return db.transaction().execute(async (trx) => {
-    const results: QueryResult<unknown>[] = [];
-    for (const s of statements) results.push(await trx.executeQuery(s));
-    return results;
-  });
+  return stepsOver(db)((step) => step(statements, true));
 }
 
 /**

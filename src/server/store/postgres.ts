@@ -6,6 +6,7 @@ import type { DB } from './schema.js';
 import { migrate, MissingDependencyError, writeInTransaction, type Store } from './db.js';
 import { ServerSetupError } from '../setup-error.js';
 import { slowQueryLog, slowQueryMs } from './slow-queries.js';
+import { stepsOver } from './write-steps.js';
 
 export interface PostgresOptions {
   /** false: open without migrating (fleetctl server migrate --dry-run lists what is pending). */
@@ -177,7 +178,7 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     adminDb: db,
     dialect: 'postgres',
     write: (statements) => writeInTransaction(db, statements),
-    writeDb: db,
+    writeSteps: stepsOver(db),
     migrated,
     exclusive,
     analyze,

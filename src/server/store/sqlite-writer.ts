@@ -9,17 +9,8 @@
 // and the event loop only hands the batch over and gets the results back.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
-import {
-  CompiledQuery,
-  Kysely,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-  type QueryResult,
-} from 'kysely';
+import type { CompiledQuery, QueryResult } from 'kysely';
+import type { WriteSteps } from './write-steps.js';
 
 /** The thread's code (CommonJS, so it runs from the bundle and from the TypeScript sources alike). */
 const CODE = `
@@ -53,26 +44,23 @@ parentPort.on('message', (m) => {
     parentPort.postMessage({ closed: true });
     return;
   }
-  if (m.one) {
-    // One statement of a transaction the main thread drives (WriterDialect): begin, statements, commit.
-    try {
-      if (m.one.sql === 'rollback' && !db.inTransaction) parentPort.postMessage({ id: m.id, results: [{ changes: 0 }] });
-      else parentPort.postMessage({ id: m.id, results: [run(m.one)] });
-    } catch (e) {
-      parentPort.postMessage({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code, name: e && e.name } });
-    }
+  if (m.rollback) {
+    // SQLite may have ended the transaction itself (SQLITE_FULL): roll back only an open one.
+    try { if (db.inTransaction) db.exec('rollback'); } catch {}
+    parentPort.postMessage({ id: m.id, results: [] });
     return;
   }
+  // One step of a transaction: its first step begins it, its last commits it (WriteSteps).
   const results = [];
   try {
     // IMMEDIATE: the write lock up front (a deferred transaction that reads first fails with
     // SQLITE_BUSY when another process wrote meanwhile).
-    db.exec('begin immediate');
+    if (m.begin) db.exec('begin immediate');
     for (const s of m.statements) results.push(run(s));
-    db.exec('commit');
+    if (m.commit) db.exec('commit');
     parentPort.postMessage({ id: m.id, results });
   } catch (e) {
-    // SQLite may have ended the transaction itself (SQLITE_FULL): roll back only an open one.
+    // A failed step ends its transaction here: the main thread sends nothing more for it.
     try { if (db.inTransaction) db.exec('rollback'); } catch {}
     parentPort.postMessage({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code, name: e && e.name } });
   }
@@ -88,16 +76,12 @@ interface Reply {
 export interface SqliteWriter {
   /** Runs the statements in one transaction in the writer thread; their results in order. Throws the database's error (its `code` kept). */
   transaction(statements: CompiledQuery[]): Promise<QueryResult<unknown>[]>;
-  /**
-   * Kysely over the same thread and connection, for a transaction whose statements depend on
-   * the answers of earlier ones (the log spool's append): it takes the connection for the whole
-   * transaction, as `transaction()` does, one after the other.
-   */
-  db<DB>(): Kysely<DB>;
+  /** A transaction over the same thread and connection, a step (one message) at a time (write-steps.ts). */
+  steps: WriteSteps;
   close(): Promise<void>;
 }
 
-/** One holder of the writer's connection at a time (a batch, or a driven transaction). */
+/** One holder of the writer's connection at a time (a transaction, from its first step to its end). */
 class Turn {
   private held = false;
   private readonly queue: (() => void)[] = [];
@@ -155,21 +139,40 @@ export function startSqliteWriter(path: string): SqliteWriter {
       throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
     return reply.results!.map(toResult);
   };
-  const one = async (q: CompiledQuery): Promise<QueryResult<unknown>> => (await ask({ one: { sql: q.sql, params: q.parameters } }))[0];
-  let kysely: Kysely<unknown> | undefined;
-  return {
-    async transaction(statements) {
-      const release = await turn.take();
-      try {
-        return await ask({ statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })) });
-      } finally {
-        release();
+  const steps: WriteSteps = async (fn) => {
+    const release = await turn.take();
+    // open: begun in the thread; ended: committed, or rolled back by the thread after a failed step.
+    let open = false;
+    let ended = false;
+    try {
+      const out = await fn(async (statements, last = false) => {
+        if (ended) throw new Error('this write transaction has ended');
+        const begin = !open;
+        open = true;
+        try {
+          return await ask({ statements: statements.map((s) => ({ sql: s.sql, params: s.parameters })), begin, commit: last });
+        } catch (e) {
+          ended = true;
+          throw e;
+        } finally {
+          if (last) ended = true;
+        }
+      });
+      if (open && !ended) {
+        ended = true;
+        await ask({ statements: [], commit: true });
       }
-    },
-    db<DB>() {
-      kysely ??= new Kysely<unknown>({ dialect: new WriterDialect(turn, one) });
-      return kysely as Kysely<DB>;
-    },
+      return out;
+    } catch (e) {
+      if (open && !ended) await ask({ rollback: true }).catch(() => undefined);
+      throw e;
+    } finally {
+      release();
+    }
+  };
+  return {
+    transaction: (statements) => steps((step) => step(statements, true)),
+    steps,
     close() {
       closed ??= new Promise<void>((resolve) => {
         const done = () => void worker.terminate().finally(resolve);
@@ -182,56 +185,4 @@ export function startSqliteWriter(path: string): SqliteWriter {
       return closed;
     },
   };
-}
-
-/** Kysely's SQLite dialect over the writer thread: a connection is the thread, held for a whole transaction. */
-class WriterDialect implements Dialect {
-  constructor(
-    private readonly turn: Turn,
-    private readonly one: (q: CompiledQuery) => Promise<QueryResult<unknown>>,
-  ) {}
-  createAdapter() {
-    return new SqliteAdapter();
-  }
-  createDriver(): Driver {
-    const { turn, one } = this;
-    const releases = new WeakMap<DatabaseConnection, () => void>();
-    const connection = (): DatabaseConnection => ({
-      executeQuery: <R>(q: CompiledQuery) => one(q) as Promise<QueryResult<R>>,
-      streamQuery: () => {
-        throw new Error('streaming queries are not supported on the writer thread');
-      },
-    });
-    return {
-      async init() {},
-      async acquireConnection() {
-        const release = await turn.take();
-        const c = connection();
-        releases.set(c, release);
-        return c;
-      },
-      // IMMEDIATE, as every transaction of this server on SQLite (store/db.ts).
-      async beginTransaction(c) {
-        await c.executeQuery(CompiledQuery.raw('begin immediate'));
-      },
-      async commitTransaction(c) {
-        await c.executeQuery(CompiledQuery.raw('commit'));
-      },
-      // The thread rolls back only a transaction still open (SQLite ends one itself on SQLITE_FULL).
-      async rollbackTransaction(c) {
-        await c.executeQuery(CompiledQuery.raw('rollback'));
-      },
-      releaseConnection(c) {
-        releases.get(c)?.();
-        return Promise.resolve();
-      },
-      async destroy() {},
-    };
-  }
-  createQueryCompiler() {
-    return new SqliteQueryCompiler();
-  }
-  createIntrospector(db: Kysely<unknown>) {
-    return new SqliteIntrospector(db);
-  }
 }

@@ -14,9 +14,9 @@
 // which the agent door answers 503: osquery keeps its batch and resends. More than
 // MAX_PENDING_BYTES waiting for a commit in this process is also a 503 (SpoolBusy).
 import { EventEmitter } from 'node:events';
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { CompiledQuery, type QueryResult } from 'kysely';
+import { stepsOver } from '../../store/write-steps.js';
 import type { Deps } from '../../context.js';
-import type { DB } from '../../store/schema.js';
 
 /** Bytes of entries waiting for a commit in one process before appends are refused (503). */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
@@ -41,12 +41,23 @@ export interface SpoolInput {
   line: string;
 }
 
-/** A row as committed (what Spool.onCommit hooks receive). */
+/** A row as it is committed (what Spool.onCommit hooks receive). */
 export interface SpooledRow extends SpoolInput {
-  id: number;
   time: number;
   receivedAt: string;
   bytes: number;
+}
+
+/**
+ * What an append transaction does besides spooling (issue 30's query reports): statements that
+ * run after the commit-order lock is held, and statements given their answers, committed with
+ * the rows. Both are sent with the append's own two steps, never as steps of their own.
+ */
+export interface CommitHook {
+  /** Statements whose answers `writes` needs. */
+  reads(rows: readonly SpooledRow[]): CompiledQuery[];
+  /** Statements committed with the rows, given the answers of `reads` (in its order). */
+  writes(rows: readonly SpooledRow[], answers: QueryResult<unknown>[]): CompiledQuery[];
 }
 
 /** The spool cannot take more now (too much waiting for a commit): the agent is answered 503. */
@@ -85,8 +96,8 @@ export class Spool extends EventEmitter<SpoolEvents> {
   private waitingBytes = 0;
   private scheduled = false;
   private running?: Promise<void>;
-  /** Called inside each append transaction, after its rows are inserted (issue 30's reports). */
-  readonly onCommit: ((trx: Kysely<DB>, rows: SpooledRow[]) => Promise<void>)[] = [];
+  /** What each append transaction does besides spooling (issue 30's reports). */
+  readonly onCommit: CommitHook[] = [];
 
   constructor(private readonly deps: Deps) {
     super();
@@ -173,18 +184,18 @@ export class Spool extends EventEmitter<SpoolEvents> {
     const order = [...growth.values()].sort((a, b) =>
       a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env,
     );
-    // On SQLite through the agent door's writer thread (Store.writeDb): the append never runs, or
-    // waits for the write lock, on the event loop (issue 31).
-    return (this.deps.writeDb ?? this.deps.db).transaction().execute(async (trx) => {
-      // One statement for every stream this group grows, in that order: (0, '*') first, so a
-      // transaction draws no id before it holds the commit-order lock.
-      const heads = await sql<{ environment_id: number; log_type: string; entries: number; bytes: number }>`
-        insert into log_streams (environment_id, log_type, entries, bytes, last_id)
-        values ${sql.join(order.map((g) => sql`(${g.env}, ${g.type}, ${g.entries}, ${g.bytes}, 0)`))}
-        on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes
-        returning environment_id, log_type, entries, bytes`.execute(trx);
+    const committed: SpooledRow[] = rows.map((r) => ({ ...r, time: r.time ?? nowSeconds, receivedAt }));
+    // On SQLite through the agent door's writer thread (Store.writeSteps): the append never runs,
+    // or waits for the write lock, on the event loop (issue 31); in two steps, two round trips.
+    return (this.deps.writeSteps ?? stepsOver(this.deps.db))(async (step) => {
+      // Step 1: one statement for every stream this group grows, in that order: (0, '*') first,
+      // so a transaction draws no id before it holds the commit-order lock; then what the hooks
+      // read, under that lock.
+      const reads = this.onCommit.map((h) => h.reads(committed));
+      const [headsResult, ...readAnswers] = await step([headsUpsert(this.deps.dialect, order), ...reads.flat()]);
+      const heads = headsResult.rows as { environment_id: number; log_type: string; entries: number; bytes: number }[];
       const next = new Map<string, { entries: number; bytes: number }>();
-      for (const h of heads.rows) {
+      for (const h of heads) {
         const g = growth.get(streamKey(Number(h.environment_id), h.log_type))!;
         // Where this group starts in the stream.
         next.set(streamKey(g.env, g.type), { entries: Number(h.entries) - g.entries, bytes: Number(h.bytes) - g.bytes });
@@ -214,27 +225,37 @@ export class Spool extends EventEmitter<SpoolEvents> {
         e.bytes += r.bytes;
         return rec;
       });
-      let maxId = 0;
-      const committed: SpooledRow[] = [];
+      const inserts: CompiledQuery[] = [];
       for (let i = 0; i < records.length;) {
         let j = i;
         let size = 0;
         while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
-        const chunk = records.slice(i, j);
-        const ids = await insertRows(trx, this.deps.dialect, chunk);
-        chunk.forEach((rec, k) => {
-          const id = ids[k];
-          if (id > maxId) maxId = id;
-          if (this.onCommit.length > 0) {
-            const r = rows[i + k];
-            committed.push({ ...r, id, time: rec.tm, receivedAt, bytes: r.bytes });
-          }
-        });
+        inserts.push(insertRows(this.deps.dialect, records.slice(i, j)));
         i = j;
       }
-      // The newest id: where a new sink's cursor starts (sink-state.ts, cursorAtHead).
-      await trx.updateTable('log_streams').set({ last_id: maxId }).where('environment_id', '=', 0).where('log_type', '=', '*').execute();
-      for (const hook of this.onCommit) await hook(trx, committed);
+      let k = 0;
+      const writes = this.onCommit.flatMap((h, i) => {
+        const answers = readAnswers.slice(k, k + reads[i].length);
+        k += reads[i].length;
+        return h.writes(committed, answers);
+      });
+      // Step 2, committed with: the rows; the newest id (where a new sink's cursor starts:
+      // sink-state.ts, cursorAtHead), the highest in the table since this transaction holds the
+      // commit-order lock; what the hooks write.
+      const results = await step(
+        [
+          ...inserts,
+          CompiledQuery.raw(
+            "update log_streams set last_id = (select max(id) from log_spool) where environment_id = 0 and log_type = '*'",
+            [],
+          ),
+          ...writes,
+        ],
+        true,
+      );
+      let maxId = 0;
+      for (const r of results.slice(0, inserts.length))
+        for (const row of r.rows as { id: number }[]) maxId = Math.max(maxId, Number(row.id));
       return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId };
     });
   }
@@ -263,17 +284,26 @@ const KEYS = ['e', 'n', 'h', 'hn', 't', 'nm', 'sv', 'tm', 'ra', 'l', 'ts', 'tp',
 const PG_TYPES = ['int', 'int', 'text', 'text', 'text', 'text', 'int', 'bigint', 'text', 'text', 'bigint', 'bigint', 'bigint', 'bigint'];
 
 /**
- * One insert of many rows whose SQL text never changes (prepared once): the rows travel as one
- * JSON parameter. Returns the new ids in the order of `chunk` (matched by their stream position,
- * since RETURNING promises no order).
+ * The stream heads' upsert, as SQL text (no query builder: it runs for every append): one row
+ * per stream the group grows, in the given order.
  */
-async function insertRows(trx: Kysely<DB>, dialect: string, chunk: Rec[]): Promise<number[]> {
+function headsUpsert(dialect: string, order: { env: number; type: string; entries: number; bytes: number }[]): CompiledQuery {
+  const mark = dialect === 'postgres' ? (i: number) => `$${i + 1}` : () => '?';
+  const values = order.map((_, k) => `(${[0, 1, 2, 3].map((j) => mark(4 * k + j)).join(', ')}, 0)`).join(', ');
+  return CompiledQuery.raw(
+    `insert into log_streams (environment_id, log_type, entries, bytes, last_id) values ${values} ` +
+      'on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes ' +
+      'returning environment_id, log_type, entries, bytes',
+    order.flatMap((g) => [g.env, g.type, g.entries, g.bytes]),
+  );
+}
+
+/** One insert of many rows whose SQL text never changes (prepared once): the rows travel as one JSON parameter. */
+function insertRows(dialect: string, chunk: Rec[]): CompiledQuery {
   const json = JSON.stringify(chunk);
   const text =
     dialect === 'postgres'
-      ? `insert into log_spool (${COLUMNS}) select ${KEYS.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id, log_type, tseq`
-      : `insert into log_spool (${COLUMNS}) select ${KEYS.map((k) => `value ->> '$.${k}'`).join(', ')} from json_each(?) returning id, log_type, tseq`;
-  const res = await trx.executeQuery<{ id: number; log_type: string; tseq: number }>(CompiledQuery.raw(text, [json]));
-  const byPos = new Map(res.rows.map((r) => [`${r.log_type}\u0000${Number(r.tseq)}`, Number(r.id)]));
-  return chunk.map((r) => byPos.get(`${r.t}\u0000${r.ts}`)!);
+      ? `insert into log_spool (${COLUMNS}) select ${KEYS.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id`
+      : `insert into log_spool (${COLUMNS}) select ${KEYS.map((k) => `value ->> '$.${k}'`).join(', ')} from json_each(?) returning id`;
+  return CompiledQuery.raw(text, [json]);
 }

@@ -4,15 +4,16 @@
 // the group's size. So a report holds exactly the committed lines, on every replica (the spool's
 // commit-order lock serialises append transactions, so no two replicas update a state at once).
 // Reading: GET /api/v1/reports/{env}[/{name}], nodes by hostname, a page at a time.
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { Dialect } from '../../store/dialect.js';
-import type { DB, EnvironmentRow } from '../../store/schema.js';
+import type { EnvironmentRow } from '../../store/schema.js';
 import { REPORT_PAGE_DEFAULT, REPORT_PAGE_MAX } from '../../../api/constants.js';
 import type { ReportSummary } from '../../../api/index.js';
 import { badRequest, notFound } from '../../errors.js';
 import { applyEntry, boundedRows, stateFromStored, type ReportState } from './report-state.js';
 import { resolveNode } from './nodes.js';
+import type { CommitHook } from '../delivery/spool.js';
 
 /** What the hook needs of a committed spool row (services/delivery/spool.ts SpooledRow). */
 export interface CommittedLine {
@@ -67,80 +68,96 @@ const UPSERT_SQL = {
     `on conflict (environment_id, name, node_id) do update set ${SET}`,
 };
 
+type StateRow = {
+  environment_id: number;
+  name: string;
+  node_id: number;
+  kind: string;
+  epoch: number;
+  counter: number;
+  rows: string;
+  truncated: number;
+};
+
+/** The group's result lines by report (environment, query, node), in id order; undefined after a fault (reported). */
+function touchedBy(deps: Pick<Deps, 'faults'>, rows: readonly CommittedLine[]): Map<string, Touched> | undefined {
+  try {
+    const touched = new Map<string, Touched>();
+    for (const r of rows) {
+      if (r.logType !== 'result' || !r.name) continue;
+      let entry: unknown;
+      try {
+        entry = JSON.parse(r.line);
+      } catch {
+        continue;
+      }
+      const k = keyOf(r.environmentId, r.name, r.nodeId);
+      const t = touched.get(k) ?? { e: r.environmentId, n: r.name, d: r.nodeId, reportedAt: r.receivedAt, entries: [] };
+      t.entries.push(entry);
+      t.reportedAt = r.receivedAt;
+      touched.set(k, t);
+    }
+    return touched;
+  } catch (e) {
+    deps.faults.report('query reports', e);
+    return undefined;
+  }
+}
+
 /**
  * The Spool.onCommit hook: applies the group's result lines to the reports, inside the append
- * transaction. A line that is not JSON or holds no rows changes nothing. A fault in here is
- * reported and the group's reports are left as they were (the next snapshot or first run sets
- * them right); it never fails the agents' append.
+ * transaction: the states they touch are read with the stream heads (under the commit-order
+ * lock) and written with the rows. A line that is not JSON or holds no rows changes nothing. A
+ * fault in here is reported and the group's reports are left as they were (the next snapshot or
+ * first run sets them right); it never fails the agents' append.
  */
-export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>) {
-  return async (trx: Kysely<DB>, rows: readonly CommittedLine[]): Promise<void> => {
-    let touched: Map<string, Touched>;
-    try {
-      touched = new Map();
-      for (const r of rows) {
-        if (r.logType !== 'result' || !r.name) continue;
-        let entry: unknown;
-        try {
-          entry = JSON.parse(r.line);
-        } catch {
-          continue;
+export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>): CommitHook {
+  const dialect: Dialect = deps.dialect;
+  // What reads found for a group, for its writes (the same rows array is given to both).
+  const groups = new WeakMap<readonly CommittedLine[], { touched: Map<string, Touched>; load: Touched[] }>();
+  return {
+    reads(rows) {
+      const touched = touchedBy(deps, rows);
+      if (!touched || touched.size === 0) return [];
+      const load = [...touched.values()].filter((t) => needsStored(t.entries));
+      groups.set(rows, { touched, load });
+      return load.length > 0 ? [CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))])] : [];
+    },
+    writes(rows, answers) {
+      const group = groups.get(rows);
+      if (!group) return [];
+      const { touched, load } = group;
+      try {
+        if (load.length > 0)
+          for (const s of answers[0].rows as StateRow[]) {
+            const t = touched.get(keyOf(Number(s.environment_id), s.name, Number(s.node_id)));
+            if (t) t.state = stateFromStored(s.kind, Number(s.epoch), Number(s.counter), s.rows, Boolean(Number(s.truncated)));
+          }
+        const records: object[] = [];
+        for (const t of touched.values()) {
+          let state = t.state;
+          for (const e of t.entries) state = applyEntry(state, e);
+          if (!state) continue;
+          const b = boundedRows(state);
+          records.push({
+            e: t.e,
+            n: t.n,
+            d: t.d,
+            k: state.kind,
+            ep: state.epoch,
+            c: state.counter,
+            r: b.json,
+            rc: b.count,
+            t: b.truncated ? 1 : 0,
+            at: t.reportedAt,
+          });
         }
-        const k = keyOf(r.environmentId, r.name, r.nodeId);
-        const t = touched.get(k) ?? { e: r.environmentId, n: r.name, d: r.nodeId, reportedAt: r.receivedAt, entries: [] };
-        t.entries.push(entry);
-        t.reportedAt = r.receivedAt;
-        touched.set(k, t);
+        return records.length > 0 ? [CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)])] : [];
+      } catch (e) {
+        deps.faults.report('query reports', e);
+        return [];
       }
-    } catch (e) {
-      deps.faults.report('query reports', e);
-      return;
-    }
-    if (touched.size === 0) return;
-    const dialect: Dialect = deps.dialect;
-    const load = [...touched.values()].filter((t) => needsStored(t.entries));
-    if (load.length > 0) {
-      const res = await trx.executeQuery<{
-        environment_id: number;
-        name: string;
-        node_id: number;
-        kind: string;
-        epoch: number;
-        counter: number;
-        rows: string;
-        truncated: number;
-      }>(CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))]));
-      for (const s of res.rows) {
-        const t = touched.get(keyOf(Number(s.environment_id), s.name, Number(s.node_id)));
-        if (t) t.state = stateFromStored(s.kind, Number(s.epoch), Number(s.counter), s.rows, Boolean(Number(s.truncated)));
-      }
-    }
-    let records: object[];
-    try {
-      records = [];
-      for (const t of touched.values()) {
-        let state = t.state;
-        for (const e of t.entries) state = applyEntry(state, e);
-        if (!state) continue;
-        const b = boundedRows(state);
-        records.push({
-          e: t.e,
-          n: t.n,
-          d: t.d,
-          k: state.kind,
-          ep: state.epoch,
-          c: state.counter,
-          r: b.json,
-          rc: b.count,
-          t: b.truncated ? 1 : 0,
-          at: t.reportedAt,
-        });
-      }
-    } catch (e) {
-      deps.faults.report('query reports', e);
-      return;
-    }
-    if (records.length > 0) await trx.executeQuery(CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)]));
+    },
   };
 }
 

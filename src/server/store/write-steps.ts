@@ -1,0 +1,28 @@
+// A write transaction whose later statements depend on the answers of earlier ones (the log
+// spool's append: the stream heads, then the rows at their positions), run as a few steps of
+// statements rather than one statement at a time. On SQLite each step is one round trip to the
+// agent door's writer thread (sqlite-writer.ts): at a few hundred agent requests a second the
+// thread hand-offs, not the SQL, were what an append cost (issue 31: seven round trips for a
+// result batch). On PostgreSQL the statements run one after another in a transaction.
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+
+/** Runs the statements in order in the transaction; `last`: the transaction commits after them. */
+export type WriteStep = (statements: CompiledQuery[], last?: boolean) => Promise<QueryResult<unknown>[]>;
+
+/**
+ * Runs `fn` in one write transaction, its statements sent a step at a time. Commits when `fn`
+ * resolves (with its last step when it said `last`); rolls back when a step or `fn` throws.
+ */
+export type WriteSteps = <T>(fn: (step: WriteStep) => Promise<T>) => Promise<T>;
+
+/** WriteSteps over a Kysely transaction (PostgreSQL; SQLite without the writer thread, in tests). */
+export function stepsOver<DB>(db: Kysely<DB>): WriteSteps {
+  return (fn) =>
+    db.transaction().execute((trx) =>
+      fn(async (statements) => {
+        const results: QueryResult<unknown>[] = [];
+        for (const s of statements) results.push(await trx.executeQuery(s));
+        return results;
+      }),
+    );
+}
