@@ -49,16 +49,15 @@ export interface SpooledRow extends SpoolInput {
 }
 
 /**
- * What an append transaction does besides spooling (issue 30's query reports): statements that
- * run after the commit-order lock is held, and statements given their answers, committed with
- * the rows. Both are sent with the append's own two steps, never as steps of their own.
+ * What an append transaction does besides spooling (issue 30's query reports), for one group:
+ * statements that read under the commit-order lock, and, given their answers, statements
+ * committed with the rows. Both are sent with the append's own two steps, never as steps of
+ * their own.
  */
-export interface CommitHook {
-  /** Statements whose answers `writes` needs. */
-  reads(rows: readonly SpooledRow[]): CompiledQuery[];
-  /** Statements committed with the rows, given the answers of `reads` (in its order). */
-  writes(rows: readonly SpooledRow[], answers: QueryResult<unknown>[]): CompiledQuery[];
-}
+export type CommitHook = (rows: readonly SpooledRow[]) => {
+  reads: CompiledQuery[];
+  writes(answers: QueryResult<unknown>[]): CompiledQuery[];
+};
 
 /** The spool cannot take more now (too much waiting for a commit): the agent is answered 503. */
 export class SpoolBusy extends Error {}
@@ -191,8 +190,8 @@ export class Spool extends EventEmitter<SpoolEvents> {
       // Step 1: one statement for every stream this group grows, in that order: (0, '*') first,
       // so a transaction draws no id before it holds the commit-order lock; then what the hooks
       // read, under that lock.
-      const reads = this.onCommit.map((h) => h.reads(committed));
-      const [headsResult, ...readAnswers] = await step([headsUpsert(this.deps.dialect, order), ...reads.flat()]);
+      const hooks = this.onCommit.map((hook) => hook(committed));
+      const [headsResult, ...readAnswers] = await step([headsUpsert(this.deps.dialect, order), ...hooks.flatMap((h) => h.reads)]);
       const heads = headsResult.rows as { environment_id: number; log_type: string; entries: number; bytes: number }[];
       const next = new Map<string, { entries: number; bytes: number }>();
       for (const h of heads) {
@@ -233,12 +232,10 @@ export class Spool extends EventEmitter<SpoolEvents> {
         inserts.push(insertRows(this.deps.dialect, records.slice(i, j)));
         i = j;
       }
-      let k = 0;
-      const writes = this.onCommit.flatMap((h, i) => {
-        const answers = readAnswers.slice(k, k + reads[i].length);
-        k += reads[i].length;
-        return h.writes(committed, answers);
-      });
+      // Each hook gets the answers of its own reads.
+      const writes: CompiledQuery[] = [];
+      for (let i = 0, at = 0; i < hooks.length; at += hooks[i].reads.length, i++)
+        writes.push(...hooks[i].writes(readAnswers.slice(at, at + hooks[i].reads.length)));
       // Step 2, committed with: the rows; the newest id (where a new sink's cursor starts:
       // sink-state.ts, cursorAtHead), the highest in the table since this transaction holds the
       // commit-order lock; what the hooks write.

@@ -7,7 +7,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { Dialect } from '../../store/dialect.js';
-import type { EnvironmentRow } from '../../store/schema.js';
+import type { EnvironmentRow, QueryReportsTable } from '../../store/schema.js';
 import { REPORT_PAGE_DEFAULT, REPORT_PAGE_MAX } from '../../../api/constants.js';
 import type { ReportSummary } from '../../../api/index.js';
 import { badRequest, notFound } from '../../errors.js';
@@ -68,16 +68,8 @@ const UPSERT_SQL = {
     `on conflict (environment_id, name, node_id) do update set ${SET}`,
 };
 
-type StateRow = {
-  environment_id: number;
-  name: string;
-  node_id: number;
-  kind: string;
-  epoch: number;
-  counter: number;
-  rows: string;
-  truncated: number;
-};
+/** What READ_SQL returns of a stored report. */
+type StateRow = Pick<QueryReportsTable, 'environment_id' | 'name' | 'node_id' | 'kind' | 'epoch' | 'counter' | 'rows' | 'truncated'>;
 
 /** The group's result lines by report (environment, query, node), in id order; undefined after a fault (reported). */
 function touchedBy(deps: Pick<Deps, 'faults'>, rows: readonly CommittedLine[]): Map<string, Touched> | undefined {
@@ -113,51 +105,44 @@ function touchedBy(deps: Pick<Deps, 'faults'>, rows: readonly CommittedLine[]): 
  */
 export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>): CommitHook {
   const dialect: Dialect = deps.dialect;
-  // What reads found for a group, for its writes (the same rows array is given to both).
-  const groups = new WeakMap<readonly CommittedLine[], { touched: Map<string, Touched>; load: Touched[] }>();
-  return {
-    reads(rows) {
-      const touched = touchedBy(deps, rows);
-      if (!touched || touched.size === 0) return [];
-      const load = [...touched.values()].filter((t) => needsStored(t.entries));
-      groups.set(rows, { touched, load });
-      return load.length > 0 ? [CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))])] : [];
-    },
-    writes(rows, answers) {
-      const group = groups.get(rows);
-      if (!group) return [];
-      const { touched, load } = group;
-      try {
-        if (load.length > 0)
-          for (const s of answers[0].rows as StateRow[]) {
+  return (rows) => {
+    const touched = touchedBy(deps, rows);
+    if (!touched || touched.size === 0) return { reads: [], writes: () => [] };
+    const load = [...touched.values()].filter((t) => needsStored(t.entries));
+    return {
+      reads: load.length > 0 ? [CompiledQuery.raw(READ_SQL[dialect], [JSON.stringify(load.map((t) => ({ e: t.e, n: t.n, d: t.d })))])] : [],
+      writes(answers) {
+        try {
+          for (const s of (answers[0]?.rows ?? []) as StateRow[]) {
             const t = touched.get(keyOf(Number(s.environment_id), s.name, Number(s.node_id)));
             if (t) t.state = stateFromStored(s.kind, Number(s.epoch), Number(s.counter), s.rows, Boolean(Number(s.truncated)));
           }
-        const records: object[] = [];
-        for (const t of touched.values()) {
-          let state = t.state;
-          for (const e of t.entries) state = applyEntry(state, e);
-          if (!state) continue;
-          const b = boundedRows(state);
-          records.push({
-            e: t.e,
-            n: t.n,
-            d: t.d,
-            k: state.kind,
-            ep: state.epoch,
-            c: state.counter,
-            r: b.json,
-            rc: b.count,
-            t: b.truncated ? 1 : 0,
-            at: t.reportedAt,
-          });
+          const records: object[] = [];
+          for (const t of touched.values()) {
+            let state = t.state;
+            for (const e of t.entries) state = applyEntry(state, e);
+            if (!state) continue;
+            const b = boundedRows(state);
+            records.push({
+              e: t.e,
+              n: t.n,
+              d: t.d,
+              k: state.kind,
+              ep: state.epoch,
+              c: state.counter,
+              r: b.json,
+              rc: b.count,
+              t: b.truncated ? 1 : 0,
+              at: t.reportedAt,
+            });
+          }
+          return records.length > 0 ? [CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)])] : [];
+        } catch (e) {
+          deps.faults.report('query reports', e);
+          return [];
         }
-        return records.length > 0 ? [CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)])] : [];
-      } catch (e) {
-        deps.faults.report('query reports', e);
-        return [];
-      }
-    },
+      },
+    };
   };
 }
 
