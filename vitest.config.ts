@@ -1,10 +1,18 @@
 import { defineConfig } from 'vitest/config';
 
 // The server suite runs twice: on SQLite (with everything else) and on a real PostgreSQL
-// (a throwaway cluster started by test/helpers/pg-global.ts). Tests about SQLite itself (file
-// modes, FTS5 query plans, SQLite triggers) stay in the sqlite project; their PostgreSQL
-// counterparts live beside them and skip themselves on SQLite.
-const SQLITE_ONLY = ['test/server/trust-files.test.ts', 'test/server/sqlite-wal.test.ts', 'test/server/sqlite-writer-steps.test.ts'];
+// (a throwaway cluster started by test/helpers/pg-global.ts). Files about one database only
+// (SQLite's files, threads and page limits; PostgreSQL's TLS, pg_dump and a stopped server) are
+// in that database's project alone, rather than skipped in the other.
+const SQLITE_ONLY = [
+  'test/server/trust-files.test.ts',
+  'test/server/sqlite-wal.test.ts',
+  'test/server/sqlite-writer-steps.test.ts',
+  'test/server/admin-reads.test.ts',
+  'test/server/sqlite-full-transaction.test.ts',
+  'test/server/faults-sqlite.test.ts',
+];
+const POSTGRES_ONLY = ['test/server/postgres-tls.test.ts', 'test/server/upgrade-postgres.test.ts', 'test/server/faults-postgres.test.ts'];
 
 export default defineConfig({
   test: {
@@ -21,7 +29,7 @@ export default defineConfig({
     // after itself (servers stopped, env restored, real timers back), which this relies on.
     poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false } },
     projects: [
-      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: POSTGRES_ONLY } },
       {
         extends: true,
         test: {

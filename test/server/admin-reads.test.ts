@@ -4,9 +4,8 @@
 // would hold it): admin reads are still answered, an admin write waits for it and then lands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
-import { onPostgres } from '../helpers/test-db.js';
 
-describe.skipIf(onPostgres)('admin reads on threads of their own (SQLite)', () => {
+describe('admin reads on threads of their own (SQLite)', () => {
   let t: TestServer;
   let admin: string;
 

@@ -9,7 +9,6 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '../../scripts/pg-cluster.mjs';
-import { onPostgres } from '../helpers/test-db.js';
 import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { apiCall, apiToken } from '../helpers/admin-cli.js';
 import { eventually } from '../helpers/osquery-agent.js';
@@ -19,7 +18,7 @@ import { Simulator, parseAgentFlags } from '../../src/agent-sim/index.js';
 const AGENTS = 24;
 const PASSWORD = 'faults-pg-password-1';
 
-describe.runIf(onPostgres)('PostgreSQL stopped and started under agents with a file sink', () => {
+describe('PostgreSQL stopped and started under agents with a file sink', () => {
   let cluster: Awaited<ReturnType<typeof startCluster>>;
   let dir: string;
   let server: ServerProcess;

@@ -7,10 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CompiledQuery, sql } from 'kysely';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
-import { onPostgres } from '../helpers/test-db.js';
 import { agentPost, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
 
-describe.skipIf(onPostgres)('SQLite out of space, then space again', () => {
+describe('SQLite out of space, then space again', () => {
   let t: TestServer;
   let admin: string;
   let flags: Flags;

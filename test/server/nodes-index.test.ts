@@ -23,6 +23,8 @@ import { setSeen } from '../helpers/node-seen.js';
 
 const SEARCHED = ['uuid', 'hostname', 'localname', 'ip_address', 'username', 'osquery_user', 'platform', 'osquery_version'] as const;
 
+// SQLite's plans (EXPLAIN QUERY PLAN); the same questions asked of PostgreSQL's planner are the
+// describe at the end of this file. Each runs in its database's project and skips in the other.
 describe.skipIf(onPostgres)('query plans', () => {
   const sqlite = new Database(':memory:');
   const ran: { sql: string; params: unknown[] }[] = [];
@@ -236,6 +238,7 @@ describe.skipIf(onPostgres)('query plans', () => {
   });
 });
 
+// PostgreSQL's plans (EXPLAIN): run in the postgres project only, as the SQLite ones above in the sqlite one.
 describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
   let store: Store;
   const ran: { sql: string; params: readonly unknown[] }[] = [];

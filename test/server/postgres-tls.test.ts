@@ -8,10 +8,10 @@ import { chownSync, readFileSync, statSync } from 'node:fs';
 import { inject } from 'vitest';
 import { execa } from 'execa';
 import { startServerProcess, BIN } from '../helpers/cli.js';
-import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
+import { testDatabaseUrl } from '../helpers/test-db.js';
 import { selfSignedCert } from '../helpers/pki.js';
 
-describe.runIf(onPostgres)('the server on PostgreSQL over TLS', () => {
+describe('the server on PostgreSQL over TLS', () => {
   let db: string;
   let ca: string;
   const admin = () => inject('pgAdminUrl');

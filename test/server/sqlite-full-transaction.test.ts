@@ -11,9 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { openSqlite, type Store } from '../../src/server/store/db.js';
 import { dbFault } from '../../src/server/lib/db-errors.js';
-import { onPostgres } from '../helpers/test-db.js';
 
-describe.skipIf(onPostgres)('SQLite: a transaction that runs out of space', () => {
+describe('SQLite: a transaction that runs out of space', () => {
   let dir: string;
   let store: Store;
   beforeAll(async () => {

@@ -12,11 +12,11 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { Cli, DEV_PASSWORD, startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { eventually } from '../helpers/osquery-agent.js';
-import { onPostgres, testDatabaseUrl } from '../helpers/test-db.js';
+import { testDatabaseUrl } from '../helpers/test-db.js';
 import { migrationProvider } from '../../src/server/store/migrations.js';
 import pkg from '../../package.json' with { type: 'json' };
 
-describe.runIf(onPostgres)('PostgreSQL: backup with pg_dump and pg_restore, migrate, a newer schema', () => {
+describe('PostgreSQL: backup with pg_dump and pg_restore, migrate, a newer schema', () => {
   let dir: string;
   const clis: Cli[] = [];
   const servers: ServerProcess[] = [];

@@ -110,6 +110,7 @@ describe('keychain availability', () => {
     expect(k.unavailableReason).toBe('D-Bus is disabled: DBUS_SESSION_BUS_ADDRESS=disabled:');
   });
 
+  // Linux only: the stand-in bus is a Unix socket, and D-Bus sessions (the Secret Service) are Linux's; CI runs on Linux.
   it.runIf(process.platform === 'linux')(
     'a D-Bus that accepts but never answers is given up after the timeout, for the rest of the run',
     async () => {
