@@ -8,6 +8,10 @@
 import { Worker } from 'node:worker_threads';
 
 const N = Number(process.argv[2] ?? 300);
+if (!Number.isInteger(N) || N < 1) {
+  console.error(`usage: npm run bench:handoff -- [N]: N runs of each measure, a positive integer (got ${process.argv[2]})`);
+  process.exit(2);
+}
 const GAP_MS = 5;
 const worker = new Worker(
   `const { parentPort } = require('node:worker_threads');
