@@ -365,6 +365,35 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
     expectIndexed(plans);
     expect(plans.some((p) => /node_seen_env_bucket_lastseen|node_seen_env_lastseen_bucket/.test(p.plan))).toBe(true);
   });
+
+  it("a line search within one user's entries pages on the (username, id) index, not the whole trail newest first", async () => {
+    // As the bench's million rows: one entry in 8 is analyst's, one in 5 says "denied".
+    await sql`insert into audit_logs (created_at, env_uuid, environment_id, line, log_type, severity, service, source_ip, username, count)
+      select '', '', ${envId}, case n % 5 when 3 then 'denied GET /api/v1/nodes/prod: token expired' else 'user ' || n || ' logged in' end,
+        1, 0, 'api', '10.1.0.1', case n % 8 when 2 then 'analyst' else 'user' || (n % 8) end, 1
+      from generate_series(1, 200000) n`.execute(store.db);
+    await sql`analyze audit_logs`.execute(store.db);
+    const query = { q: 'denied', username: 'analyst', page: '3', per_page: '50' };
+    ran.length = 0;
+    const page = await listAuditLogs(deps, caller, query as never);
+    const pageQuery = ran.find((r) => /^\s*select "audit_logs"\."id"/i.test(r.sql) && /order by/i.test(r.sql))!;
+    const plan = (await store.db.executeQuery(CompiledQuery.raw(`explain ${pageQuery.sql}`, [...pageQuery.params]))).rows
+      .map((x) => (x as { 'QUERY PLAN': string })['QUERY PLAN'])
+      .join('\n');
+    expect(plan, `${pageQuery.sql}\n${plan}`).toMatch(/Index Scan Backward using audit_logs_user on audit_logs/);
+    expect(plan).not.toMatch(/\bSort\b/);
+    // The same entries as the plain equality, newest first.
+    const expected = await store.db
+      .selectFrom('audit_logs')
+      .select('id')
+      .where('username', '=', 'analyst')
+      .where(sql<boolean>`lower(line) like '%denied%'`)
+      .orderBy('id', 'desc')
+      .limit(50)
+      .offset(100)
+      .execute();
+    expect(page.items.map((e) => e.id)).toEqual(expected.map((r) => r.id));
+  });
 });
 
 describe('over HTTP: search semantics and counts after changes', () => {

@@ -27,10 +27,20 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
   // SQLite, q long enough for trigrams: the line index drives, newest first (FTS5 reads its
   // matches in rowid order and stops at the page), each match checked against the other filters.
   const fts = deps.dialect === 'sqlite' && !!query.q && [...query.q].length >= MIN_INDEXED_QUERY;
+  // PostgreSQL, a line search within one user's entries: the user as a range [u, u], the page
+  // ordered by (username, id). With `username = u` the planner drops username from the order (a
+  // constant), then prefers walking the primary key newest first and testing every user's lines
+  // (10,000 rows for page 5 of analyst's "denied", 3.5 ms) to the (username, id) index, whose
+  // heap reads it costs as random; with the range only that index gives the order (1,250 rows, 0.5 ms).
+  const userRange = deps.dialect === 'postgres' && !!query.q && (!caller.isSuperAdmin || !!query.username);
+  const byUser = <Q extends SelectQueryBuilder<any, any, any>>(q: Q, username: string): Q =>
+    (userRange
+      ? q.where('audit_logs.username', '>=', username).where('audit_logs.username', '<=', username)
+      : q.where('audit_logs.username', '=', username)) as Q;
   const filtered = <Q extends SelectQueryBuilder<any, any, any>>(q: Q): Q => {
     // Non-super-admins see their own entries only; their username filter can only narrow that.
-    if (!caller.isSuperAdmin) q = q.where('audit_logs.username', '=', caller.user.username) as Q;
-    if (query.username) q = q.where('audit_logs.username', '=', query.username) as Q;
+    if (!caller.isSuperAdmin) q = byUser(q, caller.user.username);
+    if (query.username) q = byUser(q, query.username);
     if (query.service) q = q.where('audit_logs.service', '=', query.service) as Q;
     if (envId !== undefined) q = q.where('audit_logs.environment_id', '=', envId) as Q;
     // PostgreSQL (and a q too short for trigrams): the expression of audit_logs_line_trgm (GIN, pg_trgm).
@@ -89,6 +99,7 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
   const ids = (
     await from
       .select(fts ? 'audit_search.rowid as id' : 'audit_logs.id')
+      .$if(userRange, (q) => q.orderBy('audit_logs.username', 'desc'))
       .orderBy(order, 'desc')
       .limit(pageReq.pageSize)
       .offset(pageReq.offset - (anchor?.offset ?? 0))
