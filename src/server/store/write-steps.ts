@@ -1,5 +1,5 @@
 // A write transaction whose later statements depend on the answers of earlier ones (the log
-// spool's append: the stream heads, then the rows at their positions), run as a few steps of
+// spool's append when a differential result's stored report is read first), run as a few steps of
 // statements rather than one statement at a time. On SQLite each step is one round trip to the
 // agent door's writer thread (sqlite-writer.ts): at a few hundred agent requests a second the
 // thread hand-offs, not the SQL, were what an append cost (issue 31: seven round trips for a

@@ -51,8 +51,8 @@ export interface SpooledRow extends SpoolInput {
 /**
  * What an append transaction does besides spooling (issue 30's query reports), for one group:
  * statements that read under the commit-order lock, and, given their answers, statements
- * committed with the rows. Both are sent with the append's own two steps, never as steps of
- * their own.
+ * committed with the rows. Both are sent with the append's own steps, never as steps of their
+ * own: with no reads the append is one step (one round trip to the writer thread), with reads two.
  */
 export type CommitHook = (rows: readonly SpooledRow[]) => {
   reads: CompiledQuery[];
@@ -184,80 +184,75 @@ export class Spool extends EventEmitter<SpoolEvents> {
       a.type === '*' ? -1 : b.type === '*' ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.env - b.env,
     );
     const committed: SpooledRow[] = rows.map((r) => ({ ...r, time: r.time ?? nowSeconds, receivedAt }));
+    // Each row's place in its two streams, as its distance from the stream's head once the group
+    // is counted in (the heads upsert runs first in the transaction): the insert reads the heads
+    // itself, so no answer has to come back before the rows are sent.
+    const left = new Map([...growth].map(([k, g]) => [k, { entries: g.entries, bytes: g.bytes }]));
+    const records = rows.map((r): Rec => {
+      const t = left.get(streamKey(0, r.logType))!;
+      const e = left.get(streamKey(r.environmentId, r.logType))!;
+      const rec = {
+        e: r.environmentId,
+        n: r.nodeId,
+        h: r.hostIdentifier,
+        hn: r.hostname,
+        t: r.logType,
+        nm: r.name ?? null,
+        sv: r.severity ?? null,
+        tm: r.time ?? nowSeconds,
+        ra: receivedAt,
+        l: r.line,
+        ts: t.entries,
+        tp: t.bytes,
+        es: e.entries,
+        ep: e.bytes,
+      };
+      t.entries--;
+      t.bytes -= r.bytes;
+      e.entries--;
+      e.bytes -= r.bytes;
+      return rec;
+    });
+    const inserts: CompiledQuery[] = [];
+    for (let i = 0; i < records.length;) {
+      let j = i;
+      let size = 0;
+      while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
+      inserts.push(insertRows(this.deps.dialect, records.slice(i, j)));
+      i = j;
+    }
+    // The newest id (where a new sink's cursor starts: sink-state.ts, cursorAtHead): the highest
+    // in the table, since this transaction holds the commit-order lock.
+    const lastId = CompiledQuery.raw(
+      "update log_streams set last_id = (select max(id) from log_spool) where environment_id = 0 and log_type = '*'",
+      [],
+    );
+    const hooks = this.onCommit.map((hook) => hook(committed));
+    const reads = hooks.flatMap((h) => h.reads);
     // On SQLite through the agent door's writer thread (Store.writeSteps): the append never runs,
-    // or waits for the write lock, on the event loop (issue 31); in two steps, two round trips.
+    // or waits for the write lock, on the event loop (issue 31). One step, one round trip, unless
+    // a hook reads (a differential result's stored report): then the heads and the reads first,
+    // under the commit-order lock, and the rest with what the hooks write given the answers.
     return (this.deps.writeSteps ?? stepsOver(this.deps.db))(async (step) => {
-      // Step 1: one statement for every stream this group grows, in that order: (0, '*') first,
-      // so a transaction draws no id before it holds the commit-order lock; then what the hooks
-      // read, under that lock.
-      const hooks = this.onCommit.map((hook) => hook(committed));
-      const [headsResult, ...readAnswers] = await step([headsUpsert(this.deps.dialect, order), ...hooks.flatMap((h) => h.reads)]);
-      const heads = headsResult.rows as { environment_id: number; log_type: string; entries: number; bytes: number }[];
-      const next = new Map<string, { entries: number; bytes: number }>();
-      for (const h of heads) {
-        const g = growth.get(streamKey(Number(h.environment_id), h.log_type))!;
-        // Where this group starts in the stream.
-        next.set(streamKey(g.env, g.type), { entries: Number(h.entries) - g.entries, bytes: Number(h.bytes) - g.bytes });
-      }
-      const records = rows.map((r) => {
-        const t = next.get(streamKey(0, r.logType))!;
-        const e = next.get(streamKey(r.environmentId, r.logType))!;
-        const rec = {
-          e: r.environmentId,
-          n: r.nodeId,
-          h: r.hostIdentifier,
-          hn: r.hostname,
-          t: r.logType,
-          nm: r.name ?? null,
-          sv: r.severity ?? null,
-          tm: r.time ?? nowSeconds,
-          ra: receivedAt,
-          l: r.line,
-          ts: t.entries,
-          tp: t.bytes,
-          es: e.entries,
-          ep: e.bytes,
-        };
-        t.entries++;
-        t.bytes += r.bytes;
-        e.entries++;
-        e.bytes += r.bytes;
-        return rec;
-      });
-      const inserts: CompiledQuery[] = [];
-      for (let i = 0; i < records.length;) {
-        let j = i;
-        let size = 0;
-        while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
-        inserts.push(insertRows(this.deps.dialect, records.slice(i, j)));
-        i = j;
-      }
+      // (0, '*') first in the heads upsert: a transaction draws no id before it holds the
+      // commit-order lock; then a fixed order, so writers never deadlock.
+      const heads = headsUpsert(this.deps.dialect, order);
+      const answers = reads.length > 0 ? (await step([heads, ...reads])).slice(1) : [];
       // Each hook gets the answers of its own reads.
       const writes: CompiledQuery[] = [];
       for (let i = 0, at = 0; i < hooks.length; at += hooks[i].reads.length, i++)
-        writes.push(...hooks[i].writes(readAnswers.slice(at, at + hooks[i].reads.length)));
-      // Step 2, committed with: the rows; the newest id (where a new sink's cursor starts:
-      // sink-state.ts, cursorAtHead), the highest in the table since this transaction holds the
-      // commit-order lock; what the hooks write.
-      const results = await step(
-        [
-          ...inserts,
-          CompiledQuery.raw(
-            "update log_streams set last_id = (select max(id) from log_spool) where environment_id = 0 and log_type = '*'",
-            [],
-          ),
-          ...writes,
-        ],
-        true,
-      );
+        writes.push(...hooks[i].writes(answers.slice(at, at + hooks[i].reads.length)));
+      const first = reads.length > 0 ? [] : [heads];
+      const results = await step([...first, ...inserts, lastId, ...writes], true);
       let maxId = 0;
-      for (const r of results.slice(0, inserts.length))
+      for (const r of results.slice(first.length, first.length + inserts.length))
         for (const row of r.rows as { id: number }[]) maxId = Math.max(maxId, Number(row.id));
       return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId };
     });
   }
 }
 
+/** A row as the insert reads it; ts/tp and es/ep: entries and bytes from it to the head of its type and environment streams. */
 type Rec = {
   e: number;
   n: number;
@@ -289,18 +284,35 @@ function headsUpsert(dialect: string, order: { env: number; type: string; entrie
   const values = order.map((_, k) => `(${[0, 1, 2, 3].map((j) => mark(4 * k + j)).join(', ')}, 0)`).join(', ');
   return CompiledQuery.raw(
     `insert into log_streams (environment_id, log_type, entries, bytes, last_id) values ${values} ` +
-      'on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes ' +
-      'returning environment_id, log_type, entries, bytes',
+      'on conflict (environment_id, log_type) do update set entries = log_streams.entries + excluded.entries, bytes = log_streams.bytes + excluded.bytes',
     order.flatMap((g) => [g.env, g.type, g.entries, g.bytes]),
   );
 }
 
-/** One insert of many rows whose SQL text never changes (prepared once): the rows travel as one JSON parameter. */
+/**
+ * One insert of many rows whose SQL text never changes (prepared once): the rows travel as one
+ * JSON parameter; each row's sequence and byte position in its two streams are the stream's head
+ * (upserted earlier in the transaction) less its distance from it.
+ */
 function insertRows(dialect: string, chunk: Rec[]): CompiledQuery {
   const json = JSON.stringify(chunk);
-  const text =
-    dialect === 'postgres'
-      ? `insert into log_spool (${COLUMNS}) select ${KEYS.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id`
-      : `insert into log_spool (${COLUMNS}) select ${KEYS.map((k) => `value ->> '$.${k}'`).join(', ')} from json_each(?) returning id`;
-  return CompiledQuery.raw(text, [json]);
+  const head = (col: string, env: string, type: string) =>
+    `(select ${col} from log_streams where environment_id = ${env} and log_type = ${type})`;
+  if (dialect === 'postgres') {
+    const positions = [head('entries', '0', 'r.t'), head('bytes', '0', 'r.t'), head('entries', 'r.e', 'r.t'), head('bytes', 'r.e', 'r.t')];
+    const values = [...KEYS.slice(0, 10).map((k) => `r.${k}`), ...positions.map((h, i) => `${h} - r.${KEYS[10 + i]}`)];
+    return CompiledQuery.raw(
+      `insert into log_spool (${COLUMNS}) select ${values.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id`,
+      [json],
+    );
+  }
+  const v = (k: string) => `(value ->> '$.${k}')`;
+  const positions = [
+    head('entries', '0', v('t')),
+    head('bytes', '0', v('t')),
+    head('entries', v('e'), v('t')),
+    head('bytes', v('e'), v('t')),
+  ];
+  const values = [...KEYS.slice(0, 10).map(v), ...positions.map((h, i) => `${h} - ${v(KEYS[10 + i])}`)];
+  return CompiledQuery.raw(`insert into log_spool (${COLUMNS}) select ${values.join(', ')} from json_each(?) returning id`, [json]);
 }

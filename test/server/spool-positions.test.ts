@@ -1,0 +1,77 @@
+// Where each spooled entry sits in its streams (issue 28: a sink's lag, the backlog bound and the
+// logs retention count from them): the insert reads the stream heads the same transaction
+// upserted, so whatever groups commit, in any mix of environments and types, every stream's
+// entries are numbered 0, 1, 2... in id order and each starts at the bytes before it, on both
+// databases.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/api-server.js';
+import type { SpoolInput, SpoolLogType } from '../../src/server/services/delivery/spool.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => t?.close());
+
+describe('spool positions', () => {
+  it('number every stream without gaps in id order, over concurrent groups of mixed environments and types', async () => {
+    const db = t.server.store.db;
+    const envs = (await db.selectFrom('environments').select('id').orderBy('id').limit(2).execute()).map((r) => r.id);
+    expect(envs.length).toBe(2);
+    const node = await db.selectFrom('nodes').select(['id', 'uuid', 'hostname']).executeTakeFirstOrThrow();
+    const before = Number(
+      (
+        await db
+          .selectFrom('log_spool')
+          .select((eb) => eb.fn.max('id').as('m'))
+          .executeTakeFirst()
+      )?.m ?? 0,
+    );
+    const entry = (i: number): SpoolInput => ({
+      environmentId: envs[i % 2]!,
+      nodeId: node.id,
+      hostIdentifier: node.uuid,
+      hostname: node.hostname,
+      logType: (['result', 'status', 'query'] as SpoolLogType[])[i % 3]!,
+      name: 'positions_q',
+      // Lines of different lengths (and a multi-byte character) so byte positions differ from counts.
+      line: JSON.stringify({ i, pad: 'é'.repeat(i % 7) }),
+    });
+    // Three rounds of groups: the appends of one turn commit together, the next turn's while it runs.
+    for (let round = 0; round < 3; round++)
+      await Promise.all(
+        Array.from({ length: 8 }, (_, k) => t.server.spool.append([entry(round * 100 + k * 3), entry(round * 100 + k * 3 + 1)])),
+      );
+
+    const rows = await db
+      .selectFrom('log_spool')
+      .select(['id', 'environment_id', 'log_type', 'line', 'tseq', 'tpos', 'eseq', 'epos'])
+      .where('id', '>', before)
+      .orderBy('id')
+      .execute();
+    expect(rows.length).toBe(48);
+    const streams = await db.selectFrom('log_streams').select(['environment_id', 'log_type', 'entries', 'bytes']).execute();
+    const head = (env: number, type: string) => streams.find((s) => Number(s.environment_id) === env && s.log_type === type)!;
+    // Positions continue from wherever the streams stood (the demo's own entries, earlier tests).
+    const next = new Map<string, { seq: number; pos: number }>();
+    const expectNext = (key: string, seq: number, pos: number, bytes: number) => {
+      const n = next.get(key) ?? { seq, pos };
+      expect({ key, seq, pos }).toEqual({ key, seq: n.seq, pos: n.pos });
+      next.set(key, { seq: n.seq + 1, pos: n.pos + bytes });
+    };
+    for (const r of rows) {
+      const bytes = Buffer.byteLength(r.line, 'utf8');
+      expectNext(`0/${r.log_type}`, Number(r.tseq), Number(r.tpos), bytes);
+      expectNext(`${r.environment_id}/${r.log_type}`, Number(r.eseq), Number(r.epos), bytes);
+    }
+    // Each stream's head is where its last entry ends.
+    for (const [key, n] of next) {
+      const [env, type] = key.split('/');
+      expect({ key, entries: Number(head(Number(env), type!).entries), bytes: Number(head(Number(env), type!).bytes) }).toEqual({
+        key,
+        entries: n.seq,
+        bytes: n.pos,
+      });
+    }
+  });
+});
