@@ -73,7 +73,9 @@ export function installAdmission(app: FastifyInstance, services: AgentServices, 
       reply.raw.once('close', free);
     }
   });
-  app.addHook('onResponse', async (req, reply) => {
+  // The two hooks below run for every agent request and wait for nothing: callback hooks, not
+  // async ones, so neither costs a promise and its turns.
+  app.addHook('onResponse', (req, reply, done) => {
     o.onDone?.({
       endpoint: req.agentEndpoint ?? (req.method === 'GET' ? 'script' : 'unknown'),
       status: reply.statusCode,
@@ -82,10 +84,12 @@ export function installAdmission(app: FastifyInstance, services: AgentServices, 
       shed: req.agentShed,
       invalid: req.agentInvalid,
     });
+    done();
   });
   // While draining, answers end their connection.
-  app.addHook('onSend', async (_req, reply) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (lifecycle.closing) void reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 
