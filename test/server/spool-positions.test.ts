@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 describe('spool positions', () => {
-  it('number every stream without gaps in id order, over concurrent groups of mixed environments and types', async () => {
+  it('number every stream without gaps in id order, over concurrent groups of mixed environments and types, of one step, two, and a chunk a step', async () => {
     const db = t.server.store.db;
     const envs = (await db.selectFrom('environments').select('id').orderBy('id').limit(2).execute()).map((r) => r.id);
     expect(envs.length).toBe(2);
@@ -27,20 +27,29 @@ describe('spool positions', () => {
           .executeTakeFirst()
       )?.m ?? 0,
     );
-    const entry = (i: number): SpoolInput => ({
+    const entry = (i: number, types: SpoolLogType[], pad = 0): SpoolInput => ({
       environmentId: envs[i % 2]!,
       nodeId: node.id,
       hostIdentifier: node.uuid,
       hostname: node.hostname,
-      logType: (['result', 'status', 'query'] as SpoolLogType[])[i % 3]!,
+      logType: types[i % types.length]!,
       name: 'positions_q',
       // Lines of different lengths (and a multi-byte character) so byte positions differ from counts.
-      line: JSON.stringify({ i, pad: 'é'.repeat(i % 7) }),
+      line: JSON.stringify({ i, pad: 'é'.repeat(i % 7), big: 'x'.repeat(pad) }),
     });
-    // Three rounds of groups: the appends of one turn commit together, the next turn's while it runs.
-    for (let round = 0; round < 3; round++)
+    // Rounds of groups (the appends of one turn commit together, the next turn's while it runs):
+    // status and query lines only (no hook reads: one step); with result lines (the reports hook
+    // reads first: two steps); and lines of 1.5 MB (a group of several chunks, a step each).
+    const rounds: [SpoolLogType[], number][] = [
+      [['status', 'query'], 0],
+      [['result', 'status', 'query'], 0],
+      [['status', 'result'], 1_500_000],
+    ];
+    for (const [round, [types, pad]] of rounds.entries())
       await Promise.all(
-        Array.from({ length: 8 }, (_, k) => t.server.spool.append([entry(round * 100 + k * 3), entry(round * 100 + k * 3 + 1)])),
+        Array.from({ length: pad ? 3 : 8 }, (_, k) =>
+          t.server.spool.append([entry(round * 100 + k * 3, types, pad), entry(round * 100 + k * 3 + 1, types, pad)]),
+        ),
       );
 
     const rows = await db
@@ -49,7 +58,7 @@ describe('spool positions', () => {
       .where('id', '>', before)
       .orderBy('id')
       .execute();
-    expect(rows.length).toBe(48);
+    expect(rows.length).toBe(16 + 16 + 6);
     const streams = await db.selectFrom('log_streams').select(['environment_id', 'log_type', 'entries', 'bytes']).execute();
     const head = (env: number, type: string) => streams.find((s) => Number(s.environment_id) === env && s.log_type === type)!;
     // Positions continue from wherever the streams stood (the demo's own entries, earlier tests).

@@ -213,12 +213,14 @@ export class Spool extends EventEmitter<SpoolEvents> {
       e.bytes -= r.bytes;
       return rec;
     });
-    const inserts: CompiledQuery[] = [];
+    // The rows in chunks of at most CHUNK_ROWS rows and CHUNK_BYTES of lines (one JSON parameter
+    // each), serialised as each is sent.
+    const chunks: Rec[][] = [];
     for (let i = 0; i < records.length;) {
       let j = i;
       let size = 0;
       while (j < records.length && j - i < CHUNK_ROWS && (size < CHUNK_BYTES || j === i)) size += records[j++].l.length;
-      inserts.push(insertRows(this.deps.dialect, records.slice(i, j)));
+      chunks.push(records.slice(i, j));
       i = j;
     }
     // The newest id (where a new sink's cursor starts: sink-state.ts, cursorAtHead): the highest
@@ -230,23 +232,35 @@ export class Spool extends EventEmitter<SpoolEvents> {
     const hooks = this.onCommit.map((hook) => hook(committed));
     const reads = hooks.flatMap((h) => h.reads);
     // On SQLite through the agent door's writer thread (Store.writeSteps): the append never runs,
-    // or waits for the write lock, on the event loop (issue 31). One step, one round trip, unless
-    // a hook reads (a differential result's stored report): then the heads and the reads first,
-    // under the commit-order lock, and the rest with what the hooks write given the answers.
+    // or waits for the write lock, on the event loop (issue 31). A group of one chunk (nearly
+    // every group) is one step, one round trip, unless a hook reads (a differential result's
+    // stored report): then the heads and the reads first, under the commit-order lock. A bigger
+    // group sends a chunk a step, so only one chunk's JSON is in flight and in the writer thread
+    // at a time (test/e2e/agent-door-ops.test.ts's 16 MB batches: a server of 450-480 MiB with the
+    // whole group in one message, 370-410 MiB a chunk a step).
     return (this.deps.writeSteps ?? stepsOver(this.deps.db))(async (step) => {
       // (0, '*') first in the heads upsert: a transaction draws no id before it holds the
       // commit-order lock; then a fixed order, so writers never deadlock.
-      const heads = headsUpsert(this.deps.dialect, order);
-      const answers = reads.length > 0 ? (await step([heads, ...reads])).slice(1) : [];
+      let unsent = [headsUpsert(this.deps.dialect, order)];
+      let answers: QueryResult<unknown>[] = [];
+      if (reads.length > 0) {
+        answers = (await step([...unsent, ...reads])).slice(1);
+        unsent = [];
+      }
       // Each hook gets the answers of its own reads.
       const writes: CompiledQuery[] = [];
       for (let i = 0, at = 0; i < hooks.length; at += hooks[i].reads.length, i++)
         writes.push(...hooks[i].writes(answers.slice(at, at + hooks[i].reads.length)));
-      const first = reads.length > 0 ? [] : [heads];
-      const results = await step([...first, ...inserts, lastId, ...writes], true);
       let maxId = 0;
-      for (const r of results.slice(first.length, first.length + inserts.length))
+      const newest = (r: QueryResult<unknown>) => {
         for (const row of r.rows as { id: number }[]) maxId = Math.max(maxId, Number(row.id));
+      };
+      for (const [k, chunk] of chunks.entries()) {
+        const last = k === chunks.length - 1;
+        const results = await step([...unsent, insertRows(this.deps.dialect, chunk), ...(last ? [lastId, ...writes] : [])], last);
+        newest(results[unsent.length]);
+        unsent = [];
+      }
       return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId };
     });
   }
