@@ -172,7 +172,7 @@ export class Context {
   }
 
   /** A client for `url` without credentials (login). */
-  anonymousApi(url: string, flavor: ServerFlavor = this.serverFlavor()): FleetApi {
+  anonymousApi(url: string, flavor: ServerFlavor = this.serverFlavor()): Promise<FleetApi> {
     return FleetApi.create(this.httpOptions(url), flavor);
   }
 
@@ -209,7 +209,7 @@ export class Context {
     const soon = expiryWarning(this, tokenExpiry(cred.token), Date.now());
     if (soon) this.warnOnce('expiry', soon);
     const renew = this.renewSession && ((e: ApiError) => this.renewSession!(this, e));
-    return new FleetApi(new ReauthHttpClient(opts, (e) => sessionEnded(this, e), renew), this.serverFlavor());
+    return FleetApi.over(new ReauthHttpClient(opts, (e) => sessionEnded(this, e), renew), this.serverFlavor());
   }
 
   private httpOptions(url: string) {

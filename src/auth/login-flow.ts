@@ -44,7 +44,7 @@ const MAX_PASSWORD_ROUNDS = 3;
 
 /** --server-flavor / FLEETCTL_SERVER_FLAVOR, else one anonymous probe of the server (src/client/flavors). */
 export async function learnFlavor(ctx: Context, url: string): Promise<ServerFlavor> {
-  return ctx.flavorOverride() ?? detectFlavor(ctx.anonymousApi(url, 'fleet').http);
+  return ctx.flavorOverride() ?? detectFlavor((await ctx.anonymousApi(url, 'fleet')).http);
 }
 
 /**
@@ -53,7 +53,7 @@ export async function learnFlavor(ctx: Context, url: string): Promise<ServerFlav
  * running it).
  */
 export async function passwordLogin(ctx: Context, input: LoginInput): Promise<TokenResponse> {
-  const api = ctx.anonymousApi(input.url, input.flavor);
+  const api = await ctx.anonymousApi(input.url, input.flavor);
   try {
     return await api.auth.login(input.env, { username: input.username, password: input.password, exp_hours: input.expHours });
   } catch (e) {
@@ -126,7 +126,7 @@ function noteCodesLeft(ctx: Context, tokens: TokenResponse): TokenResponse {
 
 async function answerOnce(ctx: Context, url: string, challenge: string, a: MfaAnswer): Promise<TokenResponse> {
   try {
-    return await ctx.anonymousApi(url).auth.mfaLogin({ challenge, code: a.code, method: a.method });
+    return await (await ctx.anonymousApi(url)).auth.mfaLogin({ challenge, code: a.code, method: a.method });
   } catch (e) {
     if (isApiError(e, 403, 'mfa_invalid')) {
       throw new CliError(
@@ -160,7 +160,7 @@ async function answerAtPrompt(ctx: Context, url: string, challenge: string, meth
         )
       : methods[0];
   const label = methodLabel(method);
-  const api = ctx.anonymousApi(url);
+  const api = await ctx.anonymousApi(url);
   for (let tries = 1; ; tries++) {
     const code =
       method === 'totp'

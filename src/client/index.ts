@@ -1,7 +1,7 @@
 // The typed API: one method per endpoint, grouped by resource, over the one HttpClient.
 import { HttpClient, type HttpOptions } from './http.js';
 import { need, traits, type Feature, type ServerFlavor, type Traits } from './flavors/index.js';
-import { osctrlResources } from './flavors/osctrl/index.js';
+import type { osctrlResources } from './flavors/osctrl/index.js';
 import { fleetResources, type FleetResources } from './resources/index.js';
 
 export type { FleetResources } from './resources/index.js';
@@ -23,12 +23,14 @@ export class FleetApi {
   readonly server: FleetResources['server'];
   readonly logs: FleetResources['logs'];
 
-  constructor(
+  /** `osctrl`: the osctrl flavour's resources, which FleetApi.over loads only for that flavour. */
+  private constructor(
     readonly http: HttpClient,
-    readonly flavor: ServerFlavor = 'fleet',
+    readonly flavor: ServerFlavor,
+    osctrl?: typeof osctrlResources,
   ) {
     const base = fleetResources(http);
-    const r: FleetResources = flavor === 'osctrl' ? { ...base, ...osctrlResources(http, base) } : base;
+    const r: FleetResources = osctrl ? { ...base, ...osctrl(http, base) } : base;
     this.auth = r.auth;
     this.users = r.users;
     this.mfa = r.mfa;
@@ -56,8 +58,17 @@ export class FleetApi {
     return traits(this.flavor);
   }
 
-  static create(opts: HttpOptions, flavor: ServerFlavor = 'fleet'): FleetApi {
-    return new FleetApi(new HttpClient(opts), flavor);
+  /**
+   * A client over `http` for a server of this flavour. The osctrl flavour's modules (a fifth of
+   * what a command against the reference server would otherwise load) are loaded only for it.
+   */
+  static async over(http: HttpClient, flavor: ServerFlavor = 'fleet'): Promise<FleetApi> {
+    const osctrl = flavor === 'osctrl' ? (await import('./flavors/osctrl/index.js')).osctrlResources : undefined;
+    return new FleetApi(http, flavor, osctrl);
+  }
+
+  static create(opts: HttpOptions, flavor: ServerFlavor = 'fleet'): Promise<FleetApi> {
+    return FleetApi.over(new HttpClient(opts), flavor);
   }
 }
 

@@ -117,7 +117,7 @@ export function registerLogin(program: Command): void {
       if (!url) throw new UsageError(`invalid server URL "${rawUrl}": use http://host:port or https://host`);
       // The client refuses plain HTTP to another machine (without --insecure): say so before the
       // password is asked, not after.
-      ctx.anonymousApi(url);
+      await ctx.anonymousApi(url);
       const env = await ask(ctx, ctx.envName(), 'Environment', '--env (or FLEETCTL_ENV)');
       const username = await ask(ctx, opts.username ?? profile?.username, 'Username', '--username');
       let password: string;
