@@ -17,6 +17,7 @@ import { EventEmitter } from 'node:events';
 import { CompiledQuery, type QueryResult } from 'kysely';
 import { stepsOver } from '../../store/write-steps.js';
 import type { Deps } from '../../context.js';
+import type { Dialect } from '../../store/dialect.js';
 
 /** Bytes of entries waiting for a commit in one process before appends are refused (503). */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
@@ -293,7 +294,7 @@ const PG_TYPES = ['int', 'int', 'text', 'text', 'text', 'text', 'int', 'bigint',
  * The stream heads' upsert, as SQL text (no query builder: it runs for every append): one row
  * per stream the group grows, in the given order.
  */
-function headsUpsert(dialect: string, order: { env: number; type: string; entries: number; bytes: number }[]): CompiledQuery {
+function headsUpsert(dialect: Dialect, order: { env: number; type: string; entries: number; bytes: number }[]): CompiledQuery {
   const mark = dialect === 'postgres' ? (i: number) => `$${i + 1}` : () => '?';
   const values = order.map((_, k) => `(${[0, 1, 2, 3].map((j) => mark(4 * k + j)).join(', ')}, 0)`).join(', ');
   return CompiledQuery.raw(
@@ -304,29 +305,22 @@ function headsUpsert(dialect: string, order: { env: number; type: string; entrie
 }
 
 /**
- * One insert of many rows whose SQL text never changes (prepared once): the rows travel as one
- * JSON parameter; each row's sequence and byte position in its two streams are the stream's head
- * (upserted earlier in the transaction) less its distance from it.
+ * The insert of a chunk of rows, per dialect, built once: the rows travel as one JSON parameter
+ * (`col` reads a key of it); each row's sequence and byte position in its two streams are the
+ * stream's head (upserted earlier in the transaction) less its distance from it.
  */
-function insertRows(dialect: string, chunk: Rec[]): CompiledQuery {
-  const json = JSON.stringify(chunk);
-  const head = (col: string, env: string, type: string) =>
-    `(select ${col} from log_streams where environment_id = ${env} and log_type = ${type})`;
-  if (dialect === 'postgres') {
-    const positions = [head('entries', '0', 'r.t'), head('bytes', '0', 'r.t'), head('entries', 'r.e', 'r.t'), head('bytes', 'r.e', 'r.t')];
-    const values = [...KEYS.slice(0, 10).map((k) => `r.${k}`), ...positions.map((h, i) => `${h} - r.${KEYS[10 + i]}`)];
-    return CompiledQuery.raw(
-      `insert into log_spool (${COLUMNS}) select ${values.join(', ')} from jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')}) returning id`,
-      [json],
-    );
-  }
-  const v = (k: string) => `(value ->> '$.${k}')`;
-  const positions = [
-    head('entries', '0', v('t')),
-    head('bytes', '0', v('t')),
-    head('entries', v('e'), v('t')),
-    head('bytes', v('e'), v('t')),
-  ];
-  const values = [...KEYS.slice(0, 10).map(v), ...positions.map((h, i) => `${h} - ${v(KEYS[10 + i])}`)];
-  return CompiledQuery.raw(`insert into log_spool (${COLUMNS}) select ${values.join(', ')} from json_each(?) returning id`, [json]);
+function insertSql(col: (key: string) => string, from: string): string {
+  const head = (what: string, env: string) => `(select ${what} from log_streams where environment_id = ${env} and log_type = ${col('t')})`;
+  const positions = [head('entries', '0'), head('bytes', '0'), head('entries', col('e')), head('bytes', col('e'))];
+  const values = [...KEYS.slice(0, 10).map(col), ...positions.map((h, i) => `${h} - ${col(KEYS[10 + i]!)}`)];
+  return `insert into log_spool (${COLUMNS}) select ${values.join(', ')} from ${from} returning id`;
+}
+const INSERT_SQL: Record<Dialect, string> = {
+  postgres: insertSql((k) => `r.${k}`, `jsonb_to_recordset($1::jsonb) as r(${KEYS.map((k, i) => `${k} ${PG_TYPES[i]}`).join(', ')})`),
+  sqlite: insertSql((k) => `(value ->> '$.${k}')`, 'json_each(?)'),
+};
+
+/** One insert of many rows whose SQL text never changes (prepared once). */
+function insertRows(dialect: Dialect, chunk: Rec[]): CompiledQuery {
+  return CompiledQuery.raw(INSERT_SQL[dialect], [JSON.stringify(chunk)]);
 }
