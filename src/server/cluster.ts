@@ -202,9 +202,15 @@ export async function startWorkers(count: number, setup: Omit<WorkerSetup, 'inde
       if (stopping) return;
       const wait = backoff.get(index) ?? 1000;
       backoff.set(index, Math.min(30_000, wait * 2));
-      log(`worker ${index + 1} exited (${signal ?? `exit ${code}`}); starting another in ${wait / 1000} s`);
+      const said = `worker ${index + 1} exited (${signal ?? `exit ${code}`})`;
+      // Exit 0 is a worker that drained at a signal of its own: Ctrl-C at a terminal reaches the
+      // whole process group, and the worker can finish before the primary has seen it. Said (and
+      // replaced) only if the primary is still not stopping by the restart.
+      const clean = code === 0 && !signal;
+      if (!clean) log(`${said}; starting another in ${wait / 1000} s`);
       setTimeout(() => {
         if (stopping) return;
+        if (clean) log(`${said}; starting another`);
         const next = fork(index);
         workers[index] = next;
         next.on('message', (m: Message) => {
