@@ -33,6 +33,8 @@
 //     agents' p99 and the server's CPU per agent request in each with the windows without readers.
 //   --agent-command 'CMD': the agents are an external program (Fleet's osquery-perf, say) behind
 //     nginx; latency from nginx's log (bench/agent-external.mjs, which says what CMD is given).
+//     --baseline: then the same command through the same nginx against node:https alone
+//     (bench/agent-baseline.mjs), and fleetctl's CPU per request as a multiple of that floor.
 // Every window also reports the server's event loop (its delay p99 and its longest pause, from
 // the server's own Prometheus metrics, reset at each scrape) and, before the first agent, the idle
 // server's CPU: the CPU per request is given whole and marginal (less the idle cost). In
@@ -40,7 +42,7 @@
 // Usage: npm run bench:agents -- [--workers N] [--ladder 5000,10000] [--window 60] [--settle 20]
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max 250] [--cpu-goal 0.25] [--max-seconds 3600] [--idle 30] [--idle-settle 10]
-//   [--agent-command CMD [--agent-paths fleet|ours]] [--server-node-args '--cpu-prof ...'] [--readers]
+//   [--agent-command CMD [--agent-paths fleet|ours] [--baseline [--baseline-hold 300]]] [--server-node-args '--cpu-prof ...'] [--readers]
 import { spawn, fork, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -80,6 +82,14 @@ const IDLE_S = Number(arg('--idle', 30));
 const IDLE_SETTLE_S = Number(arg('--idle-settle', 10));
 const AGENT_COMMAND = arg('--agent-command', undefined);
 const AGENT_PATHS = arg('--agent-paths', 'fleet');
+/**
+ * --baseline (with --agent-command and --sustain): after fleetctl, the same agents through the same
+ * nginx against a bare node:https server answering constants (agent-baseline.mjs), so the CPU per
+ * request is read against what Node.js alone costs on this machine, in the same run.
+ */
+const BASELINE = flag('--baseline');
+const BASELINE_HOLD_S = Number(arg('--baseline-hold', HOLD_S));
+if (BASELINE && !(AGENT_COMMAND && SUSTAIN)) throw new Error('--baseline runs the --agent-command of a --sustain run');
 if (!['fleet', 'ours'].includes(AGENT_PATHS)) throw new Error(`--agent-paths ${AGENT_PATHS}: fleet or ours`);
 /** nginx's keep-alive to the agent door: shorter than the server's (--keep-alive-timeout, 75 s for agents). */
 const PROXY_KEEPALIVE_S = 60;
@@ -739,6 +749,40 @@ try {
         `${ramp.length ? '' : '\n'}steady ${SUSTAIN} agents for ${all.length} x ${WINDOW_S} s: worst window p99 ${f1(worst((m) => m.p99))} ms, max ${f1(worst((m) => m.max))} ms, errors ${all.reduce((a, m) => a + m.errors, 0)}, node_invalid ${all.reduce((a, m) => a + m.nodeInvalid, 0)}, event loop p99 <= ${f1(worst((m) => m.loopP99))} ms, longest pause ${f1(worst((m) => m.loopMax))} ms, nodes list max ${f1(worst((m) => m.listMax))} ms, stats max ${f1(worst((m) => m.statsMax))} ms, server CPU ${(cpuMs / Math.max(1, requests)).toFixed(3)} ms per agent request (${(marginalMs / Math.max(1, requests)).toFixed(3)} marginal, over ${requests} requests): ${ok ? 'GOAL MET' : `goal missed (${[latencyOk ? '' : 'latency, errors or admin reads', cpuOk ? '' : `CPU over ${CPU_GOAL_MS} ms per request`].filter(Boolean).join('; ')})`}`,
       );
       results.sustainOk = ok;
+      if (BASELINE) {
+        const { runBaseline } = await import('./agent-baseline.mjs');
+        const windows = Math.max(1, Math.round(BASELINE_HOLD_S / WINDOW_S));
+        console.log(
+          `\nbaseline: the same command, ${SUSTAIN} agents, through the same nginx, against node:https alone (bench/agent-baseline-server.mjs: bodies read and parsed, constant answers, no framework, no database), ${windows} x ${WINDOW_S} s after its ramp; load ${uptime()}`,
+        );
+        const base = await runBaseline({
+          agents: SUSTAIN,
+          windows,
+          windowS: WINDOW_S,
+          command: AGENT_COMMAND,
+          paths: AGENT_PATHS,
+          packs: { bench: { queries: SCHEDULE } },
+          cert,
+          key,
+          dir: join(tmp, 'baseline'),
+          ramp: RAMP,
+          seed: (t0 + 1) % 1_000_000,
+          keepaliveS: PROXY_KEEPALIVE_S,
+          withFileLimit,
+          fileLimit,
+          log: (m) =>
+            console.log(
+              `baseline  ${String(Math.round(m.requests / m.seconds)).padStart(5)} req/s  p99 ${f1(m.p99)} ms  errors ${m.errors}  CPU ${(m.cpu * 100).toFixed(1)}%  ${m.cpuMsPerRequest.toFixed(3)} ms/req  load ${uptime()}`,
+            ),
+        });
+        const baseRequests = base.reduce((a, m) => a + m.requests, 0);
+        const baseMs = base.reduce((a, m) => a + m.cpuMsPerRequest * m.requests, 0) / Math.max(1, baseRequests);
+        const oursMs = cpuMs / Math.max(1, requests);
+        results.baseline = { windows: base, cpuMsPerRequest: baseMs, ratio: oursMs / baseMs };
+        console.log(
+          `baseline: ${baseMs.toFixed(3)} ms per agent request over ${baseRequests} requests, errors ${base.reduce((a, m) => a + m.errors, 0)}; fleetctl's ${oursMs.toFixed(3)} ms is ${(oursMs / baseMs).toFixed(2)}x of it`,
+        );
+      }
       if (READERS) {
         // Each kind of window against the windows without readers: the agents' p99 and CPU per request.
         const by = (kind) => all.filter((m) => m.reader?.kind === kind);
