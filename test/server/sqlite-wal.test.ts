@@ -46,10 +46,19 @@ describe('SQLite WAL under a steady stream of writes', () => {
 
     let written = 0;
     const modes = new Set<string>();
+    // A tick that finds this connection inside a transaction gives up its RESTART until the next
+    // (by design: writers are never held for a busy checkpoint), and the log grows a round more.
+    let missed = 0;
+    let longestMiss = 0;
     for (let round = 0; round < ROUNDS; round++) {
       // The checkpoint runs while this connection keeps writing, as agents do.
       let ticked = false;
-      const tick = cp.tick().then((t) => ((ticked = true), modes.add(t.mode)));
+      const tick = cp.tick().then((t) => {
+        ticked = true;
+        modes.add(t.mode);
+        missed = t.mode === 'RESTART' ? 0 : missed + 1;
+        longestMiss = Math.max(longestMiss, missed);
+      });
       for (let i = 0; (i < MIN_TX_PER_ROUND || !ticked) && i < MAX_TX_PER_ROUND; i++) {
         write(round, i);
         written += 8;
@@ -62,7 +71,10 @@ describe('SQLite WAL under a steady stream of writes', () => {
     // At least ROUNDS x 2 MiB went through the log; without restarts the file holds all of it.
     expect(written * PAGE).toBeGreaterThan(ROUNDS * 2 * 1024 * 1024);
     expect(modes).toContain('RESTART');
-    // Bound: the restart mark plus what two rounds at most can write.
-    expect(walBytes).toBeLessThan((RESTART_FRAMES + 2 * MAX_TX_PER_ROUND * 9) * (PAGE + 24));
+    // Bound: the restart mark plus what two rounds at most can write, and a round more for each
+    // tick in a row that gave up its RESTART (CI of 339a144, under load: one such tick, 21.7 MB
+    // against the 20.0 MB of two rounds); and far less than what went through the log.
+    expect(walBytes).toBeLessThan((RESTART_FRAMES + (2 + longestMiss) * MAX_TX_PER_ROUND * 9) * (PAGE + 24));
+    expect(walBytes).toBeLessThan((written * PAGE) / 2);
   });
 });
