@@ -7,6 +7,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startProxy, externalAgents } from './agent-external.mjs';
 import { treeCpuSeconds } from './proc-cpu.mjs';
+import { percentile, windowTotals } from './sample-stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -77,17 +78,12 @@ export async function runBaseline({
       const s = agents.sample();
       const c1 = treeCpuSeconds(server.pid).cpu;
       const w1 = Date.now();
-      const lat = Object.entries(s.lat)
-        .filter(([k]) => k !== 'enroll')
-        .flatMap(([, v]) => v)
-        .sort((a, b) => a - b);
-      const errors = Object.values(s.errors).reduce((a, b) => a + b, 0);
-      const requests = Object.values(s.lat).reduce((a, v) => a + v.length, 0) + errors;
+      const { latencies, errors, requests } = windowTotals(s);
       const m = {
         seconds: (w1 - w0) / 1000,
         requests,
         errors,
-        p99: lat[Math.max(0, Math.ceil(0.99 * lat.length) - 1)] ?? 0,
+        p99: percentile(latencies, 99),
         cpu: (c1 - c0) / ((w1 - w0) / 1000),
         cpuMsPerRequest: requests ? ((c1 - c0) * 1000) / requests : 0,
       };

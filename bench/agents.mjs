@@ -50,6 +50,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { treeCpuSeconds } from './proc-cpu.mjs';
 import { selfSignedCert } from './self-signed.mjs';
+import { percentile, windowTotals } from './sample-stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'bin', 'fleetctl.js');
@@ -122,7 +123,6 @@ const tmp = mkdtempSync(join(tmpdir(), 'fleetctl-bench-agents-'));
 const children = [];
 const uptime = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : 0);
 const f1 = (x) => (Math.round(x * 10) / 10).toString();
 
 /** Raises the open-files limit of a child where the machine allows it: a socket per agent. */
@@ -498,12 +498,7 @@ async function run(workers, name) {
       const admin = await probe.stop();
       enrolledSoFar = s.enrolled;
       gaveUpSoFar = s.gaveUp;
-      const all = Object.entries(s.lat)
-        .filter(([k]) => k !== 'enroll')
-        .flatMap(([, v]) => v)
-        .sort((a, b) => a - b);
-      const errorCount = Object.values(s.errors).reduce((a, b) => a + b, 0);
-      const requests = Object.values(s.lat).reduce((a, v) => a + v.length, 0) + errorCount;
+      const { latencies: all, errors: errorCount, requests } = windowTotals(s);
       const cpuS = c1.cpu - c0.cpu;
       const kinds = Object.fromEntries(
         Object.entries(s.lat).map(([k, v]) => {
