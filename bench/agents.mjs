@@ -42,7 +42,7 @@
 // Usage: npm run bench:agents -- [--workers N] [--ladder 5000,10000] [--window 60] [--settle 20]
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max 250] [--cpu-goal 0.25] [--max-seconds 3600] [--idle 30] [--idle-settle 10]
-//   [--agent-command CMD [--agent-paths fleet|ours] [--baseline [--baseline-hold 300]]] [--server-node-args '--cpu-prof ...'] [--readers]
+//   [--agent-command CMD [--agent-paths fleet|ours] [--seed N] [--baseline [--baseline-hold 300]]] [--server-node-args '--cpu-prof ...'] [--readers]
 import { spawn, fork, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -90,7 +90,14 @@ const AGENT_PATHS = arg('--agent-paths', 'fleet');
  */
 const BASELINE = flag('--baseline');
 const BASELINE_HOLD_S = Number(arg('--baseline-hold', HOLD_S));
+// {seed} of --agent-command: by default from the clock, so runs differ; the same --seed in two
+// runs seeds osquery-perf's random source alike (its hosts' data and answers are drawn from it;
+// its agents' goroutines share it, so later draws still follow their timing): an A/B comparison
+// of two trees or flags is then less one of two fleets.
+const SEED = arg('--seed', undefined);
 if (BASELINE && !(AGENT_COMMAND && SUSTAIN)) throw new Error('--baseline runs the --agent-command of a --sustain run');
+if (SEED !== undefined && !(AGENT_COMMAND && /^\d{1,9}$/.test(SEED)))
+  throw new Error('--seed is a whole number (at most 9 digits) for the {seed} of an --agent-command');
 if (!['fleet', 'ours'].includes(AGENT_PATHS)) throw new Error(`--agent-paths ${AGENT_PATHS}: fleet or ours`);
 /** nginx's keep-alive to the agent door: shorter than the server's (--keep-alive-timeout, 75 s for agents). */
 const PROXY_KEEPALIVE_S = 60;
@@ -411,7 +418,7 @@ async function run(workers, name) {
         secret,
         ramp: RAMP,
         dir,
-        seed: t0 % 1_000_000,
+        seed: SEED === undefined ? t0 % 1_000_000 : Number(SEED),
         withFileLimit,
         children,
       });
@@ -689,7 +696,18 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 const results = {
   machine: { cpus: cpus().length, model: cpus()[0]?.model, fileLimit },
-  options: { LADDER, WINDOW_S, SETTLE_S, RAMP, DRIVERS, PROFILE, PG, INTERVALS, SCHEDULE },
+  options: {
+    LADDER,
+    WINDOW_S,
+    SETTLE_S,
+    RAMP,
+    DRIVERS,
+    PROFILE,
+    PG,
+    INTERVALS,
+    SCHEDULE,
+    SEED: SEED === undefined ? undefined : Number(SEED),
+  },
   runs: [],
 };
 try {
@@ -698,7 +716,9 @@ try {
   );
   if (AGENT_COMMAND)
     console.log(
-      `agents: the external command (its own intervals), ramp ${RAMP}/s; a pack of ${Object.entries(SCHEDULE)
+      `agents: the external command (its own intervals${SEED === undefined ? '' : `, seed ${SEED}`}), ramp ${RAMP}/s; a pack of ${Object.entries(
+        SCHEDULE,
+      )
         .map(([n, q]) => `${n}/${q.interval}s`)
         .join(', ')}; latency is nginx's request time`,
     );
@@ -761,7 +781,7 @@ try {
           key,
           dir: join(tmp, 'baseline'),
           ramp: RAMP,
-          seed: (t0 + 1) % 1_000_000,
+          seed: SEED === undefined ? (t0 + 1) % 1_000_000 : Number(SEED),
           keepaliveS: PROXY_KEEPALIVE_S,
           withFileLimit,
           fileLimit,
