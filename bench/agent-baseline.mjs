@@ -42,10 +42,12 @@ export async function runBaseline({
   keepaliveS,
   withFileLimit,
   fileLimit,
+  dbPath,
   log,
 }) {
   const children = [];
-  const server = spawn(process.execPath, [join(here, 'agent-baseline-server.mjs'), cert, key, JSON.stringify(packs)], {
+  const args = [join(here, 'agent-baseline-server.mjs'), cert, key, JSON.stringify(packs), ...(dbPath ? [dbPath] : [])];
+  const server = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(server);

@@ -42,7 +42,7 @@
 // Usage: npm run bench:agents -- [--workers N] [--ladder 5000,10000] [--window 60] [--settle 20]
 //   [--ramp 250] [--drivers 2] [--profile osquery|fast] [--pg] [--sustain 20000 --hold 600]
 //   [--compare-workers 1,2] [--keep-going] [--p99 100] [--max 250] [--cpu-goal 0.25] [--max-seconds 3600] [--idle 30] [--idle-settle 10]
-//   [--agent-command CMD [--agent-paths fleet|ours] [--seed N] [--baseline [--baseline-hold 300]]] [--server-node-args '--cpu-prof ...'] [--readers]
+//   [--agent-command CMD [--agent-paths fleet|ours] [--seed N] [--baseline [--baseline-hold 300] [--baseline-store]]] [--server-node-args '--cpu-prof ...'] [--readers]
 import { spawn, fork, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -90,12 +90,16 @@ const AGENT_PATHS = arg('--agent-paths', 'fleet');
  */
 const BASELINE = flag('--baseline');
 const BASELINE_HOLD_S = Number(arg('--baseline-hold', HOLD_S));
+// --baseline-store: the floor also keeps its promises (enrolled keys stored and checked, each log
+// batch committed to SQLite on its event loop before the answer): what durability alone costs.
+const BASELINE_STORE = flag('--baseline-store');
 // {seed} of --agent-command: by default from the clock, so runs differ; the same --seed in two
 // runs seeds osquery-perf's random source alike (its hosts' data and answers are drawn from it;
 // its agents' goroutines share it, so later draws still follow their timing): an A/B comparison
 // of two trees or flags is then less one of two fleets.
 const SEED = arg('--seed', undefined);
 if (BASELINE && !(AGENT_COMMAND && SUSTAIN)) throw new Error('--baseline runs the --agent-command of a --sustain run');
+if (BASELINE_STORE && !BASELINE) throw new Error('--baseline-store is a kind of --baseline');
 if (SEED !== undefined && !(AGENT_COMMAND && /^\d{1,9}$/.test(SEED)))
   throw new Error('--seed is a whole number (at most 9 digits) for the {seed} of an --agent-command');
 if (!['fleet', 'ours'].includes(AGENT_PATHS)) throw new Error(`--agent-paths ${AGENT_PATHS}: fleet or ours`);
@@ -768,7 +772,7 @@ try {
         const { runBaseline } = await import('./agent-baseline.mjs');
         const windows = Math.max(1, Math.round(BASELINE_HOLD_S / WINDOW_S));
         console.log(
-          `\nbaseline: the same command, ${SUSTAIN} agents, through the same nginx, against node:https alone (bench/agent-baseline-server.mjs: bodies read and parsed, constant answers, no framework, no database), ${windows} x ${WINDOW_S} s after its ramp; load ${uptime()}`,
+          `\nbaseline: the same command, ${SUSTAIN} agents, through the same nginx, against node:https alone (bench/agent-baseline-server.mjs: bodies read and parsed, constant answers, no framework, ${BASELINE_STORE ? 'node keys stored and checked, each log batch committed to SQLite before its answer' : 'no database'}), ${windows} x ${WINDOW_S} s after its ramp; load ${uptime()}`,
         );
         const base = await runBaseline({
           agents: SUSTAIN,
@@ -785,6 +789,7 @@ try {
           keepaliveS: PROXY_KEEPALIVE_S,
           withFileLimit,
           fileLimit,
+          dbPath: BASELINE_STORE ? join(tmp, 'baseline-store.db') : undefined,
           log: (m) =>
             console.log(
               `baseline  ${String(Math.round(m.requests / m.seconds)).padStart(5)} req/s  p99 ${f1(m.p99)} ms  errors ${m.errors}  CPU ${(m.cpu * 100).toFixed(1)}%  ${m.cpuMsPerRequest.toFixed(3)} ms/req  load ${uptime()}`,
@@ -793,7 +798,7 @@ try {
         const baseRequests = base.reduce((a, m) => a + m.requests, 0);
         const baseMs = base.reduce((a, m) => a + m.cpuMsPerRequest * m.requests, 0) / Math.max(1, baseRequests);
         const oursMs = cpuMs / Math.max(1, requests);
-        results.baseline = { windows: base, cpuMsPerRequest: baseMs, ratio: oursMs / baseMs };
+        results.baseline = { store: BASELINE_STORE, windows: base, cpuMsPerRequest: baseMs, ratio: oursMs / baseMs };
         console.log(
           `baseline: ${baseMs.toFixed(3)} ms per agent request over ${baseRequests} requests, errors ${base.reduce((a, m) => a + m.errors, 0)}; fleetctl's ${oursMs.toFixed(3)} ms is ${(oursMs / baseMs).toFixed(2)}x of it`,
         );
