@@ -25,7 +25,8 @@ const ENV = {
 
 /**
  * Runs the baseline: `agents` agents of `command` (its ramp, then `windows` windows of `windowS`
- * seconds). Resolves with each window's requests, errors, p99 and the server's CPU per request.
+ * seconds). Resolves with each window's requests, errors, p99 and the server's CPU per request
+ * (and, with dbPath, `stored`: the nodes and log lines the floor committed).
  */
 export async function runBaseline({
   agents: n,
@@ -95,6 +96,16 @@ export async function runBaseline({
       w0 = w1;
     }
     await agents.stop();
+    if (dbPath) {
+      // What the floor stored, so a figure is never read from a floor that dropped the logs.
+      const { default: Database } = await import('better-sqlite3');
+      const db = new Database(dbPath, { readonly: true });
+      out.stored = {
+        nodes: db.prepare('select count(*) n from nodes').get().n,
+        lines: db.prepare('select count(*) n from logs').get().n,
+      };
+      db.close();
+    }
     return out;
   } finally {
     for (const c of children) c.kill('SIGTERM');

@@ -798,7 +798,8 @@ try {
         const baseRequests = base.reduce((a, m) => a + m.requests, 0);
         const baseMs = base.reduce((a, m) => a + m.cpuMsPerRequest * m.requests, 0) / Math.max(1, baseRequests);
         const oursMs = cpuMs / Math.max(1, requests);
-        results.baseline = { store: BASELINE_STORE, windows: base, cpuMsPerRequest: baseMs, ratio: oursMs / baseMs };
+        results.baseline = { store: BASELINE_STORE, stored: base.stored, windows: base, cpuMsPerRequest: baseMs, ratio: oursMs / baseMs };
+        if (base.stored) console.log(`baseline stored ${base.stored.nodes} node keys and ${base.stored.lines} log lines`);
         console.log(
           `baseline: ${baseMs.toFixed(3)} ms per agent request over ${baseRequests} requests, errors ${base.reduce((a, m) => a + m.errors, 0)}; fleetctl's ${oursMs.toFixed(3)} ms is ${(oursMs / baseMs).toFixed(2)}x of it`,
         );
