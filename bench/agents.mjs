@@ -97,11 +97,12 @@ const BASELINE_STORE = flag('--baseline-store');
 // runs seeds osquery-perf's random source alike (its hosts' data and answers are drawn from it;
 // its agents' goroutines share it, so later draws still follow their timing): an A/B comparison
 // of two trees or flags is then less one of two fleets.
-const SEED = arg('--seed', undefined);
+const SEED_ARG = arg('--seed', undefined);
 if (BASELINE && !(AGENT_COMMAND && SUSTAIN)) throw new Error('--baseline runs the --agent-command of a --sustain run');
 if (BASELINE_STORE && !BASELINE) throw new Error('--baseline-store is a kind of --baseline');
-if (SEED !== undefined && !(AGENT_COMMAND && /^\d{1,9}$/.test(SEED)))
+if (SEED_ARG !== undefined && !(AGENT_COMMAND && /^\d{1,9}$/.test(SEED_ARG)))
   throw new Error('--seed is a whole number (at most 9 digits) for the {seed} of an --agent-command');
+const SEED = SEED_ARG === undefined ? undefined : Number(SEED_ARG);
 if (!['fleet', 'ours'].includes(AGENT_PATHS)) throw new Error(`--agent-paths ${AGENT_PATHS}: fleet or ours`);
 /** nginx's keep-alive to the agent door: shorter than the server's (--keep-alive-timeout, 75 s for agents). */
 const PROXY_KEEPALIVE_S = 60;
@@ -422,7 +423,7 @@ async function run(workers, name) {
         secret,
         ramp: RAMP,
         dir,
-        seed: SEED === undefined ? t0 % 1_000_000 : Number(SEED),
+        seed: SEED ?? t0 % 1_000_000,
         withFileLimit,
         children,
       });
@@ -710,7 +711,7 @@ const results = {
     PG,
     INTERVALS,
     SCHEDULE,
-    SEED: SEED === undefined ? undefined : Number(SEED),
+    SEED,
   },
   runs: [],
 };
@@ -785,7 +786,7 @@ try {
           key,
           dir: join(tmp, 'baseline'),
           ramp: RAMP,
-          seed: SEED === undefined ? (t0 + 1) % 1_000_000 : Number(SEED),
+          seed: SEED ?? (t0 + 1) % 1_000_000,
           keepaliveS: PROXY_KEEPALIVE_S,
           withFileLimit,
           fileLimit,
