@@ -10,7 +10,7 @@ import type { Metrics } from './lib/metrics.js';
 import type { AgentIdentity } from './services/environments/agent-identity.js';
 import type { ServerLog } from './lib/server-log.js';
 import type { LogWatch } from './services/logs/follow.js';
-import type { WriteSteps } from './store/write-steps.js';
+import type { WriteNow, WriteSteps } from './store/write-steps.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -103,6 +103,8 @@ export interface Deps {
   logWatch?: LogWatch;
   /** Store.writeSteps: agent-door transactions that read their own answers. Absent: over `db`. */
   writeSteps?: WriteSteps;
+  /** Store.writeNow: a small agent-door transaction on the event loop when the write lock is free (SQLite). */
+  writeNow?: WriteNow;
 }
 
 /** The authenticated user of a request. */

@@ -194,6 +194,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       metrics,
       write: store.write,
       writeSteps: store.writeSteps,
+      writeNow: store.writeNow,
     } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 

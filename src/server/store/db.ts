@@ -19,7 +19,8 @@ import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
-import { stepsOver, type WriteSteps } from './write-steps.js';
+import { stepsOver, type WriteNow, type WriteSteps } from './write-steps.js';
+import { sqliteWriteNow } from './sqlite-write-now.js';
 import { ServerSetupError } from '../setup-error.js';
 import { SERVER_VERSION } from '../version.js';
 import { slowQueryLog, slowQueryMs } from './slow-queries.js';
@@ -48,6 +49,11 @@ export interface Store {
    * earlier answers (the log spool's append), a step of statements at a time (write-steps.ts).
    */
   writeSteps: WriteSteps;
+  /**
+   * SQLite: a small agent-door transaction (a log batch's append) run at once on the event loop's
+   * own connection when the write lock is free (sqlite-write-now.ts); absent on PostgreSQL.
+   */
+  writeNow?: WriteNow;
   /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
@@ -119,7 +125,8 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
       (sqlite.prepare(`explain query plan ${text}`).all(...(params as unknown[])) as { detail: string }[]).map((r) => r.detail),
     );
   const log = slowMs === undefined ? undefined : slowQueryLog(slowMs, explain);
-  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }), ...(log ? { log } : {}) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: cached }), ...(log ? { log } : {}) });
   let migrated: string[];
   try {
     migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
@@ -163,6 +170,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
     write: (statements) => writer.transaction(statements),
     migrated,
     writeSteps: writer.steps,
+    writeNow: sqliteWriteNow(cached),
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),

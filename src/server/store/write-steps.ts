@@ -26,3 +26,33 @@ export function stepsOver<DB>(db: Kysely<DB>): WriteSteps {
       }),
     );
 }
+
+/** One step of a plan: statements run in order; `last`: the transaction commits after them. */
+export interface PlanStep {
+  statements: CompiledQuery[];
+  last?: boolean;
+}
+
+/**
+ * A write transaction written once and run by either runner below: a generator that yields its
+ * steps and is handed each step's results. (The log spool's append: on the writer thread a step
+ * is a round trip; on the event loop, where it is tried first, the whole plan runs at once.)
+ */
+export type StepPlan<T> = Generator<PlanStep, T, QueryResult<unknown>[]>;
+
+/** Runs a plan through WriteSteps, a step at a time. */
+export function runPlan<T>(steps: WriteSteps, plan: () => StepPlan<T>): Promise<T> {
+  return steps(async (step) => {
+    const gen = plan();
+    let r = gen.next();
+    while (!r.done) r = gen.next(await step(r.value.statements, r.value.last));
+    return r.value;
+  });
+}
+
+/**
+ * Runs a plan at once, on the calling thread, when it can without waiting: SQLite's write lock
+ * free and no transaction of the caller's own open. `undefined`: it did not start and nothing
+ * changed (the caller runs it through WriteSteps); a database error is thrown, rolled back.
+ */
+export type WriteNow = <T>(plan: () => StepPlan<T>) => { value: T } | undefined;

@@ -15,7 +15,7 @@
 // MAX_PENDING_BYTES waiting for a commit in this process is also a 503 (SpoolBusy).
 import { EventEmitter } from 'node:events';
 import { CompiledQuery, type QueryResult } from 'kysely';
-import { stepsOver } from '../../store/write-steps.js';
+import { runPlan, stepsOver, type StepPlan } from '../../store/write-steps.js';
 import type { Deps } from '../../context.js';
 import type { Dialect } from '../../store/dialect.js';
 
@@ -24,6 +24,11 @@ export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 /** Rows per insert statement (one JSON parameter each): bounds a statement's memory. */
 const CHUNK_ROWS = 2000;
 const CHUNK_BYTES = 4 * 1024 * 1024;
+/**
+ * A group of at most this many bytes of lines may be committed on the event loop (its SQL is
+ * tens of microseconds a kilobyte); a bigger one always goes to the writer thread.
+ */
+const WRITE_NOW_BYTES = 64 * 1024;
 
 export type SpoolLogType = 'result' | 'status' | 'query';
 
@@ -166,6 +171,8 @@ export class Spool extends EventEmitter<SpoolEvents> {
     const receivedAt = this.deps.now().toISOString();
     const nowSeconds = Math.floor(Date.parse(receivedAt) / 1000);
     const rows = inputs.map((r) => ({ ...r, bytes: Buffer.byteLength(r.line, 'utf8') }));
+    let lineBytes = 0;
+    for (const r of rows) lineBytes += r.bytes;
     // What each stream grows by.
     const growth = new Map<string, { env: number; type: string; entries: number; bytes: number }>();
     const grow = (env: number, type: string, bytes: number) => {
@@ -231,21 +238,21 @@ export class Spool extends EventEmitter<SpoolEvents> {
       [],
     );
     const hooks = this.onCommit.map((hook) => hook(committed));
+    const dialect = this.deps.dialect;
     const reads = hooks.flatMap((h) => h.reads);
-    // On SQLite through the agent door's writer thread (Store.writeSteps): the append never runs,
-    // or waits for the write lock, on the event loop (issue 31). A group of one chunk (nearly
-    // every group) is one step, one round trip, unless a hook reads (a differential result's
-    // stored report): then the heads and the reads first, under the commit-order lock. A bigger
-    // group sends a chunk a step, so only one chunk's JSON is in flight and in the writer thread
-    // at a time (test/e2e/agent-door-ops.test.ts's 16 MB batches: a server of 450-480 MiB with the
+    const streams = new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*')));
+    // (0, '*') first in the heads upsert: a transaction draws no id before it holds the
+    // commit-order lock; then a fixed order, so writers never deadlock. A group of one chunk
+    // (nearly every group) is one step unless a hook reads (a differential result's stored
+    // report): then the heads and the reads first, under the commit-order lock. A bigger group
+    // sends a chunk a step, so only one chunk's JSON is in flight and in the writer thread at a
+    // time (test/e2e/agent-door-ops.test.ts's 16 MB batches: a server of 450-480 MiB with the
     // whole group in one message, 370-410 MiB a chunk a step).
-    return (this.deps.writeSteps ?? stepsOver(this.deps.db))(async (step) => {
-      // (0, '*') first in the heads upsert: a transaction draws no id before it holds the
-      // commit-order lock; then a fixed order, so writers never deadlock.
-      let unsent = [headsUpsert(this.deps.dialect, order)];
+    const plan = function* (): StepPlan<{ streams: Set<string>; maxId: number }> {
+      let unsent = [headsUpsert(dialect, order)];
       let answers: QueryResult<unknown>[] = [];
       if (reads.length > 0) {
-        answers = (await step([...unsent, ...reads])).slice(1);
+        answers = (yield { statements: [...unsent, ...reads] }).slice(1);
         unsent = [];
       }
       // Each hook gets the answers of its own reads.
@@ -253,17 +260,20 @@ export class Spool extends EventEmitter<SpoolEvents> {
       for (let i = 0, at = 0; i < hooks.length; at += hooks[i].reads.length, i++)
         writes.push(...hooks[i].writes(answers.slice(at, at + hooks[i].reads.length)));
       let maxId = 0;
-      const newest = (r: QueryResult<unknown>) => {
-        for (const row of r.rows as { id: number }[]) maxId = Math.max(maxId, Number(row.id));
-      };
       for (const [k, chunk] of chunks.entries()) {
         const last = k === chunks.length - 1;
-        const results = await step([...unsent, insertRows(this.deps.dialect, chunk), ...(last ? [lastId, ...writes] : [])], last);
-        newest(results[unsent.length]);
+        const results = yield { statements: [...unsent, insertRows(dialect, chunk), ...(last ? [lastId, ...writes] : [])], last };
+        for (const row of results[unsent.length].rows as { id: number }[]) maxId = Math.max(maxId, Number(row.id));
         unsent = [];
       }
-      return { streams: new Set([...growth.keys()].filter((k) => !k.endsWith('\u0000*'))), maxId };
-    });
+      return { streams, maxId };
+    };
+    // SQLite: a small group at once on the event loop when the write lock is free (no thread
+    // hand-off: sqlite-write-now.ts), else through the agent door's writer thread, so a big group
+    // or a wait for the lock never holds the event loop (issue 31).
+    const now = chunks.length === 1 && lineBytes <= WRITE_NOW_BYTES ? this.deps.writeNow?.(plan) : undefined;
+    if (now) return now.value;
+    return runPlan(this.deps.writeSteps ?? stepsOver(this.deps.db), plan);
   }
 }
 
