@@ -45,8 +45,14 @@ const RETRY_MAX_MS = 30_000;
 const BOUNDS_EVERY_MS = 5_000;
 /** Idle: how long to sleep when nothing wakes the runner (the delivery's poll wakes it sooner). */
 const IDLE_MS = 5_000;
-/** Woken by new entries: wait this long to gather a batch. */
-const LINGER_MS = 200;
+/**
+ * Woken by new entries: wait this long to gather a batch. Under a steady stream of agents'
+ * batches a sink then delivers about once a second, as log shippers flush (Fluent Bit's default
+ * `Flush 1`): each delivery costs reads on a reader thread, the destination's I/O and a cursor
+ * commit, and at 200 ms these deliveries cost two file sinks more CPU than the appends that
+ * woke them (issue 31; npm run bench:append).
+ */
+const LINGER_MS = 1000;
 
 /** What a runner needs from the delivery service that owns it. */
 export interface RunnerHost {
@@ -100,6 +106,13 @@ export class SinkRunner {
   private wakeUp?: (woke: boolean) => void;
   /** New entries came while the main loop waited: it gathers a little more before reading. */
   private dataCame = false;
+  /**
+   * The stream may hold entries past the last one read: set by every wake (new entries), a
+   * cursor read again or moved by a bound, a full batch, a fault, and the idle time; cleared by a
+   * read that came back short. Without it the loop read the stream again after every send and
+   * every acknowledgement, to find nothing.
+   */
+  private fresh = true;
   /** The main loop's wait, cut short when a batch's state changes. */
   private nudged?: (woke: boolean) => void;
   /** Counts the batches' changes of state, so that one between a look and the wait is not missed. */
@@ -146,7 +159,7 @@ export class SinkRunner {
     // Disabled and enabled again before this runner or the delivery's tick saw it disabled: the
     // enable moved the cursor to the head and cleared the lease, in the same transaction as the
     // row. The cursor in hand is older; checked before the next read (run).
-    if (sink.updated_at !== this.sink.updated_at) this.edited = true;
+    if (sink.updated_at !== this.sink.updated_at) this.edited = this.fresh = true;
     this.sink = sink;
     if (changed) {
       this.configGen++;
@@ -159,6 +172,7 @@ export class SinkRunner {
 
   /** New entries in the stream: an idle runner reads them (after gathering for LINGER_MS). */
   wake(): void {
+    this.fresh = true;
     const w = this.wakeUp;
     this.wakeUp = undefined;
     if (w) this.dataCame = true;
@@ -225,6 +239,23 @@ export class SinkRunner {
           await this.sleep(LEASE_RENEW_MS, false);
           continue;
         }
+        const seen = this.changes;
+        await this.commit();
+        await this.bounds();
+        backoff = RETRY_MIN_MS;
+        if (this.window.length >= inFlightOf(this.dest, this.sink.config)) {
+          // Full: wait for a batch to be acknowledged (or to fail, or a reconfiguration).
+          await this.sleep(IDLE_MS, false, seen);
+          continue;
+        }
+        if (!this.fresh) {
+          // Everything was read: wait for new entries (gathering a little more once they come),
+          // a batch's change of state, or the idle time (then read anyway).
+          this.dataCame = false;
+          if (!(await this.sleep(IDLE_MS, true, seen))) this.fresh = true;
+          if (this.dataCame) await this.sleep(LINGER_MS, false);
+          continue;
+        }
         // The sink as stored now: disabled or moved to another stream since the last tick, this
         // runner stops before reading more (the delivery's tick starts what is needed).
         const now = await this.host.readDb.selectFrom('log_sinks').selectAll().where('id', '=', this.sink.id).executeTakeFirst();
@@ -246,29 +277,27 @@ export class SinkRunner {
             continue;
           }
         }
-        const seen = this.changes;
-        await this.commit();
-        await this.bounds();
-        backoff = RETRY_MIN_MS;
-        if (this.window.length >= inFlightOf(this.dest, this.sink.config)) {
-          // Full: wait for a batch to be acknowledged (or to fail, or a reconfiguration).
-          await this.sleep(IDLE_MS, false, seen);
-          continue;
-        }
         const limits = batchLimits(this.dest, this.sink.config);
         const last = this.window[this.window.length - 1];
+        // Cleared before the read: a wake while it runs sets it again.
+        this.fresh = false;
         const rows = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
         const wait = rows.length === 0 ? IDLE_MS : gatherWait(rows, limits, Date.now());
         if (wait === 0) {
+          // A full batch may have more behind it.
+          if (rows.length >= limits.maxEntries || rows.reduce((n, r) => n + r.row.line.length, 0) >= limits.maxBytes * 0.9)
+            this.fresh = true;
           this.launch(rows);
           continue;
         }
         // Nothing to send yet, or a batch not full and younger than the destination's gather
         // time: read again when new entries come (gathering a little more) or a batch is done.
+        if (rows.length > 0) this.fresh = true;
         this.dataCame = false;
         await this.sleep(Math.min(wait, IDLE_MS), true, seen);
         if (this.dataCame) await this.sleep(LINGER_MS, false);
       } catch (e) {
+        this.fresh = true;
         if (e instanceof Stopped || this.stopped) break;
         if (e instanceof LeaseLost) {
           this.let();
@@ -321,6 +350,7 @@ export class SinkRunner {
     if (!state) return false;
     this.cursor = { id: Number(state.cursor_id), seq: Number(state.cursor_seq), pos: Number(state.cursor_pos) };
     this.window = [];
+    this.fresh = true;
     this.holding = true;
     this.leaseUntil = Date.now() + LEASE_TTL_MS;
     this.lastBounds = 0;
@@ -357,6 +387,7 @@ export class SinkRunner {
     if (!b || b.to.id <= from.id) return;
     if (!(await dropTo(this.db, this.sink.id, this.host.owner, from, b.to))) throw new LeaseLost('lease lost');
     this.cursor = b.to;
+    this.fresh = true;
     // Batches wholly passed leave the window (a retrying one stops at its next attempt); one that
     // straddles the new cursor sends only what is past it.
     while (this.window.length > 0 && this.window[0].to.id <= b.to.id) {
