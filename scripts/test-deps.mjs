@@ -20,6 +20,12 @@ const NEEDS = [
   ['g++', { cmd: 'g++' }, 'g++', 'builds the better-sqlite3 binding'],
   ['openssl', { cmd: 'openssl' }, 'openssl', 'a self-signed certificate for the HTTPS tests'],
   ['curl', { cmd: 'curl' }, 'curl', 'the enroll one-liner test (curl against the agent listener)'],
+  [
+    'oathtool',
+    { cmd: 'oathtool' },
+    'oathtool',
+    'the MFA examples of --help and the man pages (a TOTP code as an authenticator app computes it)',
+  ],
   ['dbus-run-session', { cmd: 'dbus-run-session' }, 'dbus-bin', 'a private D-Bus session for the keychain tests'],
   ['dbus-daemon', { cmd: 'dbus-daemon' }, 'dbus', 'a private D-Bus session for the keychain tests'],
   ['gnome-keyring-daemon', { cmd: 'gnome-keyring-daemon' }, 'gnome-keyring', 'a real Secret Service for the keychain tests'],
