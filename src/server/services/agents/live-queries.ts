@@ -373,6 +373,12 @@ export async function liveQueryResults(
   const page = Math.max(1, Number.parseInt(q.page ?? '1', 10) || 1);
   const size = Math.min(1000, Math.max(1, Number.parseInt(q.page_size ?? '100', 10) || 100));
   const after = Number.parseInt(q.after_id ?? '0', 10) || 0;
+  // The targets' state is read before the answers: an answer is committed with its target's
+  // state, so a state that says no online target is pending comes with a page that holds every
+  // answer. Read after the page, an answer committed between the two reads was counted as given
+  // and missing from the page, and a client waiting with --exit stopped without it (found with
+  // the real osquery agent on a slower machine).
+  const targets = await targetState(deps, env, row.id);
   let base = deps.db.selectFrom('query_results').where('query_id', '=', row.id).where('id', '>', after);
   if (q.since && !Number.isNaN(Date.parse(q.since))) base = base.where('created_at', '>=', new Date(q.since).toISOString());
   const total = Number((await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst())?.n ?? 0);
@@ -412,7 +418,8 @@ export async function liveQueryResults(
     expected: row.expected,
     answered: row.executions,
     query_status: queryStatus(row, deps.now()),
-    ...(await targetState(deps, env, row.id).then((t) => ({ ...t, hostname_width: t.hostname_width + (clones.size > 0 ? 11 : 0) }))),
+    ...targets,
+    hostname_width: targets.hostname_width + (clones.size > 0 ? 11 : 0),
   };
 }
 
