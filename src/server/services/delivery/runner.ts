@@ -108,9 +108,9 @@ export class SinkRunner {
   private dataCame = false;
   /**
    * The stream may hold entries past the last one read: set by every wake (new entries), a
-   * cursor read again or moved by a bound, a full batch, a fault, and the idle time; cleared by a
-   * read that came back short. Without it the loop read the stream again after every send and
-   * every acknowledgement, to find nothing.
+   * cursor read again or moved by a bound, a read that found rows, a fault, and the idle time;
+   * cleared by a read that found nothing. Without it the loop read the stream again after every
+   * send and every acknowledgement, to find nothing.
    */
   private fresh = true;
   /** The main loop's wait, cut short when a batch's state changes. */
@@ -282,17 +282,16 @@ export class SinkRunner {
         // Cleared before the read: a wake while it runs sets it again.
         this.fresh = false;
         const rows = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
+        // Rows read may have more behind them (a batch is cut by entries or bytes): the next read
+        // says; only a read that finds nothing waits for new entries.
+        if (rows.length > 0) this.fresh = true;
         const wait = rows.length === 0 ? IDLE_MS : gatherWait(rows, limits, Date.now());
         if (wait === 0) {
-          // A full batch may have more behind it.
-          if (rows.length >= limits.maxEntries || rows.reduce((n, r) => n + r.row.line.length, 0) >= limits.maxBytes * 0.9)
-            this.fresh = true;
           this.launch(rows);
           continue;
         }
         // Nothing to send yet, or a batch not full and younger than the destination's gather
         // time: read again when new entries come (gathering a little more) or a batch is done.
-        if (rows.length > 0) this.fresh = true;
         this.dataCame = false;
         await this.sleep(Math.min(wait, IDLE_MS), true, seen);
         if (this.dataCame) await this.sleep(LINGER_MS, false);
