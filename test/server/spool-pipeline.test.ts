@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { startTestServer, type TestServer } from '../helpers/api-server.js';
 import { eventually } from '../helpers/osquery-agent.js';
 import { SinkRunner, type RunnerHost } from '../../src/server/services/delivery/runner.js';
-import { ensureSinkState } from '../../src/server/services/delivery/sink-state.js';
+import { ensureSinkState, readBatch } from '../../src/server/services/delivery/sink-state.js';
 import type { Destination, SendResult, SinkEntry } from '../../src/server/services/delivery/sink.js';
 import { DEFAULT_IN_FLIGHT } from '../../src/server/services/delivery/batching.js';
 import type { LogSinkRow } from '../../src/server/store/schema.js';
@@ -25,14 +25,14 @@ interface Call {
   fail(message: string): void;
 }
 
-/** A destination of batches of 100 whose sends wait for the test's answer. */
-function handDestination(maxInFlight?: number): { dest: Destination; calls: Call[] } {
+/** A destination of batches of 100 (and at most `maxBytes` of lines) whose sends wait for the test's answer. */
+function handDestination(maxInFlight?: number, maxBytes = 1024 * 1024): { dest: Destination; calls: Call[] } {
   const calls: Call[] = [];
   const dest: Destination = {
     type: 'by-hand',
     schema: Type.Object({}),
     secrets: [],
-    batch: { maxEntries: 100, maxBytes: 1024 * 1024 },
+    batch: { maxEntries: 100, maxBytes },
     ...(maxInFlight ? { maxInFlight: () => maxInFlight } : {}),
     open: () =>
       Promise.resolve({
@@ -242,6 +242,25 @@ describe('batches in flight', () => {
     }
   });
 
+  it('a backlog whose batches are cut by bytes, far from 100 entries, still goes out four batches at once', async () => {
+    // Lines of 33-34 bytes and batches of at most 105 bytes: three lines a batch. A batch cut
+    // short by bytes has more behind it, and the runner reads on instead of waiting for new entries.
+    const { dest, calls } = handDestination(undefined, 105);
+    const { sink, ids } = await sinkWith('bytes', 100);
+    const r = new SinkRunner(hostFor(owner('b'), []), sink, dest);
+    try {
+      await eventually(async () => (calls.length === 4 ? true : undefined), 'four sends of three lines');
+      expect(calls.map((c) => c.ids)).toEqual([0, 1, 2, 3].map((k) => ids.slice(k * 3, k * 3 + 3)));
+      for (const c of calls.splice(0)) c.answer();
+      await eventually(async () => (calls.length === 4 ? true : undefined), 'the next four');
+      expect(calls.map((c) => c.ids)).toEqual([4, 5, 6, 7].map((k) => ids.slice(k * 3, k * 3 + 3)));
+      for (const c of calls.splice(0)) c.answer();
+      await eventually(async () => ((await cursor(sink.id)).id === ids[23] ? true : undefined), 'the cursor after eight batches');
+    } finally {
+      await r.stop(0);
+    }
+  });
+
   it('in_flight is checked per type: 400 naming it beyond the bound or for an ordered type; kept when valid', async () => {
     const add = (type: string, config: Record<string, unknown>) =>
       t.call('POST', '/api/v1/log-sinks', {
@@ -264,5 +283,32 @@ describe('batches in flight', () => {
     expect((await add('kafka', { brokers: ['127.0.0.1:9092'], in_flight: 1 })).status).toBe(200);
     expect((await add('logstash', { url: 'http://127.0.0.1:9/', in_flight: 4 })).status).toBe(200);
     expect((await add('logstash', { url: 'tcp://127.0.0.1:9', in_flight: 4 })).status).toBe(400);
+  });
+});
+
+describe('reading a batch', () => {
+  it('says whether it was cut by a bound (more may follow) or reached the end of the stream', async () => {
+    const { sink, ids } = await sinkWith('reads', 300);
+    const before = ids[0] - 1;
+    const size = async (from: number, n: number) =>
+      (await readBatch(db(), sink, from, n, 1 << 30)).rows.reduce((b, r) => b + Buffer.byteLength(r.row.line), 0);
+    const read = async (after: number, maxEntries: number, maxBytes = 1 << 30) => {
+      const b = await readBatch(db(), sink, after, maxEntries, maxBytes);
+      return { ids: b.rows.map((r) => Number(r.row.id)), more: b.more };
+    };
+    // Cut by entries.
+    expect(await read(before, 100)).toEqual({ ids: ids.slice(0, 100), more: true });
+    // The stream's end, over several pages.
+    expect(await read(before, 1000)).toEqual({ ids, more: false });
+    expect(await read(ids[289], 1000)).toEqual({ ids: ids.slice(290), more: false });
+    // Cut by bytes: three lines fit, the fourth does not.
+    const three = await size(before, 3);
+    expect(await read(before, 1000, three + 1)).toEqual({ ids: ids.slice(0, 3), more: true });
+    // A line bigger than the bound is read alone; more follows it unless it is the last.
+    expect(await read(ids[297], 1000, 1)).toEqual({ ids: [ids[298]], more: true });
+    expect(await read(ids[298], 1000, 1)).toEqual({ ids: [ids[299]], more: false });
+    // A full first page that reaches the bytes bound stops there.
+    const hundred = await size(before, 100);
+    expect(await read(before, 1000, hundred)).toEqual({ ids: ids.slice(0, 100), more: true });
   });
 });

@@ -108,8 +108,8 @@ export class SinkRunner {
   private dataCame = false;
   /**
    * The stream may hold entries past the last one read: set by every wake (new entries), a
-   * cursor read again or moved by a bound, a read that found rows, a fault, and the idle time;
-   * cleared by a read that found nothing. Without it the loop read the stream again after every
+   * cursor read again or moved by a bound, a read cut by a batch's bound, a fault, and the idle
+   * time; cleared by a read that reached the stream's end. Without it the loop read the stream again after every
    * send and every acknowledgement, to find nothing.
    */
   private fresh = true;
@@ -281,17 +281,19 @@ export class SinkRunner {
         const last = this.window[this.window.length - 1];
         // Cleared before the read: a wake while it runs sets it again.
         this.fresh = false;
-        const rows = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
-        // Rows read may have more behind them (a batch is cut by entries or bytes): the next read
-        // says; only a read that finds nothing waits for new entries.
-        if (rows.length > 0) this.fresh = true;
+        const { rows, more } = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
+        // A batch cut by a bound has more behind it: read on at once. One that reached the
+        // stream's end waits for new entries (a wake), gathering for a moment when they come.
+        if (more) this.fresh = true;
         const wait = rows.length === 0 ? IDLE_MS : gatherWait(rows, limits, Date.now());
         if (wait === 0) {
           this.launch(rows);
           continue;
         }
         // Nothing to send yet, or a batch not full and younger than the destination's gather
-        // time: read again when new entries come (gathering a little more) or a batch is done.
+        // time: read again when new entries come (gathering a little more) or a batch is done;
+        // rows held back are read again then.
+        if (rows.length > 0) this.fresh = true;
         this.dataCame = false;
         await this.sleep(Math.min(wait, IDLE_MS), true, seen);
         if (this.dataCame) await this.sleep(LINGER_MS, false);

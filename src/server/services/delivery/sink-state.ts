@@ -244,31 +244,34 @@ export function cursorAfter(r: SpoolRowAt): Cursor {
 /** The cursor just before a row (everything before it handled). */
 export const cursorBefore = (r: SpoolRowAt): Cursor => ({ id: Number(r.row.id) - 1, seq: r.seq, pos: r.pos });
 
+/** A batch read from the spool, and whether it was cut by a bound (more may follow) or reached the stream's end. */
+export interface Batch {
+  rows: SpoolRowAt[];
+  more: boolean;
+}
+
 /**
  * The next batch after the cursor: at most `maxEntries` rows and `maxBytes` of lines (at least
  * one row, however large), read in pages so a batch of big lines does not read a thousand.
  */
-export async function readBatch(db: Kysely<DB>, sink: SinkRef, after: number, maxEntries: number, maxBytes: number): Promise<SpoolRowAt[]> {
-  const out: SpoolRowAt[] = [];
+export async function readBatch(db: Kysely<DB>, sink: SinkRef, after: number, maxEntries: number, maxBytes: number): Promise<Batch> {
+  const rows: SpoolRowAt[] = [];
   let bytes = 0;
   let from = after;
-  for (
-    let page = Math.min(100, maxEntries);
-    out.length < maxEntries && bytes < maxBytes;
-    page = Math.min(1000, page * 4, maxEntries - out.length)
-  ) {
-    const rows = await streamRows(db, sink).where('id', '>', from).orderBy('id').limit(page).execute();
-    for (const row of rows) {
+  for (let page = Math.min(100, maxEntries); ; page = Math.min(1000, page * 4, maxEntries - rows.length)) {
+    const got = await streamRows(db, sink).where('id', '>', from).orderBy('id').limit(page).execute();
+    for (const row of got) {
       const size = row.line.length;
-      if (out.length > 0 && bytes + size > maxBytes) return out;
-      out.push(at(row, sink));
+      if (rows.length > 0 && bytes + size > maxBytes) return { rows, more: true };
+      rows.push(at(row, sink));
       bytes += size;
-      if (out.length >= maxEntries) return out;
+      if (rows.length >= maxEntries) return { rows, more: true };
     }
-    if (rows.length < page) break;
-    from = Number(rows[rows.length - 1].id);
+    // A short page is the stream's end (as of this read).
+    if (got.length < page) return { rows, more: false };
+    if (bytes >= maxBytes) return { rows, more: true };
+    from = Number(got[got.length - 1].id);
   }
-  return out;
 }
 
 /** A spool row as a destination receives it. */
