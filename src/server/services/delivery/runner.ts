@@ -281,7 +281,13 @@ export class SinkRunner {
         const last = this.window[this.window.length - 1];
         // Cleared before the read: a wake while it runs sets it again.
         this.fresh = false;
-        const { rows, more } = await readBatch(this.host.readDb, this.sink, last ? last.to.id : this.cursor!.id, limits.maxEntries, limits.maxBytes);
+        const { rows, more } = await readBatch(
+          this.host.readDb,
+          this.sink,
+          last ? last.to.id : this.cursor!.id,
+          limits.maxEntries,
+          limits.maxBytes,
+        );
         // A batch cut by a bound has more behind it: read on at once. One that reached the
         // stream's end waits for new entries (a wake), gathering for a moment when they come.
         if (more) this.fresh = true;
