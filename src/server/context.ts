@@ -11,6 +11,7 @@ import type { AgentIdentity } from './services/environments/agent-identity.js';
 import type { ServerLog } from './lib/server-log.js';
 import type { LogWatch } from './services/logs/follow.js';
 import type { WriteNow, WriteSteps } from './store/write-steps.js';
+import type { ReadNow } from './store/sqlite-read-now.js';
 
 export interface ServerConfig {
   jwtSecret: Buffer;
@@ -105,6 +106,8 @@ export interface Deps {
   writeSteps?: WriteSteps;
   /** Store.writeNow: a small agent-door transaction on the event loop when the write lock is free (SQLite). */
   writeNow?: WriteNow;
+  /** Store.readNow: a short read on the event loop's own connection (SQLite). Absent: through `db`. */
+  readNow?: ReadNow;
 }
 
 /** The authenticated user of a request. */

@@ -195,6 +195,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       write: store.write,
       writeSteps: store.writeSteps,
       writeNow: store.writeNow,
+      readNow: store.readNow,
     } as Deps;
     deps.loginGuard = new LoginGuard(deps);
 

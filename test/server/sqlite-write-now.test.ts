@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteWriteNow } from '../../src/server/store/sqlite-write-now.js';
+import { sqliteReadNow } from '../../src/server/store/sqlite-read-now.js';
 import { startSqliteWriter, type SqliteWriter } from '../../src/server/store/sqlite-writer.js';
 import { runPlan, type StepPlan } from '../../src/server/store/write-steps.js';
 
@@ -112,5 +113,32 @@ describe('a write now on the event loop (sqlite-write-now.ts)', () => {
     writers.push(writer);
     expect(await runPlan(writer.steps, () => plan('a'))).toBe(2);
     expect(values()).toEqual(['a', 'a-after-1']);
+  });
+});
+
+describe('a read now on the event loop (sqlite-read-now.ts)', () => {
+  it("reads the committed rows, another connection's commits included", () => {
+    const { loop, other } = open();
+    const read = sqliteReadNow(loop);
+    other.prepare('insert into t (v) values (?)').run('x');
+    expect(read(q('select v from t where v = ?', 'x'))).toEqual([{ v: 'x' }]);
+    other.prepare('insert into t (v) values (?)').run('y');
+    expect(read(q('select count(*) as n from t'))).toEqual([{ n: 2 }]);
+  });
+
+  it('answers nothing inside a transaction the loop holds open (its writes are not committed)', () => {
+    const { loop, values } = open();
+    const read = sqliteReadNow(loop);
+    loop.exec('begin immediate');
+    loop.prepare('insert into t (v) values (?)').run('uncommitted');
+    expect(read(q('select v from t'))).toBeUndefined();
+    loop.exec('rollback');
+    expect(read(q('select v from t'))).toEqual([]);
+    expect(values()).toEqual([]);
+  });
+
+  it('throws what SQLite reports, other than busy', () => {
+    const { loop } = open();
+    expect(() => sqliteReadNow(loop)(q('select nope from t'))).toThrow(/no such column/);
   });
 });

@@ -56,7 +56,7 @@ export class AgentState {
   /** The change counters, read once per event-loop turn. */
   generations(): Promise<Generations> {
     if (!this.turn) {
-      const read = readGenerations(this.db);
+      const read = readGenerations(this.db, this.deps.readNow);
       this.turn = read;
       setImmediate(() => {
         if (this.turn === read) this.turn = undefined;

@@ -19,6 +19,7 @@ import { startCheckpointer } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
+import { sqliteReadNow, type ReadNow } from './sqlite-read-now.js';
 import { stepsOver, type WriteNow, type WriteSteps } from './write-steps.js';
 import { sqliteWriteNow } from './sqlite-write-now.js';
 import { ServerSetupError } from '../setup-error.js';
@@ -54,6 +55,8 @@ export interface Store {
    * own connection when the write lock is free (sqlite-write-now.ts); absent on PostgreSQL.
    */
   writeNow?: WriteNow;
+  /** SQLite: a short read at once on the event loop's own connection (sqlite-read-now.ts); absent on PostgreSQL. */
+  readNow?: ReadNow;
   /**
    * Runs `fn` while no other process holds the start-up lock of this database (PostgreSQL: an
    * advisory lock), so replicas starting together migrate and bootstrap one after the other.
@@ -171,6 +174,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
     migrated,
     writeSteps: writer.steps,
     writeNow: sqliteWriteNow(cached),
+    readNow: sqliteReadNow(cached),
     exclusive: (fn) => fn(),
     outOfSpace,
     analyze: async () => optimize(),

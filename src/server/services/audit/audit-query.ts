@@ -58,7 +58,7 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
       )
     : filtered(db.selectFrom('audit_logs'));
   const onlyQ = fts && caller.isSuperAdmin && !query.username && !query.service && envId === undefined;
-  const generation = (caller.generations ?? (await readGenerations(deps.db))).audit;
+  const generation = (caller.generations ?? (await readGenerations(deps.db, deps.readNow))).audit;
   const key = JSON.stringify([
     'audit',
     caller.isSuperAdmin ? '' : caller.user.username,

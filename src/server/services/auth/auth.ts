@@ -147,7 +147,7 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   }
   // One read of the change counters per request; the caller (session, user, access) is read
   // again only after a session ended or a user or their access changed, on any replica.
-  const generations = await readGenerations(deps.db);
+  const generations = await readGenerations(deps.db, deps.readNow);
   const found = await byGeneration(deps.db, 'caller', generations.auth, v.claims.jti, () => loadCaller(deps, v.claims.jti));
   if (!found || found.caller.user.username !== v.claims.sub) {
     // Taking a user's API access away ends their sessions; their old tokens then say why (the

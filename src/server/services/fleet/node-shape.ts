@@ -12,7 +12,7 @@ import { healthBounds, type HealthBounds } from './node-filters.js';
 
 /** What health and risk filters compare with in `env` now (live-query targets use it too). */
 export async function healthBoundsOf(deps: Deps, env: EnvironmentRow): Promise<HealthBounds> {
-  const ctx = await shapeContext(deps, env, await readGenerations(deps.db));
+  const ctx = await shapeContext(deps, env, await readGenerations(deps.db, deps.readNow));
   return healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
 }
 

@@ -28,7 +28,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
   const params = parseNodeQuery(query);
   if (params.config) params.configHash = agentConfig(env).hash;
   const pageReq = parsePage(query);
-  const generation = gens ?? (await readGenerations(deps.db));
+  const generation = gens ?? (await readGenerations(deps.db, deps.readNow));
   const ctx = await shapeContext(deps, env, generation);
   const cutoff = new Date(ctx.nowMs - ctx.inactiveHours * 3600_000).toISOString();
   const filters: Filters = { ...params };
@@ -112,7 +112,7 @@ export async function readNode(deps: Deps, caller: Caller, env: EnvironmentRow, 
     throw conflict(`"${ref}" matches ${rows.length} nodes: ${uuids.join(', ')}; use a UUID`, { uuids });
   }
   const row = rows[0]!;
-  const ctx = await shapeContext(deps, env, caller.generations ?? (await readGenerations(deps.db)));
+  const ctx = await shapeContext(deps, env, caller.generations ?? (await readGenerations(deps.db, deps.readNow)));
   const tags = await tagsByNode(deps, [row.id]);
   const isEnvAdmin = hasLevel(caller.isSuperAdmin, caller.access.get(env.id), 'admin');
   return toNode(row, tags.get(row.id) ?? [], ctx, isEnvAdmin);

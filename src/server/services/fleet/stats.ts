@@ -100,7 +100,7 @@ async function advanceActive(
 }
 
 export async function dashboardStats(deps: Deps, caller: Caller): Promise<DashboardStats> {
-  const gens = caller.generations ?? (await readGenerations(deps.db));
+  const gens = caller.generations ?? (await readGenerations(deps.db, deps.readNow));
   const envs = await accessibleEnvs(deps, caller, gens.config);
   const globalHours = await inactiveHours(deps, 0, gens.config);
   const stats = new Map<number, EnvironmentStats>(
