@@ -51,6 +51,9 @@ describe('spool positions', () => {
           t.server.spool.append([entry(round * 100 + k * 3, types, pad), entry(round * 100 + k * 3 + 1, types, pad)]),
         ),
       );
+    // And one append of 40 lines: a chunk of more than 32 rows goes as one JSON parameter, not as
+    // bound values (spool.ts VALUES_ROWS).
+    await t.server.spool.append(Array.from({ length: 40 }, (_, k) => entry(400 + k, ['status', 'result', 'query'], k * 10)));
 
     const rows = await db
       .selectFrom('log_spool')
@@ -58,7 +61,7 @@ describe('spool positions', () => {
       .where('id', '>', before)
       .orderBy('id')
       .execute();
-    expect(rows.length).toBe(16 + 16 + 6);
+    expect(rows.length).toBe(16 + 16 + 6 + 40);
     const streams = await db.selectFrom('log_streams').select(['environment_id', 'log_type', 'entries', 'bytes']).execute();
     const head = (env: number, type: string) => streams.find((s) => Number(s.environment_id) === env && s.log_type === type)!;
     // Positions continue from wherever the streams stood (the demo's own entries, earlier tests).
