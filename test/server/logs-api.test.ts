@@ -216,6 +216,19 @@ describe('query reports', () => {
     expect(list.find((q: { name: string }) => q.name === 'diff_q')).toMatchObject({ nodes: 1, rows: 2 });
   });
 
+  it('one batch touching 40 reports (more than go as bound values) keeps each', async () => {
+    const n = await enroll('rep-many');
+    await send(
+      n,
+      'result',
+      Array.from({ length: 40 }, (_, k) => snapshot(`many_q${k}`, [{ k: String(k) }])),
+    );
+    for (const k of [0, 31, 32, 39]) {
+      const r = (await t.call('GET', `/api/v1/reports/prod/many_q${k}`, { token: admin })).body;
+      expect(r.items.map((i: { hostname: string; rows: unknown[] }) => [i.hostname, i.rows])).toEqual([['rep-many', [{ k: String(k) }]]]);
+    }
+  });
+
   it('a name neither scheduled nor reported is 404; a scheduled one not reported yet is empty', async () => {
     expect((await t.call('GET', '/api/v1/reports/prod/never_heard_of', { token: admin })).status).toBe(404);
     const put = await t.call('PUT', '/api/v1/environments/prod/config/schedule', {

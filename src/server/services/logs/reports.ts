@@ -68,6 +68,54 @@ const UPSERT_SQL = {
     `on conflict (environment_id, name, node_id) do update set ${SET}`,
 };
 
+/** A report as the upsert writes it. */
+interface ReportRecord {
+  e: number;
+  n: string;
+  d: number;
+  k: string;
+  ep: number;
+  c: number;
+  r: string;
+  rc: number;
+  t: number;
+  at: string;
+}
+const RECORD_KEYS = ['e', 'n', 'd', 'k', 'ep', 'c', 'r', 'rc', 't', 'at'] as const;
+const RECORD_PG_TYPES = ['int', 'text', 'int', 'text', 'bigint', 'bigint', 'text', 'int', 'int', 'text'];
+
+/**
+ * Up to this many reports go as bound values (one SQL text per count, prepared once): a group
+ * touches a report or two, and the JSON parameter (the rows escaped, parsed back by the
+ * database) cost about as much as the upsert itself (issue 31). More go as one JSON parameter.
+ */
+const VALUES_REPORTS = 32;
+
+function valuesUpsertSql(dialect: Dialect, n: number): string {
+  let i = 0;
+  const tuple = () => `(${RECORD_PG_TYPES.map((type) => (dialect === 'postgres' ? `$${++i}::${type}` : '?')).join(', ')})`;
+  const tuples = Array.from({ length: n }, tuple).join(', ');
+  const rows =
+    dialect === 'postgres'
+      ? `select ${RECORD_KEYS.join(', ')} from (values ${tuples}) as x(${RECORD_KEYS.join(', ')}) where exists (select 1 from nodes where nodes.id = x.d)`
+      : `select ${RECORD_KEYS.map((_, k) => `column${k + 1}`).join(', ')} from (values ${tuples}) where exists (select 1 from nodes where nodes.id = column3)`;
+  return (
+    'insert into query_reports (environment_id, name, node_id, kind, epoch, counter, rows, row_count, truncated, reported_at) ' +
+    `${rows} on conflict (environment_id, name, node_id) do update set ${SET}`
+  );
+}
+const valuesUpserts = (dialect: Dialect) => Array.from({ length: VALUES_REPORTS + 1 }, (_, n) => (n ? valuesUpsertSql(dialect, n) : ''));
+const VALUES_UPSERT_SQL: Record<Dialect, string[]> = { postgres: valuesUpserts('postgres'), sqlite: valuesUpserts('sqlite') };
+
+function upsert(dialect: Dialect, records: ReportRecord[]): CompiledQuery {
+  if (records.length <= VALUES_REPORTS)
+    return CompiledQuery.raw(
+      VALUES_UPSERT_SQL[dialect][records.length]!,
+      records.flatMap((r) => RECORD_KEYS.map((k) => r[k])),
+    );
+  return CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)]);
+}
+
 /** What READ_SQL returns of a stored report. */
 type StateRow = Pick<QueryReportsTable, 'environment_id' | 'name' | 'node_id' | 'kind' | 'epoch' | 'counter' | 'rows' | 'truncated'>;
 
@@ -117,7 +165,7 @@ export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>): CommitHook 
             const t = touched.get(keyOf(Number(s.environment_id), s.name, Number(s.node_id)));
             if (t) t.state = stateFromStored(s.kind, Number(s.epoch), Number(s.counter), s.rows, Boolean(Number(s.truncated)));
           }
-          const records: object[] = [];
+          const records: ReportRecord[] = [];
           for (const t of touched.values()) {
             let state = t.state;
             for (const e of t.entries) state = applyEntry(state, e);
@@ -136,7 +184,7 @@ export function reportsHook(deps: Pick<Deps, 'dialect' | 'faults'>): CommitHook 
               at: t.reportedAt,
             });
           }
-          return records.length > 0 ? [CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)])] : [];
+          return records.length > 0 ? [upsert(dialect, records)] : [];
         } catch (e) {
           deps.faults.report('query reports', e);
           return [];
