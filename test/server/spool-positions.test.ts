@@ -52,7 +52,7 @@ describe('spool positions', () => {
         ),
       );
     // And one append of 40 lines: a chunk of more than 32 rows goes as one JSON parameter, not as
-    // bound values (spool.ts VALUES_ROWS).
+    // bound values (store/bound-rows.ts BOUND_ROWS).
     await t.server.spool.append(Array.from({ length: 40 }, (_, k) => entry(400 + k, ['status', 'result', 'query'], k * 10)));
 
     const rows = await db

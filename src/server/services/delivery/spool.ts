@@ -15,6 +15,7 @@
 // MAX_PENDING_BYTES waiting for a commit in this process is also a 503 (SpoolBusy).
 import { EventEmitter } from 'node:events';
 import { CompiledQuery, type QueryResult } from 'kysely';
+import { marks, rowsStatement } from '../../store/bound-rows.js';
 import { runPlan, stepsOver, type StepPlan } from '../../store/write-steps.js';
 import type { Deps } from '../../context.js';
 import type { Dialect } from '../../store/dialect.js';
@@ -331,24 +332,14 @@ const INSERT_SQL: Record<Dialect, string> = {
 };
 
 /**
- * Up to this many rows go as bound values, one tuple each (one text per row count, prepared
- * once): an agent's batch is a few lines, and the JSON parameter cost more than their insert
- * (serialised with every line escaped, parsed again by the database: 262 us of a one-line
- * append's 680 under osquery-perf, issue 31). Bigger chunks go as one JSON parameter.
- */
-const VALUES_ROWS = 32;
-
-/**
- * The parameters of one row of the values insert, in the order its SQL reads them. better-sqlite3
- * binds positional `?` only, so a value used twice (a row's type and environment, read again
- * for each stream head it subtracts from) is bound twice.
+ * The parameters of one row of the bound insert, in the order its SQL reads them: a row's type
+ * and environment are read again for each stream head it subtracts from.
  */
 const ROW_SLOTS = [...KEYS.slice(0, 10), 't', 'ts', 't', 'tp', 'e', 't', 'es', 'e', 't', 'ep'] as (keyof Rec)[];
 
-/** The insert of `n` rows as bound values: the same columns and positions as insertSql's. */
-function valuesSql(dialect: Dialect, n: number): string {
-  let i = 0;
-  const mark = dialect === 'postgres' ? () => `$${++i}` : () => '?';
+/** The insert of `n` rows with their values bound (bound-rows.ts): the same columns and positions as insertSql's. */
+function boundInsertSql(dialect: Dialect, n: number): string {
+  const mark = marks(dialect);
   // Marks are drawn in ROW_SLOTS order.
   const typeHead = (what: string) => `(select ${what} from log_streams where environment_id = 0 and log_type = ${mark()}) - ${mark()}`;
   const envHead = (what: string) =>
@@ -360,15 +351,6 @@ function valuesSql(dialect: Dialect, n: number): string {
   }
   return `insert into log_spool (${COLUMNS}) values ${tuples.join(', ')} returning id`;
 }
-const valuesSqls = (dialect: Dialect) => Array.from({ length: VALUES_ROWS + 1 }, (_, n) => (n ? valuesSql(dialect, n) : ''));
-const VALUES_SQL: Record<Dialect, string[]> = { postgres: valuesSqls('postgres'), sqlite: valuesSqls('sqlite') };
 
-/** The insert of a chunk of rows; its SQL text depends only on the dialect and (up to VALUES_ROWS) the row count. */
-function insertRows(dialect: Dialect, chunk: Rec[]): CompiledQuery {
-  if (chunk.length <= VALUES_ROWS)
-    return CompiledQuery.raw(
-      VALUES_SQL[dialect][chunk.length]!,
-      chunk.flatMap((r) => ROW_SLOTS.map((k) => r[k])),
-    );
-  return CompiledQuery.raw(INSERT_SQL[dialect], [JSON.stringify(chunk)]);
-}
+/** The insert of a chunk of rows: bound values for an agent's few, one JSON parameter for more. */
+const insertRows = rowsStatement<Rec>(boundInsertSql, INSERT_SQL, ROW_SLOTS);

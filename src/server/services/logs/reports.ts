@@ -7,6 +7,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { Dialect } from '../../store/dialect.js';
+import { marks, rowsStatement } from '../../store/bound-rows.js';
 import type { EnvironmentRow, QueryReportsTable } from '../../store/schema.js';
 import { REPORT_PAGE_DEFAULT, REPORT_PAGE_MAX } from '../../../api/constants.js';
 import type { ReportSummary } from '../../../api/index.js';
@@ -84,16 +85,10 @@ interface ReportRecord {
 const RECORD_KEYS = ['e', 'n', 'd', 'k', 'ep', 'c', 'r', 'rc', 't', 'at'] as const;
 const RECORD_PG_TYPES = ['int', 'text', 'int', 'text', 'bigint', 'bigint', 'text', 'int', 'int', 'text'];
 
-/**
- * Up to this many reports go as bound values (one SQL text per count, prepared once): a group
- * touches a report or two, and the JSON parameter (the rows escaped, parsed back by the
- * database) cost about as much as the upsert itself (issue 31). More go as one JSON parameter.
- */
-const VALUES_REPORTS = 32;
-
-function valuesUpsertSql(dialect: Dialect, n: number): string {
-  let i = 0;
-  const tuple = () => `(${RECORD_PG_TYPES.map((type) => (dialect === 'postgres' ? `$${++i}::${type}` : '?')).join(', ')})`;
+/** The upsert of `n` reports with their values bound (bound-rows.ts): the same as UPSERT_SQL's. */
+function boundUpsertSql(dialect: Dialect, n: number): string {
+  const mark = marks(dialect);
+  const tuple = () => `(${RECORD_PG_TYPES.map((type) => mark(type)).join(', ')})`;
   const tuples = Array.from({ length: n }, tuple).join(', ');
   const rows =
     dialect === 'postgres'
@@ -104,17 +99,9 @@ function valuesUpsertSql(dialect: Dialect, n: number): string {
     `${rows} on conflict (environment_id, name, node_id) do update set ${SET}`
   );
 }
-const valuesUpserts = (dialect: Dialect) => Array.from({ length: VALUES_REPORTS + 1 }, (_, n) => (n ? valuesUpsertSql(dialect, n) : ''));
-const VALUES_UPSERT_SQL: Record<Dialect, string[]> = { postgres: valuesUpserts('postgres'), sqlite: valuesUpserts('sqlite') };
 
-function upsert(dialect: Dialect, records: ReportRecord[]): CompiledQuery {
-  if (records.length <= VALUES_REPORTS)
-    return CompiledQuery.raw(
-      VALUES_UPSERT_SQL[dialect][records.length]!,
-      records.flatMap((r) => RECORD_KEYS.map((k) => r[k])),
-    );
-  return CompiledQuery.raw(UPSERT_SQL[dialect], [JSON.stringify(records)]);
-}
+/** The upsert of a group's reports: bound values for a few, one JSON parameter for more. */
+const upsert = rowsStatement<ReportRecord>(boundUpsertSql, UPSERT_SQL, RECORD_KEYS);
 
 /** What READ_SQL returns of a stored report. */
 type StateRow = Pick<QueryReportsTable, 'environment_id' | 'name' | 'node_id' | 'kind' | 'epoch' | 'counter' | 'rows' | 'truncated'>;
