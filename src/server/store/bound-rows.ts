@@ -2,7 +2,7 @@
 // forms (issue 31). An agent's batch is a few rows, and as one JSON parameter they cost more
 // than the statement itself: serialised with every line escaped, then parsed back by the
 // database (262 us of a one-line append's 680 under osquery-perf). So up to BOUND_ROWS rows bind
-// their values, one tuple each, with one SQL text per row count (built once, prepared once); a
+// their values, one tuple each, with one SQL text per row count (built on first use, prepared once); a
 // bigger group is one statement with one JSON parameter, whatever its size.
 import { CompiledQuery } from 'kysely';
 import type { Dialect } from './dialect.js';
@@ -26,12 +26,13 @@ export function rowsStatement<R>(
   json: Record<Dialect, string>,
   slots: readonly (keyof R)[],
 ): (dialect: Dialect, rows: R[]) => CompiledQuery {
-  const texts = (d: Dialect) => Array.from({ length: BOUND_ROWS + 1 }, (_, n) => (n ? bound(d, n) : ''));
-  const byCount: Record<Dialect, string[]> = { postgres: texts('postgres'), sqlite: texts('sqlite') };
+  // Each text is built the first time its count is used: not at start-up, and only the few
+  // counts agents send.
+  const byCount: Record<Dialect, string[]> = { postgres: [], sqlite: [] };
   return (dialect, rows) =>
     rows.length <= BOUND_ROWS
       ? CompiledQuery.raw(
-          byCount[dialect][rows.length]!,
+          (byCount[dialect][rows.length] ??= bound(dialect, rows.length)),
           rows.flatMap((r) => slots.map((k) => r[k])),
         )
       : CompiledQuery.raw(json[dialect], [JSON.stringify(rows)]);

@@ -109,8 +109,8 @@ export class SinkRunner {
   /**
    * The stream may hold entries past the last one read: set by every wake (new entries), a
    * cursor read again or moved by a bound, a read cut by a batch's bound, a fault, and the idle
-   * time; cleared by a read that reached the stream's end. Without it the loop read the stream again after every
-   * send and every acknowledgement, to find nothing.
+   * time; cleared by a read that reached the stream's end. Without it the loop read the stream
+   * again after every send and every acknowledgement, to find nothing.
    */
   private fresh = true;
   /** The main loop's wait, cut short when a batch's state changes. */
