@@ -7,7 +7,9 @@
 //     keep-alive shorter than the server's (else a request races the server closing the socket:
 //     a stray 502);
 //   - latency and status of every agent request from nginx's access log ($request_time: from the
-//     first byte nginx read to the last it wrote, so it includes any pause of the server);
+//     first byte nginx read to the last it wrote, so it includes any pause of the server); for a
+//     window's slowest request, also $upstream_response_time (the server's part of it), so a
+//     slow request can be told from a slow agent or a slow nginx;
 //   - the command is run as given, its placeholders replaced: {url} (nginx's https URL), {secret}
 //     (the enroll secret), {agents} (how many to start), {ramp_seconds} (agents / --ramp), {seed}
 //     (differs per start); more agents for the next rung start another copy of the command;
@@ -130,6 +132,16 @@ ${paths === 'fleet' ? VERSION_CHECK : ''}
 }
 
 /** The endpoint of a request line's path (Fleet's or ours), for per-kind figures. */
+/**
+ * nginx's $upstream_response_time in ms: from its connection to the server to the answer's last
+ * byte, summed over its tries; NaN when the server was never asked ("-").
+ */
+function upstreamMs(field) {
+  const parts = field.split(/[,:]\s*/).filter((p) => p.trim() !== '');
+  if (parts.length === 0 || parts.some((p) => Number.isNaN(Number(p)))) return NaN;
+  return parts.reduce((a, p) => a + Number(p), 0) * 1000;
+}
+
 function kindOf(uri, byPath) {
   const path = uri.split('?')[0];
   return byPath.get(path) ?? `other (${path.slice(0, 60)})`;
@@ -213,14 +225,20 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
     sample() {
       const lat = {};
       const errors = {};
+      let slowest;
       for (const line of readLines()) {
-        const [, status, requestTime, , uri] = line.split(' ');
-        if (!uri) continue;
+        // $upstream_response_time is a list ("0.010, 0.002") when nginx tried more than one connection.
+        const fields = line.split(' ');
+        const [msec, status, requestTime] = fields;
+        const uri = fields.at(-1);
+        if (fields.length < 5 || !uri) continue;
         const kind = kindOf(uri, byPath);
         const code = Number(status);
         if (code === 200) {
-          (lat[kind] ??= []).push(Number(requestTime) * 1000);
+          const ms = Number(requestTime) * 1000;
+          (lat[kind] ??= []).push(ms);
           if (kind === 'enroll') enrolled++;
+          if (!slowest || ms > slowest.ms) slowest = { ms, line: fields, kind, at: Number(msec) };
         } else {
           const k = `${kind} ${code}`;
           errors[k] = (errors[k] ?? 0) + 1;
@@ -231,6 +249,12 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
         lat,
         errors,
         lastError,
+        slowest: slowest && {
+          kind: slowest.kind,
+          ms: slowest.ms,
+          upstreamMs: upstreamMs(slowest.line.slice(3, -1).join(' ')),
+          at: new Date(slowest.at * 1000).toISOString(),
+        },
         enrolled,
         agents,
         gaveUp: 0,

@@ -313,6 +313,12 @@ const line = (m, verdict) => {
   console.log(
     `${(m.phase ?? '').padEnd(6)}  ${String(m.agents).padStart(6)}  ${m.rps.toFixed(0).padStart(5)}  ${m.perAgentMin.toFixed(2).padStart(13)}  ${`${f1(m.p50)}/${f1(m.p99)}/${f1(m.max)}`.padStart(14)}  ${String(m.errors).padStart(6)}  ${`${f1(m.listP99)}/${f1(m.listMax)}`.padStart(12)}  ${`${f1(m.statsP99)}/${f1(m.statsMax)}`.padStart(13)}  ${`${f1(m.loopP99)}/${f1(m.loopMax)}`.padStart(12)}  ${`${(m.serverCpu * 100).toFixed(0)}%`.padStart(10)}  ${`${m.cpuMsPerRequest.toFixed(3)} (${m.marginalCpuMsPerRequest.toFixed(3)})`.padStart(21)}  ${gen.padStart(29)}  ${m.load}  ${verdict}`,
   );
+  // Where the slowest request's time went, when it was over the p99 goal (external agents: nginx
+  // says how much of it the server took; the rest was the agent or nginx).
+  if (m.slowest && m.max > P99_GOAL_MS)
+    console.log(
+      `        slowest: ${m.slowest.kind} ${f1(m.slowest.ms)} ms at ${m.slowest.at}, of which the server (nginx's upstream time) ${Number.isNaN(m.slowest.upstreamMs) ? 'none: never asked' : `${f1(m.slowest.upstreamMs)} ms`}`,
+    );
   // Which requests failed and how, under the row: "errors 19" alone does not say whether the
   // server shed, timed out or the driver gave up.
   if (m.errors)
@@ -532,6 +538,7 @@ async function run(workers, name) {
         errors: errorCount,
         errorKinds: s.errors,
         lastError: s.lastError,
+        slowest: s.slowest,
         kinds,
         nodeInvalid: loop.invalid - invalid0,
         listP99: percentile(admin.lists, 99),
