@@ -2,8 +2,8 @@
 // forms (issue 31). An agent's batch is a few rows, and as one JSON parameter they cost more
 // than the statement itself: serialised with every line escaped, then parsed back by the
 // database (262 us of a one-line append's 680 under osquery-perf). So up to BOUND_ROWS rows bind
-// their values, one tuple each, with one SQL text per row count (built on first use, prepared once); a
-// bigger group is one statement with one JSON parameter, whatever its size.
+// their values, one tuple each, with one SQL text per row count (built on first use, prepared
+// once); a bigger group is one statement with one JSON parameter, whatever its size.
 import { CompiledQuery } from 'kysely';
 import type { Dialect } from './dialect.js';
 

@@ -4,7 +4,7 @@
 // node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
 import { CompiledQuery, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { Dialect } from './dialect.js';
-import type { ReadNow } from './sqlite-read-now.js';
+import { readRows, type ReadNow } from './sqlite-read-now.js';
 import { likeContains } from '../lib/pagination.js';
 
 /** The columns `q` matches (contract.md 4.11), case-insensitive substring. */
@@ -184,7 +184,7 @@ const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_gene
 
 /** The counters; `now` (Store.readNow) reads them without Kysely's chain of promises when it can. */
 export async function readGenerations(db: Kysely<any>, now?: ReadNow): Promise<Generations> {
-  const rows = (now?.(READ_GENERATIONS) ?? (await db.executeQuery(READ_GENERATIONS)).rows) as { id: number; generation: number | string }[];
+  const rows = await readRows<{ id: number; generation: number | string }>(db, now, READ_GENERATIONS);
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
   return {
     counts: of(1),

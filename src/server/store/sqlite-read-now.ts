@@ -5,7 +5,7 @@
 // this only skips the chain. Inside a transaction the loop holds open across awaits (a Kysely
 // transaction on this connection) it answers nothing, and the caller goes through Kysely, which
 // waits for that transaction: a read here would see its uncommitted writes.
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 
 /** Rows of `q` now, or undefined: the caller reads through Kysely instead. */
 export type ReadNow = (q: CompiledQuery) => unknown[] | undefined;
@@ -27,4 +27,9 @@ export function sqliteReadNow(sqlite: InstanceType<typeof import('better-sqlite3
       throw e;
     }
   };
+}
+
+/** Rows of `q`: through `now` when it answers, else through `db` (a reader pool, PostgreSQL). */
+export async function readRows<T>(db: Kysely<any>, now: ReadNow | undefined, q: CompiledQuery): Promise<T[]> {
+  return (now?.(q) ?? (await db.executeQuery(q)).rows) as T[];
 }

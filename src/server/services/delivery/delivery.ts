@@ -16,6 +16,7 @@ import { destinationOf } from './destinations/index.js';
 import { SinkRunner, type RunnerHost } from './runner.js';
 import { ensureSinkState, firstAfter } from './sink-state.js';
 import { SpoolPruner } from './pruner.js';
+import { readRows } from '../../store/sqlite-read-now.js';
 import type { Spool } from './spool.js';
 import type { SinkEntry } from './sink.js';
 
@@ -116,7 +117,7 @@ export class Delivery {
    * than these reads), else through the reader threads.
    */
   private async tickRead<T>(q: CompiledQuery): Promise<T[]> {
-    return (this.deps.readNow?.(q) ?? (await this.readDb.executeQuery(q)).rows) as T[];
+    return readRows<T>(this.readDb, this.deps.readNow, q);
   }
 
   /** Runners for the enabled sinks this process can deliver; others stopped. */
