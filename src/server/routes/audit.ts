@@ -5,12 +5,13 @@ import { AuditLogEntry, AuditQuery, Paginated } from '../../api/index.js';
 import { RULES } from '../permissions.js';
 import { listAuditLogs, readAuditLog } from '../services/audit/audit-query.js';
 import { Type } from '@sinclair/typebox';
+import { sendPage } from './cached-body.js';
 
 export function auditRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/audit-logs',
     { config: { rule: RULES.audit }, schema: { querystring: AuditQuery, response: { 200: Paginated(AuditLogEntry) } } },
-    async (req) => listAuditLogs(deps, callerOf(req), req.query),
+    async (req, reply) => sendPage(reply, await listAuditLogs(deps, callerOf(req), req.query)),
   );
   app.get(
     '/api/v1/audit-logs/:id',

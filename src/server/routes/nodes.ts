@@ -7,25 +7,15 @@ import { MessageResponse, Node, NodeDeleteBody, NodesQuery, Paginated } from '..
 import { RULES } from '../permissions.js';
 import { deleteNode, listNodes, readNode } from '../services/fleet/nodes.js';
 import { statusProblems } from '../services/logs/status-problems.js';
+import { sendPage } from './cached-body.js';
 
 const EnvParam = Type.Object({ env: Type.String() });
-
-/**
- * Serialised bodies of cached list pages: listNodes answers with the very same object while
- * neither the page nor its total changed, so its JSON text is made once, not per request.
- */
-const bodies = new WeakMap<object, string>();
 
 export function nodeRoutes(app: App, deps: Deps): void {
   app.get(
     '/api/v1/nodes/:env',
     { config: { rule: RULES.nodesList }, schema: { params: EnvParam, querystring: NodesQuery, response: { 200: Paginated(Node) } } },
-    async (req, reply) => {
-      const page = await listNodes(deps, envOf(req), req.query, callerOf(req).generations);
-      let body = bodies.get(page);
-      if (body === undefined) bodies.set(page, (body = reply.serialize(page) as string));
-      return reply.type('application/json; charset=utf-8').send(body as never);
-    },
+    async (req, reply) => sendPage(reply, await listNodes(deps, envOf(req), req.query, callerOf(req).generations)),
   );
   app.get(
     '/api/v1/nodes/:env/node/:node',

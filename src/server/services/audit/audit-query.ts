@@ -15,7 +15,7 @@ import { requireEnv } from '../environments/environments.js';
 import { toAuditEntry } from './audit.js';
 import { notFound } from '../../errors.js';
 import { MIN_INDEXED_QUERY, readGenerations } from '../../store/node-index.js';
-import { cachedCount } from '../fleet/node-counts.js';
+import { cachedCount, type CacheSpace } from '../fleet/node-counts.js';
 
 /** A quoted FTS5 phrase: an exact substring match of the trigram-indexed line. */
 const phrase = (q: string) => `"${q.replaceAll('"', '""')}"`;
@@ -83,37 +83,50 @@ export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuer
       { n: number | string } | undefined;
     return Number(row?.n ?? 0);
   };
-  const { total, exact } = query.q
-    ? await boundedTotal(deps.db, key, generation, pageReq.offset + pageReq.pageSize + 1, countUpTo)
-    : { total: await cachedCount(deps.db, key, generation, '', () => countUpTo()), exact: true };
-  const answer = <T>(items: T[]): Page<T> =>
-    exact ? pageOf(items, pageReq, total) : { ...pageOf(items, pageReq, total), total_items_exact: false };
-  if (pageReq.offset >= total) return answer([]);
-  // The page's ids first, then their rows: the entries before a deep page are skipped on an
-  // index (PostgreSQL reads no row of them; it read every skipped row's tuple, 200 ms at page
-  // 2000 of a million), and the page's rows are read by id. From the nearest page read before at
-  // this audit counter (pageAnchor): page 2001 after 2000 skips one entry, not 100,050.
-  const order = fts ? 'audit_search.rowid' : 'audit_logs.id';
-  const anchor = pageAnchor(deps.db, key, generation, pageReq.offset);
-  const from = anchor ? base.where(order, '<=', anchor.id) : base;
-  const ids = (
-    await from
-      .select(fts ? 'audit_search.rowid as id' : 'audit_logs.id')
-      .$if(userRange, (q) => q.orderBy('audit_logs.username', 'desc'))
-      .orderBy(order, 'desc')
-      .limit(pageReq.pageSize)
-      .offset(pageReq.offset - (anchor?.offset ?? 0))
-      .execute()
-  ).map((r: { id: number }) => Number(r.id));
-  if (ids.length) {
-    anchorAt(deps.db, key, generation, pageReq.offset, ids[0]!);
-    anchorAt(deps.db, key, generation, pageReq.offset + ids.length - 1, ids.at(-1)!);
-  }
-  const rows = ids.length
-    ? ((await deps.db.selectFrom('audit_logs').selectAll().where('id', 'in', ids).orderBy('id', 'desc').execute()) as AuditLogRow[])
-    : [];
-  return answer(rows.map(toAuditEntry));
+  const readPage = async (): Promise<Page<AuditLogEntry>> => {
+    const { total, exact } = query.q
+      ? await boundedTotal(deps.db, key, generation, pageReq.offset + pageReq.pageSize + 1, countUpTo)
+      : { total: await cachedCount(deps.db, key, generation, '', () => countUpTo()), exact: true };
+    const answer = <T>(items: T[]): Page<T> =>
+      exact ? pageOf(items, pageReq, total) : { ...pageOf(items, pageReq, total), total_items_exact: false };
+    if (pageReq.offset >= total) return answer([]);
+    // The page's ids first, then their rows: the entries before a deep page are skipped on an
+    // index (PostgreSQL reads no row of them; it read every skipped row's tuple, 200 ms at page
+    // 2000 of a million), and the page's rows are read by id. From the nearest page read before at
+    // this audit counter (pageAnchor): page 2001 after 2000 skips one entry, not 100,050.
+    const order = fts ? 'audit_search.rowid' : 'audit_logs.id';
+    const anchor = pageAnchor(deps.db, key, generation, pageReq.offset);
+    const from = anchor ? base.where(order, '<=', anchor.id) : base;
+    const ids = (
+      await from
+        .select(fts ? 'audit_search.rowid as id' : 'audit_logs.id')
+        .$if(userRange, (q) => q.orderBy('audit_logs.username', 'desc'))
+        .orderBy(order, 'desc')
+        .limit(pageReq.pageSize)
+        .offset(pageReq.offset - (anchor?.offset ?? 0))
+        .execute()
+    ).map((r: { id: number }) => Number(r.id));
+    if (ids.length) {
+      anchorAt(deps.db, key, generation, pageReq.offset, ids[0]!);
+      anchorAt(deps.db, key, generation, pageReq.offset + ids.length - 1, ids.at(-1)!);
+    }
+    const rows = ids.length
+      ? ((await deps.db.selectFrom('audit_logs').selectAll().where('id', 'in', ids).orderBy('id', 'desc').execute()) as AuditLogRow[])
+      : [];
+    return answer(rows.map(toAuditEntry));
+  };
+  // A page stays what it is until an audit write moves the counter: kept (the same object, so the
+  // route sends the body it serialised before), a dashboard polling the trail, or 20 readers of
+  // its first pages, cost a lookup each instead of two statements over a million rows.
+  if (pageReq.pageSize > CACHED_AUDIT_PAGE_SIZE) return readPage();
+  const pageKey = JSON.stringify([key, pageReq.offset, pageReq.pageSize]);
+  return cachedCount(deps.db, pageKey, generation, '', readPage, undefined, AUDIT_PAGES);
 }
+
+/** Pages of up to this many entries are cached (the console's and the CLI's); an export's are not. */
+const CACHED_AUDIT_PAGE_SIZE = 100;
+/** At most 64 pages of 100 entries (about 2 MiB) are kept. */
+const AUDIT_PAGES: CacheSpace = { name: 'audit pages', entries: 64 };
 
 /** A search's total is counted up to this many matches (then up to twice as many, as deeper pages need). */
 export const SEARCH_COUNT_STEP = 1000;
