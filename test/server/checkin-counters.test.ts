@@ -111,4 +111,30 @@ describe('check-ins and the change counters', () => {
     await checkIn(key, 'config'); // fetches the new hash
     expect((await gens()).counts).toBeGreaterThan(before.counts);
   });
+
+  it('the first pages sorted by last_seen follow every check-in: each the slice of the whole list, the next request in the new order', async () => {
+    const a = await newNode('order-a');
+    const b = await newNode('order-b');
+    const ids = async (query: string) =>
+      ((await t.call('GET', `/api/v1/nodes/prod?${query}`, { token: admin })).body.items as { uuid: string }[]).map((n) => n.uuid);
+    const pagesMatchTheWhole = async () => {
+      const whole = await ids('page_size=500');
+      for (const page of [3, 1, 5, 2, 4, 6])
+        expect(await ids(`page_size=8&page=${page}`), `page ${page}`).toEqual(whole.slice((page - 1) * 8, page * 8));
+      return whole;
+    };
+    await checkIn(b.key, 'read');
+    expect((await pagesMatchTheWhole())[0]).toBe(b.uuid);
+    // Each check-in reorders: the very next request (none other under way) reads the new order.
+    await checkIn(a.key, 'read');
+    expect((await ids('page_size=8'))[0]).toBe(a.uuid);
+    expect((await pagesMatchTheWhole()).slice(0, 2)).toEqual([a.uuid, b.uuid]);
+    // Requests arriving together after a check-in: each answer is a whole order, the one before
+    // it (a read of the new one under way) or the new one, never a mix; then the new one.
+    const before = await ids('page_size=8');
+    await checkIn(b.key, 'read');
+    const after = [b.uuid, ...before.filter((u) => u !== b.uuid)].slice(0, 8);
+    for (const got of await Promise.all(Array.from({ length: 12 }, () => ids('page_size=8')))) expect([before, after]).toContainEqual(got);
+    expect(await ids('page_size=8')).toEqual(after);
+  });
 });
