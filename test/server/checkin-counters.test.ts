@@ -117,10 +117,13 @@ describe('check-ins and the change counters', () => {
     const b = await newNode('order-b');
     const ids = async (query: string) =>
       ((await t.call('GET', `/api/v1/nodes/prod?${query}`, { token: admin })).body.items as { uuid: string }[]).map((n) => n.uuid);
-    const pagesMatchTheWhole = async () => {
-      const whole = await ids('page_size=500');
-      for (const page of [3, 1, 5, 2, 4, 6])
-        expect(await ids(`page_size=8&page=${page}`), `page ${page}`).toEqual(whole.slice((page - 1) * 8, page * 8));
+    // Pages are read five at a time (node-pages.ts orderWindow): 1-5 and 6-10 are two reads.
+    const pagesMatchTheWhole = async (filter = '') => {
+      const whole = await ids(`${filter}page_size=500`);
+      for (const page of [3, 1, 7, 5, 2, 6, 4]) {
+        const got = await ids(`${filter}page_size=6&page=${page}`);
+        expect(got, `${filter} page ${page}`).toEqual(whole.slice((page - 1) * 6, page * 6));
+      }
       return whole;
     };
     await checkIn(b.key, 'read');
@@ -129,6 +132,7 @@ describe('check-ins and the change counters', () => {
     await checkIn(a.key, 'read');
     expect((await ids('page_size=8'))[0]).toBe(a.uuid);
     expect((await pagesMatchTheWhole()).slice(0, 2)).toEqual([a.uuid, b.uuid]);
+    expect((await pagesMatchTheWhole('status=active&')).slice(0, 2)).toEqual([a.uuid, b.uuid]);
     // Requests arriving together after a check-in: each answer is a whole order, the one before
     // it (a read of the new one under way) or the new one, never a mix; then the new one.
     const before = await ids('page_size=8');

@@ -150,8 +150,8 @@ export async function pageRows(
   fromTag: boolean,
 ): Promise<PageRows> {
   const timed = p.status === 'active' || p.status === 'inactive';
-  const windowed = p.sort === 'lastseen' && !timed && pageReq.page <= ORDER_WINDOW_PAGES && pageReq.pageSize <= CACHED_PAGE_SIZE;
-  const idsOf = windowed ? orderWindow(deps, env, p, pageReq, gens) : undefined;
+  const windowed = p.sort === 'lastseen' && pageReq.pageSize <= CACHED_PAGE_SIZE;
+  const idsOf = windowed ? orderWindow(deps, env, p, pageReq, cutoff, gens, cross) : undefined;
   let read = (): Promise<PageRows> =>
     readPage(deps, env, p, pageReq, cutoff, fromTag, idsOf).then((r) => ({ ...r, checkins: gens.checkins }));
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
@@ -176,28 +176,41 @@ export async function pageRows(
   return fresh(deps, page, gens.checkins);
 }
 
-/** The first pages of a list sorted by last_seen are read together, once per batch of check-ins (orderWindow). */
+/** Pages of a list sorted by last_seen are read five at a time, once per batch of check-ins (orderWindow). */
 const ORDER_WINDOW_PAGES = 5;
 const ORDER_WINDOWS = { name: 'order windows', entries: 64 };
 
 /**
- * The ids of one of the first ORDER_WINDOW_PAGES pages of a list sorted by last_seen, from one
- * read of all of them per batch of check-ins (and per content counter). Each batch reorders the
- * list, and its first pages were read one by one, each walking the entries of the pages before it
- * again: five pages of a search within a tag walked the tag's index three times as far as the
- * fifth page alone (PostgreSQL at 100,000 nodes, 3,700 check-ins a second: 60-100 ms a page).
- * The plan (from the tag's end, a short search read in one pass) does not change which ids.
+ * The ids of a page of a list sorted by last_seen, from one read of the five pages it is among
+ * (pages 1-5, 6-10, ...) per batch of check-ins and content counter. Each batch reorders the
+ * list, and its pages were read one by one, each walking the entries before it again: the first
+ * five pages of a search within a tag walked the tag's index three times as far as the fifth page
+ * alone, and five pages near page 100 of a tag five times as far as one (PostgreSQL at 100,000
+ * nodes, 3,700 check-ins a second: 60-100 ms a page). A status-filtered window moves with the
+ * cutoff as its pages do (kept while no node crossed it, read again once one did). The plan (from
+ * the tag's end, a short search read in one pass) does not change which ids.
  */
-function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, gens: Generations) {
+function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed) {
   const { qScan: _plan, ...filters } = p;
   void _plan;
-  const key = JSON.stringify(['order', env.id, filters, pageReq.pageSize, gens.checkins]);
-  const limit = ORDER_WINDOW_PAGES * pageReq.pageSize;
-  return async (readIds: IdsReader): Promise<number[]> =>
-    (await cachedCount(deps.db, key, gens.content, '', () => readIds(limit, 0), undefined, ORDER_WINDOWS)).slice(
-      pageReq.offset,
-      pageReq.offset + pageReq.pageSize,
+  const timed = p.status === 'active' || p.status === 'inactive';
+  const span = ORDER_WINDOW_PAGES * pageReq.pageSize;
+  const first = Math.floor(pageReq.offset / span) * span;
+  const key = JSON.stringify(['order', env.id, filters, pageReq.pageSize, first, gens.checkins]);
+  return async (readIds: IdsReader): Promise<number[]> => {
+    const read = () => readIds(span, first);
+    const ids = await cachedCount(
+      deps.db,
+      key,
+      gens.content,
+      timed ? cutoff : '',
+      read,
+      async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()),
+      ORDER_WINDOWS,
+      timed ? gens.seen : undefined,
     );
+    return ids.slice(pageReq.offset - first, pageReq.offset - first + pageReq.pageSize);
+  };
 }
 
 /** Per list page sorted by last_seen: the last page read (its counters) and whether a read is under way. */
