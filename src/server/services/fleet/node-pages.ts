@@ -6,7 +6,7 @@ import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { type Node, type Page, type Tag, SystemInfo } from '../../../api/index.js';
 import { type PageRequest } from '../../lib/pagination.js';
 import { type Generations } from '../../store/node-index.js';
-import { cachedCount } from './node-counts.js';
+import { cachedCount, type CacheSpace } from './node-counts.js';
 import { type HealthBounds } from './node-filters.js';
 import { tagsByNode, parseSystemInfo, type ShapeContext } from './node-shape.js';
 import {
@@ -81,7 +81,7 @@ type IdsReader = (limit: number, offset: number) => Promise<number[]>;
 /** Pages up to this size are cached (the dashboard's first pages); --all's 500-node pages are not. */
 export const CACHED_PAGE_SIZE = 100;
 /** At most 64 pages of 100 nodes (about 12 MiB) are kept. */
-export const PAGE_CACHE = { name: 'pages', entries: 64 };
+export const PAGE_CACHE: CacheSpace = { name: 'pages', entries: 64 };
 
 /**
  * One page of rows with their tags and parsed system_info. Cached per content generation (any
@@ -149,7 +149,7 @@ export async function pageRows(
   cross: Crossed,
   fromTag: boolean,
 ): Promise<PageRows> {
-  const timed = p.status === 'active' || p.status === 'inactive';
+  const timed = timedList(p);
   const windowed = p.sort === 'lastseen' && pageReq.pageSize <= CACHED_PAGE_SIZE;
   const idsOf = windowed ? orderWindow(deps, env, p, pageReq, cutoff, gens, cross) : undefined;
   let read = (): Promise<PageRows> =>
@@ -163,22 +163,44 @@ export async function pageRows(
   }
   // Sorted by last_seen, the order itself moves with every batch of check-ins.
   const key = p.sort === 'lastseen' ? `${list}@${gens.checkins}` : list;
-  const page = await cachedCount(
+  const page = await cachedForList(deps, p, key, cutoff, gens, cross, read, PAGE_CACHE);
+  return fresh(deps, page, gens.checkins);
+}
+
+/** Whether p filters by status: its values move with the activity cutoff. */
+const timedList = (p: Filters) => p.status === 'active' || p.status === 'inactive';
+
+/**
+ * A value read for list p (a page, a window of its ids), cached per content counter. A
+ * status-filtered one moves with the cutoff: kept while no node crossed it, read again once one
+ * did; and read again in the background when the seen counter moves (node-counts.ts `soft`).
+ */
+function cachedForList<T>(
+  deps: Deps,
+  p: Filters,
+  key: string,
+  cutoff: string,
+  gens: Generations,
+  cross: Crossed,
+  read: () => Promise<T>,
+  space: CacheSpace,
+): Promise<T> {
+  const timed = timedList(p);
+  return cachedCount(
     deps.db,
     key,
     gens.content,
     timed ? cutoff : '',
     read,
     async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()),
-    PAGE_CACHE,
+    space,
     timed ? gens.seen : undefined,
   );
-  return fresh(deps, page, gens.checkins);
 }
 
 /** Pages of a list sorted by last_seen are read five at a time, once per batch of check-ins (orderWindow). */
 const ORDER_WINDOW_PAGES = 5;
-const ORDER_WINDOWS = { name: 'order windows', entries: 64 };
+const ORDER_WINDOWS: CacheSpace = { name: 'order windows', entries: 64 };
 
 /**
  * The ids of a page of a list sorted by last_seen, from one read of the five pages it is among
@@ -193,22 +215,11 @@ const ORDER_WINDOWS = { name: 'order windows', entries: 64 };
 function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed) {
   const { qScan: _plan, ...filters } = p;
   void _plan;
-  const timed = p.status === 'active' || p.status === 'inactive';
   const span = ORDER_WINDOW_PAGES * pageReq.pageSize;
   const first = Math.floor(pageReq.offset / span) * span;
   const key = JSON.stringify(['order', env.id, filters, pageReq.pageSize, first, gens.checkins]);
   return async (readIds: IdsReader): Promise<number[]> => {
-    const read = () => readIds(span, first);
-    const ids = await cachedCount(
-      deps.db,
-      key,
-      gens.content,
-      timed ? cutoff : '',
-      read,
-      async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()),
-      ORDER_WINDOWS,
-      timed ? gens.seen : undefined,
-    );
+    const ids = await cachedForList(deps, p, key, cutoff, gens, cross, () => readIds(span, first), ORDER_WINDOWS);
     return ids.slice(pageReq.offset - first, pageReq.offset - first + pageReq.pageSize);
   };
 }
