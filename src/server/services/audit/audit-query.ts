@@ -23,7 +23,8 @@ const phrase = (q: string) => `"${q.replaceAll('"', '""')}"`;
 export async function listAuditLogs(deps: Deps, caller: Caller, query: AuditQuery): Promise<Page<AuditLogEntry>> {
   const pageReq = parsePage(query);
   let envId: number | undefined;
-  if (query.env) envId = (await requireEnv(deps, query.env)).id;
+  // Read once per environment change (the config counter), as the routes' own {env} is.
+  if (query.env) envId = (await requireEnv(deps, query.env, caller.generations?.config)).id;
   // SQLite, q long enough for trigrams: the line index drives, newest first (FTS5 reads its
   // matches in rowid order and stops at the page), each match checked against the other filters.
   const fts = deps.dialect === 'sqlite' && !!query.q && [...query.q].length >= MIN_INDEXED_QUERY;

@@ -23,8 +23,9 @@ export async function findEnv(deps: Deps, ref: string, configGeneration?: number
   return configGeneration === undefined ? read() : byGeneration(deps.db, 'environment', configGeneration, ref, read);
 }
 
-export async function requireEnv(deps: Deps, ref: string): Promise<EnvironmentRow> {
-  const env = await findEnv(deps, ref);
+/** findEnv, or 404; `configGeneration` as findEnv's. */
+export async function requireEnv(deps: Deps, ref: string, configGeneration?: number): Promise<EnvironmentRow> {
+  const env = await findEnv(deps, ref, configGeneration);
   if (!env) throw notFound(`environment "${ref}" not found`);
   return env;
 }
