@@ -4,11 +4,11 @@ import { sql } from 'kysely';
 import type { Deps } from '../../context.js';
 import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { type Node, type Page, type Tag, SystemInfo } from '../../../api/index.js';
-import { type PageRequest } from '../../lib/pagination.js';
+import { pageOf, type PageRequest } from '../../lib/pagination.js';
 import { type Generations } from '../../store/node-index.js';
-import { cachedCount, type CacheSpace } from './node-counts.js';
+import { between, cachedCount, type CacheSpace } from './node-counts.js';
 import { type HealthBounds } from './node-filters.js';
-import { tagsByNode, parseSystemInfo, type ShapeContext } from './node-shape.js';
+import { tagsByNode, parseSystemInfo, toNode, type ShapeContext } from './node-shape.js';
 import {
   type Crossed,
   type Filters,
@@ -20,6 +20,7 @@ import {
   matching,
   nodesFor,
   nodesWithSeen,
+  quietIn,
   tagDriven,
 } from './node-query.js';
 
@@ -73,6 +74,24 @@ export function shapedUntil(rows: NodeRow[], ctx: ShapeContext): number {
       if (t >= ctx.nowMs && t < until) until = t;
   }
   return until;
+}
+
+/**
+ * The page as API nodes. The same answer object while neither its rows, their check-ins, the
+ * shaping context nor the total changed and no node's health can have changed (shapedUntil), so
+ * the route sends the body it serialised before (routes/cached-body.ts) instead of shaping and
+ * serialising the page per request.
+ */
+export function shapedPage(page: PageRows, pageReq: PageRequest, total: number, ctx: ShapeContext): Page<Node> {
+  const key = JSON.stringify([ctx.env.name, ctx.env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
+  const memo = page.shaped;
+  if (memo && memo.key === key && memo.checkins === page.checkins && ctx.nowMs <= memo.validUntil) {
+    if (memo.page?.total_items !== total) memo.page = pageOf(memo.nodes, pageReq, total);
+    return memo.page;
+  }
+  const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
+  page.shaped = { key, validUntil: shapedUntil(page.rows, ctx), checkins: page.checkins, nodes };
+  return pageOf(nodes, pageReq, total);
 }
 
 /** The ids of a list's entries [offset, offset + limit), in its order. */
@@ -357,6 +376,10 @@ export async function derivedTotalNow(
   if (hit && hit.generation === generation) {
     const b0 = hit.bounds;
     if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
+    if (await unmoved(deps, env, p, generation, b0, b1)) {
+      hit.bounds = b1;
+      return hit;
+    }
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
     const inRanges = (q: NodeQuery) =>
       q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
@@ -372,6 +395,32 @@ export async function derivedTotalNow(
   if (!hit && cache.size >= 256) cache.clear();
   cache.set(key, entry);
   return entry;
+}
+
+/**
+ * Whether no node of the environment was last seen between the cutoffs of two bounds, so none
+ * changed health or risk class between them: mostly answered from what QUIET already knows of
+ * each cutoff, without a query (a probe per request cost more than the page: issue 31).
+ */
+async function unmoved(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  generation: number,
+  b0: HealthBounds,
+  b1: HealthBounds,
+): Promise<boolean> {
+  const all: Filters = { sort: p.sort, order: p.order };
+  const moves: [string, string, string][] = [
+    [b0.inactiveBefore, b1.inactiveBefore, ''],
+    [b0.staleBefore, b1.staleBefore, 'stale'],
+  ];
+  for (const [from, to, lane] of moves) {
+    if (from === to) continue;
+    const { lo, hi } = between(from, to);
+    if (!(await quietIn(deps, env, all, generation, lo, hi, lane))) return false;
+  }
+  return true;
 }
 
 /** [lo, hi) ranges of last_seen covered by two moved cutoffs, merged when they overlap. */
@@ -428,7 +477,7 @@ export async function derivedPage(
   const hit = cache.get(key);
   if (hit && hit.generation === generation) {
     const b0 = hit.bounds;
-    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit.page;
+    if (await unmoved(deps, env, p, gens.counts, b0, b1)) return hit.page;
     const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
     const crossed = await deps.db
       .selectFrom('node_seen')

@@ -297,31 +297,46 @@ async function firstSeen(deps: Deps, env: EnvironmentRow, p: Filters, from: stri
   return row?.last_seen ?? null;
 }
 
+/**
+ * Whether no node matching p (status aside) can have been last seen in [lo, hi), from what QUIET
+ * knows (one probe of the last_seen index when it is not enough). `lane`: the cutoff the range
+ * moves with, so two cutoffs of one filter far apart (health's inactive and stale) each keep
+ * their own knowledge instead of probing in turn; the activity cutoff's lane is ''.
+ */
+export async function quietIn(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  generation: number,
+  lo: string,
+  hi: string,
+  lane = '',
+): Promise<boolean> {
+  let known = QUIET.get(deps.db);
+  if (!known) QUIET.set(deps.db, (known = new Map<string, Quiet>()));
+  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '', lane]);
+  let q = known.get(key);
+  if (q && q.generation !== generation) q = undefined;
+  if (!q || lo < q.lo || (q.next !== null && lo > q.next)) {
+    // A total recounted in the background moves from a cutoff a little older than the one
+    // last probed: only [lo, q.lo) is then unknown, one short range.
+    const next = q && lo < q.lo ? ((await firstSeen(deps, env, p, lo, q.lo)) ?? q.next) : await firstSeen(deps, env, p, lo);
+    q = { generation, lo, next };
+    if (known.size >= 1000) known.clear();
+    known.set(key, q);
+  }
+  return q.next === null || hi <= q.next;
+}
+
 /** crossed() for one request: counted once for the total and the page, skipped while quiet. */
 export function crossedOnce(deps: Deps, env: EnvironmentRow, p: Filters, generation: number): Crossed {
   const seen = new Map<string, Promise<number>>();
-  let quiet = QUIET.get(deps.db);
-  if (!quiet) QUIET.set(deps.db, (quiet = new Map<string, Quiet>()));
-  const known = quiet;
-  const key = JSON.stringify([env.id, p.platform ?? '', p.q ?? '', p.tagId ?? '', p.config ?? '', p.configHash ?? '']);
   const count = async (from: string, to: string): Promise<number> => {
     // Concurrent requests finish out of order, so the cutoff also steps back a little: the same
     // knowledge answers [to, from) then.
     if (from === to) return 0;
     const { lo, hi } = between(from, to);
-    {
-      let q = known.get(key);
-      if (q && q.generation !== generation) q = undefined;
-      if (!q || lo < q.lo || (q.next !== null && lo > q.next)) {
-        // A total recounted in the background moves from a cutoff a little older than the one
-        // last probed: only [lo, q.lo) is then unknown, one short range.
-        const next = q && lo < q.lo ? ((await firstSeen(deps, env, p, lo, q.lo)) ?? q.next) : await firstSeen(deps, env, p, lo);
-        q = { generation, lo, next };
-        if (known.size >= 1000) known.clear();
-        known.set(key, q);
-      }
-      if (q.next === null || hi <= q.next) return 0;
-    }
+    if (await quietIn(deps, env, p, generation, lo, hi)) return 0;
     return crossed(deps, env, p, from, to);
   };
   return (from, to) => {

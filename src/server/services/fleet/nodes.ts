@@ -21,7 +21,7 @@ import {
   tagIdOf,
   taggedCount,
 } from './node-query.js';
-import { derivedPage, derivedTotal, fresh, pageRows, shapedUntil } from './node-pages.js';
+import { derivedPage, derivedTotal, fresh, pageRows, shapedPage } from './node-pages.js';
 
 /** `gens`: the change counters this request's authentication read (one read per request). */
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery, gens?: Generations): Promise<Page<Node>> {
@@ -44,11 +44,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     const total = entry.total;
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
     const page = await fresh(deps, await derivedPage(deps, env, filters, pageReq, cutoff, generation, ctx), generation.checkins);
-    return pageOf(
-      page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i])),
-      pageReq,
-      total,
-    );
+    return shapedPage(page, pageReq, total, ctx);
   }
   // Totals follow the counts counter: tagging, a node's config hash and validity move it too, and
   // a check-in only when it brings a node back across a window (migration 017_node_seen), so under steady
@@ -70,16 +66,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     else filters.qScan = walked > all / 8;
   }
   const page = await pageRows(deps, env, filters, pageReq, cutoff, generation, cross, fromTag);
-  const shapeKey = JSON.stringify([env.name, env.config_interval, ctx.inactiveHours, ctx.newestOsqueryVersion]);
-  const memo = page.shaped;
-  if (memo && memo.key === shapeKey && memo.checkins === page.checkins && ctx.nowMs <= memo.validUntil) {
-    // The same answer object while nothing changed, so the route can reuse its serialised body.
-    if (memo.page?.total_items !== total) memo.page = pageOf(memo.nodes, pageReq, total);
-    return memo.page;
-  }
-  const nodes = page.rows.map((r, i) => toNode(r, page.tags.get(r.id) ?? [], ctx, false, page.systemInfo[i]));
-  page.shaped = { key: shapeKey, validUntil: shapedUntil(page.rows, ctx), checkins: page.checkins, nodes };
-  return pageOf(nodes, pageReq, total);
+  return shapedPage(page, pageReq, total, ctx);
 }
 
 export async function findNodeRows(deps: Deps, env: EnvironmentRow, ref: string): Promise<NodeRow[]> {
