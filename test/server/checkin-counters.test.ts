@@ -78,6 +78,18 @@ describe('check-ins and the change counters', () => {
     // Asleep for a week (written as a flush would, exact: both counters).
     await setSeen(t.server.deps.db, id, { last_seen: new Date(Date.now() - 7 * 86400_000).toISOString() });
     const active = await total('status=active');
+    // Health and risk lists are kept as the status ones are: primed here at the seen counter before.
+    const healthOf = async () => (await t.call('GET', `/api/v1/nodes/prod/node/${uuid}`, { token: admin })).body.health.status as string;
+    const listed = async (query: string) =>
+      ((await t.call('GET', `/api/v1/nodes/prod?page_size=100&${query}`, { token: admin })).body.items as { uuid: string }[]).some(
+        (n) => n.uuid === uuid,
+      );
+    const asleep = await healthOf();
+    const healthTotals = new Map<string, number>();
+    for (const h of ['healthy', 'degraded', 'unhealthy', 'unknown']) {
+      healthTotals.set(h, await total(`health=${h}`));
+      expect(await listed(`health=${h}`), h).toBe(h === asleep);
+    }
     const before = await gens();
     await checkIn(key, 'read');
     const after = await gens();
@@ -87,6 +99,18 @@ describe('check-ins and the change counters', () => {
     await eventually(
       async () => ((await total('status=active')) === active + 1 ? true : undefined),
       'the active total to count the node back',
+    );
+    const awake = await healthOf();
+    expect(awake).not.toBe(asleep);
+    await eventually(
+      async () =>
+        (await listed(`health=${awake}`)) &&
+        !(await listed(`health=${asleep}`)) &&
+        (await total(`health=${awake}`)) === healthTotals.get(awake)! + 1 &&
+        (await total(`health=${asleep}`)) === healthTotals.get(asleep)! - 1
+          ? true
+          : undefined,
+      `the health lists to move the node from ${asleep} to ${awake}`,
     );
     expect((await t.call('GET', '/api/v1/stats', { token: admin })).body.active_nodes).toBeGreaterThan(0);
     await eventually(async () => {

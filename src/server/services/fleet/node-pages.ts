@@ -6,7 +6,7 @@ import type { EnvironmentRow, NodeRow } from '../../store/schema.js';
 import { type Node, type Page, type Tag, SystemInfo } from '../../../api/index.js';
 import { pageOf, type PageRequest } from '../../lib/pagination.js';
 import { type Generations } from '../../store/node-index.js';
-import { between, cachedCount, type CacheSpace } from './node-counts.js';
+import { between, cachedCount, COUNTS, type CacheSpace } from './node-counts.js';
 import { type HealthBounds } from './node-filters.js';
 import { tagsByNode, parseSystemInfo, toNode, type ShapeContext } from './node-shape.js';
 import {
@@ -295,106 +295,55 @@ function reorders(
   };
 }
 
-export interface DerivedEntry {
-  generation: number;
-  /** The seen counter it was counted at; when it moved, the total is recounted in the background (as node-counts.ts `soft`). */
-  soft: number;
-  bounds: HealthBounds;
-  total: number;
-  recounting?: boolean;
+/*
+ * Health and risk move with two cutoffs (inactive, stale), kept by cachedCount as one cutoff
+ * string, "inactiveBefore staleBefore" (ISO times have no space), so these totals and pages are
+ * cached, moved with the clock and recounted softly when a node comes back (the seen counter)
+ * exactly as the status-filtered ones are (node-counts.ts).
+ */
+const boundsCutoff = (b: HealthBounds) => `${b.inactiveBefore} ${b.staleBefore}`;
+function boundsAt(cutoff: string, b: HealthBounds): HealthBounds {
+  const [inactiveBefore = '', staleBefore = ''] = cutoff.split(' ');
+  return { ...b, inactiveBefore, staleBefore };
 }
-export const DERIVED = new WeakMap<object, Map<string, DerivedEntry>>();
+
+/** What a health- or risk-filtered value depends on besides its filters: the settings health is derived with. */
+const derivedKey = (kind: string, env: EnvironmentRow, rest: unknown, ctx: ShapeContext, b: HealthBounds) =>
+  JSON.stringify([kind, env.id, env.name, rest, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b.outdatedBelow ?? '']);
 
 /**
  * The total of a health- or risk-filtered list, exact at every instant without a recount per
- * request. Cached per counts generation with the bounds it was counted at; when the clock has
- * moved the two cutoffs (inactive, stale), only the nodes last seen between the old and the new
- * cutoffs can have changed class, so the total is moved by counting just those, under the old
- * bounds and under the new ones (two short ranges of the node_seen_env_health index).
+ * request. When the clock has moved the two cutoffs, only the nodes last seen between the old and
+ * the new cutoffs can have changed class, so the total is moved by counting just those, under the
+ * old bounds and under the new ones (two short ranges of the node_seen_env_health index), and not
+ * at all while no node is near either cutoff (unmoved).
  */
-export const DERIVED_TURNS = new WeakMap<object, Map<string, Promise<unknown>>>();
-
-/** One derivedTotal at a time per list: two requests must not both move the same total. */
-export function derivedTotal(
-  deps: Deps,
-  env: EnvironmentRow,
-  p: Filters,
-  cutoff: string,
-  generation: number,
-  soft: number,
-  ctx: ShapeContext,
-): Promise<DerivedEntry> {
-  let turns = DERIVED_TURNS.get(deps.db);
-  if (!turns) DERIVED_TURNS.set(deps.db, (turns = new Map<string, Promise<unknown>>()));
-  const key = JSON.stringify([env.id, p.health ?? '', p.risk ?? '']);
-  const prev = turns.get(key) ?? Promise.resolve();
-  const next = prev.then(() => derivedTotalNow(deps, env, p, cutoff, generation, soft, ctx));
-  const settled = next.catch(() => undefined);
-  turns.set(key, settled);
-  void settled.then(() => {
-    if (turns.get(key) === settled) turns.delete(key);
-  });
-  return next;
-}
-
-export async function derivedTotalNow(
-  deps: Deps,
-  env: EnvironmentRow,
-  p: Filters,
-  cutoff: string,
-  generation: number,
-  soft: number,
-  ctx: ShapeContext,
-): Promise<DerivedEntry> {
-  let cache = DERIVED.get(deps.db);
-  if (!cache) DERIVED.set(deps.db, (cache = new Map<string, DerivedEntry>()));
-  const { bounds, sort: _s, order: _o, ...filters } = p;
+export function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, gens: Generations, ctx: ShapeContext): Promise<number> {
+  const b1 = p.bounds!;
+  const { bounds: _b, sort: _s, order: _o, ...filters } = p;
+  void _b;
   void _s;
   void _o;
-  const b1 = bounds!;
-  const key = JSON.stringify([
-    env.id,
-    env.name,
-    filters,
-    ctx.inactiveHours,
-    env.config_interval,
-    ctx.newestOsqueryVersion,
-    b1.outdatedBelow ?? '',
-  ]);
-  const hit = cache.get(key);
-  if (hit && hit.generation === generation && hit.soft !== soft && !hit.recounting) {
-    // A node came back across a window: recounted in the background, this total answered meanwhile.
-    hit.recounting = true;
-    const entries = cache;
-    countOf(matching(deps, env, p, cutoff)).then(
-      (total) => {
-        if (entries.get(key) === hit) entries.set(key, { generation, soft, bounds: b1, total });
-      },
-      () => (hit.recounting = false),
-    );
-  }
-  if (hit && hit.generation === generation) {
-    const b0 = hit.bounds;
-    if (b0.inactiveBefore === b1.inactiveBefore && b0.staleBefore === b1.staleBefore) return hit;
-    if (await unmoved(deps, env, p, generation, b0, b1)) {
-      hit.bounds = b1;
-      return hit;
-    }
-    const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
-    const inRanges = (q: NodeQuery) =>
-      q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
-    const [was, is] = await Promise.all([
-      countOf(inRanges(matching(deps, env, { ...p, bounds: b0 }, b0.inactiveBefore, true))),
-      countOf(inRanges(matching(deps, env, p, cutoff, true))),
-    ]);
-    hit.total += is - was;
-    hit.bounds = b1;
-    return hit;
-  }
-  const entry: DerivedEntry = { generation, soft, bounds: b1, total: await countOf(matching(deps, env, p, cutoff)) };
-  if (!hit && cache.size >= 256) cache.clear();
-  cache.set(key, entry);
-  return entry;
+  const at = (b: HealthBounds, ranged = false) => matching(deps, env, { ...p, bounds: b }, b.inactiveBefore, ranged);
+  return cachedCount(
+    deps.db,
+    derivedKey('derived total', env, filters, ctx, b1),
+    gens.counts,
+    boundsCutoff(b1),
+    () => countOf(at(b1)),
+    async (total, from, to) => {
+      const b0 = boundsAt(from, b1);
+      const bt = boundsAt(to, b1);
+      if (await unmoved(deps, env, p, gens.counts, b0, bt)) return total;
+      const ranges = movedRanges([b0.inactiveBefore, bt.inactiveBefore], [b0.staleBefore, bt.staleBefore]);
+      const inRanges = (q: NodeQuery) =>
+        q.where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('node_seen.last_seen', '>=', lo), eb('node_seen.last_seen', '<', hi)]))));
+      const [was, is] = await Promise.all([countOf(inRanges(at(b0, true))), countOf(inRanges(at(bt, true)))]);
+      return total + is - was;
+    },
+    COUNTS,
+    gens.seen,
+  );
 }
 
 /**
@@ -438,60 +387,48 @@ export function movedRanges(...moves: [string, string][]): [string, string][] {
   return out;
 }
 
-export const DERIVED_PAGES = new WeakMap<object, Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>>();
-
 /**
  * A page of a health- or risk-filtered list (issue 21: read per request, it cost 20-40 ms at
- * 100,000 nodes). Cached per content generation (the nodes it shows), with the bounds it was read
- * at; when the clock has moved the cutoffs, it is still the page while no node of the
- * environment was last seen between the old and the new cutoffs (one probe of the (environment,
- * last_seen) index), since a node changes health or risk class only by crossing one. Requests
- * for the same page while it is read share the read.
+ * 100,000 nodes), cached as the other pages are (per content counter, read again softly when a
+ * node comes back). When the clock has moved the cutoffs, it is still the page while no node of
+ * the environment was last seen between the old and the new cutoffs (unmoved, else one probe of
+ * the (environment, last_seen) index), since a node changes health or risk class only by crossing
+ * one.
  */
-export async function derivedPage(
+export function derivedPage(
   deps: Deps,
   env: EnvironmentRow,
   p: Filters,
   pageReq: PageRequest,
-  cutoff: string,
   gens: Generations,
   ctx: ShapeContext,
 ): Promise<PageRows> {
-  // Its nodes change with any change to a node (content), and with one back across a window (seen).
-  const generation = `${gens.content}/${gens.seen}`;
-  let cache = DERIVED_PAGES.get(deps.db);
-  if (!cache)
-    DERIVED_PAGES.set(deps.db, (cache = new Map<string, { generation: string; bounds: HealthBounds; page: Promise<PageRows> }>()));
-  const { bounds, ...rest } = p;
-  const b1 = bounds!;
-  const key = JSON.stringify([
-    env.id,
-    rest,
-    pageReq.page,
-    pageReq.pageSize,
-    ctx.inactiveHours,
-    env.config_interval,
-    ctx.newestOsqueryVersion,
-    b1.outdatedBelow ?? '',
-  ]);
-  const hit = cache.get(key);
-  if (hit && hit.generation === generation) {
-    const b0 = hit.bounds;
-    if (await unmoved(deps, env, p, gens.counts, b0, b1)) return hit.page;
-    const ranges = movedRanges([b0.inactiveBefore, b1.inactiveBefore], [b0.staleBefore, b1.staleBefore]);
-    const crossed = await deps.db
-      .selectFrom('node_seen')
-      .select('node_id')
-      .where('environment_id', '=', env.id)
-      .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
-      .limit(1)
-      .executeTakeFirst();
-    if (!crossed) return hit.page;
-  }
-  const page = readPage(deps, env, p, pageReq, cutoff);
-  if (!hit && cache.size >= 256) cache.clear();
-  const entry = { generation, bounds: b1, page };
-  cache.set(key, entry);
-  page.catch(() => cache.get(key) === entry && cache.delete(key));
-  return page;
+  const b1 = p.bounds!;
+  const read = () => readPage(deps, env, p, pageReq, b1.inactiveBefore).then((r) => ({ ...r, checkins: gens.checkins }));
+  if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
+  const { bounds: _b, ...rest } = p;
+  void _b;
+  return cachedCount(
+    deps.db,
+    derivedKey('derived page', env, [rest, pageReq.page, pageReq.pageSize], ctx, b1),
+    gens.content,
+    boundsCutoff(b1),
+    read,
+    async (page, from, to) => {
+      const b0 = boundsAt(from, b1);
+      const bt = boundsAt(to, b1);
+      if (await unmoved(deps, env, p, gens.counts, b0, bt)) return page;
+      const ranges = movedRanges([b0.inactiveBefore, bt.inactiveBefore], [b0.staleBefore, bt.staleBefore]);
+      const crossed = await deps.db
+        .selectFrom('node_seen')
+        .select('node_id')
+        .where('environment_id', '=', env.id)
+        .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
+        .limit(1)
+        .executeTakeFirst();
+      return crossed ? read() : page;
+    },
+    PAGE_CACHE,
+    gens.seen,
+  );
 }

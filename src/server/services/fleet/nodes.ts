@@ -40,10 +40,9 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     // Health and risk move with two cutoffs (inactive, stale) and the fleet's newest osquery: the
     // total is moved with them (derivedTotal), a page read again once a node crossed (derivedPage).
     filters.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
-    const entry = await derivedTotal(deps, env, filters, cutoff, generation.counts, generation.seen, ctx);
-    const total = entry.total;
+    const total = await derivedTotal(deps, env, filters, generation, ctx);
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
-    const page = await fresh(deps, await derivedPage(deps, env, filters, pageReq, cutoff, generation, ctx), generation.checkins);
+    const page = await fresh(deps, await derivedPage(deps, env, filters, pageReq, generation, ctx), generation.checkins);
     return shapedPage(page, pageReq, total, ctx);
   }
   // Totals follow the counts counter: tagging, a node's config hash and validity move it too, and
