@@ -218,6 +218,9 @@ function nodeListQueries() {
   for (const query of [
     'status=active',
     'status=inactive',
+    'health=healthy',
+    'risk=high',
+    'config=stale',
     'platform=darwin',
     'platform=windows&sort=version&order=desc',
     'tag=pci',
