@@ -84,6 +84,7 @@ describe('check-ins and the change counters', () => {
       ((await t.call('GET', `/api/v1/nodes/prod?page_size=100&${query}`, { token: admin })).body.items as { uuid: string }[]).some(
         (n) => n.uuid === uuid,
       );
+    expect(await listed('status=inactive')).toBe(true);
     const asleep = await healthOf();
     const healthTotals = new Map<string, number>();
     for (const h of ['healthy', 'degraded', 'unhealthy', 'unknown']) {
@@ -104,6 +105,7 @@ describe('check-ins and the change counters', () => {
     expect(awake).not.toBe(asleep);
     await eventually(
       async () =>
+        !(await listed('status=inactive')) &&
         (await listed(`health=${awake}`)) &&
         !(await listed(`health=${asleep}`)) &&
         (await total(`health=${awake}`)) === healthTotals.get(awake)! + 1 &&
@@ -164,5 +166,14 @@ describe('check-ins and the change counters', () => {
     const after = [b.uuid, ...before.filter((u) => u !== b.uuid)].slice(0, 8);
     for (const got of await Promise.all(Array.from({ length: 12 }, () => ids('page_size=8')))) expect([before, after]).toContainEqual(got);
     expect(await ids('page_size=8')).toEqual(after);
+    // A health- or risk-filtered list sorted by last_seen follows the check-ins too.
+    const health = async (n: { uuid: string }) =>
+      (await t.call('GET', `/api/v1/nodes/prod/node/${n.uuid}`, { token: admin })).body.health.status as string;
+    const h = await health(a);
+    expect(await health(b)).toBe(h);
+    expect((await pagesMatchTheWhole(`health=${h}&`))[0]).toBe(b.uuid);
+    await checkIn(a.key, 'read');
+    expect((await ids(`health=${h}&page_size=8`))[0]).toBe(a.uuid);
+    expect((await pagesMatchTheWhole(`health=${h}&`)).slice(0, 2)).toEqual([a.uuid, b.uuid]);
   });
 });

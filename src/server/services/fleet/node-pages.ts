@@ -168,26 +168,43 @@ export async function pageRows(
   cross: Crossed,
   fromTag: boolean,
 ): Promise<PageRows> {
-  const timed = timedList(p);
   const windowed = p.sort === 'lastseen' && pageReq.pageSize <= CACHED_PAGE_SIZE;
   const idsOf = windowed ? orderWindow(deps, env, p, pageReq, cutoff, gens, cross) : undefined;
-  let read = (): Promise<PageRows> =>
+  const read = (): Promise<PageRows> =>
     readPage(deps, env, p, pageReq, cutoff, fromTag, idsOf).then((r) => ({ ...r, checkins: gens.checkins }));
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
   const list = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
-  if (p.sort === 'lastseen' && !timed) {
-    const order = reorders(deps.db, list, gens, read);
-    if (order.previous) return order.previous;
-    read = order.read;
-  }
-  // Sorted by last_seen, the order itself moves with every batch of check-ins.
-  const key = p.sort === 'lastseen' ? `${list}@${gens.checkins}` : list;
-  const page = await cachedForList(deps, p, key, cutoff, gens, cross, read, PAGE_CACHE);
-  return fresh(deps, page, gens.checkins);
+  return inOrder(deps, p, list, gens, read, (key, read) => cachedForList(deps, p, key, cutoff, gens, cross, read, PAGE_CACHE));
 }
 
 /** Whether p filters by status: its values move with the activity cutoff. */
 const timedList = (p: Filters) => p.status === 'active' || p.status === 'inactive';
+
+/**
+ * Whether a batch of check-ins can reorder p's list: sorted by last_seen, unless it lists only
+ * inactive nodes, none of which checks in without coming back across a window (which moves the
+ * seen counter, on which such a list is read again softly, instead).
+ */
+const reorderedByCheckins = (p: Filters) => p.sort === 'lastseen' && p.status !== 'inactive';
+
+/**
+ * A cached page (`cached(key, read)`) of list `list`, as of now: one reordered by check-ins is
+ * keyed by their batch, and while the new order is read, the page of the batch before answers
+ * (reorders); then its rows' node_seen fields as of the last batch (fresh()).
+ */
+async function inOrder(
+  deps: Deps,
+  p: Filters,
+  list: string,
+  gens: Generations,
+  read: () => Promise<PageRows>,
+  cached: (key: string, read: () => Promise<PageRows>) => Promise<PageRows>,
+): Promise<PageRows> {
+  if (!reorderedByCheckins(p)) return fresh(deps, await cached(list, read), gens.checkins);
+  const order = reorders(deps.db, list, gens, read);
+  if (order.previous) return order.previous;
+  return fresh(deps, await cached(`${list}@${gens.checkins}`, order.read), gens.checkins);
+}
 
 /**
  * A value read for list p (a page, a window of its ids), cached per content counter. A
@@ -236,7 +253,16 @@ function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageR
   void _plan;
   const span = ORDER_WINDOW_PAGES * pageReq.pageSize;
   const first = Math.floor(pageReq.offset / span) * span;
-  const key = JSON.stringify(['order', env.id, filters, pageReq.pageSize, first, gens.checkins]);
+  // Not reordered by check-ins (inactive nodes only), its pages are read again softly when the seen
+  // counter moves: the window is then read anew for them, not kept (it would answer the old ids).
+  const key = JSON.stringify([
+    'order',
+    env.id,
+    filters,
+    pageReq.pageSize,
+    first,
+    reorderedByCheckins(p) ? gens.checkins : `seen ${gens.seen}`,
+  ]);
   return async (readIds: IdsReader): Promise<number[]> => {
     const ids = await cachedForList(deps, p, key, cutoff, gens, cross, () => readIds(span, first), ORDER_WINDOWS);
     return ids.slice(pageReq.offset - first, pageReq.offset - first + pageReq.pageSize);
@@ -253,9 +279,10 @@ interface Reorder {
 const REORDERS = new WeakMap<object, Map<string, Reorder>>();
 
 /**
- * A page sorted by last_seen (not filtered by status) is read again after every batch of
+ * A page sorted by last_seen (reorderedByCheckins) is read again after every batch of
  * check-ins: its order is theirs. Requests that arrive while that read is under way are answered
- * with the page of the batch before, as it was read (its order and its last_seen values together),
+ * with the page of the batch before, as it was read (its order, nodes and last_seen values
+ * together; filtered by status, health or risk, as of the cutoffs then),
  * instead of each waiting for the read: under 3,700 check-ins a second at 100,000 nodes, a page
  * that costs 60-100 ms to read (a search within a tag) was read once a second and every request
  * in between queued behind it (PostgreSQL: p50 143-384 ms at 20 readers). A request that finds no
@@ -393,9 +420,9 @@ export function movedRanges(...moves: [string, string][]): [string, string][] {
  * node comes back). When the clock has moved the cutoffs, it is still the page while no node of
  * the environment was last seen between the old and the new cutoffs (unmoved, else one probe of
  * the (environment, last_seen) index), since a node changes health or risk class only by crossing
- * one.
+ * one. Sorted by last_seen, it follows each batch of check-ins as every such page does (inOrder).
  */
-export function derivedPage(
+export async function derivedPage(
   deps: Deps,
   env: EnvironmentRow,
   p: Filters,
@@ -405,12 +432,26 @@ export function derivedPage(
 ): Promise<PageRows> {
   const b1 = p.bounds!;
   const read = () => readPage(deps, env, p, pageReq, b1.inactiveBefore).then((r) => ({ ...r, checkins: gens.checkins }));
-  if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
+  if (pageReq.pageSize > CACHED_PAGE_SIZE) return fresh(deps, await read(), gens.checkins);
   const { bounds: _b, ...rest } = p;
   void _b;
+  const list = derivedKey('derived page', env, [rest, pageReq.page, pageReq.pageSize], ctx, b1);
+  return inOrder(deps, p, list, gens, read, (key, read) => derivedCached(deps, env, p, key, gens, read));
+}
+
+/** derivedPage's cache: per content counter, moved with the two cutoffs, read again softly when the seen counter moves. */
+function derivedCached(
+  deps: Deps,
+  env: EnvironmentRow,
+  p: Filters,
+  key: string,
+  gens: Generations,
+  read: () => Promise<PageRows>,
+): Promise<PageRows> {
+  const b1 = p.bounds!;
   return cachedCount(
     deps.db,
-    derivedKey('derived page', env, [rest, pageReq.page, pageReq.pageSize], ctx, b1),
+    key,
     gens.content,
     boundsCutoff(b1),
     read,
