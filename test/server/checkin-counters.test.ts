@@ -176,4 +176,21 @@ describe('check-ins and the change counters', () => {
     expect((await ids(`health=${h}&page_size=8`))[0]).toBe(a.uuid);
     expect((await pagesMatchTheWhole(`health=${h}&`)).slice(0, 2)).toEqual([a.uuid, b.uuid]);
   });
+
+  it('pages of one order window asked for together after a check-in: each whole, from the order before or the new one', async () => {
+    const ids = async (query: string) =>
+      ((await t.call('GET', `/api/v1/nodes/prod?${query}`, { token: admin })).body.items as { uuid: string }[]).map((n) => n.uuid);
+    const nodes = [];
+    for (let i = 0; i < 7; i++) nodes.push(await newNode(`window-${i}`));
+    // Newest first: pages 1 and 2 of 6 both change when the seventh newest checks in again.
+    const before = [await ids('page_size=6&page=1'), await ids('page_size=6&page=2')];
+    expect(before[1][0]).toBe(nodes[0].uuid);
+    await checkIn(nodes[0].key, 'read');
+    const got = await Promise.all(Array.from({ length: 12 }, (_, i) => ids(`page_size=6&page=${1 + (i % 2)}`)));
+    const whole = await ids('page_size=500');
+    const after = [whole.slice(0, 6), whole.slice(6, 12)];
+    expect(after[0][0]).toBe(nodes[0].uuid);
+    got.forEach((page, i) => expect([before[i % 2], after[i % 2]], `request ${i}`).toContainEqual(page));
+    expect([await ids('page_size=6&page=1'), await ids('page_size=6&page=2')]).toEqual(after);
+  });
 });

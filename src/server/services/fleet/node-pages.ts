@@ -154,9 +154,31 @@ export async function readPage(
 }
 
 /**
- * `gens`: content (any change to a node or its tags), seen (a node back across a window: a
- * status-filtered page is read again softly, as its total) and checkins (every batch: the order of
- * a last_seen sort; other pages only read their node_seen fields again, fresh()).
+ * How a list's cached values (pages, order windows) move with the clock: the cutoff they are kept
+ * at ('' for a list that does not depend on it), whether a node crossed between two cutoffs (then
+ * the value is read again), and the seen counter on which it is read again softly (node-counts.ts
+ * `soft`; undefined: never).
+ */
+export interface ListClock {
+  cutoff: string;
+  crossed: (from: string, to: string) => Promise<boolean>;
+  soft?: number;
+}
+
+/** The clock of a list filtered by status or by nothing that moves with time (its activity cutoff, crossed counted by `cross`). */
+export function statusClock(p: Filters, cutoff: string, gens: Generations, cross: Crossed): ListClock {
+  if (p.status !== 'active' && p.status !== 'inactive') return { cutoff: '', crossed: () => Promise.resolve(false) };
+  return { cutoff, crossed: async (from, to) => (await cross(from, to)) !== 0, soft: gens.seen };
+}
+
+/** p's key in a cache: health and risk bounds move with the clock, so only what else they compare with. */
+const timeless = (p: Filters): unknown => (p.bounds ? { ...p, bounds: { outdatedBelow: p.bounds.outdatedBelow } } : p);
+
+/**
+ * `gens`: content (any change to a node or its tags), seen (a node back across a window: a page
+ * filtered by status, health or risk is read again softly, as its total) and checkins (every
+ * batch: the order of a last_seen sort; other pages only read their node_seen fields again,
+ * fresh()).
  */
 export async function pageRows(
   deps: Deps,
@@ -165,20 +187,23 @@ export async function pageRows(
   pageReq: PageRequest,
   cutoff: string,
   gens: Generations,
-  cross: Crossed,
+  clock: ListClock,
   fromTag: boolean,
 ): Promise<PageRows> {
   const windowed = p.sort === 'lastseen' && pageReq.pageSize <= CACHED_PAGE_SIZE;
-  const idsOf = windowed ? orderWindow(deps, env, p, pageReq, cutoff, gens, cross) : undefined;
+  const window = windowed ? orderWindow(deps, env, p, pageReq, gens, clock) : undefined;
   const read = (): Promise<PageRows> =>
-    readPage(deps, env, p, pageReq, cutoff, fromTag, idsOf).then((r) => ({ ...r, checkins: gens.checkins }));
+    readPage(deps, env, p, pageReq, cutoff, fromTag, window?.idsOf).then((r) => ({ ...r, checkins: gens.checkins }));
   if (pageReq.pageSize > CACHED_PAGE_SIZE) return read();
-  const list = JSON.stringify(['page', env.id, env.name, p, pageReq.page, pageReq.pageSize]);
-  return inOrder(deps, p, list, gens, read, (key, read) => cachedForList(deps, p, key, cutoff, gens, cross, read, PAGE_CACHE));
+  const list = JSON.stringify(['page', env.id, env.name, timeless(p), pageReq.page, pageReq.pageSize]);
+  const cached = (key: string, read: () => Promise<PageRows>) => cachedForList(deps, key, gens, clock, read, PAGE_CACHE);
+  if (!reorderedByCheckins(p)) return fresh(deps, await cached(list, read), gens.checkins);
+  // Reordered by every batch: keyed by it, and while the new order is read, the page of the batch
+  // before answers (reorders).
+  const order = reorders(deps.db, list, gens, read, window?.reading);
+  if (order.previous) return order.previous;
+  return fresh(deps, await cached(`${list}@${gens.checkins}`, order.read), gens.checkins);
 }
-
-/** Whether p filters by status: its values move with the activity cutoff. */
-const timedList = (p: Filters) => p.status === 'active' || p.status === 'inactive';
 
 /**
  * Whether a batch of check-ins can reorder p's list: sorted by last_seen, unless it lists only
@@ -188,49 +213,27 @@ const timedList = (p: Filters) => p.status === 'active' || p.status === 'inactiv
 const reorderedByCheckins = (p: Filters) => p.sort === 'lastseen' && p.status !== 'inactive';
 
 /**
- * A cached page (`cached(key, read)`) of list `list`, as of now: one reordered by check-ins is
- * keyed by their batch, and while the new order is read, the page of the batch before answers
- * (reorders); then its rows' node_seen fields as of the last batch (fresh()).
- */
-async function inOrder(
-  deps: Deps,
-  p: Filters,
-  list: string,
-  gens: Generations,
-  read: () => Promise<PageRows>,
-  cached: (key: string, read: () => Promise<PageRows>) => Promise<PageRows>,
-): Promise<PageRows> {
-  if (!reorderedByCheckins(p)) return fresh(deps, await cached(list, read), gens.checkins);
-  const order = reorders(deps.db, list, gens, read);
-  if (order.previous) return order.previous;
-  return fresh(deps, await cached(`${list}@${gens.checkins}`, order.read), gens.checkins);
-}
-
-/**
- * A value read for list p (a page, a window of its ids), cached per content counter. A
- * status-filtered one moves with the cutoff: kept while no node crossed it, read again once one
- * did; and read again in the background when the seen counter moves (node-counts.ts `soft`).
+ * A value read for a list (a page, a window of its ids), cached per content counter and moved
+ * with its clock: kept while no node crossed its cutoff, read again once one did, and read again
+ * in the background when the seen counter moves.
  */
 function cachedForList<T>(
   deps: Deps,
-  p: Filters,
   key: string,
-  cutoff: string,
   gens: Generations,
-  cross: Crossed,
+  clock: ListClock,
   read: () => Promise<T>,
   space: CacheSpace,
 ): Promise<T> {
-  const timed = timedList(p);
   return cachedCount(
     deps.db,
     key,
     gens.content,
-    timed ? cutoff : '',
+    clock.cutoff,
     read,
-    async (prev, from, to) => ((await cross(from, to)) === 0 ? prev : read()),
+    async (prev, from, to) => ((await clock.crossed(from, to)) ? read() : prev),
     space,
-    timed ? gens.seen : undefined,
+    clock.soft,
   );
 }
 
@@ -248,8 +251,8 @@ const ORDER_WINDOWS: CacheSpace = { name: 'order windows', entries: 64 };
  * cutoff as its pages do (kept while no node crossed it, read again once one did). The plan (from
  * the tag's end, a short search read in one pass) does not change which ids.
  */
-function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, cutoff: string, gens: Generations, cross: Crossed) {
-  const { qScan: _plan, ...filters } = p;
+function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, gens: Generations, clock: ListClock) {
+  const { qScan: _plan, ...filters } = timeless(p) as Filters;
   void _plan;
   const span = ORDER_WINDOW_PAGES * pageReq.pageSize;
   const first = Math.floor(pageReq.offset / span) * span;
@@ -263,11 +266,29 @@ function orderWindow(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageR
     first,
     reorderedByCheckins(p) ? gens.checkins : `seen ${gens.seen}`,
   ]);
-  return async (readIds: IdsReader): Promise<number[]> => {
-    const ids = await cachedForList(deps, p, key, cutoff, gens, cross, () => readIds(span, first), ORDER_WINDOWS);
-    return ids.slice(pageReq.offset - first, pageReq.offset - first + pageReq.pageSize);
+  let reads = WINDOW_READS.get(deps.db);
+  if (!reads) WINDOW_READS.set(deps.db, (reads = new Set<string>()));
+  const running = reads;
+  const readWindow = async (readIds: IdsReader) => {
+    running.add(key);
+    try {
+      return await readIds(span, first);
+    } finally {
+      running.delete(key);
+    }
+  };
+  return {
+    /** Whether this batch's window is being read (for another of its pages). */
+    reading: () => running.has(key),
+    idsOf: async (readIds: IdsReader): Promise<number[]> => {
+      const ids = await cachedForList(deps, key, gens, clock, () => readWindow(readIds), ORDER_WINDOWS);
+      return ids.slice(pageReq.offset - first, pageReq.offset - first + pageReq.pageSize);
+    },
   };
 }
+
+/** The order windows being read, per database: their pages answer from the batch before meanwhile (reorders). */
+const WINDOW_READS = new WeakMap<object, Set<string>>();
 
 /** Per list page sorted by last_seen: the last page read (its counters) and whether a read is under way. */
 interface Reorder {
@@ -280,26 +301,28 @@ const REORDERS = new WeakMap<object, Map<string, Reorder>>();
 
 /**
  * A page sorted by last_seen (reorderedByCheckins) is read again after every batch of
- * check-ins: its order is theirs. Requests that arrive while that read is under way are answered
- * with the page of the batch before, as it was read (its order, nodes and last_seen values
- * together; filtered by status, health or risk, as of the cutoffs then),
- * instead of each waiting for the read: under 3,700 check-ins a second at 100,000 nodes, a page
- * that costs 60-100 ms to read (a search within a tag) was read once a second and every request
- * in between queued behind it (PostgreSQL: p50 143-384 ms at 20 readers). A request that finds no
- * read under way reads and waits as before, so one user's next request sees the order after the
- * check-ins it follows; a page newer by content (a node added, edited, tagged) is never replaced
- * by an older one.
+ * check-ins: its order is theirs. Requests that arrive while that read (or the read of its order
+ * window, for another of the window's pages) is under way are answered with the page of the
+ * batch before, as it was read (its order, nodes and last_seen values together; filtered by
+ * status, health or risk, as of the cutoffs then), instead of each waiting for the read: under
+ * 3,700 check-ins a second at 100,000 nodes, a page that costs 60-100 ms to read (a search within
+ * a tag) was read once a second and every request in between queued behind it (PostgreSQL: p50
+ * 143-384 ms at 20 readers). A request that finds no read under way reads and waits as before, so
+ * one user's next request sees the order after the check-ins it follows; a page newer by content
+ * (a node added, edited, tagged) is never replaced by an older one.
  */
 function reorders(
   db: object,
   list: string,
   gens: Generations,
   read: () => Promise<PageRows>,
+  windowReading?: () => boolean,
 ): { previous?: PageRows; read: () => Promise<PageRows> } {
   let lists = REORDERS.get(db);
   if (!lists) REORDERS.set(db, (lists = new Map<string, Reorder>()));
   const known = lists.get(list);
-  if (known && known.reading > 0 && known.page && known.content === gens.content) return { previous: known.page, read };
+  if (known && (known.reading > 0 || windowReading?.()) && known.page && known.content === gens.content)
+    return { previous: known.page, read };
   const entries = lists;
   return {
     read: async () => {
@@ -416,60 +439,26 @@ export function movedRanges(...moves: [string, string][]): [string, string][] {
 
 /**
  * A page of a health- or risk-filtered list (issue 21: read per request, it cost 20-40 ms at
- * 100,000 nodes), cached as the other pages are (per content counter, read again softly when a
- * node comes back). When the clock has moved the cutoffs, it is still the page while no node of
- * the environment was last seen between the old and the new cutoffs (unmoved, else one probe of
- * the (environment, last_seen) index), since a node changes health or risk class only by crossing
- * one. Sorted by last_seen, it follows each batch of check-ins as every such page does (inOrder).
+ * 100,000 nodes), cached as every other page is (pageRows), on the two cutoffs' clock: when the
+ * clock has moved them, it is still the page while no node of the environment was last seen
+ * between the old and the new cutoffs (unmoved, else one probe of the (environment, last_seen)
+ * index), since a node changes health or risk class only by crossing one.
  */
-export async function derivedPage(
-  deps: Deps,
-  env: EnvironmentRow,
-  p: Filters,
-  pageReq: PageRequest,
-  gens: Generations,
-  ctx: ShapeContext,
-): Promise<PageRows> {
+export function derivedPage(deps: Deps, env: EnvironmentRow, p: Filters, pageReq: PageRequest, gens: Generations): Promise<PageRows> {
   const b1 = p.bounds!;
-  const read = () => readPage(deps, env, p, pageReq, b1.inactiveBefore).then((r) => ({ ...r, checkins: gens.checkins }));
-  if (pageReq.pageSize > CACHED_PAGE_SIZE) return fresh(deps, await read(), gens.checkins);
-  const { bounds: _b, ...rest } = p;
-  void _b;
-  const list = derivedKey('derived page', env, [rest, pageReq.page, pageReq.pageSize], ctx, b1);
-  return inOrder(deps, p, list, gens, read, (key, read) => derivedCached(deps, env, p, key, gens, read));
-}
-
-/** derivedPage's cache: per content counter, moved with the two cutoffs, read again softly when the seen counter moves. */
-function derivedCached(
-  deps: Deps,
-  env: EnvironmentRow,
-  p: Filters,
-  key: string,
-  gens: Generations,
-  read: () => Promise<PageRows>,
-): Promise<PageRows> {
-  const b1 = p.bounds!;
-  return cachedCount(
-    deps.db,
-    key,
-    gens.content,
-    boundsCutoff(b1),
-    read,
-    async (page, from, to) => {
-      const b0 = boundsAt(from, b1);
-      const bt = boundsAt(to, b1);
-      if (await unmoved(deps, env, p, gens.counts, b0, bt)) return page;
-      const ranges = movedRanges([b0.inactiveBefore, bt.inactiveBefore], [b0.staleBefore, bt.staleBefore]);
-      const crossed = await deps.db
-        .selectFrom('node_seen')
-        .select('node_id')
-        .where('environment_id', '=', env.id)
-        .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
-        .limit(1)
-        .executeTakeFirst();
-      return crossed ? read() : page;
-    },
-    PAGE_CACHE,
-    gens.seen,
-  );
+  const crossed = async (from: string, to: string) => {
+    const b0 = boundsAt(from, b1);
+    const bt = boundsAt(to, b1);
+    if (await unmoved(deps, env, p, gens.counts, b0, bt)) return false;
+    const ranges = movedRanges([b0.inactiveBefore, bt.inactiveBefore], [b0.staleBefore, bt.staleBefore]);
+    const node = await deps.db
+      .selectFrom('node_seen')
+      .select('node_id')
+      .where('environment_id', '=', env.id)
+      .where((eb) => eb.or(ranges.map(([lo, hi]) => eb.and([eb('last_seen', '>=', lo), eb('last_seen', '<', hi)]))))
+      .limit(1)
+      .executeTakeFirst();
+    return node !== undefined;
+  };
+  return pageRows(deps, env, p, pageReq, b1.inactiveBefore, gens, { cutoff: boundsCutoff(b1), crossed, soft: gens.seen }, false);
 }

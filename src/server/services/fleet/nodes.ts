@@ -21,7 +21,7 @@ import {
   tagIdOf,
   taggedCount,
 } from './node-query.js';
-import { derivedPage, derivedTotal, pageRows, shapedPage } from './node-pages.js';
+import { derivedPage, derivedTotal, pageRows, shapedPage, statusClock } from './node-pages.js';
 
 /** `gens`: the change counters this request's authentication read (one read per request). */
 export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQuery, gens?: Generations): Promise<Page<Node>> {
@@ -42,7 +42,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     filters.bounds = healthBounds(ctx.nowMs, ctx.inactiveHours, env, ctx.newestOsqueryVersion);
     const total = await derivedTotal(deps, env, filters, generation, ctx);
     if (pageReq.offset >= total) return pageOf([], pageReq, total);
-    const page = await derivedPage(deps, env, filters, pageReq, generation, ctx);
+    const page = await derivedPage(deps, env, filters, pageReq, generation);
     return shapedPage(page, pageReq, total, ctx);
   }
   // Totals follow the counts counter: tagging, a node's config hash and validity move it too, and
@@ -64,7 +64,7 @@ export async function listNodes(deps: Deps, env: EnvironmentRow, query: NodesQue
     // walked per match, else read the matches from the search-text index and sort them.
     else filters.qScan = walked > all / 8;
   }
-  const page = await pageRows(deps, env, filters, pageReq, cutoff, generation, cross, fromTag);
+  const page = await pageRows(deps, env, filters, pageReq, cutoff, generation, statusClock(filters, cutoff, generation, cross), fromTag);
   return shapedPage(page, pageReq, total, ctx);
 }
 
