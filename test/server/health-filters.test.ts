@@ -75,7 +75,10 @@ describe('nodes list ?health= and ?risk=', () => {
             expect(items.length, `+${minutes} min ${param}=${v}`).toBe(total);
             expect(total, `+${minutes} min ${param}=${v}`).toBe(nodes.filter((n) => of(n) === v).length);
             // The page itself, not only its size: each node listed is of the class asked for now.
-            expect(items.filter((n) => of(n) !== v).map((n) => n.hostname), `+${minutes} min ${param}=${v}`).toEqual([]);
+            expect(
+              items.filter((n) => of(n) !== v).map((n) => n.hostname),
+              `+${minutes} min ${param}=${v}`,
+            ).toEqual([]);
           }
         }
       }
