@@ -357,10 +357,6 @@ function boundsAt(cutoff: string, b: HealthBounds): HealthBounds {
   return { ...b, inactiveBefore, staleBefore };
 }
 
-/** What a health- or risk-filtered value depends on besides its filters: the settings health is derived with. */
-const derivedKey = (kind: string, env: EnvironmentRow, rest: unknown, ctx: ShapeContext, b: HealthBounds) =>
-  JSON.stringify([kind, env.id, env.name, rest, ctx.inactiveHours, env.config_interval, ctx.newestOsqueryVersion, b.outdatedBelow ?? '']);
-
 /**
  * The total of a health- or risk-filtered list, exact at every instant without a recount per
  * request. When the clock has moved the two cutoffs, only the nodes last seen between the old and
@@ -375,9 +371,20 @@ export function derivedTotal(deps: Deps, env: EnvironmentRow, p: Filters, gens: 
   void _s;
   void _o;
   const at = (b: HealthBounds, ranged = false) => matching(deps, env, { ...p, bounds: b }, b.inactiveBefore, ranged);
+  // Besides its filters, the settings health is derived with: a change of one counts it afresh.
+  const key = JSON.stringify([
+    'derived total',
+    env.id,
+    env.name,
+    filters,
+    ctx.inactiveHours,
+    env.config_interval,
+    ctx.newestOsqueryVersion,
+    b1.outdatedBelow ?? '',
+  ]);
   return cachedCount(
     deps.db,
-    derivedKey('derived total', env, filters, ctx, b1),
+    key,
     gens.counts,
     boundsCutoff(b1),
     () => countOf(at(b1)),
