@@ -74,6 +74,9 @@ beforeAll(async () => {
     '1000',
     '--account-login-limit',
     '1000',
+    // The concurrent readers below are one user's thousands of requests a minute.
+    '--api-rate-limit',
+    '1000000',
   ];
   const start = () => startServerProcess(args, { env: { FLEETCTL_ADMIN_PASSWORD: PASSWORD } });
   if (onPostgres) [a, b] = await Promise.all([start(), start()]);
@@ -119,6 +122,31 @@ describe(`two replicas on one ${onPostgres ? 'PostgreSQL' : 'SQLite'} database`,
     const after = await apiCall(b.url, 'GET', '/api/v1/nodes/prod', { token: t });
     expect(after.status).toBe(401);
     expect(after.body.code).toBe('token_expired');
+  });
+
+  // B's concurrent requests share reads of the change counters (lib/fresh-read.ts); a request
+  // must never be answered from a read that started before it arrived, so before A's logout.
+  it('under 16 concurrent readers on B, each logout on A ends the session on B at once', async () => {
+    let busy = true;
+    let served = 0;
+    const readers = Array.from({ length: 16 }, async () => {
+      while (busy) {
+        expect((await apiCall(b.url, 'GET', '/api/v1/nodes/prod?sort=hostname', { token })).status).toBe(200);
+        served++;
+      }
+    });
+    try {
+      for (let i = 0; i < 15; i++) {
+        const t = await apiToken(a.url, 'admin', PASSWORD);
+        expect((await apiCall(b.url, 'GET', '/api/v1/nodes/prod', { token: t })).status).toBe(200);
+        expect((await apiCall(a.url, 'POST', '/api/v1/logout', { token: t })).status).toBe(200);
+        expect((await apiCall(b.url, 'GET', '/api/v1/nodes/prod', { token: t })).status).toBe(401);
+      }
+    } finally {
+      busy = false;
+      await Promise.all(readers);
+    }
+    expect(served).toBeGreaterThan(15);
   });
 
   it('the login rate limit counts attempts on both replicas together', async () => {

@@ -4,7 +4,8 @@
 // node_generation rows. Everything else reaches them through searchMatch() and nodeGeneration().
 import { CompiledQuery, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { Dialect } from './dialect.js';
-import { readRows, type ReadNow } from './sqlite-read-now.js';
+import type { ReadNow } from './sqlite-read-now.js';
+import { freshShared } from '../lib/fresh-read.js';
 import { likeContains } from '../lib/pagination.js';
 
 /** The columns `q` matches (contract.md 4.11), case-insensitive substring. */
@@ -182,9 +183,19 @@ export interface Generations {
 // Compiled once: this runs on every authenticated request.
 const READ_GENERATIONS = CompiledQuery.raw('select id, generation from node_generation', []);
 
+type GenerationRow = { id: number; generation: number | string };
+/** Per database: concurrent requests share a read that started after they asked (lib/fresh-read.ts). */
+const sharedReads = new WeakMap<Kysely<any>, () => Promise<GenerationRow[]>>();
+
+function sharedRead(db: Kysely<any>): Promise<GenerationRow[]> {
+  let read = sharedReads.get(db);
+  if (!read) sharedReads.set(db, (read = freshShared(async () => (await db.executeQuery<GenerationRow>(READ_GENERATIONS)).rows)));
+  return read();
+}
+
 /** The counters; `now` (Store.readNow) reads them without Kysely's chain of promises when it can. */
 export async function readGenerations(db: Kysely<any>, now?: ReadNow): Promise<Generations> {
-  const rows = await readRows<{ id: number; generation: number | string }>(db, now, READ_GENERATIONS);
+  const rows = (now?.(READ_GENERATIONS) as GenerationRow[] | undefined) ?? (await sharedRead(db));
   const of = (id: number) => Number(rows.find((r) => r.id === id)?.generation ?? 0);
   return {
     counts: of(1),

@@ -145,8 +145,9 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
     if (v.reason === 'expired') throw unauthorized('token expired: log in again', 'token_expired');
     throw unauthorized('invalid token');
   }
-  // One read of the change counters per request; the caller (session, user, access) is read
-  // again only after a session ended or a user or their access changed, on any replica.
+  // The change counters, read after this request arrived (concurrent requests share that read:
+  // lib/fresh-read.ts); the caller (session, user, access) is read again only after a session
+  // ended or a user or their access changed, on any replica.
   const generations = await readGenerations(deps.db, deps.readNow);
   const found = await byGeneration(deps.db, 'caller', generations.auth, v.claims.jti, () => loadCaller(deps, v.claims.jti));
   if (!found || found.caller.user.username !== v.claims.sub) {
