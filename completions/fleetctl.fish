@@ -839,7 +839,7 @@ complete -c fleetctl -n '__fleetctl_at \'server\'' -l sink-backlog-age -x -d 'ag
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l carve-max-size -x -d 'largest carve an agent may announce, e.g. 512M, 2G (default 1G)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l agent-max-in-flight -x -d 'agent requests handled at once per server process; more are answered 503 and retried by osquery (default 512)'
 complete -c fleetctl -n '__fleetctl_at \'server\'' -l metrics-listen -x -d 'serve Prometheus metrics at /metrics on this address without a token (the API serves them at /metrics to super-admins when the setting api/service_metrics is true)'
-complete -c fleetctl -n '__fleetctl_at \'server\'' -l workers -x -d 'server processes sharing the ports and the database, each serving both doors (default: the machine\'s cores)'
+complete -c fleetctl -n '__fleetctl_at \'server\'' -l workers -x -d 'server processes sharing the ports and the database, each serving both doors (default: the machine\'s cores less one, at least 1)'
 complete -c fleetctl -n '__fleetctl_at \'server backup\'' -l db -r -F -d 'the SQLite database (env FLEETCTL_DB; default: the server\'s)'
 complete -c fleetctl -n '__fleetctl_at \'server migrate\'' -l db -r -F -d 'the SQLite database or postgres:// URL (env FLEETCTL_DB; default: the server\'s)'
 complete -c fleetctl -n '__fleetctl_at \'server migrate\'' -l db-ca -r -F -d 'PostgreSQL: CA certificate (PEM) to verify the database server'

@@ -92,9 +92,9 @@ export async function startServerProcess(
   // In the postgres project, a --dev server seeds its demo fleet into a fresh database.
   const pgUrl = args.includes('--dev') && !args.includes('--db') ? await testDatabaseUrl() : undefined;
   if (pgUrl) args = [...args, '--db', pgUrl];
-  // One server process unless a test is about --workers: the default (one per core) doubles the CPU
-  // every server start costs on two cores, and what the CLI tests look at is the same either way
-  // (test/server/workers.test.ts covers the workers).
+  // One server process unless a test is about --workers: the default follows the machine's cores
+  // (cores less one), and what the CLI tests look at is the same either way (test/server/workers
+  // and test/e2e/workers-default cover the workers).
   if (!args.some((a) => a === '--workers' || a.startsWith('--workers='))) args = [...args, '--workers', '1'];
   const proc = execa(
     'node',

@@ -189,7 +189,7 @@ export function serverOptions(cmd: Command): Command {
     )
     .option(
       '--workers <n>',
-      "server processes sharing the ports and the database, each serving both doors (default: the machine's cores)",
+      "server processes sharing the ports and the database, each serving both doors (default: the machine's cores less one, at least 1)",
       intArg(1),
     );
 }
