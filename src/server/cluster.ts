@@ -37,8 +37,8 @@ type Message =
 /**
  * The default number of workers: one per core the process may use, less one, and at least one.
  * A process on every core left the database, TLS and the system to compete with them: on 2 cores
- * one process answered the lists (a local PostgreSQL or SQLite under check-ins) at equal or
- * better throughput and p99 than two, and an agent request about a fifth less CPU
+ * one process answered the lists (a local PostgreSQL or SQLite under check-ins) at a lower p99
+ * than two in all lists measured but one, and an agent request cost about a fifth less CPU
  * (docs/api.md, "Every core: --workers N").
  */
 export function defaultWorkers(cores = availableParallelism()): number {
