@@ -2,9 +2,9 @@
 // one, and at least one. The real command under `taskset` (Linux CPU affinity, which Node's
 // availableParallelism() follows) on two cores: one process, where one per core made two.
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync, readdirSync } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import { BIN, DEV_PASSWORD } from '../helpers/cli.js';
+import { childrenOf } from '../helpers/processes.js';
 import { defaultWorkers } from '../../src/server/cluster.js';
 
 let server: ResultPromise | undefined;
@@ -14,20 +14,6 @@ afterEach(async () => {
   await server;
   server = undefined;
 });
-
-/** The processes whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid;
-      } catch {
-        return false; // gone
-      }
-    })
-    .map(Number);
-}
 
 /** Starts the server on CPUs `cpus`; resolves with its output once it matches `ready`. */
 async function serveOn(cpus: string, ready: RegExp, extra: string[] = []): Promise<string> {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startServerProcess, type ServerProcess } from '../helpers/cli.js';
 import { agentPost, eventually, hostDetails, parseFlags, type Flags } from '../helpers/osquery-agent.js';
+import { childrenOf } from '../helpers/processes.js';
 import { testDatabaseUrl } from '../helpers/test-db.js';
 import { selfSigned } from '../../src/server/agent/listener.js';
 
@@ -68,19 +69,7 @@ async function retried<T>(fn: () => Promise<T>): Promise<T> {
 const agent = (ep: string, body: unknown) => agentPost(flags.hostname, flags.endpoint[ep], body, { ca, headers: { connection: 'close' } });
 
 /** The server's worker processes: the children of the primary. */
-function workerPids(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
-      if (ppid === server.proc.pid) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+const workerPids = (): number[] => childrenOf(server.proc.pid!);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'fleetctl-workers-'));
