@@ -226,6 +226,44 @@ describe('GET /api/v1/stats', () => {
     expectTotals((await stats()).body, await Promise.all(['dev', 'prod', 'staging'].map((n) => expectedFor(n, 72))));
   });
 
+  it('a query counts from the answer that started it, and stops counting once it is deleted', async () => {
+    const prod = () => stats().then((r) => r.body.environments.find((e: any) => e.name === 'prod'));
+    const before = await prod();
+    await prod(); // a second read between changes: the one the server keeps
+    const run = await ts.call('POST', '/api/v1/queries/prod', {
+      token: admin,
+      body: { query: 'SELECT 1 AS stats_one;', platform_list: ['linux'] },
+    });
+    expect(run.status).toBe(200);
+    expect((await prod()).active_queries).toBe(before.active_queries + 1);
+    const del = await ts.call('POST', `/api/v1/queries/prod/delete/${run.body.query_name}`, { token: admin });
+    expect(del.status).toBe(200);
+    expect((await prod()).active_queries).toBe(before.active_queries);
+    expectTotals((await stats()).body, await Promise.all(['dev', 'prod', 'staging'].map((n) => expectedFor(n, 72))));
+  });
+
+  it('a carve stops counting once its last file completes, though its query row did not change', async () => {
+    // A running carve with a file still uploading (the demo has one in every environment).
+    const pending = await db()
+      .selectFrom('carve_files')
+      .innerJoin('queries', 'queries.id', 'carve_files.query_id')
+      .innerJoin('environments', 'environments.id', 'queries.environment_id')
+      .select(['queries.id as query_id', 'environments.name as env'])
+      .where('carve_files.status', '<>', 'COMPLETED')
+      .where('queries.active', '=', 1)
+      .where('queries.completed', '=', 0)
+      .where('queries.deleted', '=', 0)
+      .where('queries.expired', '=', 0)
+      .executeTakeFirstOrThrow();
+    const env = () => stats().then((r) => r.body.environments.find((e: any) => e.name === pending.env));
+    const before = await env();
+    await env();
+    // What the agent door does with a carve's last block: the file becomes COMPLETED, the query stays.
+    await db().updateTable('carve_files').set({ status: 'COMPLETED' }).where('query_id', '=', pending.query_id).execute();
+    expect((await env()).active_carves).toBe(before.active_carves - 1);
+    expectTotals((await stats()).body, await Promise.all(['dev', 'prod', 'staging'].map((n) => expectedFor(n, 72))));
+  });
+
   it('no token: 401', async () => {
     expectError(await ts.call('GET', '/api/v1/stats'), 401, 'unauthorized');
   });

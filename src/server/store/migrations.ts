@@ -13,6 +13,7 @@ import { productionMigration } from './migration-production.js';
 import { logsMigration } from './migration-logs.js';
 import { counterLockOrderMigration } from './migration-lock-order.js';
 import { contentOnChangeMigration } from './migration-content-change.js';
+import { carveFilesCounterMigration } from './migration-carve-files.js';
 
 function withId<T extends string>(t: CreateTableBuilder<T, never>, dialect: Dialect) {
   return dialect === 'postgres'
@@ -554,6 +555,8 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       '018_counter_lock_order': counterLockOrderMigration(dialect),
       // The content counter moved by an update of nodes only when it changed a row (issue 31).
       '019_content_on_change': contentOnChangeMigration(dialect),
+      // The running carves' counter: a carve file added, removed or its status changed (issue 31).
+      '020_carve_files_counter': carveFilesCounterMigration(dialect),
     }),
   };
 }

@@ -173,6 +173,8 @@ export interface Generations {
   seen: number;
   /** Changes with every batch of check-ins written (node_seen's last_seen, bytes, config time). */
   checkins: number;
+  /** Changes whenever a carve file is added or removed or its status changes (migration 020_carve_files_counter). */
+  carveFiles: number;
 }
 
 /**
@@ -207,6 +209,7 @@ export async function readGenerations(db: Kysely<any>, now?: ReadNow): Promise<G
     liveQueries: of(8),
     seen: of(9),
     checkins: of(10),
+    carveFiles: of(11),
   };
 }
 

@@ -8,7 +8,7 @@ import { accessibleEnvs } from '../environments/environments.js';
 import { enrollmentStateOf } from '../../../api/index.js';
 import { inactiveHours } from '../environments/settings-values.js';
 import { carveStatusSql } from '../agents/carves.js';
-import { readGenerations } from '../../store/node-index.js';
+import { readGenerations, type Generations } from '../../store/node-index.js';
 import { between, cachedCount, COUNTS } from './node-counts.js';
 
 const zeroCounts = (): PlatformCounts => ({ darwin: 0, linux: 0, windows: 0, other: 0 });
@@ -99,6 +99,49 @@ async function advanceActive(
   return prev.map((r) => ({ ...r, active: r.active - (gone.get(`${r.environment_id}/${r.platform_bucket}`) ?? 0) }));
 }
 
+interface LiveCount {
+  environment_id: number;
+  type: string;
+  n: number;
+}
+
+/**
+ * Live queries and running carves per environment, read once per change of what they depend on:
+ * the live-queries counter (a query or carve added, deleted or its state changed) and the carve
+ * files counter (a carve's state follows its files: carveStatusSql), on any replica.
+ */
+const LIVE = new WeakMap<object, Map<string, { generation: string; counts: Promise<LiveCount[]> }>>();
+
+function liveCounts(deps: Deps, ids: number[], gens: Generations): Promise<LiveCount[]> {
+  let live = LIVE.get(deps.db);
+  if (!live) LIVE.set(deps.db, (live = new Map<string, { generation: string; counts: Promise<LiveCount[]> }>()));
+  const key = ids.join(',');
+  const generation = `${gens.liveQueries}/${gens.carveFiles}`;
+  const cached = live.get(key);
+  if (cached?.generation === generation) return cached.counts;
+  // Standard queries: active and not finished. Carves: the same, and carve_status still ACTIVE or
+  // PENDING, so the count matches what `carves list` shows as running.
+  const counts = deps.db
+    .selectFrom('queries')
+    .select(['environment_id', 'type', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('environment_id', 'in', ids)
+    .where('active', '<>', 0)
+    .where('completed', '=', 0)
+    .where('deleted', '=', 0)
+    .where('expired', '=', 0)
+    .where((eb) => eb.or([eb('type', '=', 'query'), eb.and([eb('type', '=', 'carve'), eb(carveStatusSql(), 'in', ['ACTIVE', 'PENDING'])])]))
+    .groupBy(['environment_id', 'type'])
+    .execute()
+    .then((rows) => rows.map((r) => ({ environment_id: r.environment_id, type: r.type, n: Number(r.n) })));
+  if (live.size >= 1000) live.clear();
+  const entry = { generation, counts };
+  live.set(key, entry);
+  // A failed read is not kept: the next request reads again.
+  const map = live;
+  counts.catch(() => map.get(key) === entry && map.delete(key));
+  return counts;
+}
+
 export async function dashboardStats(deps: Deps, caller: Caller): Promise<DashboardStats> {
   const gens = caller.generations ?? (await readGenerations(deps.db, deps.readNow));
   const envs = await accessibleEnvs(deps, caller, gens.config);
@@ -149,25 +192,10 @@ export async function dashboardStats(deps: Deps, caller: Caller): Promise<Dashbo
       }
     }
 
-    // Standard queries: active and not finished. Carves: the same, and carve_status still
-    // ACTIVE or PENDING, so the count matches what `carves list` shows as running.
-    const queries = await deps.db
-      .selectFrom('queries')
-      .select(['environment_id', 'type', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('environment_id', 'in', [...stats.keys()])
-      .where('active', '<>', 0)
-      .where('completed', '=', 0)
-      .where('deleted', '=', 0)
-      .where('expired', '=', 0)
-      .where((eb) =>
-        eb.or([eb('type', '=', 'query'), eb.and([eb('type', '=', 'carve'), eb(carveStatusSql(), 'in', ['ACTIVE', 'PENDING'])])]),
-      )
-      .groupBy(['environment_id', 'type'])
-      .execute();
-    for (const q of queries) {
+    for (const q of await liveCounts(deps, [...stats.keys()], gens)) {
       const s = stats.get(q.environment_id)!;
-      if (q.type === 'query') s.active_queries += Number(q.n);
-      else s.active_carves += Number(q.n);
+      if (q.type === 'query') s.active_queries += q.n;
+      else s.active_carves += q.n;
     }
   }
 
