@@ -60,7 +60,6 @@ export const README_FIXTURES: Record<string, Fixture> = {
     stdin: NEW_PASSWORD,
   },
   'fleetctl query run "SELECT * FROM os_version" --target status:active --exit': { world: 'live' },
-  'fleetctl query run "SELECT * FROM osquery_info"': { world: 'live' },
   // alice does something while her audit trail is followed (a login attempt, whatever her password).
   'fleetctl audit list --user alice --follow': {
     setup: (sb) => ensureUser(sb.world, 'alice'),
