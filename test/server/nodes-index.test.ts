@@ -324,6 +324,14 @@ describe.runIf(onPostgres)('query plans on PostgreSQL', () => {
           const plans = await plansOf(() => listNodes(deps, env(), { tag, page, page_size: '10', ...query }));
           for (const { sql: text, plan } of plans) expect(plan, `${text}\n${plan}`).not.toMatch(/Seq Scan on (nodes|node_tags)/);
         }
+    // A page deep into a tag, sorted by last_seen and filtered on node_seen's columns, reads its
+    // ids from the tag's range and node_seen alone: no probe of nodes per tagged node.
+    for (const query of [{}, { status: 'active' }, { platform: 'linux' }]) {
+      const plans = await plansOf(() => listNodes(deps, env(), { tag: 'rare', page: '2', page_size: '9', ...query }));
+      const ids = plans.find((p) => /from "node_tags" cross join "node_seen"/i.test(p.sql));
+      expect(ids, plans.map((p) => p.sql).join('\n')).toBeDefined();
+      expect(ids!.plan, ids!.sql).not.toMatch(/ on nodes\b|nodes_pkey/);
+    }
   });
 
   it('search q goes through the pg_trgm index', async () => {

@@ -118,24 +118,20 @@ export async function readPage(
   fromTag = false,
   idsOf?: (readIds: IdsReader) => Promise<number[]>,
 ): Promise<PageRows> {
-  const ordered = (q: NodeQuery, limit: number, offset: number) => {
-    const col = SORT_COLUMNS[p.sort].includes('.') ? SORT_COLUMNS[p.sort] : `nodes.${SORT_COLUMNS[p.sort]}`;
-    return (
-      q
-        .orderBy(sql.ref(col), p.order)
-        // The tie-break on the id of the table whose index gives the order (the same value).
-        .orderBy(col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id', p.order)
-        .limit(limit)
-        .offset(offset)
-    );
-  };
+  const col = SORT_COLUMNS[p.sort].includes('.') ? SORT_COLUMNS[p.sort] : `nodes.${SORT_COLUMNS[p.sort]}`;
+  // The node's id from the table whose index gives the order (the same value), as the tie-break
+  // and as the id read: a tag's nodes sorted by last_seen are read from node_seen alone (tagDriven).
+  const id = col === 'node_seen.last_seen' ? 'node_seen.node_id' : 'nodes.id';
+  const ordered = (q: NodeQuery, limit: number, offset: number) =>
+    q.orderBy(sql.ref(col), p.order).orderBy(id, p.order).limit(limit).offset(offset);
   // The page's ids first (walking an index of the sort and the filters, skipping the offset's
   // entries without reading their rows), then the rows of those ids with their node_seen.
   const from =
     fromTag && p.tagId !== undefined
       ? tagDriven(deps, env, { ...p, tagId: p.tagId }, cutoff)
       : applyFilters(deps, nodesFor(deps, env, p), p, cutoff);
-  const readIds: IdsReader = async (limit, offset) => (await ordered(from, limit, offset).select('nodes.id').execute()).map((r) => r.id);
+  const readIds: IdsReader = async (limit, offset) =>
+    (await ordered(from, limit, offset).select(sql.ref<number>(id).as('id')).execute()).map((r) => r.id);
   const ids = idsOf ? await idsOf(readIds) : await readIds(pageReq.pageSize, pageReq.offset);
   const byId = new Map(
     (ids.length ? await nodesWithSeen(deps.db).selectAll('nodes').select(SEEN_FIELDS).where('nodes.id', 'in', ids).execute() : []).map(

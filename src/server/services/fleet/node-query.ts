@@ -163,7 +163,11 @@ export const seenOnly = (p: Filters) => !p.q && !p.config;
  * columns only, which both have, so counting code is shared.
  */
 export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery {
-  let q = deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id);
+  return seenFilters(deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id) as NodeQuery, p, cutoffIso);
+}
+
+/** seenRows' filters, on any query of node_seen rows. */
+function seenFilters(q: NodeQuery, p: Filters, cutoffIso: string): NodeQuery {
   if (p.status === 'active') q = q.where('node_seen.last_seen', '>=', cutoffIso);
   if (p.status === 'inactive') q = q.where('node_seen.last_seen', '<', cutoffIso); // never seen ('') included
   if (p.platform) q = q.where('node_seen.platform_bucket', '=', p.platform);
@@ -176,11 +180,11 @@ export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso:
   const bounds = p.bounds;
   if (p.health && bounds) {
     const health = p.health;
-    q = q.where((eb) => healthWhere(eb, health, bounds));
+    q = q.where((eb) => healthWhere(onSeen(eb), health, bounds));
   }
   if (p.risk && bounds) {
     const risk = p.risk;
-    q = q.where((eb) => riskWhere(eb, risk, bounds));
+    q = q.where((eb) => riskWhere(onSeen(eb), risk, bounds));
   }
   return q;
 }
@@ -202,6 +206,19 @@ export const matching = (deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso:
  * reordering the two (PostgreSQL treats it as an inner join and plans it by its statistics).
  */
 export function tagDriven(deps: Deps, env: EnvironmentRow, p: Filters & { tagId: number }, cutoffIso: string): NodeQuery {
+  if (seenOnly(p) && SORT_COLUMNS[p.sort] === 'node_seen.last_seen') {
+    // Sorted by last_seen and filtered on node_seen's columns alone: each tagged node's node_seen
+    // row by its key, and no probe of nodes (a page deep into a tag of 8,355 of 100,000 nodes on
+    // PostgreSQL: 68 ms with the probes, 37 ms without). Every node of a tag is a node of the
+    // tag's environment (seenOnly); the environment names node_seen's copy of it.
+    const seen = deps.db
+      .selectFrom('node_tags')
+      .crossJoin('node_seen')
+      .whereRef('node_seen.node_id', '=', 'node_tags.node_id')
+      .where('node_tags.tag_id', '=', p.tagId)
+      .where('node_seen.environment_id', '=', env.id);
+    return seenFilters(seen as unknown as NodeQuery, { ...p, tagId: undefined }, cutoffIso);
+  }
   const tagged = deps.db.selectFrom('node_tags').crossJoin('nodes');
   // node_seen only when p needs its columns (as nodesFor).
   const base = (usesSeen(p) ? tagged.innerJoin('node_seen', 'node_seen.node_id', 'nodes.id') : tagged)
