@@ -51,7 +51,7 @@ describePeers(['kafka'], 'kafka sink against a real Apache Kafka', () => {
             stored = (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
           } catch (e) {
             // A topic listed a moment after the sink auto-created it may not have its leader elected yet
-            // (NOT_LEADER_OR_FOLLOWER, seen in CI): the broker marks that retriable, so ask again.
+            // (error code 6, kafkajs's NOT_LEADER_FOR_PARTITION, seen in CI): retriable, so ask again.
             if ((e as { retriable?: boolean }).retriable) return false;
             throw e;
           }

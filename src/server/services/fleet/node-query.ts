@@ -163,7 +163,7 @@ export const seenOnly = (p: Filters) => !p.q && !p.config;
  * columns only, which both have, so counting code is shared.
  */
 export function seenRows(deps: Deps, env: EnvironmentRow, p: Filters, cutoffIso: string): NodeQuery {
-  return seenFilters(deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id) as NodeQuery, p, cutoffIso);
+  return seenFilters(deps.db.selectFrom('node_seen').where('node_seen.environment_id', '=', env.id), p, cutoffIso);
 }
 
 /** seenRows' filters, on any query of node_seen rows. */
