@@ -22,6 +22,7 @@ import { startSqliteWriter } from './sqlite-writer.js';
 import { sqliteReadNow, type ReadNow } from './sqlite-read-now.js';
 import { stepsOver, type WriteNow, type WriteSteps } from './write-steps.js';
 import { sqliteWriteNow } from './sqlite-write-now.js';
+import { SQLITE_MMAP_BYTES } from './sqlite-mmap.js';
 import { ServerSetupError } from '../setup-error.js';
 import { SERVER_VERSION } from '../version.js';
 import { slowQueryLog, slowQueryMs } from './slow-queries.js';
@@ -114,6 +115,7 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   // writer thread, another worker or replica) is retried after an await (withLockRetry, below).
   sqlite.pragma('busy_timeout = 0');
   sqlite.pragma('cache_size = -65536'); // 64 MiB of page cache: a 100k-node fleet's indexes stay in memory
+  sqlite.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`);
   // Checkpoints run in a thread of their own (store/sqlite-checkpoint.ts), never inside a commit
   // on the event loop. No journal_size_limit: a commit that starts the log over would truncate
   // the WAL file there, on the event loop; the checkpoint thread keeps the file small instead.

@@ -8,6 +8,7 @@
 // connection never has two transactions interleaved and a transaction reads its own writes.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
+import { SQLITE_MMAP_BYTES } from './sqlite-mmap.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import {
   CompiledQuery,
@@ -32,6 +33,7 @@ db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
 db.pragma('wal_autocheckpoint = 0');
 db.pragma('cache_size = -32768');
+db.pragma('mmap_size = ' + workerData.mmapBytes);
 const statements = new Map();
 parentPort.on('message', (m) => {
   if (m === 'close') {
@@ -153,7 +155,7 @@ class RoutingSqliteDriver implements Driver {
   async init(): Promise<void> {
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
     for (let i = 0; i < this.count; i++) {
-      const worker = new Worker(CODE, { eval: true, workerData: { path: this.path, module } });
+      const worker = new Worker(CODE, { eval: true, workerData: { path: this.path, module, mmapBytes: SQLITE_MMAP_BYTES } });
       worker.unref();
       const c = new ThreadConnection(worker);
       this.threads.push(c);

@@ -9,6 +9,7 @@
 // and the event loop only hands the batch over and gets the results back.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
+import { SQLITE_MMAP_BYTES } from './sqlite-mmap.js';
 import type { CompiledQuery, QueryResult } from 'kysely';
 import type { WriteSteps } from './write-steps.js';
 
@@ -22,6 +23,7 @@ db.pragma('foreign_keys = ON');
 db.pragma('synchronous = NORMAL');
 db.pragma('wal_autocheckpoint = 0');
 db.pragma('cache_size = -65536');
+db.pragma('mmap_size = ' + workerData.mmapBytes);
 const statements = new Map();
 const prepare = (sql) => {
   let stmt = statements.get(sql);
@@ -107,7 +109,7 @@ const toResult = (r: { rows?: unknown[]; changes?: number; insertId?: number | b
 
 export function startSqliteWriter(path: string): SqliteWriter {
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(CODE, { eval: true, workerData: { path, module } });
+  const worker = new Worker(CODE, { eval: true, workerData: { path, module, mmapBytes: SQLITE_MMAP_BYTES } });
   worker.unref();
   let next = 0;
   const waiting = new Map<number, (r: Reply) => void>();
