@@ -11,25 +11,18 @@
 // wrote (520 MB for a 5,000-agent enrollment, 30 MB of database), and the first commit after
 // the stream paused cut it back to journal_size_limit: an ftruncate of hundreds of MB, with the
 // disk's discard, on the event loop of whichever process committed (issue 31: 360 ms at 5,000
-// agents, 2 s and 289 503s at 20,000). Now, past RESTART_FRAMES, the thread makes the log start over:
+// agents, 2 s and 289 503s at 20,000). Now, past RESTART_FRAMES, the thread asks for a RESTART:
 // it holds new writers back (they wait for the lock, off the event loop) until the log is copied
 // and no reader needs it, so the next write starts the log over and the file stays small. A
-// reader that keeps it longer than 100 ms (busy_timeout) makes it give up until the next second.
-// A log file left big (a long reader held it) is cut back here too, never in a commit.
-//
-// Each start-over is a TRUNCATE, which also empties the file, so a writer always appends past
-// its end and never rewrites a page of it. A write into a page no longer in the page cache makes
-// the kernel read that page first, and on the virtual machines measured the kernel drops file
-// pages unused for a minute (sqlite-mmap.ts): under 20,000 osquery-perf hosts `perf trace` saw a
-// 4 KiB write to main.db-wal take 326 ms on the event loop (a log batch's append,
-// sqlite-write-now.ts). For the same reason a log this thread has copied back whole is emptied at
-// once, when no reader is in it (never waiting, so no writer is held back): left as it is, the
-// next write would start it over from its first page, written long ago when writes are sparse.
+// reader that keeps it longer than 100 ms (busy_timeout) makes it give up until the next second. A log file
+// left big (a long reader held it) is cut back here, with TRUNCATE, never in a commit.
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 
 /** Frames in the log (4 KiB pages: 16 MiB) past which a checkpoint makes the log start over. */
 export const RESTART_FRAMES = 4096;
+/** A log file bigger than this once it is empty is truncated by this thread. */
+export const TRUNCATE_BYTES = 64 * 1024 * 1024;
 
 /** The thread's code (plain CommonJS, so it runs from the bundle and from the TypeScript sources alike). */
 const CODE = `
@@ -37,7 +30,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { statSync } = require('node:fs');
 const Database = require(workerData.module);
 const db = new Database(workerData.path);
-// How long a TRUNCATE past the bound waits for readers (writers wait behind it meanwhile).
+// How long a RESTART or TRUNCATE waits for readers (writers wait behind it meanwhile).
 db.pragma('busy_timeout = 100');
 let lastReport = 0;
 const run = (mode) => {
@@ -56,22 +49,15 @@ const run = (mode) => {
 const walBytes = () => {
   try { return statSync(workerData.path + '-wal').size; } catch { return 0; }
 };
-// busyMs: how long the TRUNCATE waits for readers, holding writers back meanwhile.
-const truncate = (busyMs) => {
-  db.pragma('busy_timeout = ' + busyMs);
-  const r = run('TRUNCATE');
-  db.pragma('busy_timeout = 100');
-  return r && r.busy === 0;
-};
 const tick = () => {
   const passive = run('PASSIVE');
   let mode = 'PASSIVE';
-  if (passive && passive.busy === 0) {
-    if (passive.log > workerData.restartFrames) {
-      if (truncate(100)) mode = 'TRUNCATE';
-    } else if (passive.log === passive.checkpointed && (passive.log > 0 || walBytes() > 0)) {
-      if (truncate(0)) mode = 'TRUNCATE';
-    }
+  if (passive && passive.busy === 0 && passive.log > workerData.restartFrames) {
+    const r = run('RESTART');
+    if (r && r.busy === 0) mode = 'RESTART';
+  } else if (passive && passive.busy === 0 && passive.log === passive.checkpointed && walBytes() > workerData.truncateBytes) {
+    const r = run('TRUNCATE');
+    if (r && r.busy === 0) mode = 'TRUNCATE';
   }
   return { mode, log: passive ? passive.log : -1 };
 };
@@ -88,8 +74,8 @@ parentPort.on('message', (m) => {
 `;
 
 export interface CheckpointTick {
-  /** What the tick ended with: PASSIVE only, or a TRUNCATE that completed. */
-  mode: 'PASSIVE' | 'TRUNCATE';
+  /** What the tick ended with: PASSIVE only, or a RESTART or TRUNCATE that completed. */
+  mode: 'PASSIVE' | 'RESTART' | 'TRUNCATE';
   /** Frames in the log when the tick began (-1: the checkpoint failed). */
   log: number;
 }
@@ -104,6 +90,7 @@ export interface CheckpointOptions {
   /** Milliseconds between checkpoints; 0: only on tick(). */
   intervalMs?: number;
   restartFrames?: number;
+  truncateBytes?: number;
 }
 
 /** Starts the checkpoint thread for the database at `path`; errors go to `onError` (at most one a minute). */
@@ -118,6 +105,7 @@ export function startCheckpointer(
     module,
     intervalMs: o.intervalMs ?? 1000,
     restartFrames: o.restartFrames ?? RESTART_FRAMES,
+    truncateBytes: o.truncateBytes ?? TRUNCATE_BYTES,
   };
   const worker = new Worker(CODE, { eval: true, workerData });
   worker.unref();
