@@ -2,7 +2,7 @@
 // Linux drops file pages that no process maps first when they sit in the page cache unused: under
 // memory pressure, and on the virtual machines measured all the time, where the kernel's DAMON
 // pages out unmapped file cache idle for a minute (/sys/kernel/mm/damon/admin: a `pageout` scheme
-// that spares anonymous and mapped pages), about 50 MB a minute. A read that then missed SQLite's
+// that spares anonymous and mapped pages), about 30 MB a minute. A read that then missed SQLite's
 // own cache went to the disk on the event loop: under 20,000 osquery-perf hosts `perf trace` saw
 // 4 KiB reads of main.db take 114-334 ms on the loop's thread, while every agent waited. Read
 // through a map, a page stays in memory once touched, and a read costs no system call.
