@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import { openSqlite, type Store } from '../../src/server/store/db.js';
 
-// /proc/self/maps is Linux's; the memory manager this guards against is too.
+// Skipped off Linux: /proc/self/maps, what this test reads, is Linux's, and so is the pageout it guards against.
 describe.runIf(process.platform === 'linux')('SQLite: the database file is memory-mapped', () => {
   let dir: string;
   let path: string;
