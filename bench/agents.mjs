@@ -298,10 +298,39 @@ async function serverLoop(api, headers) {
       p99: delay('nodejs_eventloop_lag_p99_seconds'),
       max: delay('nodejs_eventloop_lag_max_seconds'),
       invalid: value('agent_node_invalid_total') || 0,
+      checkpoints: checkpointBuckets(text),
     };
   } catch {
-    return { p99: NaN, max: NaN, invalid: 0 };
+    return { p99: NaN, max: NaN, invalid: 0, checkpoints: {} };
   }
+}
+
+/** The checkpoints that hold writers (restart, truncate): cumulative counts per bucket bound, from the server's histogram. */
+function checkpointBuckets(text) {
+  const out = {};
+  for (const m of text.matchAll(/^fleetctl_sqlite_checkpoint_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+    const labels = Object.fromEntries([...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (labels.mode === 'passive') continue;
+    (out[labels.mode] ??= {})[labels.le] = Number(m[2]);
+  }
+  return out;
+}
+
+/** Per mode, how many checkpoints that hold writers ran between two scrapes, and the bucket bound the slowest fell under. */
+function checkpointsBetween(before, after) {
+  return Object.entries(after)
+    .map(([mode, b]) => {
+      const d = (le) => (b[le] ?? 0) - (before[mode]?.[le] ?? 0);
+      const n = d('+Inf');
+      const bounds = Object.keys(b)
+        .filter((le) => le !== '+Inf')
+        .map(Number)
+        .sort((x, y) => x - y);
+      const under = bounds.find((le) => d(String(le)) === n);
+      return n > 0 ? `${n} ${mode} (slowest ${under === undefined ? 'over 10 s' : `under ${under * 1000} ms`})` : '';
+    })
+    .filter(Boolean)
+    .join(', ');
 }
 
 const head =
@@ -319,6 +348,8 @@ const line = (m, verdict) => {
     console.log(
       `        slowest: ${m.slowest.kind} ${f1(m.slowest.ms)} ms at ${m.slowest.at}, of which the server (nginx's upstream time) ${Number.isNaN(m.slowest.upstreamMs) ? 'none: never asked' : `${f1(m.slowest.upstreamMs)} ms`}`,
     );
+  // The checkpoints that held every writer in the window (a slow one is an agent write that waited).
+  if (m.checkpoints) console.log(`        checkpoints holding writers: ${m.checkpoints}`);
   // Which requests failed and how, under the row: "errors 19" alone does not say whether the
   // server shed, timed out or the driver gave up.
   if (m.errors)
@@ -501,7 +532,9 @@ async function run(workers, name) {
     let c0 = treeCpuSeconds(srv.server.pid);
     let g0 = genCpuSeconds();
     let w0 = Date.now();
-    let invalid0 = (await serverLoop(urls.api, headers)).invalid;
+    const scrape0 = await serverLoop(urls.api, headers);
+    let invalid0 = scrape0.invalid;
+    let checkpoints0 = scrape0.checkpoints;
     await agents.sample(); // discard what came before
     const measure = async (target, windowS) => {
       const load0 = uptime();
@@ -541,6 +574,7 @@ async function run(workers, name) {
         slowest: s.slowest,
         kinds,
         nodeInvalid: loop.invalid - invalid0,
+        checkpoints: checkpointsBetween(checkpoints0, loop.checkpoints),
         listP99: percentile(admin.lists, 99),
         listMax: admin.lists.at(-1) ?? 0,
         statsP99: percentile(admin.stats, 99),
@@ -563,6 +597,7 @@ async function run(workers, name) {
       g0 = g1;
       w0 = w1;
       invalid0 = loop.invalid;
+      checkpoints0 = loop.checkpoints;
       return m;
     };
     /**

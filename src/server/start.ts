@@ -136,7 +136,10 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
     } else {
       // File modes guard a local file; PostgreSQL guards its data with its own access rules.
       loosened = prepareDatabaseFile(dbPath, !!opts.fixPermissions, fixHint(dbPath, opts.dev && !seedInto));
-      store = await openSqlite(dbPath, { warn: (line) => log.event('warn', 'sqlite', line) });
+      store = await openSqlite(dbPath, {
+        warn: (line) => log.event('warn', 'sqlite', line),
+        onCheckpoint: (mode, ms) => metrics.checkpoint(mode, ms),
+      });
     }
   } catch (e) {
     if (tempDir && ownsTemp) rmSync(tempDir, { recursive: true, force: true });

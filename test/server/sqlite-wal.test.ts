@@ -78,3 +78,71 @@ describe('SQLite WAL under a steady stream of writes', () => {
     expect(walBytes).toBeLessThan((written * PAGE) / 2);
   });
 });
+
+describe('the RESTART and a busy disk', () => {
+  it('puts the RESTART off while the PASSIVE before it is slow, until the log passes four times its bound', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
+    dirs.push(dir);
+    const path = join(dir, 'wal.db');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.pragma('busy_timeout = 5000');
+    db.exec('create table t (id integer primary key, v blob)');
+    const insert = db.prepare('insert into t (v) values (?)');
+    const pages = db.transaction((n: number) => {
+      for (let k = 0; k < n; k++) insert.run(Buffer.alloc(PAGE - 64, k % 251));
+    });
+    const timed: string[] = [];
+    // Every PASSIVE counts as slow (over 0 ms): the disk is "busy" throughout.
+    const cp = startCheckpointer(path, (m) => expect.fail(m), {
+      intervalMs: 0,
+      restartFrames: RESTART_FRAMES,
+      slowPassiveMs: -1,
+      onTiming: (mode, ms) => {
+        expect(ms).toBeGreaterThanOrEqual(0);
+        timed.push(mode);
+      },
+    });
+    threads.push(cp);
+
+    // Past the bound but under four times it: copied back, not restarted.
+    pages(RESTART_FRAMES * 2);
+    const put = await cp.tick();
+    expect(put).toMatchObject({ mode: 'PASSIVE', deferred: true });
+    expect(put.log).toBeGreaterThan(RESTART_FRAMES);
+    expect(put.log).toBeLessThan(RESTART_FRAMES * 4);
+    expect(put.timings.map(([m]) => m)).toEqual(['PASSIVE', 'PASSIVE']);
+    // Alone, this writer starts the log over itself once all of it is copied back; under agents'
+    // writes the log grows instead. Either way, once it passes four times its bound:
+    pages(RESTART_FRAMES * 5);
+    const forced = await cp.tick();
+    expect(forced.log).toBeGreaterThan(RESTART_FRAMES * 4);
+    expect(forced).toMatchObject({ mode: 'RESTART', deferred: false });
+    expect(forced.timings.map(([m]) => m)).toEqual(['PASSIVE', 'PASSIVE', 'RESTART']);
+    // Started over: the next write goes to the start of the log.
+    pages(8);
+    expect((await cp.tick()).log).toBeLessThan(RESTART_FRAMES);
+    expect(timed).toEqual(['PASSIVE', 'PASSIVE', 'PASSIVE', 'PASSIVE', 'RESTART', 'PASSIVE']);
+    db.close();
+  });
+
+  it('restarts at once when the PASSIVE before it was quick', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
+    dirs.push(dir);
+    const path = join(dir, 'wal.db');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('create table t (id integer primary key, v blob)');
+    const insert = db.prepare('insert into t (v) values (?)');
+    db.transaction(() => {
+      for (let k = 0; k < RESTART_FRAMES * 2; k++) insert.run(Buffer.alloc(PAGE - 64, k % 251));
+    })();
+    const cp = startCheckpointer(path, (m) => expect.fail(m), { intervalMs: 0, restartFrames: RESTART_FRAMES, slowPassiveMs: 60_000 });
+    threads.push(cp);
+    expect(await cp.tick()).toMatchObject({ mode: 'RESTART', deferred: false });
+    db.close();
+  });
+});

@@ -35,6 +35,7 @@ export class Metrics {
   private readonly sinkFailedTotal: Counter<'sink' | 'environment'>;
   private readonly sinkDelivery: Histogram<'sink' | 'environment'>;
   private readonly enrollRefusals: Counter<'environment' | 'reason'>;
+  private readonly checkpoints: Histogram<'mode'>;
   readonly sources: MetricsSources = {};
 
   /**
@@ -87,6 +88,13 @@ export class Metrics {
       name: 'fleetctl_agent_enroll_refused_total',
       help: 'Enrolls refused, by environment and reason (closed: enrolls off; expired: the window ended; secret; identifier; throttled: too many from one address)',
       labelNames: ['environment', 'reason'],
+      registers,
+    });
+    this.checkpoints = new Histogram({
+      name: 'fleetctl_sqlite_checkpoint_seconds',
+      help: 'SQLite WAL checkpoints of this process, by mode (passive, restart, truncate); a restart or truncate holds every writer while it runs',
+      labelNames: ['mode'],
+      buckets: BUCKETS,
       registers,
     });
     const sources = this.sources;
@@ -169,6 +177,11 @@ export class Metrics {
 
   adminShed(): void {
     this.shed.inc({ door: 'admin' });
+  }
+
+  /** A WAL checkpoint of this process's SQLite checkpoint thread and its milliseconds. */
+  checkpoint(mode: 'PASSIVE' | 'RESTART' | 'TRUNCATE', ms: number): void {
+    this.checkpoints.observe({ mode: mode.toLowerCase() }, ms / 1000);
   }
 
   fault(where: string, kind: DbFault | 'error'): void {

@@ -15,7 +15,7 @@ import { dirname, resolve } from 'node:path';
 import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import type { Dialect } from './dialect.js';
-import { startCheckpointer } from './sqlite-checkpoint.js';
+import { startCheckpointer, type CheckpointTiming } from './sqlite-checkpoint.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
@@ -104,7 +104,10 @@ export async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
  * `migrate: false` opens without migrating (fleetctl server migrate --dry-run); `warn` hears of
  * background trouble (a checkpoint or an optimize that failed), the server's log (issue 27).
  */
-export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (line: string) => void } = {}): Promise<Store> {
+export async function openSqlite(
+  path: string,
+  o: { migrate?: boolean; warn?: (line: string) => void; onCheckpoint?: (mode: CheckpointTiming[0], ms: number) => void } = {},
+): Promise<Store> {
   const warn = o.warn ?? ((line: string) => console.error(line));
   const Database = await loadSqlite();
   const sqlite = new Database(path);
@@ -120,8 +123,10 @@ export async function openSqlite(path: string, o: { migrate?: boolean; warn?: (l
   // on the event loop. No journal_size_limit: a commit that starts the log over would truncate
   // the WAL file there, on the event loop; the checkpoint thread keeps the file small instead.
   sqlite.pragma('wal_autocheckpoint = 0');
-  const checkpointer = startCheckpointer(path, (message, code) =>
-    warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
+  const checkpointer = startCheckpointer(
+    path,
+    (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
+    { onTiming: o.onCheckpoint },
   );
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
