@@ -37,6 +37,7 @@ const NEEDS = [
   ['man', { cmd: 'man' }, 'man-db', 'man page tests'],
   ['groff', { cmd: 'groff' }, 'groff-base', 'man page tests'],
   ['less', { cmd: 'less' }, 'less', 'the pager tests (a real less at a real terminal)'],
+  ['fincore', { cmd: 'fincore' }, 'util-linux-extra', 'the SQLite page-cache warmer test (which pages of a file the kernel caches)'],
   [
     'PostgreSQL server',
     { glob: ['/usr/lib/postgresql', 'bin/initdb'] },

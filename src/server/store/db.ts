@@ -16,6 +16,7 @@ import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import type { Dialect } from './dialect.js';
 import { startCheckpointer, type CheckpointTiming } from './sqlite-checkpoint.js';
+import { startWarmer } from './sqlite-warm.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter } from './sqlite-writer.js';
@@ -128,6 +129,15 @@ export async function openSqlite(
     (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
     { onTiming: o.onCheckpoint },
   );
+  // The file's pages kept cached, so the event loop's reads through the map never wait on the disk.
+  let warnedWarm = 0;
+  const warmer = startWarmer(path, {
+    onError: (e) => {
+      if (Date.now() - warnedWarm < 600_000) return;
+      warnedWarm = Date.now();
+      warn(`sqlite: reading ${path} into the page cache failed: ${e.message}`);
+    },
+  });
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
   const explain = (text: string, params: readonly unknown[]) =>
@@ -141,6 +151,7 @@ export async function openSqlite(
   try {
     migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
   } catch (e) {
+    await warmer.close();
     await checkpointer.close();
     throw e;
   }
@@ -191,6 +202,7 @@ export async function openSqlite(
       await adminDb.destroy();
       await writer.close();
       await db.destroy();
+      await warmer.close();
       await checkpointer.close();
     },
   };
