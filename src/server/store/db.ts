@@ -107,7 +107,13 @@ export async function loadSqlite(): Promise<typeof import('better-sqlite3')> {
  */
 export async function openSqlite(
   path: string,
-  o: { migrate?: boolean; warn?: (line: string) => void; onCheckpoint?: (mode: CheckpointTiming[0], ms: number) => void } = {},
+  o: {
+    migrate?: boolean;
+    warn?: (line: string) => void;
+    onCheckpoint?: (mode: CheckpointTiming[0], ms: number) => void;
+    /** Keep the file in the page cache (sqlite-warm.ts): a process that serves requests. */
+    warm?: boolean;
+  } = {},
 ): Promise<Store> {
   const warn = o.warn ?? ((line: string) => console.error(line));
   const Database = await loadSqlite();
@@ -129,15 +135,18 @@ export async function openSqlite(
     (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
     { onTiming: o.onCheckpoint },
   );
-  // The file's pages kept cached, so the event loop's reads through the map never wait on the disk.
+  // The file's pages kept in the page cache: a read through the map whose page the machine
+  // dropped waits for the disk on the event loop (sqlite-warm.ts).
   let warnedWarm = 0;
-  const warmer = startWarmer(path, {
-    onError: (e) => {
-      if (Date.now() - warnedWarm < 600_000) return;
-      warnedWarm = Date.now();
-      warn(`sqlite: reading ${path} into the page cache failed: ${e.message}`);
-    },
-  });
+  const warmer = o.warm
+    ? startWarmer(path, {
+        onError: (e) => {
+          if (Date.now() - warnedWarm < 600_000) return;
+          warnedWarm = Date.now();
+          warn(`sqlite: reading ${path} into the page cache failed: ${e.message}`);
+        },
+      })
+    : undefined;
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
   const explain = (text: string, params: readonly unknown[]) =>
@@ -151,7 +160,7 @@ export async function openSqlite(
   try {
     migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
   } catch (e) {
-    await warmer.close();
+    await warmer?.close();
     await checkpointer.close();
     throw e;
   }
@@ -202,7 +211,7 @@ export async function openSqlite(
       await adminDb.destroy();
       await writer.close();
       await db.destroy();
-      await warmer.close();
+      await warmer?.close();
       await checkpointer.close();
     },
   };
