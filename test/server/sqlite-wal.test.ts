@@ -23,19 +23,29 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
+/** A WAL database as the server opens one (no automatic checkpoint), with a table of page-sized rows. */
+function walDb() {
+  const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
+  dirs.push(dir);
+  const path = join(dir, 'wal.db');
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('wal_autocheckpoint = 0');
+  // A RESTART holds writers back while it finishes: this writer waits for it as the server's do.
+  db.pragma('busy_timeout = 5000');
+  db.exec('create table t (id integer primary key, v blob)');
+  const insert = db.prepare('insert into t (v) values (?)');
+  /** `n` rows of about a page each, in one transaction: about `n` frames of log. */
+  const pages = db.transaction((n: number) => {
+    for (let k = 0; k < n; k++) insert.run(Buffer.alloc(PAGE - 64, k % 251));
+  });
+  return { path, db, insert, pages };
+}
+
 describe('SQLite WAL under a steady stream of writes', () => {
   it('starts the log over past its bound, so the WAL file stays small while writes never pause', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
-    dirs.push(dir);
-    const path = join(dir, 'wal.db');
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.pragma('wal_autocheckpoint = 0');
-    // A RESTART holds writers back while it finishes: this writer waits for it as the server's do.
-    db.pragma('busy_timeout = 5000');
-    db.exec('create table t (id integer primary key, v blob)');
-    const insert = db.prepare('insert into t (v) values (?)');
+    const { path, db, insert } = walDb();
     // Eight pages per transaction, rewritten in place so the database itself stays small.
     const write = db.transaction((round: number, i: number) => {
       for (let k = 0; k < 8; k++) insert.run(Buffer.alloc(PAGE - 64, (round + i + k) % 251));
@@ -81,19 +91,7 @@ describe('SQLite WAL under a steady stream of writes', () => {
 
 describe('the RESTART and a busy disk', () => {
   it('puts the RESTART off while the PASSIVE before it is slow, until the log passes four times its bound', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
-    dirs.push(dir);
-    const path = join(dir, 'wal.db');
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.pragma('busy_timeout = 5000');
-    db.exec('create table t (id integer primary key, v blob)');
-    const insert = db.prepare('insert into t (v) values (?)');
-    const pages = db.transaction((n: number) => {
-      for (let k = 0; k < n; k++) insert.run(Buffer.alloc(PAGE - 64, k % 251));
-    });
+    const { path, db, pages } = walDb();
     const timed: string[] = [];
     // Every PASSIVE counts as slow (over 0 ms): the disk is "busy" throughout.
     const cp = startCheckpointer(path, (m) => expect.fail(m), {
@@ -129,17 +127,8 @@ describe('the RESTART and a busy disk', () => {
   });
 
   it('restarts at once when the PASSIVE before it was quick', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fleetctl-wal-'));
-    dirs.push(dir);
-    const path = join(dir, 'wal.db');
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0');
-    db.exec('create table t (id integer primary key, v blob)');
-    const insert = db.prepare('insert into t (v) values (?)');
-    db.transaction(() => {
-      for (let k = 0; k < RESTART_FRAMES * 2; k++) insert.run(Buffer.alloc(PAGE - 64, k % 251));
-    })();
+    const { path, db, pages } = walDb();
+    pages(RESTART_FRAMES * 2);
     const cp = startCheckpointer(path, (m) => expect.fail(m), { intervalMs: 0, restartFrames: RESTART_FRAMES, slowPassiveMs: 60_000 });
     threads.push(cp);
     expect(await cp.tick()).toMatchObject({ mode: 'RESTART', deferred: false });
