@@ -31,7 +31,7 @@ function dropCached(path: string): void {
   expect(r.status, r.stderr).toBe(0);
 }
 
-// fincore and the page cache it reads are Linux's; elsewhere there is nothing to check with.
+// Skipped off Linux: fincore and the page cache it reads are Linux's; elsewhere there is nothing to check with.
 describe.runIf(process.platform === 'linux')('the database file kept in the page cache', () => {
   it('reads every page of the file, up to its bound, into the page cache again', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fleetctl-warm-'));

@@ -73,9 +73,8 @@ const tick = () => {
   let mode = 'PASSIVE';
   let deferred = false;
   if (passive && passive.busy === 0 && passive.log > workerData.restartFrames) {
-    const t0 = performance.now();
     const again = run('PASSIVE');
-    const slow = performance.now() - t0 > workerData.slowPassiveMs;
+    const slow = timings[timings.length - 1][1] > workerData.slowPassiveMs;
     if (again && again.busy === 0 && (!slow || again.log > workerData.restartFrames * workerData.forceFactor)) {
       const r = run('RESTART');
       if (r && r.busy === 0) mode = 'RESTART';
