@@ -298,36 +298,38 @@ async function serverLoop(api, headers) {
       p99: delay('nodejs_eventloop_lag_p99_seconds'),
       max: delay('nodejs_eventloop_lag_max_seconds'),
       invalid: value('agent_node_invalid_total') || 0,
-      checkpoints: checkpointBuckets(text),
+      // The checkpoints that hold writers (restart, truncate), and the agent door's write transactions by stage.
+      checkpoints: histogramBuckets(text, 'sqlite_checkpoint_seconds', 'mode', ['passive']),
+      writes: histogramBuckets(text, 'sqlite_write_seconds', 'stage'),
     };
   } catch {
-    return { p99: NaN, max: NaN, invalid: 0, checkpoints: {} };
+    return { p99: NaN, max: NaN, invalid: 0, checkpoints: {}, writes: {} };
   }
 }
 
-/** The checkpoints that hold writers (restart, truncate): cumulative counts per bucket bound, from the server's histogram. */
-function checkpointBuckets(text) {
+/** A histogram of the server's by one label: per value, cumulative counts per bucket bound (`skip`: values left out). */
+function histogramBuckets(text, name, label, skip = []) {
   const out = {};
-  for (const m of text.matchAll(/^fleetctl_sqlite_checkpoint_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+  for (const m of text.matchAll(new RegExp(`^fleetctl_${name}_bucket\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
     const labels = Object.fromEntries([...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-    if (labels.mode === 'passive') continue;
-    (out[labels.mode] ??= {})[labels.le] = Number(m[2]);
+    if (skip.includes(labels[label])) continue;
+    (out[labels[label]] ??= {})[labels.le] = Number(m[2]);
   }
   return out;
 }
 
-/** Per mode, how many checkpoints that hold writers ran between two scrapes, and the bucket bound the slowest fell under. */
-function checkpointsBetween(before, after) {
+/** Per label value, how many were observed between two scrapes, and the bucket bound the slowest fell under. */
+function slowestBetween(before, after) {
   return Object.entries(after)
-    .map(([mode, b]) => {
-      const d = (le) => (b[le] ?? 0) - (before[mode]?.[le] ?? 0);
+    .map(([value, b]) => {
+      const d = (le) => (b[le] ?? 0) - (before[value]?.[le] ?? 0);
       const n = d('+Inf');
       const bounds = Object.keys(b)
         .filter((le) => le !== '+Inf')
         .map(Number)
         .sort((x, y) => x - y);
       const under = bounds.find((le) => d(String(le)) === n);
-      return n > 0 ? `${n} ${mode} (slowest ${under === undefined ? 'over 10 s' : `under ${under * 1000} ms`})` : '';
+      return n > 0 ? `${n} ${value} (slowest ${under === undefined ? 'over 10 s' : `under ${under * 1000} ms`})` : '';
     })
     .filter(Boolean)
     .join(', ');
@@ -350,6 +352,8 @@ const line = (m, verdict) => {
     );
   // The checkpoints that held every writer in the window (a slow one is an agent write that waited).
   if (m.checkpoints) console.log(`        checkpoints holding writers: ${m.checkpoints}`);
+  // Where the agent door's writes waited off the event loop: their turn at the writer thread, SQLite's lock, their statements, the commit.
+  if (m.writes) console.log(`        writes by stage: ${m.writes}`);
   // Which requests failed and how, under the row: "errors 19" alone does not say whether the
   // server shed, timed out or the driver gave up.
   if (m.errors)
@@ -535,6 +539,7 @@ async function run(workers, name) {
     const scrape0 = await serverLoop(urls.api, headers);
     let invalid0 = scrape0.invalid;
     let checkpoints0 = scrape0.checkpoints;
+    let writes0 = scrape0.writes;
     await agents.sample(); // discard what came before
     const measure = async (target, windowS) => {
       const load0 = uptime();
@@ -574,7 +579,8 @@ async function run(workers, name) {
         slowest: s.slowest,
         kinds,
         nodeInvalid: loop.invalid - invalid0,
-        checkpoints: checkpointsBetween(checkpoints0, loop.checkpoints),
+        checkpoints: slowestBetween(checkpoints0, loop.checkpoints),
+        writes: slowestBetween(writes0, loop.writes),
         listP99: percentile(admin.lists, 99),
         listMax: admin.lists.at(-1) ?? 0,
         statsP99: percentile(admin.stats, 99),
@@ -598,6 +604,7 @@ async function run(workers, name) {
       w0 = w1;
       invalid0 = loop.invalid;
       checkpoints0 = loop.checkpoints;
+      writes0 = loop.writes;
       return m;
     };
     /**

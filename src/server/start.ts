@@ -139,6 +139,7 @@ async function openAndBootstrap(opts: ServerOptions, serves = true): Promise<Ope
       store = await openSqlite(dbPath, {
         warn: (line) => log.event('warn', 'sqlite', line),
         onCheckpoint: (mode, ms) => metrics.checkpoint(mode, ms),
+        onWrite: (stage, ms) => metrics.write(stage, ms),
         warm: serves,
       });
     }

@@ -19,14 +19,14 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open() {
+function open(o: Parameters<typeof startSqliteWriter>[1] = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'fleetctl-steps-'));
   dirs.push(dir);
   const path = join(dir, 'steps.db');
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.exec('create table t (id integer primary key, v text not null unique)');
-  const writer = startSqliteWriter(path);
+  const writer = startSqliteWriter(path, o);
   writers.push(writer);
   const values = () => (db.prepare('select v from t order by id').all() as { v: string }[]).map((r) => r.v);
   return { db, writer, values };
@@ -87,5 +87,20 @@ describe('the writer thread, a step at a time', () => {
       });
     await Promise.all([one('x'), one('y'), writer.transaction([q("insert into t (v) values ('z')")])]);
     expect(values()).toEqual(['x1', 'x2', 'y1', 'y2', 'z']);
+  });
+
+  it("times each stage of a transaction: its turn, SQLite's write lock once, each step's statements, the commit once", async () => {
+    const stages: string[] = [];
+    const { writer, values } = open({ onTiming: (stage, ms) => void (expect(ms).toBeGreaterThanOrEqual(0), stages.push(stage)) });
+    await writer.steps(async (step) => {
+      await step([q("insert into t (v) values ('a')")]);
+      await step([q("insert into t (v) values ('b')")], true);
+    });
+    expect(stages).toEqual(['turn', 'lock', 'statements', 'statements', 'commit']);
+    stages.length = 0;
+    // A failed step is not timed: its transaction ended in the thread's rollback.
+    await expect(writer.transaction([q("insert into t (v) values ('a')")])).rejects.toThrow(/UNIQUE/);
+    expect(stages).toEqual(['turn']);
+    expect(values()).toEqual(['a', 'b']);
   });
 });

@@ -36,6 +36,7 @@ export class Metrics {
   private readonly sinkDelivery: Histogram<'sink' | 'environment'>;
   private readonly enrollRefusals: Counter<'environment' | 'reason'>;
   private readonly checkpoints: Histogram<'mode'>;
+  private readonly writes: Histogram<'stage'>;
   readonly sources: MetricsSources = {};
 
   /**
@@ -94,6 +95,13 @@ export class Metrics {
       name: 'fleetctl_sqlite_checkpoint_seconds',
       help: 'SQLite WAL checkpoints of this process, by mode (passive, restart, truncate); a restart or truncate holds every writer while it runs',
       labelNames: ['mode'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.writes = new Histogram({
+      name: 'fleetctl_sqlite_write_seconds',
+      help: "The agent door's SQLite write transactions of this process, by stage (turn: waiting for the writer thread; lock: for SQLite's write lock; statements; commit)",
+      labelNames: ['stage'],
       buckets: BUCKETS,
       registers,
     });
@@ -177,6 +185,11 @@ export class Metrics {
 
   adminShed(): void {
     this.shed.inc({ door: 'admin' });
+  }
+
+  /** A stage of an agent-door write transaction on SQLite (sqlite-writer.ts) and its milliseconds. */
+  write(stage: 'turn' | 'lock' | 'statements' | 'commit', ms: number): void {
+    this.writes.observe({ stage }, ms / 1000);
   }
 
   /** A WAL checkpoint of this process's SQLite checkpoint thread and its milliseconds. */

@@ -19,7 +19,7 @@ import { startCheckpointer, type CheckpointTiming } from './sqlite-checkpoint.js
 import { startWarmer, WARM_SQL } from './sqlite-warm.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
-import { startSqliteWriter } from './sqlite-writer.js';
+import { startSqliteWriter, type WriteStage } from './sqlite-writer.js';
 import { sqliteReadNow, type ReadNow } from './sqlite-read-now.js';
 import { stepsOver, type WriteNow, type WriteSteps } from './write-steps.js';
 import { sqliteWriteNow } from './sqlite-write-now.js';
@@ -111,6 +111,8 @@ export async function openSqlite(
     migrate?: boolean;
     warn?: (line: string) => void;
     onCheckpoint?: (mode: CheckpointTiming[0], ms: number) => void;
+    /** Each stage of each agent-door write transaction (sqlite-writer.ts) and its milliseconds. */
+    onWrite?: (stage: WriteStage, ms: number) => void;
     /** Keep every page of the file mapped (sqlite-warm.ts): a process that serves requests. */
     warm?: boolean;
   } = {},
@@ -191,7 +193,7 @@ export async function openSqlite(
         },
       })
     : undefined;
-  const writer = startSqliteWriter(path);
+  const writer = startSqliteWriter(path, { onTiming: o.onWrite });
   // One process at a time per file already: SQLite's own locks serialise writers.
   return {
     db,

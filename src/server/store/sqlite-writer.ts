@@ -57,10 +57,14 @@ parentPort.on('message', (m) => {
   try {
     // IMMEDIATE: the write lock up front (a deferred transaction that reads first fails with
     // SQLITE_BUSY when another process wrote meanwhile).
+    const t0 = performance.now();
     if (m.begin) db.exec('begin immediate');
+    const t1 = performance.now();
     for (const s of m.statements) results.push(run(s));
+    const t2 = performance.now();
     if (m.commit) db.exec('commit');
-    parentPort.postMessage({ id: m.id, results });
+    // Where the step's time went: the write lock (a checkpoint restart, another process), the statements, the commit.
+    parentPort.postMessage({ id: m.id, results, ms: [m.begin ? t1 - t0 : -1, t2 - t1, m.commit ? performance.now() - t2 : -1] });
   } catch (e) {
     // A failed step ends its transaction here: the main thread sends nothing more for it.
     try { if (db.inTransaction) db.exec('rollback'); } catch {}
@@ -72,6 +76,8 @@ parentPort.on('message', (m) => {
 interface Reply {
   id: number;
   results?: { rows?: unknown[]; changes?: number; insertId?: number | bigint }[];
+  /** The thread's milliseconds: waiting for the write lock, running the statements, committing (-1: not this step's). */
+  ms?: [number, number, number];
   error?: { message: string; code?: string; name?: string };
 }
 
@@ -107,7 +113,12 @@ const toResult = (r: { rows?: unknown[]; changes?: number; insertId?: number | b
         insertId: r.insertId === undefined ? undefined : BigInt(r.insertId),
       };
 
-export function startSqliteWriter(path: string): SqliteWriter {
+/** Where a write's time went: its turn at the thread, SQLite's write lock, its statements, its commit. */
+export type WriteStage = 'turn' | 'lock' | 'statements' | 'commit';
+
+/** `onTiming`: each stage's milliseconds (the server's metric fleetctl_sqlite_write_seconds). */
+export function startSqliteWriter(path: string, o: { onTiming?: (stage: WriteStage, ms: number) => void } = {}): SqliteWriter {
+  const timed = o.onTiming;
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(CODE, { eval: true, workerData: { path, module, mmapBytes: SQLITE_MMAP_BYTES } });
   worker.unref();
@@ -139,10 +150,18 @@ export function startSqliteWriter(path: string): SqliteWriter {
     });
     if (reply.error)
       throw Object.assign(new Error(reply.error.message), { code: reply.error.code, name: reply.error.name ?? 'SqliteError' });
+    if (timed && reply.ms) {
+      const [lock, statements, commit] = reply.ms;
+      if (lock >= 0) timed('lock', lock);
+      timed('statements', statements);
+      if (commit >= 0) timed('commit', commit);
+    }
     return reply.results!.map(toResult);
   };
   const steps: WriteSteps = async (fn) => {
+    const asked = performance.now();
     const release = await turn.take();
+    timed?.('turn', performance.now() - asked);
     // open: begun in the thread; ended: committed, or rolled back by the thread after a failed step.
     let open = false;
     let ended = false;
