@@ -1,8 +1,8 @@
 // The agent door run as a service (issue 18), against a real `fleetctl server` process: the
 // in-flight bound answers 503 at once and recovers, --log writes a line per agent request,
-// /metrics is Prometheus' format behind the admin token (and on --metrics-listen), a log flood
-// into a sink that stalls keeps the server's memory and that sink's backlog bounded while other
-// agents are served, and a
+// /metrics is Prometheus' format behind the admin token (and on --metrics-listen) and carries the
+// SQLite checkpoint thread's timings once agents write, a log flood into a sink that stalls keeps
+// the server's memory and that sink's backlog bounded while other agents are served, and a
 // stalled agent upload cannot hold SIGTERM. Every wait is for an event (an answer, an exit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -173,6 +173,81 @@ describe('the agent door as a service', () => {
     }
     expect(text).toMatch(/fleetctl_http_requests_total\{door="agent",endpoint="config",status="200"\} [1-9]/);
     expect(await (await fetch(metricsUrl)).text()).toContain('fleetctl_http_requests_total');
+  });
+
+  it('/metrics: the SQLite checkpoint thread times its checkpoints while agents write (fleetctl_sqlite_checkpoint_seconds, a histogram by mode)', async () => {
+    const name = 'fleetctl_sqlite_checkpoint_seconds';
+    const scrape = async () => (await fetch(metricsUrl)).text();
+    const passiveCount = (m: string) => Number(/^fleetctl_sqlite_checkpoint_seconds_count\{mode="passive"\} (\d+)$/m.exec(m)?.[1] ?? 0);
+    // The thread posts its timings only when the log changed since its last tick: what this test
+    // writes must show as checkpoints counted after it began.
+    const before = passiveCount(await scrape());
+    const n = await enroll();
+    // One write a poll (a log batch, committed to the spool before it is answered), of 1 to 10
+    // rows: the log's frame count changes from one tick (every second) to the next. The thread
+    // ticks every second; a deadline far past that ends the writes and fails the test, rather than
+    // writing on into the tests after this one until the test's timeout.
+    const deadline = Date.now() + 90_000;
+    let round = 0;
+    const text = await eventually(async () => {
+      round++;
+      const data = Array.from({ length: 1 + (round % 10) }, (_, i) => ({
+        name: 'pack_checkpoint',
+        columns: { round: String(round), i: String(i) },
+      }));
+      expect((await post('log', { node_key: n.key, log_type: 'result', data })).status).toBe(200);
+      const m = await scrape();
+      if (passiveCount(m) > before) return m;
+      if (Date.now() > deadline) {
+        const lines = m.split('\n').filter((l) => l.includes(name));
+        throw new Error(
+          `no ${name}{mode="passive"} counted in 90 s of agent writes (${round} log batches); the scrape's lines of it:\n${lines.join('\n')}`,
+        );
+      }
+      return undefined;
+    }, `${name}{mode="passive"} to count a checkpoint after the agent's writes`);
+
+    // As metrics.ts declares it: a histogram labelled by mode, prom-client's text format.
+    expect(text).toMatch(new RegExp(`^# HELP ${name} \\S`, 'm'));
+    expect(text).toMatch(new RegExp(`^# TYPE ${name} histogram$`, 'm'));
+    const samples = text.split('\n').filter((l) => l.startsWith(`${name}_`) || l.startsWith(`${name}{`));
+    const series = new Map<string, { buckets: [string, number][]; sum?: number; count?: number }>();
+    for (const line of samples) {
+      const m = /^fleetctl_sqlite_checkpoint_seconds_(bucket|sum|count)\{(?:le="([^"]+)",)?mode="([^"]+)"\} (\S+)$/.exec(line);
+      expect(m, line).not.toBeNull();
+      const [, kind, le, mode, value] = m!;
+      const s = series.get(mode) ?? { buckets: [] };
+      series.set(mode, s);
+      if (kind === 'bucket') {
+        expect(le, line).toBeDefined();
+        s.buckets.push([le, Number(value)]);
+      } else {
+        expect(le, line).toBeUndefined();
+        s[kind as 'sum' | 'count'] = Number(value);
+      }
+    }
+    // Only the modes the code documents (docs/api.md, "Metrics": passive, restart, truncate), passive among them.
+    const modes = [...series.keys()];
+    expect(modes).toContain('passive');
+    for (const mode of modes) expect(['passive', 'restart', 'truncate'], `mode="${mode}"`).toContain(mode);
+    for (const [mode, s] of series) {
+      // Bounds rising to +Inf, counts cumulative, +Inf equal to _count, a _sum of seconds.
+      const bounds = s.buckets.map(([le]) => le);
+      expect(bounds.at(-1), mode).toBe('+Inf');
+      const finite = bounds.slice(0, -1).map(Number);
+      expect(finite.length, mode).toBeGreaterThan(0);
+      for (let i = 0; i < finite.length; i++) {
+        expect(Number.isFinite(finite[i]), `${mode} le=${bounds[i]}`).toBe(true);
+        if (i > 0) expect(finite[i], `${mode} le=${bounds[i]}`).toBeGreaterThan(finite[i - 1]);
+      }
+      const counts = s.buckets.map(([, c]) => c);
+      for (let i = 1; i < counts.length; i++) expect(counts[i], `${mode} le=${bounds[i]}`).toBeGreaterThanOrEqual(counts[i - 1]);
+      expect(s.count, mode).toBeGreaterThan(0);
+      expect(counts.at(-1), mode).toBe(s.count);
+      expect(s.sum, mode).toBeGreaterThanOrEqual(0);
+      expect(Number.isFinite(s.sum), mode).toBe(true);
+    }
+    expect(series.get('passive')!.count).toBe(passiveCount(text));
   });
 
   it("a log flood into a sink that stalls: batches are spooled one big body at a time, memory stays bounded, the sink's backlog stays within its bound, other agents are served", async () => {
