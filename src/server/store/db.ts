@@ -16,7 +16,7 @@ import type { DB } from './schema.js';
 import { migrationProvider } from './migrations.js';
 import type { Dialect } from './dialect.js';
 import { startCheckpointer, type CheckpointTiming } from './sqlite-checkpoint.js';
-import { startWarmer, WARM_SQL } from './sqlite-warm.js';
+import { startWarmer } from './sqlite-warm.js';
 import { AdminSqliteDialect } from './sqlite-thread.js';
 import { rollbackIfOpen } from './sqlite-rollback.js';
 import { startSqliteWriter, type WriteStage } from './sqlite-writer.js';
@@ -113,7 +113,7 @@ export async function openSqlite(
     onCheckpoint?: (mode: CheckpointTiming[0], ms: number) => void;
     /** Each stage of each agent-door write transaction (sqlite-writer.ts) and its milliseconds. */
     onWrite?: (stage: WriteStage, ms: number) => void;
-    /** Keep every page of the file mapped (sqlite-warm.ts): a process that serves requests. */
+    /** Read the whole file again and again (sqlite-warm.ts): a process that serves requests. */
     warm?: boolean;
   } = {},
 ): Promise<Store> {
@@ -137,6 +137,18 @@ export async function openSqlite(
     (message, code) => warn(`sqlite checkpoint of ${path} failed${code ? ` (${code})` : ''}: ${message}`),
     { onTiming: o.onCheckpoint },
   );
+  // The file's pages read again and again: a read through the map whose page the machine dropped
+  // waits for the disk on the event loop (sqlite-warm.ts).
+  let warnedWarm = 0;
+  const warmer = o.warm
+    ? startWarmer(path, {
+        onError: (e) => {
+          if (Date.now() - warnedWarm < 600_000) return;
+          warnedWarm = Date.now();
+          warn(`sqlite: reading ${path} into the page cache failed: ${e.message}`);
+        },
+      })
+    : undefined;
   // FLEETCTL_SLOW_QUERY_MS: statements slower than that logged with SQLite's plan (slow-queries.ts).
   const slowMs = slowQueryMs();
   const explain = (text: string, params: readonly unknown[]) =>
@@ -150,6 +162,7 @@ export async function openSqlite(
   try {
     migrated = o.migrate === false ? [] : await migrate(db, 'sqlite');
   } catch (e) {
+    await warmer?.close();
     await checkpointer.close();
     throw e;
   }
@@ -181,18 +194,6 @@ export async function openSqlite(
   const timer = setInterval(optimize, 3600_000);
   timer.unref();
   const adminDb = new Kysely<DB>({ dialect: new AdminSqliteDialect(db, path, ADMIN_THREADS), ...(log ? { log } : {}) });
-  // The file's pages kept mapped, so the machine does not page them out under the event loop's
-  // reads (sqlite-warm.ts): a walk of every page on one of the admin threads, whose map stays.
-  let warnedWarm = 0;
-  const warmer = o.warm
-    ? startWarmer(async () => Number((await adminDb.executeQuery<{ bytes: number }>(CompiledQuery.raw(WARM_SQL))).rows[0]?.bytes ?? 0), {
-        onError: (e) => {
-          if (Date.now() - warnedWarm < 600_000) return;
-          warnedWarm = Date.now();
-          warn(`sqlite: mapping the pages of ${path} failed: ${e.message}`);
-        },
-      })
-    : undefined;
   const writer = startSqliteWriter(path, { onTiming: o.onWrite });
   // One process at a time per file already: SQLite's own locks serialise writers.
   return {
@@ -209,10 +210,10 @@ export async function openSqlite(
     adminDb,
     close: async () => {
       clearInterval(timer);
-      await warmer?.close();
       await adminDb.destroy();
       await writer.close();
       await db.destroy();
+      await warmer?.close();
       await checkpointer.close();
     },
   };
