@@ -1,7 +1,8 @@
 // Issue 30: what the agents said. Log lines (the spool's, as the sinks get them) and query
 // reports (a scheduled query's current rows per node), read by `fleetctl logs` and
 // `fleetctl schedule report` (docs/api.md "Logs and query reports").
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 import { Timestamp } from './common.js';
 import { LogLineTypes, LogOrders, StatusSeverities } from './constants.js';
 export { LogLineTypes, LogOrders, StatusSeverities };

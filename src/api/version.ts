@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import { Type } from './type.js';
 
 /** GET /api/v1/version (issue 27): what the server runs, for `fleetctl version` and `auth status`. */
 export const ServerVersion = Type.Object({

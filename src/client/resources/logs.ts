@@ -1,5 +1,5 @@
 // Issue 30: log lines and query reports (docs/api.md "Logs and query reports").
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../api/type.js';
 import type { HttpClient } from '../http.js';
 import * as S from '../../api/index.js';
 import { needs } from '../validate.js';

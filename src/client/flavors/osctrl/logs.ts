@@ -5,7 +5,7 @@
 // a severity, every line of a range, query reports) is refused before any request (exit 8).
 // Following polls: osctrl has no long poll, so a follow request with nothing new waits a little
 // (at most its `wait`) and answers empty, and the command asks again.
-import { Type } from '@sinclair/typebox';
+import { Type } from '../../../api/type.js';
 import type { LogLine, LogPage, Node } from '../../../api/index.js';
 import type { HttpClient } from '../../http.js';
 import type { LogListQuery } from '../../resources/logs.js';
