@@ -232,6 +232,8 @@ describeRealAgent("the README's production section, with the real osquery agent 
     rmSync(t, { recursive: true, force: true });
   });
 
+  // Each step is skipped only when cannot() says this machine lacks what it needs (root for an
+  // /etc/hosts line and mount namespaces, unshare, nsenter, openssl...); CI runs as root with them.
   it.skipIf(Boolean(why))('1. a private CA: root, intermediate, and a certificate for the agent door (the pki block)', () => {
     run(blocks.get('pki')!);
     for (const f of ['root.pem', 'int.pem', 'agent.pem', 'agent-chain.pem', 'agent.key'])

@@ -51,6 +51,8 @@ afterAll(async () => {
   await ts?.close();
 });
 
+// Skipped only with FLEETCTL_SKIP_KEYRING_TESTS=1, where dbus, gnome-keyring and libsecret-tools cannot be
+// installed (e.g. macOS); the project's dependency step installs them, so CI runs this.
 describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a real Secret Service', () => {
   const out = (step: string, ext: 'out' | 'err' | 'rc' = 'out') => readFileSync(join(outDir, `${step}.${ext}`), 'utf8');
   const rc = (step: string) => Number(out(step, 'rc').trim());
@@ -146,6 +148,8 @@ describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: a
   });
 });
 
+// Skipped only with FLEETCTL_SKIP_KEYRING_TESTS=1, where dbus, gnome-keyring and libsecret-tools cannot be
+// installed (e.g. macOS); the project's dependency step installs them, so CI runs this.
 describe.skipIf(process.env.FLEETCTL_SKIP_KEYRING_TESTS === '1')('OS keychain: the whole path a user takes', () => {
   it('a TOTP login typed at a terminal against `fleetctl server --dev` lands in the Secret Service', async () => {
     // A D-Bus session with an unlocked keyring that lives while its stdin is open.
