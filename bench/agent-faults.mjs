@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { selfSignedCert } from './self-signed.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = join(root, 'bin', 'fleetctl.js');
+const bin = join(root, 'bin', 'fleetctl.cjs');
 const scenario = process.argv[2];
 const arg = (name, def) => {
   const i = process.argv.indexOf(name);

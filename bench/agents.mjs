@@ -53,7 +53,7 @@ import { selfSignedCert } from './self-signed.mjs';
 import { percentile, windowTotals } from './sample-stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = join(root, 'bin', 'fleetctl.js');
+const bin = join(root, 'bin', 'fleetctl.cjs');
 const arg = (name, def) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : def;

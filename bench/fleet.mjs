@@ -25,7 +25,7 @@ import autocannon from 'autocannon';
 import { treeCpuSeconds } from './proc-cpu.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = join(root, 'bin', 'fleetctl.js');
+const bin = join(root, 'bin', 'fleetctl.cjs');
 const arg = (name, def) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : def;

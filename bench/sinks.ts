@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { peerSetups, type PeerSetup, type RunningPeer } from './sinks-peers.js';
 
 const root = join(import.meta.dirname, '..');
-const bin = join(root, 'bin', 'fleetctl.js');
+const bin = join(root, 'bin', 'fleetctl.cjs');
 const arg = (name: string, def?: string) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? process.argv[i + 1] : def;

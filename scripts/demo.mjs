@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = join(root, 'bin', 'fleetctl.js');
+const bin = join(root, 'bin', 'fleetctl.cjs');
 const configDir = mkdtempSync(join(tmpdir(), 'fleetctl-demo-'));
 const downloads = mkdtempSync(join(tmpdir(), 'fleetctl-demo-carves-'));
 // Letters and digits only: a password starting with "-" would be read as an option (1 run in 64

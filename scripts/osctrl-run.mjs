@@ -36,7 +36,7 @@ const ADMIN = process.env.OSCTRL_USERNAME ?? 'admin';
 const ADMIN_PASSWORD = process.env.OSCTRL_PASSWORD;
 const ENV = process.env.OSCTRL_ENV ?? 'prod';
 const ENV2 = process.env.OSCTRL_ENV2 ?? 'dev';
-const BIN = resolve(process.env.FLEETCTL_BIN ?? join(ROOT, 'bin/fleetctl.js'));
+const BIN = resolve(process.env.FLEETCTL_BIN ?? join(ROOT, 'bin/fleetctl.cjs'));
 if (!TARGET || !ADMIN_PASSWORD) {
   console.error('set OSCTRL_URL (an osctrl-api) and OSCTRL_PASSWORD (of the super-admin OSCTRL_USERNAME, default admin)');
   process.exit(2);

@@ -55,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-const code = await main(process.argv);
-// Let stdout drain before exiting (large JSON into a pipe).
-process.stdout.write('', () => process.exit(code));
+// No top-level await: the build is a CommonJS script (scripts/build.mjs).
+void main(process.argv).then((code) => {
+  // Let stdout drain before exiting (large JSON into a pipe).
+  process.stdout.write('', () => process.exit(code));
+});

@@ -1,8 +1,8 @@
 // `fleetctl completion <shell>` (the built binary) prints exactly the checked-in scripts.
 import { afterAll, describe, expect, test } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { BIN, Cli } from '../helpers/cli.js';
+import { join } from 'node:path';
+import { Cli } from '../helpers/cli.js';
 import { ROOT } from './shells.js';
 
 const cli = new Cli();
@@ -46,13 +46,5 @@ describe('fleetctl completion', () => {
     expect(r.stdout).toContain('fleetctl completion zsh > ~/.zfunc/_fleetctl');
     expect(r.stdout).toContain('fpath=(~/.zfunc $fpath)');
     expect(r.stdout).toContain('fleetctl completion fish > ~/.config/fish/completions/fleetctl.fish');
-  });
-
-  test('the generator is not in the start-up bundle (loaded only by this command)', () => {
-    const main = BIN.endsWith(join('bin', 'fleetctl.js')) ? join(dirname(BIN), '../dist/main.js') : BIN;
-    const code = readFileSync(main, 'utf8');
-    expect(code).toContain('completion');
-    expect(code).not.toContain('__fleetctl_sub');
-    expect(code).not.toContain('zshCompletion');
   });
 });

@@ -40,8 +40,9 @@ describe('npm pack and a global install', () => {
     const files = packed[0].files.map((f) => f.path);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { man: string[] };
     for (const f of [
-      'bin/fleetctl.js',
-      'dist/main.js',
+      'bin/fleetctl.cjs',
+      'dist/fleetctl.cjs',
+      'dist/fleetctl.cjs.id',
       'completions/fleetctl.bash',
       'completions/_fleetctl',
       'completions/fleetctl.fish',

@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-/** The CLI entry: bin/fleetctl.js, or a build elsewhere (FLEETCTL_TEST_ENTRY=.build/x/main.js). */
+/** The CLI entry: bin/fleetctl.cjs, or a build elsewhere (FLEETCTL_TEST_ENTRY=.build/x/main.js). */
 export const BIN = process.env.FLEETCTL_TEST_ENTRY
   ? resolve(process.env.FLEETCTL_TEST_ENTRY)
-  : resolve(import.meta.dirname, '../../bin/fleetctl.js');
+  : resolve(import.meta.dirname, '../../bin/fleetctl.cjs');
 export const DEV_PASSWORD = 'test-password-1';
 
 export interface CliResult {
