@@ -38,7 +38,11 @@ export function processIO(opts: IOOptions = {}): IO {
   const stdoutIsTTY = Boolean(process.stdout.isTTY);
   const stderrIsTTY = Boolean(process.stderr.isTTY);
   return {
-    stdin: process.stdin,
+    // A getter: process.stdin builds its stream (a tty.ReadStream at a terminal) when first read,
+    // 2-3 ms of every start that most commands, which never read stdin, need not pay.
+    get stdin() {
+      return process.stdin;
+    },
     stdout: process.stdout,
     stderr: process.stderr,
     stdoutIsTTY,
