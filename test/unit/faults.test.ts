@@ -113,4 +113,56 @@ describe('Periodic', () => {
       vi.useRealTimers();
     }
   });
+
+  it('runNow waits for the run in progress, then runs once more; a timer that fired meanwhile runs after it', async () => {
+    vi.useFakeTimers();
+    try {
+      const faults = new Faults(() => undefined);
+      const events: string[] = [];
+      let open!: () => void;
+      let gate: Promise<void> | undefined = new Promise<void>((r) => (open = r));
+      let runs = 0;
+      const p = new Periodic(
+        'flush',
+        1000,
+        async () => {
+          const n = ++runs;
+          const wait = gate;
+          gate = undefined;
+          await wait;
+          events.push(`run ${n} done`);
+        },
+        faults,
+      );
+      p.start();
+      await vi.advanceTimersByTimeAsync(1000); // run 1 begins and waits at the gate
+      expect(runs).toBe(1);
+      const now = p.runNow().then(() => events.push('runNow resolved'));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(events).toEqual([]);
+      open();
+      await now;
+      expect(events).toEqual(['run 1 done', 'run 2 done', 'runNow resolved']);
+      // The timer goes on with its period.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(runs).toBe(3);
+      // A timer that fires during runNow's own run is not lost.
+      gate = new Promise<void>((r) => (open = r));
+      const again = p.runNow();
+      await vi.advanceTimersByTimeAsync(1000); // the period ends while runNow's run waits
+      expect(runs).toBe(4);
+      open();
+      await again;
+      await vi.advanceTimersByTimeAsync(0);
+      expect(runs).toBe(5);
+      // A failing runNow throws to its caller and leaves the timer's period alone.
+      const failing = new Periodic('x', 1000, () => Promise.reject(new Error('down')), faults);
+      await expect(failing.runNow()).rejects.toThrow('down');
+      expect(failing.failing).toBe(false);
+      await p.stop(false);
+      faults.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

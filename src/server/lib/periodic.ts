@@ -68,6 +68,27 @@ export class Periodic {
     return this.running;
   }
 
+  /**
+   * Runs once after the run in progress (if any) has ended, and resolves when it has: what was
+   * recorded before the call is written by then (a flush). A run in progress may already have
+   * taken what it writes, so returning without waiting for it would say "written" too early. Its
+   * error is thrown to the caller; the timer's period and backoff are not changed.
+   */
+  async runNow(): Promise<void> {
+    while (this.running) await this.running;
+    let failed: { e: unknown } | undefined;
+    const mine = this.run().catch((e: unknown) => void (failed = { e }));
+    this.running = mine;
+    await mine;
+    this.running = undefined;
+    // The timer fired (or a trigger came) during this run: its run is due now.
+    if (this.soon) {
+      this.soon = false;
+      this.arm(0);
+    }
+    if (failed) throw failed.e;
+  }
+
   /** Asks for a run soon (e.g. a batch is full), unless the task is backing off. */
   trigger(): void {
     if (this.stopped || this.failures > 0) return;

@@ -142,14 +142,12 @@ export function crossingWindowMs(minQueryInterval: number, minConfigInterval: nu
 export class CheckinBatcher {
   private pending = new Map<number, Pending>();
   private readonly task: Periodic;
-  /** The last write begun: writes run one after another, so a flush ends after the timer's. */
-  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: { intervalMs: number; maxNodes: number } = { intervalMs: 1000, maxNodes: 500 },
   ) {
-    this.task = new Periodic('check-in flush', opts.intervalMs, () => this.writeInTurn(), deps.faults);
+    this.task = new Periodic('check-in flush', opts.intervalMs, () => this.write(), deps.faults);
   }
 
   start(): void {
@@ -192,17 +190,6 @@ export class CheckinBatcher {
       p.configFetchedAt ??= c.configFetchedAt;
       p.distributedInterval ??= c.distributedInterval;
     }
-  }
-
-  /**
-   * write() after the write in progress: the timer's write takes the pending batch away before it
-   * commits, so a flush that found nothing pending returned while those check-ins were still
-   * unwritten (a check-in answered, flushed, and the next list still in the order before it).
-   */
-  private writeInTurn(): Promise<void> {
-    const next = this.writing.catch(() => undefined).then(() => this.write());
-    this.writing = next;
-    return next;
   }
 
   /**
@@ -254,7 +241,7 @@ export class CheckinBatcher {
 
   /** Writes what is pending now, after any write under way (tests, shutdown); errors are reported, never thrown. */
   flush(): Promise<void> {
-    return this.writeInTurn().catch((e) => void this.deps.faults.report('check-in flush', e));
+    return this.task.runNow().catch((e) => void this.deps.faults.report('check-in flush', e));
   }
 
   async stop(): Promise<void> {
