@@ -165,4 +165,44 @@ describe('Periodic', () => {
       vi.useRealTimers();
     }
   });
+
+  it('stop waits for the run in progress, then runs a final time; its failure is reported, not thrown', async () => {
+    vi.useFakeTimers();
+    try {
+      const reported: string[] = [];
+      const faults = new Faults((l) => reported.push(l));
+      const events: string[] = [];
+      let open!: () => void;
+      let gate: Promise<void> | undefined = new Promise<void>((r) => (open = r));
+      let runs = 0;
+      const p = new Periodic(
+        'flush',
+        1000,
+        async () => {
+          const n = ++runs;
+          const wait = gate;
+          gate = undefined;
+          await wait;
+          events.push(`run ${n} done`);
+          if (n === 2) throw new Error('disk gone');
+        },
+        faults,
+      );
+      p.start();
+      await vi.advanceTimersByTimeAsync(1000); // run 1 begins and waits at the gate
+      const stopped = p.stop().then(() => events.push('stopped'));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(events).toEqual([]);
+      open();
+      await stopped;
+      expect(events).toEqual(['run 1 done', 'run 2 done', 'stopped']);
+      expect(reported.join('\n')).toMatch(/^flush failed.*disk gone/);
+      // Stopped: the period no longer runs it.
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(runs).toBe(2);
+      faults.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -100,10 +100,12 @@ export class Periodic {
   async stop(final = true): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.running) await this.running;
-    if (!final) return;
+    if (!final) {
+      while (this.running) await this.running;
+      return;
+    }
     try {
-      await this.run();
+      await this.runNow();
     } catch (e) {
       this.faults.report(this.name, e);
     }
