@@ -474,7 +474,7 @@ async function run(workers, name) {
         children,
       });
       console.log(
-        `agents: ${AGENT_COMMAND.split(' ')[0]} through nginx at ${proxy.url} (${AGENT_PATHS === 'fleet' ? "Fleet's /api/osquery paths" : 'our paths'} -> ${urls.agents}); its log and output in ${dir}`,
+        `agents: ${AGENT_COMMAND.split(' ')[0]} through nginx at ${proxy.url} (${AGENT_PATHS === 'fleet' ? "Fleet's /api/osquery paths" : 'our paths'} -> ${urls.agents}); its output in ${dir}, nginx's access log ${proxy.accessLog}`,
       );
     } else {
       const { parseAgentFlags } = await import(join(root, 'dist', 'agent-sim.js'));
