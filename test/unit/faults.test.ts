@@ -114,47 +114,53 @@ describe('Periodic', () => {
     }
   });
 
+  /** A task whose runs wait at a gate while one is closed (it starts closed), then record their end; run `failOn` throws. */
+  function gatedTask(faults: Faults, failOn?: number) {
+    const s = { runs: 0, events: [] as string[], open: () => {}, gate: undefined as Promise<void> | undefined };
+    const close = () => void (s.gate = new Promise<void>((r) => (s.open = r)));
+    const p = new Periodic(
+      'flush',
+      1000,
+      async () => {
+        const n = ++s.runs;
+        const wait = s.gate;
+        s.gate = undefined;
+        await wait;
+        s.events.push(`run ${n} done`);
+        if (n === failOn) throw new Error('disk gone');
+      },
+      faults,
+    );
+    close();
+    return { p, s, close };
+  }
+
   it('runNow waits for the run in progress, then runs once more; a timer that fired meanwhile runs after it', async () => {
     vi.useFakeTimers();
     try {
       const faults = new Faults(() => undefined);
-      const events: string[] = [];
-      let open!: () => void;
-      let gate: Promise<void> | undefined = new Promise<void>((r) => (open = r));
-      let runs = 0;
-      const p = new Periodic(
-        'flush',
-        1000,
-        async () => {
-          const n = ++runs;
-          const wait = gate;
-          gate = undefined;
-          await wait;
-          events.push(`run ${n} done`);
-        },
-        faults,
-      );
+      const { p, s, close } = gatedTask(faults);
       p.start();
       await vi.advanceTimersByTimeAsync(1000); // run 1 begins and waits at the gate
-      expect(runs).toBe(1);
-      const now = p.runNow().then(() => events.push('runNow resolved'));
+      expect(s.runs).toBe(1);
+      const now = p.runNow().then(() => s.events.push('runNow resolved'));
       await vi.advanceTimersByTimeAsync(0);
-      expect(events).toEqual([]);
-      open();
+      expect(s.events).toEqual([]);
+      s.open();
       await now;
-      expect(events).toEqual(['run 1 done', 'run 2 done', 'runNow resolved']);
+      expect(s.events).toEqual(['run 1 done', 'run 2 done', 'runNow resolved']);
       // The timer goes on with its period.
       await vi.advanceTimersByTimeAsync(1000);
-      expect(runs).toBe(3);
+      expect(s.runs).toBe(3);
       // A timer that fires during runNow's own run is not lost.
-      gate = new Promise<void>((r) => (open = r));
+      close();
       const again = p.runNow();
       await vi.advanceTimersByTimeAsync(1000); // the period ends while runNow's run waits
-      expect(runs).toBe(4);
-      open();
+      expect(s.runs).toBe(4);
+      s.open();
       await again;
       await vi.advanceTimersByTimeAsync(0);
-      expect(runs).toBe(5);
+      expect(s.runs).toBe(5);
       // A failing runNow throws to its caller and leaves the timer's period alone.
       const failing = new Periodic('x', 1000, () => Promise.reject(new Error('down')), faults);
       await expect(failing.runNow()).rejects.toThrow('down');
@@ -171,35 +177,19 @@ describe('Periodic', () => {
     try {
       const reported: string[] = [];
       const faults = new Faults((l) => reported.push(l));
-      const events: string[] = [];
-      let open!: () => void;
-      let gate: Promise<void> | undefined = new Promise<void>((r) => (open = r));
-      let runs = 0;
-      const p = new Periodic(
-        'flush',
-        1000,
-        async () => {
-          const n = ++runs;
-          const wait = gate;
-          gate = undefined;
-          await wait;
-          events.push(`run ${n} done`);
-          if (n === 2) throw new Error('disk gone');
-        },
-        faults,
-      );
+      const { p, s } = gatedTask(faults, 2);
       p.start();
       await vi.advanceTimersByTimeAsync(1000); // run 1 begins and waits at the gate
-      const stopped = p.stop().then(() => events.push('stopped'));
+      const stopped = p.stop().then(() => s.events.push('stopped'));
       await vi.advanceTimersByTimeAsync(0);
-      expect(events).toEqual([]);
-      open();
+      expect(s.events).toEqual([]);
+      s.open();
       await stopped;
-      expect(events).toEqual(['run 1 done', 'run 2 done', 'stopped']);
+      expect(s.events).toEqual(['run 1 done', 'run 2 done', 'stopped']);
       expect(reported.join('\n')).toMatch(/^flush failed.*disk gone/);
       // Stopped: the period no longer runs it.
       await vi.advanceTimersByTimeAsync(5000);
-      expect(runs).toBe(2);
+      expect(s.runs).toBe(2);
       faults.stop();
     } finally {
       vi.useRealTimers();
