@@ -8,8 +8,9 @@
 //     a stray 502);
 //   - latency and status of every agent request from nginx's access log ($request_time: from the
 //     first byte nginx read to the last it wrote, so it includes any pause of the server); for a
-//     window's slowest request, also $upstream_response_time (the server's part of it), so a
-//     slow request can be told from a slow agent or a slow nginx;
+//     window's slowest request, also $upstream_response_time (the server's part of it) and when
+//     the connection was made and the answer's first byte came, so a slow request can be told
+//     from a slow agent or a slow nginx, and a wait before the server's handling from one after;
 //   - the command is run as given, its placeholders replaced: {url} (nginx's https URL), {secret}
 //     (the enroll secret), {agents} (how many to start), {ramp_seconds} (agents / --ramp), {seed}
 //     (differs per start); more agents for the next rung start another copy of the command;
@@ -85,7 +86,7 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections ${Math.max(1024, fileLimit - 100)}; }
 http {
-  log_format bench '$msec $status $request_time $upstream_response_time $request_uri';
+  log_format bench '$msec $status $request_time $upstream_connect_time|$upstream_header_time|$upstream_response_time $request_uri';
   access_log ${accessLog} bench buffer=256k flush=1s;
   client_body_temp_path ${dir}/body;
   proxy_temp_path ${dir}/proxy;
@@ -146,6 +147,18 @@ function upstreamMs(field) {
   const parts = field.split(/[,:]\s*/).filter((p) => p.trim() !== '');
   if (parts.length === 0 || parts.some((p) => Number.isNaN(Number(p)))) return NaN;
   return parts.reduce((a, p) => a + Number(p), 0) * 1000;
+}
+
+/**
+ * The server's part of a request, from nginx's "connect|header|response" upstream times: the
+ * connection (a new one: TCP and the TLS handshake), the answer's first byte, its last byte
+ * (each from the start of the upstream request). A wait before the server's handling began shows
+ * in connectMs or headerMs; one in sending the answer, between headerMs and upstreamMs.
+ */
+function upstreamTimes(field) {
+  const [connect, header, response] = field.split('|');
+  if (response === undefined) return { upstreamMs: upstreamMs(field), connectMs: NaN, headerMs: NaN };
+  return { upstreamMs: upstreamMs(response), connectMs: upstreamMs(connect), headerMs: upstreamMs(header) };
 }
 
 function kindOf(uri, byPath) {
@@ -259,7 +272,7 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
         slowest: slowest && {
           kind: slowest.kind,
           ms: slowest.ms,
-          upstreamMs: upstreamMs(slowest.line.slice(3, -1).join(' ')),
+          ...upstreamTimes(slowest.line.slice(3, -1).join(' ')),
           at: new Date(slowest.at * 1000).toISOString(),
         },
         enrolled,

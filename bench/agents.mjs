@@ -350,7 +350,7 @@ const line = (m, verdict) => {
   // says how much of it the server took; the rest was the agent or nginx).
   if (m.slowest && m.max > P99_GOAL_MS)
     console.log(
-      `        slowest: ${m.slowest.kind} ${f1(m.slowest.ms)} ms at ${m.slowest.at}, of which the server (nginx's upstream time) ${Number.isNaN(m.slowest.upstreamMs) ? 'none: never asked' : `${f1(m.slowest.upstreamMs)} ms`}`,
+      `        slowest: ${m.slowest.kind} ${f1(m.slowest.ms)} ms at ${m.slowest.at}, of which the server (nginx's upstream time) ${Number.isNaN(m.slowest.upstreamMs) ? 'none: never asked' : `${f1(m.slowest.upstreamMs)} ms${Number.isNaN(m.slowest.headerMs) ? '' : ` (connected after ${f1(m.slowest.connectMs)} ms, first byte of the answer after ${f1(m.slowest.headerMs)} ms)`}`}`,
     );
   // The checkpoints that held every writer in the window (a slow one is an agent write that waited).
   if (m.checkpoints) console.log(`        checkpoints holding writers: ${m.checkpoints}`);
