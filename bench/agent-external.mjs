@@ -22,6 +22,16 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 
+/**
+ * The agent command's niceness. On a machine it shares with the server and nginx (2 cores here) the
+ * load generator takes what CPU it wants: osquery-perf at 20,000 hosts used 1.2-1.7 cores, the
+ * server's event-loop thread waited on the run queue longer than it ran, and once requests slowed
+ * osquery-perf's retries took more still, until the run collapsed (docs/performance.md, 2026-11-29).
+ * Agents run on other machines in a fleet: here they get the CPU the server and nginx leave.
+ * The floor (--baseline) runs the command the same way.
+ */
+export const AGENT_NICE = 10;
+
 /** Fleet's agent paths (osquery's tls plugins pointed at Fleet) and our endpoint for each. */
 export const FLEET_PATHS = {
   enroll: '/api/osquery/enroll',
@@ -228,7 +238,7 @@ export function externalAgents({ command, proxy, env, paths, secret, ramp, dir, 
         .replaceAll('{ramp_seconds}', String(Math.max(1, Math.round(count / ramp))))
         .replaceAll('{seed}', String(seed + n));
       const out = openSync(join(dir, `agent-command-${n}.log`), 'a');
-      const [cmd, args] = withFileLimit('sh', ['-c', `exec ${text}`]);
+      const [cmd, args] = withFileLimit('sh', ['-c', `exec nice -n ${AGENT_NICE} ${text}`]);
       const child = spawn(cmd, args, { stdio: ['ignore', out, out], detached: false });
       closeSync(out);
       children.push(child);

@@ -778,7 +778,7 @@ try {
   );
   if (AGENT_COMMAND)
     console.log(
-      `agents: the external command (its own intervals${SEED === undefined ? '' : `, seed ${SEED}`}), ramp ${RAMP}/s; a pack of ${Object.entries(
+      `agents: the external command at nice ${(await import('./agent-external.mjs')).AGENT_NICE} (its own intervals${SEED === undefined ? '' : `, seed ${SEED}`}), ramp ${RAMP}/s; a pack of ${Object.entries(
         SCHEDULE,
       )
         .map(([n, q]) => `${n}/${q.interval}s`)
