@@ -24,9 +24,10 @@ import { join } from 'node:path';
 
 /**
  * The agent command's niceness. On a machine it shares with the server and nginx (2 cores here) the
- * load generator takes what CPU it wants: osquery-perf at 20,000 hosts used 1.2-1.7 cores, the
- * server's event-loop thread waited on the run queue longer than it ran, and once requests slowed
- * osquery-perf's retries took more still, until the run collapsed (docs/performance.md, 2026-11-29).
+ * load generator takes what CPU it wants: at 20,000 hosts osquery-perf and nginx used 1.4-1.7
+ * cores, the server's event-loop thread waited on the run queue longer than it ran, and once
+ * requests slowed osquery-perf's retries took more still, until the run collapsed
+ * (docs/performance.md, 2026-11-29).
  * Agents run on other machines in a fleet: here they get the CPU the server and nginx leave.
  * The floor (--baseline) runs the command the same way.
  */
