@@ -1,15 +1,19 @@
-// What one agent's log batch costs the durable spool (issue 31): appends of one line, each
-// awaited, through a real server's spool (its SQLite writer thread, the query reports hook), the
-// CPU of each thread of this process per append, from /proc. Back to back (the writer thread
-// awake) and paced by a 5 ms timer (each append finds the thread asleep, as at an agent door's
-// rates), for a status line (one message to the writer thread) and a result line (and the query
-// report it updates). The pacing timer's own cost is measured alone and subtracted. Linux only.
+// What one agent's log batch costs the durable spool (issue 31): appends of one line through a
+// real server's spool (its SQLite writer thread, the query reports hook), the CPU of each thread
+// of this process per append, from /proc. Back to back (the writer thread awake) and paced by a
+// 5 ms timer (each append finds the thread asleep, as at an agent door's rates), for a status line
+// (one message to the writer thread) and a result line (and the query report it updates); then
+// groups of 1, 2, 4 and 8 lines committed together, paced; then appends arriving at random at the
+// log rates of a door of 5,000 and of 20,000 osquery-perf hosts, without the commit spacing and
+// with it (spool.ts COMMIT_SPACING_MS), in the same run. The pacing timer's own cost is measured
+// alone and subtracted from the paced figures; the arrivals' timers are in theirs, the same with
+// and without the spacing. Linux only.
 // Usage: npm run bench:append -- [N]
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../src/server/start.js';
-import type { SpoolInput } from '../src/server/services/delivery/spool.js';
+import { COMMIT_SPACING_MS, Spool, type SpoolInput } from '../src/server/services/delivery/spool.js';
 
 const N = Number(process.argv[2] ?? 2000);
 if (!Number.isInteger(N) || N < 1) {
@@ -85,12 +89,20 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(' ')}; CPU ms per append:`,
 );
-for (let i = 0; i < 300; i++) await server.spool.append([row('status')]); // warm
+// Spools of the server's store with its commit hooks (the query reports): one without the
+// commit spacing, for the figures of a commit by its size, and one with it.
+const spoolWith = (spacingMs: number) => {
+  const s = new Spool(server.deps, spacingMs);
+  s.onCommit.push(...server.spool.onCommit);
+  return s;
+};
+const bare = spoolWith(0);
+for (let i = 0; i < 300; i++) await bare.append([row('status')]); // warm
 const timer = await perRun(pause);
 for (const kind of ['status', 'result'] as const) {
-  const busy = await perRun(() => server.spool.append([row(kind)]));
+  const busy = await perRun(() => bare.append([row(kind)]));
   const paced = await perRun(async () => {
-    await server.spool.append([row(kind)]);
+    await bare.append([row(kind)]);
     await pause();
   });
   console.log(
@@ -99,5 +111,46 @@ for (const kind of ['status', 'result'] as const) {
   );
 }
 console.log(`(the ${PACE_MS} ms timer alone: ${f3(timer.loop + timer.other)} ms a turn, subtracted from the paced figures)`);
+
+// What costs is the commit, not its lines: k lines appended in one turn commit together.
+const groups: string[] = [];
+for (const k of [1, 2, 4, 8]) {
+  const paced = await perRun(async () => {
+    await Promise.all(Array.from({ length: k }, (_, i) => bare.append([row(i % 2 ? 'result' : 'status')])));
+    await pause();
+  });
+  groups.push(`${k}: ${f3((paced.loop + paced.other - timer.loop - timer.other) / k)}`);
+}
+console.log(`a commit of k lines, paced, CPU ms per line (all threads): ${groups.join(', ')}`);
+
+// Arrivals at random (exponential gaps, a fixed seed: the same times with and without the
+// spacing), half status and half result lines, at an agent door's log rates measured with
+// osquery-perf (its logger_tls_period 10s): about 84 log requests a second at 5,000 hosts, 370 at 20,000.
+for (const [hosts, meanMs] of [
+  [5000, 12],
+  [20000, 2.7],
+] as const) {
+  const line = [];
+  let perAppend0 = 0;
+  for (const spacingMs of [0, COMMIT_SPACING_MS]) {
+    const spool = spoolWith(spacingMs);
+    let commits = 0;
+    spool.on('committed', () => commits++);
+    let seed = 4242;
+    const gap = () => -Math.log(1 - (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * meanMs;
+    const all: Promise<void>[] = [];
+    const cpu = await perRun(async () => {
+      await new Promise((r) => setTimeout(r, gap()));
+      all.push(spool.append([row(all.length % 2 ? 'result' : 'status')]));
+      if (all.length === N) await Promise.all(all); // the last commits counted in
+    });
+    const perAppend = cpu.loop + cpu.other;
+    if (spacingMs === 0) perAppend0 = perAppend;
+    line.push(
+      `spacing ${spacingMs} ms: ${commits} commits, ${f3(perAppend)} ms an append${spacingMs ? ` (${(perAppend / perAppend0).toFixed(2)}x)` : ''}`,
+    );
+  }
+  console.log(`arrivals every ${meanMs} ms on average (a door of ${hosts} hosts): ${line.join('; ')}`);
+}
 await server.close();
 rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,9 @@
 // The durable log spool (issue 28): an agent's log request is acknowledged only once its entries
 // are committed to the log_spool table (migration 012). Appends of concurrent requests are
-// group-committed: everything appended during one turn of the event loop goes in one
-// transaction, and while a transaction runs the next group gathers, so a busy agent door commits
-// a few times per loop turn instead of once per request. Sinks then drain the spool, each from
-// its own cursor (runner.ts); `fleetctl logs` reads it too (issue 30).
+// group-committed: commits start at most every COMMIT_SPACING_MS, everything appended until a
+// commit starts goes in its transaction, and while a transaction runs the next group gathers, so
+// a busy agent door commits a few dozen times a second whatever its request rate. Sinks then
+// drain the spool, each from its own cursor (runner.ts); `fleetctl logs` reads it too (issue 30).
 //
 // Order: on SQLite the database lock serialises writers. On PostgreSQL every append transaction
 // first updates the (0, '*') row of log_streams, a row lock held until commit, and only then
@@ -30,6 +30,17 @@ const CHUNK_BYTES = 4 * 1024 * 1024;
  * tens of microseconds a kilobyte); a bigger one always goes to the writer thread.
  */
 const WRITE_NOW_BYTES = 64 * 1024;
+/**
+ * Commits of one process start at most this often (issue 31). What costs is the commit, not its
+ * lines: on the machines measured a line committed alone cost 2-5 times as much CPU as one in a
+ * commit of eight, and appends arriving at random at 20,000 osquery-perf hosts' log rate cost
+ * 0.71x with this spacing (`npm run bench:append`). So an append within this long of the last
+ * commit's start waits for the rest of it, and what is appended meanwhile commits with it; an
+ * append after a quiet spell commits on the next turn, as before. osquery never waits on a log
+ * answer (it sends its buffer every logger_tls_period), so the wait is only latency, at most this
+ * much added to a log request: a quarter of the agent door's p99 goal.
+ */
+export const COMMIT_SPACING_MS = 25;
 
 export type SpoolLogType = 'result' | 'status' | 'query';
 
@@ -101,11 +112,19 @@ export class Spool extends EventEmitter<SpoolEvents> {
   private waiting: Waiter[] = [];
   private waitingBytes = 0;
   private scheduled = false;
+  /** The spacing timer of the group waiting for its commit (undefined: next turn, or none). */
+  private spacing?: NodeJS.Timeout;
+  /** performance.now() when the last commit started. */
+  private lastStart = -Infinity;
   private running?: Promise<void>;
   /** What each append transaction does besides spooling (issue 30's reports). */
   readonly onCommit: CommitHook[] = [];
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Deps,
+    /** COMMIT_SPACING_MS; npm run bench:append sets 0 to measure what the spacing saves. */
+    private readonly spacingMs = COMMIT_SPACING_MS,
+  ) {
     super();
     this.setMaxListeners(0);
   }
@@ -134,13 +153,21 @@ export class Spool extends EventEmitter<SpoolEvents> {
   private schedule(): void {
     if (this.scheduled || this.running) return;
     this.scheduled = true;
-    // The next turn: every request handled in this one joins the group.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.running = this.flush().finally(() => {
-        this.running = undefined;
-        if (this.waiting.length > 0) this.schedule();
-      });
+    const wait = this.lastStart + this.spacingMs - performance.now();
+    // At the earliest the next turn: every request handled in this one joins the group.
+    if (wait > 0) this.spacing = setTimeout(() => this.start(), wait);
+    else setImmediate(() => this.start());
+  }
+
+  private start(): void {
+    if (!this.scheduled) return; // started already (drain)
+    this.scheduled = false;
+    clearTimeout(this.spacing);
+    this.spacing = undefined;
+    this.lastStart = performance.now();
+    this.running = this.flush().finally(() => {
+      this.running = undefined;
+      if (this.waiting.length > 0) this.schedule();
     });
   }
 
@@ -159,10 +186,11 @@ export class Spool extends EventEmitter<SpoolEvents> {
     }
   }
 
-  /** Waits for what is waiting now to be committed (shutdown). */
+  /** Waits for what is waiting now to be committed (shutdown): a group waiting out the spacing commits at once. */
   async drain(): Promise<void> {
     while (this.running || this.scheduled || this.waiting.length > 0) {
       if (this.running) await this.running.catch(() => undefined);
+      else if (this.spacing) this.start();
       else await new Promise((r) => setImmediate(r));
     }
   }
