@@ -13,19 +13,33 @@ import type { AgentDoorOptions, AgentServices, Endpoint } from './types.js';
 /** Waits out a refusal's pause (the flooder's pace) without holding an in-flight slot. */
 export const refusalPause = () => new Promise((r) => setTimeout(r, REFUSAL_PAUSE_MS));
 
+const clean = (p: string) => p.replace(/^\/+|\/+$/g, '');
+
+/**
+ * The endpoints of an environment row by their cleaned paths, built once per row: the agent
+ * door's cache (state.ts) hands out the same row until the configuration changes, and every
+ * agent request looks its endpoint up.
+ */
+const endpointTables = new WeakMap<EnvironmentRow, Map<string, Endpoint>>();
+
 export function endpointOf(env: EnvironmentRow, path: string): Endpoint | undefined {
-  const clean = (p: string) => p.replace(/^\/+|\/+$/g, '');
-  const rest = clean(path);
-  const table: [string, Endpoint][] = [
-    [env.enroll_path, 'enroll'],
-    [env.config_path, 'config'],
-    [env.log_path, 'log'],
-    [env.query_read_path, 'read'],
-    [env.query_write_path, 'write'],
-    [env.carver_init_path, 'carve_init'],
-    [env.carver_block_path, 'carve_block'],
-  ];
-  return table.find(([p]) => clean(p) === rest)?.[1];
+  let table = endpointTables.get(env);
+  if (!table) {
+    table = new Map();
+    // The first of two equal paths wins, as the order below.
+    for (const [p, ep] of [
+      [env.enroll_path, 'enroll'],
+      [env.config_path, 'config'],
+      [env.log_path, 'log'],
+      [env.query_read_path, 'read'],
+      [env.query_write_path, 'write'],
+      [env.carver_init_path, 'carve_init'],
+      [env.carver_block_path, 'carve_block'],
+    ] as [string, Endpoint][])
+      if (!table.has(clean(p))) table.set(clean(p), ep);
+    endpointTables.set(env, table);
+  }
+  return table.get(clean(path));
 }
 
 /** The admission, request-log and drain hooks of the agent door. */
