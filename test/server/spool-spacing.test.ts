@@ -14,7 +14,11 @@ beforeAll(async () => {
   t = await startTestServer();
   const db = t.server.store.db;
   const env = await db.selectFrom('environments').select('id').orderBy('id').executeTakeFirstOrThrow();
-  const node = await db.selectFrom('nodes').select(['id', 'uuid', 'hostname']).where('environment_id', '=', env.id).executeTakeFirstOrThrow();
+  const node = await db
+    .selectFrom('nodes')
+    .select(['id', 'uuid', 'hostname'])
+    .where('environment_id', '=', env.id)
+    .executeTakeFirstOrThrow();
   entry = (tag) => ({
     environmentId: env.id,
     nodeId: node.id,
@@ -44,7 +48,12 @@ function commits(spool: Spool): { ids: number[][]; tags: () => Promise<string[][
     ids,
     tags: async () => {
       const out: string[][] = [];
-      const rows = await t.server.store.db.selectFrom('log_spool').select(['id', 'line']).where('line', 'like', '{"tag":"spacing-%').orderBy('id').execute();
+      const rows = await t.server.store.db
+        .selectFrom('log_spool')
+        .select(['id', 'line'])
+        .where('line', 'like', '{"tag":"spacing-%')
+        .orderBy('id')
+        .execute();
       for (const [from, to] of ids) out.push(rows.filter((r) => r.id > from && r.id <= to).map((r) => JSON.parse(r.line).tag));
       return out;
     },
